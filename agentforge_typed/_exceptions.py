@@ -1,0 +1,117 @@
+"""The exception tree.
+
+```
+AgentForgeError
+├── ModelError            a provider failed: HTTP non-2xx, network, malformed JSON or SSE
+├── ToolArgumentsError    a tool's arguments are invalid (and retries, if any, are spent)
+├── ToolExecutionError    a tool raised and the error handler chose to propagate it
+├── UnknownToolError      the model called a tool that is not registered
+└── ToolLoopLimitError    the loop exceeded `max_round_trips`
+
+ModelRetry                raised *inside* a tool on purpose: send its message back to the model
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "AgentForgeError",
+    "ArgumentError",
+    "ModelError",
+    "ModelRetry",
+    "ToolArgumentsError",
+    "ToolExecutionError",
+    "ToolLoopLimitError",
+    "UnknownToolError",
+]
+
+
+class AgentForgeError(Exception):
+    """Base of every error this package raises."""
+
+
+class ModelError(AgentForgeError):
+    """A model call failed: HTTP error status, network failure, or a malformed response or stream.
+
+    Attributes:
+        status_code: The HTTP status, when there was one.
+        body: The provider's response body (parsed JSON when possible), when there was one.
+        code: The provider's machine-readable error code or type, when it sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        body: Any = None,
+        code: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status_code = status_code
+        self.body = body
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, status_code={self.status_code!r})"
+
+
+@dataclass(frozen=True)
+class ArgumentError:
+    """One problem with a tool call's arguments."""
+
+    path: str
+    """JSON path of the offending value, e.g. `$.order.items[0].quantity` (`$` for the whole object)."""
+    message: str
+    input: Any
+    """The offending value as the model sent it."""
+
+
+class ToolArgumentsError(AgentForgeError):
+    """Arguments failed validation; `errors` lists every problem."""
+
+    def __init__(self, tool_name: str, errors: Sequence[ArgumentError]) -> None:
+        self.tool_name = tool_name
+        self.errors = tuple(errors)
+        lines = "; ".join(f"{e.path}: {e.message}" for e in self.errors)
+        super().__init__(f"invalid arguments for tool {tool_name!r}: {lines}")
+
+
+class ToolExecutionError(AgentForgeError):
+    """A tool raised, and the execution-error handler chose to propagate it (see `__cause__`)."""
+
+    def __init__(self, tool_name: str, message: str) -> None:
+        self.tool_name = tool_name
+        super().__init__(f"tool {tool_name!r} failed: {message}")
+
+
+class UnknownToolError(AgentForgeError):
+    """The model called a tool name that is not registered; nothing was executed."""
+
+    def __init__(self, tool_name: str, available: Sequence[str] = ()) -> None:
+        self.tool_name = tool_name
+        self.available = tuple(available)
+        super().__init__(
+            f"model called unknown tool {tool_name!r}; available: {', '.join(self.available) or 'none'}"
+        )
+
+
+class ToolLoopLimitError(AgentForgeError):
+    """The tool loop did not reach a final answer within `max_round_trips`."""
+
+    def __init__(self, max_round_trips: int) -> None:
+        self.max_round_trips = max_round_trips
+        super().__init__(f"no final answer after {max_round_trips} model round trips")
+
+
+class ModelRetry(Exception):  # noqa: N818 - a control-flow signal, not an error
+    """Raise inside a tool to send `message` back to the model as an error result to act on."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message

@@ -1,0 +1,137 @@
+"""Chat messages: the provider-neutral conversation history.
+
+Every message is a frozen pydantic model tagged by `role`, so a whole history dumps to JSON and
+loads back with one `TypeAdapter(list[ChatMessage])`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from ._frozen import FrozenModel, FrozenSeq
+
+__all__ = [
+    "AiMessage",
+    "ChatMessage",
+    "CustomMessage",
+    "ImageContent",
+    "SystemMessage",
+    "TextContent",
+    "ToolCall",
+    "ToolResultMessage",
+    "UserMessage",
+]
+
+
+class TextContent(FrozenModel):
+    """A text part of a user message."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageContent(FrozenModel):
+    """An image part of a user message, by URL (`https://…` or a `data:` URL)."""
+
+    type: Literal["image"] = "image"
+    url: str
+    detail: Literal["auto", "low", "high"] | None = None
+    """Resolution hint for providers that support one (OpenAI)."""
+
+
+Content = Annotated[TextContent | ImageContent, Field(discriminator="type")]
+
+
+class SystemMessage(FrozenModel):
+    """Instructions for the model."""
+
+    role: Literal["system"] = "system"
+    text: str
+
+
+class UserMessage(FrozenModel):
+    """User input: a plain string, or several text and image parts."""
+
+    role: Literal["user"] = "user"
+    content: str | Annotated[FrozenSeq[Content], Field(min_length=1)]
+    """The message text, or its parts (at least one)."""
+    name: str | None = None
+    """Optional participant name; providers may ignore it."""
+
+    @property
+    def has_single_text(self) -> bool:
+        """Whether the message is exactly one piece of text."""
+        if isinstance(self.content, str):
+            return True
+        return len(self.content) == 1 and isinstance(self.content[0], TextContent)
+
+    @property
+    def text(self) -> str:
+        """The text of a single-text message.
+
+        Raises:
+            ValueError: the message has several parts or a non-text part; read `content` instead.
+        """
+        if isinstance(self.content, str):
+            return self.content
+        if self.has_single_text:
+            part = self.content[0]
+            assert isinstance(part, TextContent)
+            return part.text
+        raise ValueError("UserMessage has several or non-text parts; read `.content` instead")
+
+
+class ToolCall(FrozenModel):
+    """One tool call requested by the model."""
+
+    id: str
+    """Pairs the call with its `ToolResultMessage.tool_call_id`."""
+    name: str
+    arguments: str = "{}"
+    """The arguments exactly as the model sent them: a raw JSON string, validated only at execution."""
+
+
+class AiMessage(FrozenModel):
+    """What the model said: text, reasoning and/or tool calls."""
+
+    role: Literal["assistant"] = "assistant"
+    text: str | None = None
+    thinking: str | None = None
+    """Reasoning text, for models that expose it."""
+    tool_calls: FrozenSeq[ToolCall] = ()
+    attributes: dict[str, Any] = Field(default_factory=dict)
+    """Provider extras that must travel with the message (e.g. thinking signatures)."""
+
+    @property
+    def has_tool_calls(self) -> bool:
+        """Whether the model asked for at least one tool call."""
+        return bool(self.tool_calls)
+
+
+class ToolResultMessage(FrozenModel):
+    """The result of one tool call, sent back to the model."""
+
+    role: Literal["tool"] = "tool"
+    tool_call_id: str
+    tool_name: str
+    text: str
+    is_error: bool = False
+
+
+class CustomMessage(FrozenModel):
+    """A provider-specific message the contract cannot predefine.
+
+    A provider that does not understand it raises `ModelError` rather than degrading it.
+    """
+
+    role: Literal["custom"] = "custom"
+    attributes: dict[str, Any] = Field(default_factory=dict)
+
+
+ChatMessage = Annotated[
+    SystemMessage | UserMessage | AiMessage | ToolResultMessage | CustomMessage,
+    Field(discriminator="role"),
+]
+"""Any message of a conversation, discriminated on `role`."""

@@ -1,0 +1,55 @@
+"""What a model returns: the message, token usage, finish reason and provider metadata."""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from pydantic import Field
+
+from ._frozen import FrozenModel
+from ._messages import AiMessage
+
+__all__ = ["ChatResponse", "FinishReason", "TokenUsage"]
+
+
+class FinishReason(str, enum.Enum):
+    """Why the model stopped, normalised across providers."""
+
+    STOP = "stop"
+    LENGTH = "length"
+    TOOL_EXECUTION = "tool_execution"
+    CONTENT_FILTER = "content_filter"
+    OTHER = "other"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class TokenUsage(FrozenModel):
+    """Token counts of one or more model calls; `+` adds them up."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage | None) -> TokenUsage:
+        if other is None:
+            return self
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+    __radd__ = __add__
+
+
+class ChatResponse(FrozenModel):
+    """One complete model answer, identical whether it was streamed or not."""
+
+    ai_message: AiMessage
+    token_usage: TokenUsage | None = None
+    finish_reason: FinishReason | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Provider metadata the contract does not model (id, model, created, …)."""

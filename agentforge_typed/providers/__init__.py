@@ -1,0 +1,1 @@
+"""Chat model implementations: vendor providers and offline test doubles."""

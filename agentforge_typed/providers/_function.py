@@ -1,0 +1,110 @@
+"""`FunctionModel`: a `ChatModel` scripted by a Python function, for tests and demos."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+
+from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
+from .._messages import AiMessage, ChatMessage
+from .._request import ChatRequest, ChatRequestParameters
+from .._response import ChatResponse, FinishReason
+
+__all__ = ["FunctionModel", "response_events"]
+
+ModelFunctionResult = AiMessage | ChatResponse
+ModelFunction = Callable[
+    [Sequence[ChatMessage], ChatRequestParameters],
+    ModelFunctionResult | Awaitable[ModelFunctionResult],
+]
+
+_WORD = re.compile(r"\S+\s*|\s+")
+
+
+def _as_response(result: ModelFunctionResult) -> ChatResponse:
+    if isinstance(result, ChatResponse):
+        return result
+    reason = FinishReason.TOOL_EXECUTION if result.has_tool_calls else FinishReason.STOP
+    return ChatResponse(ai_message=result, finish_reason=reason)
+
+
+def response_events(response: ChatResponse) -> Iterator[StreamEvent]:
+    """Replay a complete response as a stream: word-sized text and thinking deltas, one delta per
+    tool call, then `ResponseComplete`."""
+    message = response.ai_message
+    for piece in _WORD.findall(message.thinking or ""):
+        yield ThinkingDelta(text=piece)
+    for piece in _WORD.findall(message.text or ""):
+        yield TextDelta(text=piece)
+    for index, call in enumerate(message.tool_calls):
+        yield ToolCallDelta(index=index, id=call.id, name=call.name, arguments_delta=call.arguments)
+    yield ResponseComplete(response=response)
+
+
+class FunctionModel:
+    """A `ChatModel` whose every turn is computed by `fn(messages, parameters)`.
+
+    `fn` may be sync or async and returns an `AiMessage` (finish reason inferred: tool calls →
+    `TOOL_EXECUTION`, else `STOP`) or a full `ChatResponse`. Streaming replays the same response
+    as deltas, so `stream()` ends with exactly what `chat()` returns.
+    """
+
+    def __init__(self, fn: ModelFunction, *, name: str = "function") -> None:
+        self.fn = fn
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"FunctionModel({getattr(self.fn, '__name__', self.fn)!r})"
+
+    def _arguments(
+        self, request: ChatRequest
+    ) -> tuple[Sequence[ChatMessage], ChatRequestParameters]:
+        return request.messages, request.parameters or ChatRequestParameters()
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        """Call `fn` (an async `fn` runs in a fresh event loop)."""
+        result = self.fn(*self._arguments(request))
+        if inspect.isawaitable(result):
+            if _loop_running():
+                _close(result)
+                raise RuntimeError(
+                    "an async model function inside a running event loop needs achat()"
+                )
+            result = asyncio.run(_await(result))
+        return _as_response(result)
+
+    async def achat(self, request: ChatRequest) -> ChatResponse:
+        """Call `fn`, awaiting it when it is async."""
+        result = self.fn(*self._arguments(request))
+        if inspect.isawaitable(result):
+            result = await result
+        return _as_response(result)
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        """Replay `chat()`'s response as deltas."""
+        yield from response_events(self.chat(request))
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Replay `achat()`'s response as deltas."""
+        for event in response_events(await self.achat(request)):
+            yield event
+
+
+async def _await(awaitable: Awaitable[ModelFunctionResult]) -> ModelFunctionResult:
+    return await awaitable
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _close(awaitable: Awaitable[object]) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
