@@ -1,0 +1,49 @@
+"""The arguments-error text the model reads, shared by every kind of tool.
+
+```
+Invalid arguments for tool `get_weather`:
+- $.days: Input should be a valid integer (input: "5")
+- $.cty: Unexpected argument (input: "Paris")
+Correct the arguments and call `get_weather` again.
+```
+
+One line per problem, in validation order: the JSON path, the validator's message, and the
+offending input as compact JSON truncated to `MAX_INPUT_CHARS`. Deterministic, no stack traces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pydantic_core
+
+from ._exceptions import ArgumentError
+
+__all__ = ["MAX_INPUT_CHARS", "format_arguments_error", "json_path", "render_input"]
+
+MAX_INPUT_CHARS = 120
+
+
+def json_path(location: Sequence[str | int]) -> str:
+    """`("order", "items", 0, "qty")` → `$.order.items[0].qty`."""
+    parts = ["$"]
+    for key in location:
+        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
+    return "".join(parts)
+
+
+def render_input(value: Any) -> str:
+    """Compact JSON of `value`, truncated to `MAX_INPUT_CHARS` characters."""
+    text = pydantic_core.to_json(value, fallback=repr).decode()
+    if len(text) > MAX_INPUT_CHARS:
+        return text[: MAX_INPUT_CHARS - 1] + "…"
+    return text
+
+
+def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
+    """The text an arguments-error result carries back to the model."""
+    lines = [f"Invalid arguments for tool `{tool_name}`:"]
+    lines.extend(f"- {e.path}: {e.message} (input: {render_input(e.input)})" for e in errors)
+    lines.append(f"Correct the arguments and call `{tool_name}` again.")
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""What every tool shares, whatever backs it: its run-time context, its result, the executor
+protocol and the return behaviour."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, Protocol
+
+from pydantic import ConfigDict, Field
+from typing_extensions import TypeVar
+
+from ._frozen import FrozenModel
+from ._messages import ToolCall
+from ._request import ToolSpecification
+
+__all__ = [
+    "ErrorKind",
+    "ReturnBehavior",
+    "ToolContext",
+    "ToolExecutionResult",
+    "ToolExecutor",
+    "ToolLike",
+]
+
+DepsT = TypeVar("DepsT", default=None)
+
+ErrorKind = Literal["arguments", "retry", "execution", "timeout", "unknown_tool", "denied"]
+"""Why a result is an error: invalid arguments, `ModelRetry`, an exception, a timeout, an
+unknown tool name, or a `before_tool_call` hook that refused the call."""
+
+
+class ReturnBehavior(enum.Enum):
+    """What happens to a tool's result (seed 000 §3.2.5)."""
+
+    TO_LLM = "to_llm"
+    """Send the result back to the model for another round (the default)."""
+    IMMEDIATE = "immediate"
+    """End the loop with the results, when every call of the round is `IMMEDIATE` and none failed."""
+    IMMEDIATE_IF_LAST = "immediate_if_last"
+    """End the loop when this tool is the last call of the round and nothing failed."""
+
+
+@dataclass(frozen=True)
+class ToolContext(Generic[DepsT]):
+    """Run-time values injected into a tool's `ToolContext` parameter; the model never sees them."""
+
+    deps: DepsT
+    """Whatever the caller passed as `deps=` (a database handle, a user, credentials, …)."""
+    tool_call_id: str
+    tool_name: str
+    attempt: int = 1
+    """1 for the first call of this tool in the conversation, +1 after each failed attempt."""
+    conversation_id: str | None = None
+
+
+class ToolExecutionResult(FrozenModel):
+    """The outcome of one tool call: text for the model plus the raw value beside it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    text: str
+    """What the model reads."""
+    value: Any = None
+    """The tool's raw return value (`None` for errors)."""
+    is_error: bool = False
+    error_kind: ErrorKind | None = None
+    repairs: tuple[str, ...] = ()
+    """Envelope repairs applied to the arguments before validation (and dropped extra arguments)."""
+    exception: BaseException | None = Field(default=None, exclude=True, repr=False)
+    """The exception behind an error result, for handlers and logs; never sent to the model."""
+
+    @classmethod
+    def error(
+        cls,
+        text: str,
+        kind: ErrorKind,
+        *,
+        exception: BaseException | None = None,
+        repairs: tuple[str, ...] = (),
+    ) -> ToolExecutionResult:
+        """An error result the model can read."""
+        return cls(text=text, is_error=True, error_kind=kind, exception=exception, repairs=repairs)
+
+
+class ToolExecutor(Protocol):
+    """Anything that executes a `ToolCall`: a local function, a JSON-schema handler, HTTP, MCP.
+
+    Implementations never raise for a failed call: they return an error `ToolExecutionResult`.
+    """
+
+    def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Run the call, blocking."""
+        ...
+
+    async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Run the call without blocking the event loop."""
+        ...
+
+
+class ToolLike(ToolExecutor, Protocol):
+    """What `ToolService` needs of a registered tool: an executor plus its declaration and options."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def specification(self) -> ToolSpecification: ...
+
+    @property
+    def return_behavior(self) -> ReturnBehavior: ...
+
+    @property
+    def max_retries(self) -> int: ...
+
+    @property
+    def sequential(self) -> bool: ...
