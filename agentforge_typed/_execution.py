@@ -4,6 +4,7 @@ protocol and the return behaviour."""
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol
 
@@ -21,6 +22,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolExecutor",
     "ToolLike",
+    "ToolSource",
 ]
 
 DepsT = TypeVar("DepsT", default=None)
@@ -115,3 +117,12 @@ class ToolLike(ToolExecutor, Protocol):
 
     @property
     def sequential(self) -> bool: ...
+
+
+class ToolSource(Protocol):
+    """Something that provides several tools at once (e.g. an `MCPServer`): `ToolService.register`
+    registers everything `tools()` returns."""
+
+    def tools(self) -> Sequence[ToolLike]:
+        """The tools this source offers now."""
+        ...

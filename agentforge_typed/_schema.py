@@ -1,15 +1,529 @@
-"""JSON Schema dialects (placeholder: the schema-dialects work replaces this module)."""
+"""JSON Schema dialects: pydantic's schema of a tool's arguments, rendered for one provider.
+
+`ToolSpecification.parameters` holds plain JSON Schema as pydantic generates it. Each provider
+speaks a slightly different subset, so before a request it calls `render_schema(parameters,
+dialect)`:
+
+- `"openai"` and `"anthropic"`: plain JSON Schema (`tools[].function.parameters`, `input_schema`).
+  Only noise is removed: pydantic's generated `title`s and `$schema`.
+- `"openai-strict"`: OpenAI Structured Outputs (`strict: true`). Every property is required,
+  optional ones become nullable, every object is closed, `oneOf` becomes `anyOf`, `default` goes.
+- `"gemini"`: the OpenAPI 3 subset of Gemini function declarations. `$ref`s are inlined,
+  `anyOf [X, null]` becomes `nullable`, `const` a one-value `enum`.
+
+A keyword a dialect cannot carry is moved into the description (the model still reads it, and
+validation still enforces it). A schema a dialect cannot express at all is refused with
+`SchemaDialectError`; a type is never silently narrowed or widened.
+"""
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Literal
+import json
+import re
+from collections.abc import Callable
+from typing import Any, Literal, get_args
 
-__all__ = ["Dialect", "render_schema"]
+from ._exceptions import AgentForgeError
+
+__all__ = ["Dialect", "SchemaDialectError", "render_schema"]
 
 Dialect = Literal["openai", "openai-strict", "anthropic", "gemini"]
+"""A provider's JSON Schema dialect."""
+
+JsonSchema = dict[str, Any]
+
+_DIALECTS: tuple[str, ...] = get_args(Dialect)
+
+# Where JSON Schema nests subschemas: one schema, a list of them, or a name → schema map.
+_SCHEMA_VALUE_KEYS = frozenset(
+    {
+        "items",
+        "additionalItems",
+        "additionalProperties",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+        "contains",
+        "propertyNames",
+        "not",
+        "if",
+        "then",
+        "else",
+    }
+)
+_SCHEMA_LIST_KEYS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+_SCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs"})
+
+# Keywords that give a node a type; a node with none of them accepts any value.
+_TYPE_KEYS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"})
+_NOISE = frozenset({"title", "$schema"})
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+_STRICT_KEEP = frozenset(
+    {
+        "type",
+        "description",
+        "enum",
+        "const",
+        "anyOf",
+        "$ref",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "minItems",
+        "maxItems",
+        "pattern",
+        "format",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+    }
+)
+_STRICT_DROP = frozenset({*_NOISE, "default", "discriminator"})
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+_LOOKAROUND = re.compile(r"(?<!\\)\(\?(?:=|!|<=|<!)")
+
+_GEMINI_KEEP = frozenset(
+    {
+        "type",
+        "format",
+        "description",
+        "nullable",
+        "enum",
+        "items",
+        "properties",
+        "required",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+    }
+)
+_GEMINI_DROP = frozenset({*_NOISE, "discriminator"})
+_GEMINI_FORMATS = {
+    "string": frozenset({"date-time"}),
+    "integer": frozenset({"int32", "int64"}),
+    "number": frozenset({"float", "double"}),
+}
 
 
-def render_schema(parameters: dict[str, Any], dialect: Dialect) -> dict[str, Any]:
-    """Render pydantic's JSON Schema for `dialect`."""
-    return copy.deepcopy(parameters)
+class SchemaDialectError(AgentForgeError, ValueError):
+    """A tool's schema cannot be expressed in a provider's dialect without changing its meaning.
+
+    Raised when the schema is rendered (at registration), never silently worked around.
+
+    Attributes:
+        dialect: The dialect that cannot express the schema.
+        path: JSON path of the offending property, e.g. `$.order.metadata` (`$` for the root).
+        reason: Why the dialect cannot express it.
+    """
+
+    def __init__(self, dialect: str, path: str, reason: str) -> None:
+        self.dialect = dialect
+        self.path = path
+        self.reason = reason
+        super().__init__(f"the {dialect} schema dialect cannot express {path}: {reason}")
+
+
+def render_schema(parameters: JsonSchema, dialect: Dialect) -> JsonSchema:
+    """Render pydantic's JSON Schema of a tool's arguments for `dialect`.
+
+    Pure: returns a new dict and never mutates `parameters`.
+
+    Raises:
+        SchemaDialectError: the dialect cannot express the schema (e.g. an open `dict[str, X]`
+            for `"openai-strict"`, recursion for `"gemini"`), or the root is not an object.
+        ValueError: `dialect` is not one of `Dialect`.
+    """
+    if dialect not in _DIALECTS:
+        raise ValueError(f"unknown schema dialect {dialect!r}; expected one of {_DIALECTS}")
+    root = _inline_root_ref(parameters)
+    if root.get("type") != "object":
+        raise SchemaDialectError(
+            dialect, "$", "a root that is not an object (tool arguments are a JSON object)"
+        )
+    if dialect == "openai-strict":
+        return _StrictRenderer(root).render()
+    if dialect == "gemini":
+        return _GeminiRenderer(root).render()
+    return _plain(root, "$")
+
+
+# -- shared helpers ----------------------------------------------------------------------------
+
+
+def _child_path(path: str, key: str) -> str:
+    if _IDENTIFIER.match(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key)}]"
+
+
+def _map_schema(
+    schema: JsonSchema, fn: Callable[[JsonSchema, str], JsonSchema], path: str
+) -> JsonSchema:
+    """Copy `schema`, replacing each direct subschema `s` with `fn(s, path_of_s)`."""
+    out: JsonSchema = {}
+    for key, value in schema.items():
+        if key in _SCHEMA_VALUE_KEYS and isinstance(value, dict):
+            sub = "[*]" if key == "items" else ".*" if key == "additionalProperties" else ""
+            out[key] = fn(value, path + sub)
+        elif key in _SCHEMA_LIST_KEYS and isinstance(value, list):
+            out[key] = [
+                fn(item, f"{path}[{index}]" if key == "prefixItems" else path)
+                if isinstance(item, dict)
+                else copy.deepcopy(item)
+                for index, item in enumerate(value)
+            ]
+        elif key in _SCHEMA_MAP_KEYS and isinstance(value, dict):
+            out[key] = {
+                name: fn(item, _child_path(path, name) if key == "properties" else path)
+                if isinstance(item, dict)
+                else copy.deepcopy(item)
+                for name, item in value.items()
+            }
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _def_name(ref: str) -> str | None:
+    return ref[len("#/$defs/") :] if ref.startswith("#/$defs/") else None
+
+
+def _inline_root_ref(schema: JsonSchema) -> JsonSchema:
+    """Turn pydantic's `{"$ref": "#/$defs/Root", "$defs": …}` (a recursive root model) into an
+    object at the top whose self-references point to `#`."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    name = _def_name(ref) if isinstance(ref, str) else None
+    if name is None or not isinstance(defs, dict) or name not in defs:
+        return schema
+    target = f"#/$defs/{name}"
+
+    def rewrite(node: JsonSchema, path: str) -> JsonSchema:
+        out = _map_schema(node, rewrite, path)
+        if out.get("$ref") == target:
+            out["$ref"] = "#"
+        return out
+
+    rest = {key: value for key, value in schema.items() if key not in ("$ref", "$defs")}
+    root = rewrite({**defs[name], **rest}, "$")
+    others = {key: value for key, value in defs.items() if key != name}
+    if others:
+        root["$defs"] = rewrite({"$defs": others}, "$")["$defs"]
+    return root
+
+
+def _plain(schema: JsonSchema, path: str) -> JsonSchema:
+    out = _map_schema(schema, _plain, path)
+    for key in _NOISE:
+        out.pop(key, None)
+    return out
+
+
+def _note(key: str, value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return f"{key}: {text}"
+
+
+def _describe(out: JsonSchema, notes: list[str]) -> None:
+    """Append the constraints a dialect cannot carry to the node's description."""
+    if not notes:
+        return
+    text = ", ".join(notes)
+    description = out.get("description")
+    out["description"] = f"{description} ({text})" if description else text
+
+
+def _has_type(schema: JsonSchema) -> bool:
+    return any(key in schema for key in _TYPE_KEYS)
+
+
+def _accepts_null(schema: JsonSchema) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    if "const" in schema and schema["const"] is None:
+        return True
+    if None in schema.get("enum", ()):
+        return True
+    return any(isinstance(s, dict) and _accepts_null(s) for s in schema.get("anyOf", ()))
+
+
+def _merge_all_of(schema: JsonSchema, dialect: str, path: str) -> JsonSchema:
+    """Fold a one-element `allOf` (older pydantic's way of annotating a `$ref`) into the node."""
+    parts = schema.get("allOf")
+    if parts is None:
+        return schema
+    if len(parts) != 1 or not isinstance(parts[0], dict):
+        raise SchemaDialectError(dialect, path, "`allOf` with several schemas")
+    rest = {key: value for key, value in schema.items() if key != "allOf"}
+    return {**parts[0], **rest}
+
+
+def _fixed_tuple_items(out: JsonSchema, dialect: str, path: str) -> None:
+    """Rewrite `prefixItems` as `items` when every position has the same schema; else refuse."""
+    prefix = out.pop("prefixItems", None)
+    if prefix is None:
+        return
+    if out.get("items", False) is not False:
+        raise SchemaDialectError(
+            dialect, path, "a tuple with extra items (`prefixItems` plus `items`)"
+        )
+    if not prefix or any(item != prefix[0] for item in prefix):
+        raise SchemaDialectError(
+            dialect,
+            path,
+            "a tuple of different element types (`prefixItems`); use `list[X]` or `tuple[X, ...]`",
+        )
+    out["items"] = prefix[0]
+    out["minItems"] = out["maxItems"] = len(prefix)
+
+
+# -- openai-strict -----------------------------------------------------------------------------
+
+
+class _StrictRenderer:
+    """OpenAI Structured Outputs: closed objects, every property required, `$defs` kept."""
+
+    dialect = "openai-strict"
+
+    def __init__(self, root: JsonSchema) -> None:
+        self.root = root
+        self.defs: dict[str, Any] = root.get("$defs", {})
+        self.done: dict[str, JsonSchema] = {}
+
+    def render(self) -> JsonSchema:
+        body = {key: value for key, value in self.root.items() if key != "$defs"}
+        out = self.node(body, "$")
+        for name, schema in self.defs.items():  # definitions nothing references
+            if name not in self.done:
+                self.define(name, schema, f"$defs.{name}")
+        if self.done:
+            out = {"$defs": {name: self.done[name] for name in self.defs}, **out}
+        return out
+
+    def define(self, name: str, schema: Any, path: str) -> None:
+        self.done[name] = {}  # in progress: a recursive reference must not recurse again
+        self.done[name] = self.node(schema, path)
+
+    def refuse(self, path: str, reason: str) -> SchemaDialectError:
+        return SchemaDialectError(self.dialect, path, reason)
+
+    def node(self, schema: JsonSchema, path: str) -> JsonSchema:
+        schema = _merge_all_of(schema, self.dialect, path)
+        if "oneOf" in schema:
+            if "anyOf" in schema:
+                raise self.refuse(path, "`oneOf` next to `anyOf`")
+            schema = {("anyOf" if k == "oneOf" else k): v for k, v in schema.items()}
+        if not _has_type(schema):
+            raise self.refuse(path, "a value of any type (no `type`)")
+        if schema.get("type") == "object":
+            self.refuse_open_object(schema, path)
+        if schema.get("type") == "array":
+            schema = dict(schema)
+            _fixed_tuple_items(schema, self.dialect, path)
+            items = schema.get("items")
+            if not isinstance(items, dict) or not _has_type(items):
+                raise self.refuse(path, "an array without a typed `items`")
+        out = _map_schema(schema, self.node, path)
+        notes: list[str] = []
+        for key in list(out):
+            value = out[key]
+            if key in _STRICT_DROP:
+                del out[key]
+            elif key not in _STRICT_KEEP or (
+                (key == "format" and value not in _STRICT_FORMATS)
+                or (key == "pattern" and _LOOKAROUND.search(str(value)))
+            ):
+                notes.append(_note(key, value))
+                del out[key]
+        if out.get("type") == "object":
+            self.close_object(out, set(schema.get("required", ())))
+        _describe(out, notes)
+        ref = out.get("$ref")
+        if isinstance(ref, str):
+            self.follow(ref, path)
+            if len(out) > 1:  # strict mode allows no siblings next to `$ref`, but next to anyOf
+                out = {"anyOf": [{"$ref": out.pop("$ref")}], **out}
+        return out
+
+    def follow(self, ref: str, path: str) -> None:
+        if ref == "#":
+            return
+        name = _def_name(ref)
+        if name is None or name not in self.defs:
+            raise self.refuse(path, f"an unresolvable `$ref` {ref!r}")
+        if name not in self.done:
+            self.define(name, self.defs[name], path)
+
+    def refuse_open_object(self, schema: JsonSchema, path: str) -> None:
+        extra = schema.get("additionalProperties")
+        if (
+            extra is True
+            or isinstance(extra, dict)
+            or "patternProperties" in schema
+            or ("properties" not in schema and extra is None)
+        ):
+            raise self.refuse(
+                path,
+                "an open object (`dict[str, X]`, extra keys allowed, or an untyped object); "
+                "use a model with named fields",
+            )
+
+    @staticmethod
+    def close_object(out: JsonSchema, required: set[str]) -> None:
+        properties: JsonSchema = out.setdefault("properties", {})
+        for name, prop in properties.items():
+            if name not in required:
+                properties[name] = _nullable(prop)
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+
+
+_SCALARS = frozenset({"string", "integer", "number", "boolean"})
+
+
+def _nullable(schema: JsonSchema) -> JsonSchema:
+    """`schema` that also accepts `null` (strict mode's spelling of an optional property)."""
+    if _accepts_null(schema):
+        return schema
+    kind = schema.get("type")
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [*schema["anyOf"], {"type": "null"}]}
+    if kind in _SCALARS and "enum" not in schema and "const" not in schema:
+        return {**schema, "type": [kind, "null"]}
+    inner = {key: value for key, value in schema.items() if key != "description"}
+    out: JsonSchema = {"anyOf": [inner, {"type": "null"}]}
+    if "description" in schema:
+        out["description"] = schema["description"]
+    return out
+
+
+# -- gemini ------------------------------------------------------------------------------------
+
+
+class _GeminiRenderer:
+    """Gemini function declarations: an OpenAPI 3 subset without `$ref`, `const` or type lists."""
+
+    dialect = "gemini"
+
+    def __init__(self, root: JsonSchema) -> None:
+        self.root = root
+        self.defs: dict[str, Any] = root.get("$defs", {})
+
+    def render(self) -> JsonSchema:
+        body = {key: value for key, value in self.root.items() if key != "$defs"}
+        return self.node(body, "$", ("#",))
+
+    def refuse(self, path: str, reason: str) -> SchemaDialectError:
+        return SchemaDialectError(self.dialect, path, reason)
+
+    def node(self, schema: JsonSchema, path: str, stack: tuple[str, ...]) -> JsonSchema:
+        while True:  # inline `$ref`s and unwrap `anyOf [X, null]` until the node is stable
+            schema, stack = self.inline(schema, path, stack)
+            split = self.split_nulls(schema, path)
+            if split == schema:
+                break
+            schema = split
+        if "const" in schema:
+            schema = {**schema, "enum": [schema["const"]]}
+            del schema["const"]
+        if not _has_type(schema):
+            raise self.refuse(path, "a value of any type (no `type`)")
+        if "prefixItems" in schema:
+            schema = dict(schema)
+            _fixed_tuple_items(schema, self.dialect, path)
+        out = _map_schema(schema, lambda sub, sub_path: self.node(sub, sub_path, stack), path)
+        notes: list[str] = []
+        if "enum" in out:
+            self.enum(out, notes, path)
+        formats = _GEMINI_FORMATS.get(str(out.get("type")), frozenset())
+        for key in list(out):
+            value = out[key]
+            if key in _GEMINI_DROP:
+                del out[key]
+            elif key not in _GEMINI_KEEP or (key == "format" and value not in formats):
+                notes.append(_note(key, value))
+                del out[key]
+        _describe(out, notes)
+        return out
+
+    def inline(
+        self, schema: JsonSchema, path: str, stack: tuple[str, ...]
+    ) -> tuple[JsonSchema, tuple[str, ...]]:
+        """Replace `$ref` (and a one-element `allOf`) by its target, refusing recursion."""
+        schema = _merge_all_of(schema, self.dialect, path)
+        while isinstance(ref := schema.get("$ref"), str):
+            if ref in stack:
+                raise self.refuse(path, f"a recursive schema ({ref!r}), which cannot be inlined")
+            stack = (*stack, ref)
+            name = _def_name(ref)
+            target = self.defs.get(name) if name is not None else None
+            if not isinstance(target, dict):
+                raise self.refuse(path, f"an unresolvable `$ref` {ref!r}")
+            rest = {key: value for key, value in schema.items() if key != "$ref"}
+            schema = _merge_all_of({**target, **rest}, self.dialect, path)
+        return schema, stack
+
+    def split_nulls(self, schema: JsonSchema, path: str) -> JsonSchema:
+        """Spell `null` as `nullable: true`, whether it came as a union variant or a type list."""
+        out = dict(schema)
+        if "oneOf" in out:  # pydantic's oneOf variants exclude each other: anyOf is equivalent
+            out["anyOf"] = [*out.pop("oneOf"), *out.get("anyOf", ())]
+        kind = out.get("type")
+        if isinstance(kind, list):
+            types = [t for t in kind if t != "null"]
+            if len(types) < len(kind):
+                out["nullable"] = True
+            if len(types) == 1:
+                out["type"] = types[0]
+            else:
+                del out["type"]
+                out["anyOf"] = [{"type": t} for t in types]
+        if "anyOf" in out:
+            variants = out.pop("anyOf")
+            kept = [v for v in variants if v != {"type": "null"}]
+            if len(kept) < len(variants):
+                out["nullable"] = True
+            if len(kept) == 1 and isinstance(kept[0], dict):
+                out = {**kept[0], **out}
+            elif kept:
+                out["anyOf"] = kept
+        if out.get("type") == "null":
+            raise self.refuse(path, "a value that can only be `null`")
+        return out
+
+    def enum(self, out: JsonSchema, notes: list[str], path: str) -> None:
+        """Gemini enums hold strings only; another enum keeps its type and moves to the text."""
+        values = [value for value in out["enum"] if value is not None]
+        if len(values) < len(out["enum"]):
+            out["nullable"] = True
+        kinds = {_json_type(value) for value in values}
+        if len(kinds) != 1:
+            raise self.refuse(path, "an enum mixing value types")
+        kind = kinds.pop()
+        out.setdefault("type", kind)
+        if kind == "string":
+            out["enum"] = values
+        else:
+            notes.append(_note("enum", values))
+            del out["enum"]
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"

@@ -1,0 +1,221 @@
+"""Raw tool-call arguments → validated arguments model: the hot path, and the envelope repairs.
+
+The fast path is one `validate_json` on the raw string, so a valid call costs what pydantic
+costs. Only when it fails do we look at the input again, for the envelope quirks models are
+known to produce (seed 004 §3.5), each repair recorded:
+
+- an empty (or whitespace) string for "no arguments" → `{}`;
+- the whole arguments object double-encoded as a JSON string;
+- a JSON object or array sent as a string where the schema wants an object or array;
+- with `extra_arguments="ignore"`, top-level arguments the signature does not have are dropped.
+
+Nothing else is guessed: anything still invalid is reported, one `ArgumentError` per problem.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
+
+from ._argument_errors import json_path
+from ._exceptions import ArgumentError
+
+__all__ = ["ArgumentsValidator", "argument_errors"]
+
+_OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dataclass_type", "dict_type"})
+_ARRAY_ERRORS = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type"})
+_MAX_REPAIR_ROUNDS = 8
+"""String-encoded JSON can hide more string-encoded JSON; a bound keeps hostile input cheap."""
+
+Validated = tuple[BaseModel, tuple[str, ...]]
+Invalid = tuple[None, tuple[str, ...], list[ArgumentError]]
+
+
+class ArgumentsValidator:
+    """Validates a tool's raw arguments against its arguments model.
+
+    Args:
+        args_model: The pydantic model of the arguments (built with `extra="forbid"`).
+        strict: pydantic strict mode (no `"5"` → `5`); `False` leaves each model's own setting.
+        extra_arguments: `"forbid"` reports unknown top-level arguments, `"ignore"` drops them.
+    """
+
+    __slots__ = (
+        "_argument_names",
+        "_drop_extra",
+        "_strict",
+        "_validator",
+        "strict",
+        "validate_json",
+    )
+
+    def __init__(
+        self,
+        args_model: type[BaseModel],
+        *,
+        strict: bool,
+        extra_arguments: Literal["forbid", "ignore"] = "forbid",
+    ) -> None:
+        self._validator = args_model.__pydantic_validator__
+        self._strict: bool | None = True if strict else None
+        self.validate_json = self._validator.validate_json
+        """The fast path alone, for callers that inline it: `validate_json(raw, strict=strict)`,
+        then `repair(raw, error)` on a `ValidationError`."""
+        self.strict = self._strict
+        self._drop_extra = extra_arguments == "ignore"
+        self._argument_names = ", ".join(
+            field.alias or name for name, field in args_model.model_fields.items()
+        )
+
+    def validate(self, raw: str | bytes) -> Validated | Invalid:
+        """`(arguments, repairs)` when valid, else `(None, repairs, errors)`."""
+        try:
+            return self._validator.validate_json(raw, strict=self._strict), ()
+        except ValidationError as error:
+            return self.repair(raw, error)
+
+    def repair(self, raw: str | bytes, error: ValidationError) -> Validated | Invalid:
+        """The slow path, after `error` from the fast one: try the repairs, then revalidate."""
+        details = _details(error)
+        repairs: list[str] = []
+        if raw.strip():
+            if not self._repairable(details):
+                return None, (), self._errors(details)
+            try:
+                data: Any = pydantic_core.from_json(raw)
+            except ValueError:
+                return None, (), self._errors(details)
+            changed = False
+        else:
+            data, changed = {}, True
+            repairs.append("empty arguments read as {}")
+        for _ in range(_MAX_REPAIR_ROUNDS):
+            if changed:
+                try:
+                    encoded = pydantic_core.to_json(data)
+                    arguments = self._validator.validate_json(encoded, strict=self._strict)
+                    return arguments, tuple(repairs)
+                except ValidationError as exc:
+                    details = _details(exc)
+                except ValueError:  # a value pydantic-core parsed but cannot write back
+                    break
+            data, changed = self._repair_once(data, details, repairs)
+            if not changed:
+                break
+        return None, tuple(repairs), self._errors(details)
+
+    def _repairable(self, errors: Sequence[ErrorDetails]) -> bool:
+        """Whether any error is one a repair could fix (most invalid calls have none)."""
+        for detail in errors:
+            kind = detail["type"]
+            if kind == "extra_forbidden":
+                if self._drop_extra and len(detail["loc"]) == 1:
+                    return True
+            elif isinstance(detail["input"], str) and (
+                kind in _OBJECT_ERRORS or kind in _ARRAY_ERRORS
+            ):
+                return True
+        return False
+
+    def _repair_once(
+        self, data: Any, errors: Sequence[ErrorDetails], repairs: list[str]
+    ) -> tuple[Any, bool]:
+        changed = False
+        for detail in errors:
+            kind, loc, value = detail["type"], detail["loc"], detail["input"]
+            if kind == "extra_forbidden" and self._drop_extra and len(loc) == 1:
+                if isinstance(data, dict) and data.pop(loc[0], _MISSING) is not _MISSING:
+                    repairs.append(f"dropped unknown argument `{loc[0]}`")
+                    changed = True
+                continue
+            if not isinstance(value, str):
+                continue
+            wanted: type[Any]
+            if kind in _OBJECT_ERRORS:
+                wanted = dict
+            elif kind in _ARRAY_ERRORS:
+                wanted = list
+            else:
+                continue
+            try:
+                decoded = pydantic_core.from_json(value)
+            except ValueError:
+                continue
+            if not isinstance(decoded, wanted):
+                continue
+            data, path = _replace(data, loc, value, decoded)
+            if path is None:
+                continue
+            changed = True
+            if path == "$":
+                repairs.append("arguments were double-encoded as a JSON string: decoded")
+            else:
+                what = "object" if wanted is dict else "array"
+                repairs.append(f"{path}: JSON {what} sent as a string: decoded")
+        return data, changed
+
+    def _errors(self, details: Sequence[ErrorDetails]) -> list[ArgumentError]:
+        unexpected = f"Unexpected argument; this tool takes: {self._argument_names or 'nothing'}"
+        return argument_errors(details, unexpected_argument=unexpected)
+
+
+_MISSING = object()
+
+
+def _details(error: ValidationError) -> list[ErrorDetails]:
+    return error.errors(include_url=False, include_context=False)
+
+
+def argument_errors(
+    error: ValidationError | Sequence[ErrorDetails], *, unexpected_argument: str | None = None
+) -> list[ArgumentError]:
+    """A `ValidationError` (or its `.errors()`) as `ArgumentError`s: path, message and input.
+
+    The path follows pydantic's location, so a union member's tag (e.g. `$.shape.Circle.radius`)
+    stays in it: it tells the model which alternative the message is about. `unexpected_argument`
+    replaces pydantic's message for an unknown top-level argument.
+    """
+    details = _details(error) if isinstance(error, ValidationError) else error
+    result = []
+    for detail in details:
+        loc, message = detail["loc"], detail["msg"]
+        if unexpected_argument and detail["type"] == "extra_forbidden" and len(loc) == 1:
+            message = unexpected_argument
+        result.append(ArgumentError(json_path(loc), message, _printable(detail["input"])))
+    return result
+
+
+def _printable(value: Any) -> Any:
+    # Raw bytes that are not UTF-8 cannot be rendered as JSON: show what can be read.
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).decode("utf-8", errors="replace")
+    return value
+
+
+def _replace(root: Any, loc: Sequence[str | int], old: str, new: Any) -> tuple[Any, str | None]:
+    """Put `new` where `old` sits at pydantic location `loc`; return the new root and its JSON path.
+
+    Location steps the data does not have are union-member tags (`"Circle"`, `"int"`), skipped.
+    """
+    parent: Any = None
+    key: str | int = ""
+    node = root
+    steps: list[str | int] = []
+    for step in loc:
+        if isinstance(node, dict) and isinstance(step, str) and step in node:
+            parent, key, node = node, step, node[step]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            parent, key, node = node, step, node[step]
+        else:
+            continue
+        steps.append(step)
+    if not (isinstance(node, str) and node == old):
+        return root, None
+    if parent is None:
+        return new, "$"
+    parent[key] = new
+    return root, json_path(steps)

@@ -1,0 +1,526 @@
+"""`HttpTool`: a tool backed by one HTTP endpoint.
+
+The request is built from a fixed template — method, absolute URL with `{path}` parameters, and
+which arguments go to the query string, the JSON body or headers — so the model fills in values
+but never chooses where the request goes: path values are percent-encoded as single segments,
+scheme and host come from the template, and credentials come from configuration or the
+`ToolContext`, never from arguments. The request is prepared and the response interpreted by pure
+functions shared by the sync (`execute`) and async (`aexecute`) shells.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+from urllib.parse import quote, urlsplit
+
+import httpx
+import pydantic
+import pydantic_core
+
+from ._argument_errors import json_path
+from ._arguments import ArgumentsValidator
+from ._exceptions import ArgumentError
+from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
+from ._messages import ToolCall
+from ._request import ToolSpecification
+from ._schema_arguments import DecodedArguments, SchemaArguments
+from ._schema_tool import arguments_error_result, failure_result, result_text
+
+__all__ = ["HeadersFactory", "HttpTool"]
+
+HeadersFactory = Callable[[ToolContext[Any]], Mapping[str, str]]
+"""Computes configured headers (e.g. `Authorization`) per call from the `ToolContext`."""
+
+DEFAULT_MAX_RESPONSE_CHARS = 20_000
+ERROR_BODY_CHARS = 500
+"""How much of a non-2xx response body the error result quotes."""
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_BODYLESS_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
+# Headers that decide where a request goes or who sends it: never filled from model arguments.
+_RESERVED_HEADERS = frozenset(
+    {
+        "authorization",
+        "connection",
+        "content-length",
+        "content-type",
+        "cookie",
+        "host",
+        "proxy-authorization",
+        "transfer-encoding",
+    }
+)
+
+
+class HttpTool:
+    """A tool that calls one HTTP endpoint and returns the response as text.
+
+    ```python
+    get_item = HttpTool(
+        "get_item",
+        "Fetch an item by id.",
+        url="https://api.example.com/items/{item_id}",
+        parameters={
+            "type": "object",
+            "properties": {"item_id": {"type": "string"}, "fields": {"type": "string"}},
+            "required": ["item_id"],
+        },
+        query=["fields"],
+        default_headers=lambda ctx: {"Authorization": f"Bearer {ctx.deps.token}"},
+    )
+    ```
+
+    Arguments are validated before any request is made (against `parameters` with `jsonschema`,
+    or strictly with `args_model`). Each argument goes to exactly one place: a `{placeholder}` of
+    the URL path, `query`, `headers`, or the JSON `body`; arguments not named anywhere go to the
+    query string for GET/HEAD/DELETE/OPTIONS and to the body otherwise (or wherever `"rest"` says).
+
+    A 2xx response becomes the result: JSON as compact JSON (the parsed value kept as `value`),
+    anything else as text, capped at `max_response_chars` with a truncation marker. A non-2xx
+    status, a connection failure or a timeout becomes an error result.
+
+    Args:
+        name: The tool name the model calls.
+        description: What the tool does, for the model.
+        url: Absolute `http(s)` URL; `{name}` placeholders are allowed in the path only.
+        method: HTTP method.
+        parameters: JSON Schema of the arguments. Default (without `args_model`): one required
+            string per path placeholder and nothing else.
+        args_model: A pydantic model of the arguments instead of `parameters` (strict validation).
+        query: Arguments sent as query parameters (lists repeat the parameter), or `"rest"`.
+        body: Arguments sent as the JSON object body, or `"rest"`.
+        headers: Arguments sent as headers, `{argument: header_name}`. Reserved headers
+            (`Authorization`, `Host`, `Cookie`, …) and configured ones cannot be targeted.
+        default_headers: Headers from configuration added to every request — a mapping, or a
+            callable computing them from the `ToolContext` (e.g. a token from `deps`).
+        auth: An `httpx.Auth` applied to every request.
+        http_client: Client for `execute`; default: a fresh client per call.
+        async_http_client: Client for `aexecute`; default: a fresh client per call.
+        timeout: Seconds for each phase of the request (connect, read, write, pool).
+        max_response_chars: Cap on the result text.
+        return_behavior: What the loop does with the result.
+        max_retries: How many invalid-arguments attempts the loop tolerates.
+        sequential: Never run this tool concurrently with other calls of its round.
+
+    Raises:
+        ValueError: On an inconsistent declaration: a placeholder outside the path, an argument
+            routed twice or not declared, a reserved header, an invalid schema.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        url: str,
+        method: str = "GET",
+        parameters: dict[str, Any] | None = None,
+        args_model: type[pydantic.BaseModel] | None = None,
+        query: Sequence[str] | Literal["rest"] | None = None,
+        body: Sequence[str] | Literal["rest"] | None = None,
+        headers: Mapping[str, str] | None = None,
+        default_headers: Mapping[str, str] | HeadersFactory | None = None,
+        auth: httpx.Auth | None = None,
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
+        timeout: float = 10.0,
+        max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
+        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
+        max_retries: int = 2,
+        sequential: bool = False,
+    ) -> None:
+        self.method = method.upper()
+        self.url = url
+        self._path_parameters = _check_url_template(name, url)
+        if parameters is not None and args_model is not None:
+            raise ValueError(f"HttpTool {name!r}: pass `parameters` or `args_model`, not both")
+        self._validator: SchemaArguments | _ModelArguments
+        if args_model is not None:
+            parameters = args_model.model_json_schema()
+            self._validator = _ModelArguments(args_model)
+        else:
+            if parameters is None:
+                parameters = _path_only_schema(self._path_parameters)
+            self._validator = SchemaArguments(parameters, tool_name=name)
+        self._specification = ToolSpecification(
+            name=name, description=description, parameters=parameters
+        )
+        self._routes = _Routes.build(
+            name,
+            declared=list(parameters.get("properties", {})),
+            path=self._path_parameters,
+            query=query,
+            body=body,
+            headers=dict(headers or {}),
+            bodyless=self.method in _BODYLESS_METHODS,
+        )
+        if isinstance(default_headers, Mapping):
+            configured = {header.lower() for header in default_headers}
+            clash = sorted(h for h in self._routes.headers.values() if h.lower() in configured)
+            if clash:
+                raise ValueError(f"HttpTool {name!r}: header {clash[0]!r} is configured")
+        self.default_headers = default_headers
+        self.auth = auth
+        self.http_client = http_client
+        self.async_http_client = async_http_client
+        self.timeout = timeout
+        self.max_response_chars = max_response_chars
+        self._return_behavior = return_behavior
+        self._max_retries = max_retries
+        self._sequential = sequential
+
+    def __repr__(self) -> str:
+        return f"HttpTool({self.name!r}, {self.method} {self.url})"
+
+    @property
+    def name(self) -> str:
+        """The tool's name, as the model calls it."""
+        return self._specification.name
+
+    @property
+    def description(self) -> str:
+        """The tool's description, as offered to the model."""
+        return self._specification.description
+
+    @property
+    def specification(self) -> ToolSpecification:
+        """The declaration offered to the model."""
+        return self._specification
+
+    @property
+    def return_behavior(self) -> ReturnBehavior:
+        """What the loop does with this tool's result."""
+        return self._return_behavior
+
+    @property
+    def max_retries(self) -> int:
+        """How many invalid-arguments attempts the loop tolerates before raising."""
+        return self._max_retries
+
+    @property
+    def sequential(self) -> bool:
+        """Whether this tool must not run concurrently with the other calls of its round."""
+        return self._sequential
+
+    def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Validate, send the request, and convert the response; never raises for a failed call."""
+        prepared = self._prepare(call, context)
+        if isinstance(prepared, ToolExecutionResult):
+            return prepared
+        try:
+            if self.http_client is not None:
+                return self._send(self.http_client, prepared)
+            with httpx.Client() as client:
+                return self._send(client, prepared)
+        except httpx.HTTPError as exc:
+            return self._transport_error(exc, prepared.repairs)
+
+    async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Like `execute`, on an `httpx.AsyncClient`."""
+        prepared = self._prepare(call, context)
+        if isinstance(prepared, ToolExecutionResult):
+            return prepared
+        try:
+            if self.async_http_client is not None:
+                return await self._asend(self.async_http_client, prepared)
+            async with httpx.AsyncClient() as client:
+                return await self._asend(client, prepared)
+        except httpx.HTTPError as exc:
+            return self._transport_error(exc, prepared.repairs)
+
+    def _send(self, client: httpx.Client, prepared: _Prepared) -> ToolExecutionResult:
+        request = prepared.build(client, self.timeout)
+        response = client.send(request, auth=self.auth or httpx.USE_CLIENT_DEFAULT, stream=True)
+        try:
+            reader = _BodyReader(self._read_limit)
+            for chunk in response.iter_bytes():
+                if reader.feed(chunk):
+                    break
+        finally:
+            response.close()
+        return self._response_result(response, reader, prepared.repairs)
+
+    async def _asend(self, client: httpx.AsyncClient, prepared: _Prepared) -> ToolExecutionResult:
+        request = prepared.build(client, self.timeout)
+        auth = self.auth or httpx.USE_CLIENT_DEFAULT
+        response = await client.send(request, auth=auth, stream=True)
+        try:
+            reader = _BodyReader(self._read_limit)
+            async for chunk in response.aiter_bytes():
+                if reader.feed(chunk):
+                    break
+        finally:
+            await response.aclose()
+        return self._response_result(response, reader, prepared.repairs)
+
+    @property
+    def _read_limit(self) -> int:
+        # Enough bytes for `max_response_chars` characters of any UTF-8 text, plus one to know
+        # that more followed.
+        return max(self.max_response_chars, ERROR_BODY_CHARS) * 4 + 1
+
+    def _prepare(
+        self, call: ToolCall, context: ToolContext[Any]
+    ) -> _Prepared | ToolExecutionResult:
+        decoded = self._validator.validate(call.arguments)
+        if decoded.arguments is None:
+            return arguments_error_result(self.name, decoded)
+        routed = self._routes.apply(self.url, decoded.arguments)
+        if isinstance(routed, tuple):
+            return arguments_error_result(
+                self.name, DecodedArguments(None, routed, decoded.repairs)
+            )
+        try:
+            configured = self.default_headers
+            if callable(configured):
+                configured = configured(context)
+            # Configured headers are applied last: no argument can override them.
+            routed.headers.update(configured or {})
+        except Exception as exc:
+            return failure_result(self.name, exc, decoded.repairs)
+        return _Prepared(self.method, routed, decoded.repairs)
+
+    def _response_result(
+        self, response: httpx.Response, reader: _BodyReader, repairs: tuple[str, ...]
+    ) -> ToolExecutionResult:
+        text = bytes(reader.body).decode(response.charset_encoding or "utf-8", errors="replace")
+        if not response.is_success:
+            quoted = text if len(text) <= ERROR_BODY_CHARS else text[:ERROR_BODY_CHARS] + "…"
+            message = f"HTTP {response.status_code} {response.reason_phrase}"
+            error = httpx.HTTPStatusError(message, request=response.request, response=response)
+            return ToolExecutionResult.error(
+                f"{message}: {quoted}" if quoted else message,
+                "execution",
+                exception=error,
+                repairs=repairs,
+            )
+        value: Any = text or None
+        content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
+        is_json = content_type == "application/json" or content_type.endswith("+json")
+        if is_json and text and not reader.truncated:
+            try:
+                value = pydantic_core.from_json(text)
+            except ValueError:
+                pass  # a server lying about its content type: keep the text
+            else:
+                text = result_text(value) if not isinstance(value, str) else text
+        elif not text:
+            text = result_text(None)
+        if reader.truncated or len(text) > self.max_response_chars:
+            text = (
+                text[: self.max_response_chars]
+                + f"\n[truncated: the response exceeds {self.max_response_chars} characters]"
+            )
+        return ToolExecutionResult(text=text, value=value, repairs=repairs)
+
+    def _transport_error(
+        self, exc: httpx.HTTPError, repairs: tuple[str, ...]
+    ) -> ToolExecutionResult:
+        if isinstance(exc, httpx.TimeoutException):
+            text = f"Request to `{self.name}` timed out after {self.timeout:g}s"
+            return ToolExecutionResult.error(text, "timeout", exception=exc, repairs=repairs)
+        text = f"Request to `{self.name}` failed: {type(exc).__name__}: {exc}"
+        return ToolExecutionResult.error(text, "execution", exception=exc, repairs=repairs)
+
+
+@dataclass
+class _Routed:
+    url: str
+    params: list[tuple[str, str | int | float | bool | None]]
+    headers: dict[str, str]
+    json: dict[str, Any] | None
+
+
+@dataclass
+class _Prepared:
+    method: str
+    routed: _Routed
+    repairs: tuple[str, ...]
+
+    def build(self, client: httpx.Client | httpx.AsyncClient, timeout: float) -> httpx.Request:
+        return client.build_request(
+            self.method,
+            self.routed.url,
+            params=self.routed.params,
+            headers=self.routed.headers,
+            json=self.routed.json,
+            timeout=timeout,
+        )
+
+
+@dataclass(frozen=True)
+class _Routes:
+    """Where each argument goes, fixed at construction."""
+
+    path: tuple[str, ...]
+    query: tuple[str, ...]
+    headers: Mapping[str, str]
+    body: tuple[str, ...] | None
+    query_rest: bool
+    body_rest: bool
+
+    @classmethod
+    def build(
+        cls,
+        tool: str,
+        *,
+        declared: list[str],
+        path: tuple[str, ...],
+        query: Sequence[str] | Literal["rest"] | None,
+        body: Sequence[str] | Literal["rest"] | None,
+        headers: dict[str, str],
+        bodyless: bool,
+    ) -> _Routes:
+        if query == "rest" and body == "rest":
+            raise ValueError(f"HttpTool {tool!r}: only one of `query` and `body` can be 'rest'")
+        query_rest = query == "rest" or (query is None and body != "rest" and bodyless)
+        body_rest = body == "rest" or (body is None and query != "rest" and not bodyless)
+        query_names = () if query in (None, "rest") else tuple(query or ())
+        body_names = () if body in (None, "rest") else tuple(body or ())
+        seen: dict[str, str] = {}
+        for where, names in (
+            ("path", path),
+            ("query", query_names),
+            ("body", body_names),
+            ("headers", tuple(headers)),
+        ):
+            for argument in names:
+                if argument not in declared:
+                    raise ValueError(
+                        f"HttpTool {tool!r}: {where} argument {argument!r} is not a declared parameter"
+                    )
+                if argument in seen:
+                    raise ValueError(
+                        f"HttpTool {tool!r}: argument {argument!r} is routed to both "
+                        f"{seen[argument]} and {where}"
+                    )
+                seen[argument] = where
+        for header in headers.values():
+            if header.lower() in _RESERVED_HEADERS:
+                raise ValueError(f"HttpTool {tool!r}: header {header!r} cannot come from arguments")
+        if not (query_rest or body_rest):
+            unrouted = [argument for argument in declared if argument not in seen]
+            if unrouted:
+                raise ValueError(
+                    f"HttpTool {tool!r}: argument {unrouted[0]!r} is not sent anywhere; name it "
+                    "in `query`, `body` or `headers`, or pass 'rest'"
+                )
+        sends_body = body_rest or bool(body_names)
+        return cls(
+            path=path,
+            query=query_names,
+            headers=headers,
+            body=body_names if sends_body else None,
+            query_rest=query_rest,
+            body_rest=body_rest,
+        )
+
+    def apply(
+        self, template: str, arguments: dict[str, Any]
+    ) -> _Routed | tuple[ArgumentError, ...]:
+        """Fill the template from validated arguments, or report arguments that cannot be sent."""
+        errors: list[ArgumentError] = []
+
+        def segment(match: re.Match[str]) -> str:
+            name = match.group(1)
+            value = arguments.get(name)
+            text = "" if value is None else _scalar_text(value)
+            # `.`/`..` would be resolved away by URL normalization and an empty segment changes
+            # the endpoint, so they are refused rather than sent somewhere else.
+            if text in ("", ".", ".."):
+                errors.append(ArgumentError(json_path([name]), "Invalid path segment", value))
+            return quote(text, safe="")
+
+        url = _PLACEHOLDER.sub(segment, template)
+        routed_elsewhere = {*self.path, *self.query, *self.headers, *(self.body or ())}
+        rest = [name for name in arguments if name not in routed_elsewhere]
+        params: list[tuple[str, str | int | float | bool | None]] = []
+        for name in [*self.query, *(rest if self.query_rest else ())]:
+            value = arguments.get(name)
+            items = value if isinstance(value, list) else [value]
+            params.extend((name, _scalar_text(item)) for item in items if item is not None)
+        headers: dict[str, str] = {}
+        for name, header in self.headers.items():
+            if (value := arguments.get(name)) is None:
+                continue
+            text = _scalar_text(value)
+            if "\r" in text or "\n" in text:
+                errors.append(
+                    ArgumentError(
+                        json_path([name]), "Header values cannot contain line breaks", value
+                    )
+                )
+            headers[header] = text
+        json: dict[str, Any] | None = None
+        if self.body is not None:
+            names = [*self.body, *(rest if self.body_rest else ())]
+            json = {name: arguments[name] for name in names if name in arguments}
+        if errors:
+            return tuple(errors)
+        return _Routed(url=url, params=params, headers=headers, json=json)
+
+
+class _BodyReader:
+    """Collects at most `limit` bytes of a response body."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.body = bytearray()
+        self.truncated = False
+
+    def feed(self, chunk: bytes) -> bool:
+        """Add a chunk; `True` once the limit is reached and reading should stop."""
+        room = self.limit - len(self.body)
+        if len(chunk) > room:
+            self.body += chunk[:room]
+            self.truncated = True
+            return True
+        self.body += chunk
+        return False
+
+
+class _ModelArguments:
+    """Strict pydantic validation of arguments declared by an `args_model` (as typed tools do)."""
+
+    def __init__(self, model: type[pydantic.BaseModel]) -> None:
+        self._validator = ArgumentsValidator(model, strict=True)
+
+    def validate(self, raw: str | bytes) -> DecodedArguments:
+        outcome = self._validator.validate(raw)
+        if outcome[0] is None:
+            return DecodedArguments(None, tuple(outcome[2]), outcome[1])
+        arguments = outcome[0].model_dump(mode="json", by_alias=True)
+        return DecodedArguments(arguments, repairs=outcome[1])
+
+
+def _check_url_template(tool: str, url: str) -> tuple[str, ...]:
+    """The template's placeholders, after checking that none can move scheme, host or query."""
+    first = _PLACEHOLDER.search(url)
+    fixed = url[: first.start()] if first else url
+    parts = urlsplit(fixed)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"HttpTool {tool!r}: url must be an absolute http(s) URL, got {url!r}")
+    if first and (not parts.path.startswith("/") or "?" in fixed or "#" in fixed):
+        raise ValueError(
+            f"HttpTool {tool!r}: url placeholders are only allowed in the path, got {url!r}"
+        )
+    if "{" in _PLACEHOLDER.sub("", url) or "}" in _PLACEHOLDER.sub("", url):
+        raise ValueError(f"HttpTool {tool!r}: malformed placeholder in {url!r}")
+    return tuple(dict.fromkeys(_PLACEHOLDER.findall(url)))
+
+
+def _path_only_schema(path: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {name: {"type": "string"} for name in path},
+        "required": list(path),
+        "additionalProperties": False,
+    }
+
+
+def _scalar_text(value: Any) -> str:
+    """A value as it appears in a URL or header: strings as is, anything else as JSON."""
+    return value if isinstance(value, str) else pydantic_core.to_json(value).decode()

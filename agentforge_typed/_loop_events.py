@@ -1,0 +1,63 @@
+"""Events of the streaming tool loop (`ToolService.stream` / `astream`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeAlias
+
+from typing_extensions import TypeVar
+
+from ._events import StreamEvent
+from ._messages import ToolCall
+from ._results import ToolChatResult, ToolExecution
+
+__all__ = [
+    "FinalResultEvent",
+    "PartialArgumentsEvent",
+    "ToolCallEvent",
+    "ToolLoopEvent",
+    "ToolResultEvent",
+]
+
+OutputT = TypeVar("OutputT", default=None)
+
+
+@dataclass(frozen=True)
+class PartialArgumentsEvent:
+    """Best-effort parse of a tool call's arguments so far, for live displays only.
+
+    Never used for execution: tools run from the complete response.
+    """
+
+    index: int
+    name: str | None
+    arguments: Any
+    """What the partial JSON parses to so far (usually a dict missing its tail)."""
+
+
+@dataclass(frozen=True)
+class ToolCallEvent:
+    """A complete tool call from the model's response, about to run."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolResultEvent:
+    """A tool call finished (after the error policies were applied)."""
+
+    execution: ToolExecution
+
+
+@dataclass(frozen=True)
+class FinalResultEvent(Generic[OutputT]):
+    """The last event: the whole run's result, equal to what `chat` returns."""
+
+    result: ToolChatResult[OutputT]
+
+
+ToolLoopEvent: TypeAlias = (
+    StreamEvent | PartialArgumentsEvent | ToolCallEvent | ToolResultEvent | FinalResultEvent[Any]
+)
+"""Any event of the streaming tool loop: the model's own stream events for every round, plus
+the loop's tool events and, last, `FinalResultEvent`."""

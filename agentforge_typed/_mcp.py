@@ -1,0 +1,553 @@
+"""`MCPServer`: the tools of a Model Context Protocol server, as tools of this package.
+
+Requires the `mcp` extra (`pip install "agentforge-typed[mcp]"`); the SDK is imported only when a
+server is entered, so `import agentforge_typed` works without it.
+
+The MCP SDK is async-only. Entered with `async with`, the session lives on the caller's event loop
+and `aexecute` talks to it directly. Entered with `with`, the session runs on a background thread
+with its own event loop (an anyio blocking portal), and both `execute` and `aexecute` reach it
+through that portal. Every call is bounded by `timeout`, so a server that stops answering gives
+error results instead of a hung conversation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal, TextIO
+
+import pydantic_core
+
+from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
+from ._messages import ToolCall
+from ._request import ToolSpecification
+from ._result_text import SUCCESS_TEXT
+from ._schema_arguments import SchemaArguments
+from ._schema_tool import arguments_error_result, with_repairs
+
+if TYPE_CHECKING:
+    import anyio.from_thread
+    from mcp import ClientSession
+
+__all__ = ["MCPServer", "MCPTool"]
+
+logger = logging.getLogger("agentforge_typed.mcp")
+
+_CONNECTION_CLOSED = -32000
+"""JSON-RPC error code the SDK raises for requests on a closed connection."""
+_PORTAL_GRACE = 5.0
+"""Extra seconds a blocking caller waits for the portal beyond the call's own timeout."""
+
+_Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable["ClientSession"]]
+
+
+@dataclass
+class _Connection:
+    """One entered session and how to reach it."""
+
+    session: ClientSession
+    mode: Literal["sync", "async"]
+    loop: asyncio.AbstractEventLoop | None = None
+    """The caller's loop (`async with`)."""
+    portal: anyio.from_thread.BlockingPortal | None = None
+    """The background loop's portal (`with`)."""
+    closed_reason: str | None = None
+    """Set once the connection is known to be gone: later calls fail fast."""
+    tools: list[MCPTool] = field(default_factory=list)
+
+
+class MCPServer:
+    """An MCP server whose tools become tools of this package.
+
+    ```python
+    with MCPServer.stdio("uvx", ["mcp-server-time"]) as server:
+        service = ToolService([server])  # or service.register(server)
+        result = service.chat(model, "What time is it in Tokyo?")
+    ```
+
+    Use `MCPServer.stdio(...)` or `MCPServer.http(...)` to build one, then enter it (`with` or
+    `async with`): that connects, initializes the session and lists the server's tools, which
+    `tools()` then returns. Arguments are validated locally against each tool's `inputSchema`
+    before anything is sent. Leaving the block closes the session (and stops a stdio server).
+
+    Args:
+        connect: Opens the transport and an unstarted `ClientSession` on the given exit stack
+            (what `stdio` and `http` build for you).
+        label: How errors and `repr` name this server.
+        timeout: Seconds each tool call may take.
+        connect_timeout: Seconds for connecting, initializing and listing the tools.
+        tool_prefix: Prepended to every tool name offered to the model (to keep two servers'
+            tools apart); the server still receives its own names.
+        return_behavior: Given to every tool of this server.
+        max_retries: Given to every tool of this server.
+        sequential: Given to every tool of this server.
+    """
+
+    def __init__(
+        self,
+        connect: _Connector,
+        *,
+        label: str,
+        timeout: float = 30.0,
+        connect_timeout: float = 30.0,
+        tool_prefix: str = "",
+        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
+        max_retries: int = 2,
+        sequential: bool = False,
+    ) -> None:
+        self._connect = connect
+        self.label = label
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.tool_prefix = tool_prefix
+        self.return_behavior = return_behavior
+        self.max_retries = max_retries
+        self.sequential = sequential
+        self._connection: _Connection | None = None
+        self._exit: Callable[[], Any] | None = None
+        self._listed: list[dict[str, Any]] = []
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        *,
+        cwd: str | None = None,
+        errlog: TextIO | None = None,
+        timeout: float = 30.0,
+        connect_timeout: float = 30.0,
+        tool_prefix: str = "",
+        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
+        max_retries: int = 2,
+        sequential: bool = False,
+    ) -> MCPServer:
+        """A server started as a subprocess and spoken to over its stdin/stdout.
+
+        Args:
+            command: The executable.
+            args: Its arguments.
+            env: Extra environment variables for the process.
+            cwd: Its working directory.
+            errlog: Where the server's stderr goes (default: `sys.stderr`).
+            timeout: Seconds each tool call may take.
+            connect_timeout: Seconds for connecting, initializing and listing the tools.
+            tool_prefix: Prepended to every tool name offered to the model.
+            return_behavior: Given to every tool of this server.
+            max_retries: Given to every tool of this server.
+            sequential: Given to every tool of this server.
+        """
+
+        async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+            from mcp import ClientSession, StdioServerParameters, stdio_client
+
+            parameters = StdioServerParameters(
+                command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
+            )
+            streams = await stack.enter_async_context(
+                stdio_client(parameters, errlog=errlog or sys.stderr)
+            )
+            return ClientSession(streams[0], streams[1])
+
+        return cls(
+            connect,
+            label=" ".join([command, *args]),
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            tool_prefix=tool_prefix,
+            return_behavior=return_behavior,
+            max_retries=max_retries,
+            sequential=sequential,
+        )
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 30.0,
+        tool_prefix: str = "",
+        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
+        max_retries: int = 2,
+        sequential: bool = False,
+    ) -> MCPServer:
+        """A server reached over the streamable HTTP transport at `url` (e.g. `.../mcp`).
+
+        Args:
+            url: The server's MCP endpoint.
+            timeout: Seconds each tool call may take.
+            connect_timeout: Seconds for connecting, initializing and listing the tools.
+            tool_prefix: Prepended to every tool name offered to the model.
+            return_behavior: Given to every tool of this server.
+            max_retries: Given to every tool of this server.
+            sequential: Given to every tool of this server.
+        """
+
+        async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+            from mcp import ClientSession
+            from mcp.client import streamable_http
+
+            # `streamable_http_client` (SDK 2) yields (read, write); SDK 1's
+            # `streamablehttp_client` also yields a session-id getter.
+            open_transport: Any = getattr(streamable_http, "streamable_http_client", None)
+            if open_transport is None:  # pragma: no cover - SDK 1
+                open_transport = streamable_http.streamablehttp_client  # type: ignore[attr-defined]
+            streams = await stack.enter_async_context(open_transport(url))
+            return ClientSession(streams[0], streams[1])
+
+        return cls(
+            connect,
+            label=url,
+            timeout=timeout,
+            connect_timeout=connect_timeout,
+            tool_prefix=tool_prefix,
+            return_behavior=return_behavior,
+            max_retries=max_retries,
+            sequential=sequential,
+        )
+
+    def __repr__(self) -> str:
+        state = "connected" if self._connection else "not connected"
+        return f"MCPServer({self.label!r}, {state})"
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self) -> MCPServer:
+        self._check_not_entered()
+        import anyio.from_thread
+
+        portal_cm = anyio.from_thread.start_blocking_portal(name="agentforge-mcp")
+        portal = portal_cm.__enter__()
+        try:
+            session_cm = portal.wrap_async_context_manager(self._session())
+            session = session_cm.__enter__()
+        except BaseException as exc:
+            portal_cm.__exit__(None, None, None)
+            raise _single(exc) from None
+
+        def close() -> None:
+            try:
+                session_cm.__exit__(None, None, None)
+            finally:
+                portal_cm.__exit__(None, None, None)
+
+        self._start(_Connection(session, "sync", portal=portal), close)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> MCPServer:
+        self._check_not_entered()
+        stack = contextlib.AsyncExitStack()
+        try:
+            session = await stack.enter_async_context(self._session())
+        except BaseException as exc:
+            raise _single(exc) from None
+        self._start(_Connection(session, "async", loop=asyncio.get_running_loop()), stack.aclose)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def close(self) -> None:
+        """Close a session entered with `with`."""
+        connection, close = self._stop()
+        if connection is None or close is None:
+            return
+        if connection.mode != "sync":
+            raise RuntimeError("this MCPServer was entered with `async with`: use `aclose()`")
+        close()
+
+    async def aclose(self) -> None:
+        """Close a session entered with `async with` (or, without blocking, one entered with
+        `with`)."""
+        connection, close = self._stop()
+        if connection is None or close is None:
+            return
+        if connection.mode == "sync":
+            await asyncio.to_thread(close)
+        else:
+            await close()
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[ClientSession]:
+        import anyio
+
+        async with contextlib.AsyncExitStack() as stack:
+            session = await stack.enter_async_context(await self._connect(stack))
+            try:
+                with anyio.fail_after(self.connect_timeout):
+                    await session.initialize()
+                    self._listed = await _list_tools(session)
+            except TimeoutError:
+                raise TimeoutError(
+                    f"MCP server {self.label!r} did not initialize and list its tools within "
+                    f"{self.connect_timeout:g} seconds"
+                ) from None
+            yield session
+
+    def _start(self, connection: _Connection, close: Callable[[], Any]) -> None:
+        connection.tools = [MCPTool(self, tool) for tool in self._listed]
+        self._connection, self._exit = connection, close
+
+    def _stop(self) -> tuple[_Connection | None, Callable[[], Any] | None]:
+        connection, close = self._connection, self._exit
+        if connection is not None:
+            connection.closed_reason = "the MCP session is closed"
+        self._connection, self._exit = None, None
+        return connection, close
+
+    def _check_not_entered(self) -> None:
+        if self._connection is not None:
+            raise RuntimeError(f"{self!r} is already entered")
+
+    # --- tools -----------------------------------------------------------------------------
+
+    def tools(self) -> Sequence[MCPTool]:
+        """The server's tools, as listed when the session was entered.
+
+        Raises:
+            RuntimeError: When the server has not been entered (`with` / `async with`).
+        """
+        if self._connection is None:
+            raise RuntimeError(f"enter {self!r} (`with` or `async with`) before listing its tools")
+        return tuple(self._connection.tools)
+
+    def _call_blocking(self, tool: MCPTool, arguments: dict[str, Any]) -> ToolExecutionResult:
+        connection = self._connection
+        if connection is None:
+            return _not_connected(tool)
+        future: concurrent.futures.Future[ToolExecutionResult]
+        if connection.portal is not None:
+            future = connection.portal.start_task_soon(self._acall, connection, tool, arguments)
+        else:
+            assert connection.loop is not None
+            if _running_loop() is connection.loop:
+                text = (
+                    f"Tool `{tool.name}` failed: the MCP server was entered with `async with`; "
+                    "call it with `aexecute` (or from another thread)"
+                )
+                return ToolExecutionResult.error(text, "execution")
+            future = asyncio.run_coroutine_threadsafe(
+                self._acall(connection, tool, arguments), connection.loop
+            )
+        try:
+            return future.result(self.timeout + _PORTAL_GRACE)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return _timed_out(tool, self.timeout)
+
+    async def _call_async(self, tool: MCPTool, arguments: dict[str, Any]) -> ToolExecutionResult:
+        connection = self._connection
+        if connection is None:
+            return _not_connected(tool)
+        if connection.portal is None and connection.loop is asyncio.get_running_loop():
+            return await self._acall(connection, tool, arguments)
+        future: concurrent.futures.Future[ToolExecutionResult]
+        if connection.portal is not None:
+            future = connection.portal.start_task_soon(self._acall, connection, tool, arguments)
+        else:
+            assert connection.loop is not None
+            future = asyncio.run_coroutine_threadsafe(
+                self._acall(connection, tool, arguments), connection.loop
+            )
+        wrapped = asyncio.wrap_future(future)
+        done, _ = await asyncio.wait({wrapped}, timeout=self.timeout + _PORTAL_GRACE)
+        if not done:
+            future.cancel()
+            return _timed_out(tool, self.timeout)
+        return wrapped.result()
+
+    async def _acall(
+        self, connection: _Connection, tool: MCPTool, arguments: dict[str, Any]
+    ) -> ToolExecutionResult:
+        """Runs on the session's loop; maps every outcome to a result."""
+        import anyio
+
+        if connection.closed_reason is not None:
+            text = f"Tool `{tool.name}` failed: {connection.closed_reason}"
+            return ToolExecutionResult.error(text, "execution")
+        try:
+            with anyio.fail_after(self.timeout):
+                result = await connection.session.call_tool(tool.remote_name, arguments)
+        except TimeoutError:
+            return _timed_out(tool, self.timeout)
+        except Exception as exc:
+            if _is_connection_lost(exc):
+                connection.closed_reason = f"the MCP server is gone ({type(exc).__name__}: {exc})"
+                logger.warning("MCP server %s: connection lost: %r", self.label, exc)
+                text = f"Tool `{tool.name}` failed: {connection.closed_reason}"
+            else:
+                text = f"Tool `{tool.name}` failed: {type(exc).__name__}: {exc}"
+            return ToolExecutionResult.error(text, "execution", exception=exc)
+        return _map_call_result(tool.name, result.model_dump(mode="json", by_alias=True))
+
+
+class MCPTool:
+    """One tool of an entered `MCPServer`; it satisfies `ToolLike`.
+
+    Its specification comes from the server's listing (name, description, `inputSchema`);
+    arguments are validated against that schema locally, so invalid ones never reach the server.
+    """
+
+    def __init__(self, server: MCPServer, listed: Mapping[str, Any]) -> None:
+        self.server = server
+        self.remote_name: str = listed["name"]
+        """The name the server knows the tool by (without `tool_prefix`)."""
+        parameters = listed.get("inputSchema") or {"type": "object", "properties": {}}
+        self._specification = ToolSpecification(
+            name=server.tool_prefix + self.remote_name,
+            description=listed.get("description") or "",
+            parameters=parameters,
+        )
+        self._arguments = SchemaArguments(parameters, tool_name=self._specification.name)
+
+    def __repr__(self) -> str:
+        return f"MCPTool({self.name!r} of {self.server.label!r})"
+
+    @property
+    def name(self) -> str:
+        """The tool's name, as the model calls it."""
+        return self._specification.name
+
+    @property
+    def description(self) -> str:
+        """The tool's description, as the server lists it."""
+        return self._specification.description
+
+    @property
+    def specification(self) -> ToolSpecification:
+        """The declaration offered to the model."""
+        return self._specification
+
+    @property
+    def return_behavior(self) -> ReturnBehavior:
+        """What the loop does with this tool's result (the server's setting)."""
+        return self.server.return_behavior
+
+    @property
+    def max_retries(self) -> int:
+        """How many invalid-arguments attempts the loop tolerates (the server's setting)."""
+        return self.server.max_retries
+
+    @property
+    def sequential(self) -> bool:
+        """Whether calls must not run concurrently (the server's setting)."""
+        return self.server.sequential
+
+    def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Validate locally, then call the server, blocking; never raises for a failed call."""
+        decoded = self._arguments.validate(call.arguments)
+        if decoded.arguments is None:
+            return arguments_error_result(self.name, decoded)
+        result = self.server._call_blocking(self, decoded.arguments)
+        return with_repairs(result, decoded.repairs)
+
+    async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Validate locally, then call the server without blocking the event loop."""
+        decoded = self._arguments.validate(call.arguments)
+        if decoded.arguments is None:
+            return arguments_error_result(self.name, decoded)
+        result = await self.server._call_async(self, decoded.arguments)
+        return with_repairs(result, decoded.repairs)
+
+
+async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
+    """Every tool the server lists, following pagination, as wire-format dicts (camelCase keys,
+    the same whichever SDK version parsed them)."""
+    from mcp.types import PaginatedRequestParams
+
+    listed: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
+        page = (await session.list_tools(params=params)).model_dump(mode="json", by_alias=True)
+        listed.extend(page["tools"])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return listed
+
+
+def _map_call_result(tool_name: str, result: Mapping[str, Any]) -> ToolExecutionResult:
+    """An MCP `CallToolResult` (wire format) → a result.
+
+    The text is the text content (other blocks are named, e.g. `[image: image/png]`); without
+    any, the structured content as compact JSON. `value` is the structured content when the
+    server sent one, else the text. `isError` makes it an `"execution"` error result.
+    """
+    parts = [_block_text(block) for block in result.get("content") or ()]
+    structured = result.get("structuredContent")
+    text = "\n".join(parts)
+    if not parts and structured is not None:
+        text = pydantic_core.to_json(structured).decode()
+    if result.get("isError"):
+        return ToolExecutionResult.error(text or f"Tool `{tool_name}` failed", "execution")
+    value = structured if structured is not None else text or None
+    return ToolExecutionResult(text=text or SUCCESS_TEXT, value=value)
+
+
+def _block_text(block: Mapping[str, Any]) -> str:
+    kind = block.get("type")
+    if kind == "text":
+        return str(block.get("text", ""))
+    if kind == "resource":
+        resource = block.get("resource") or {}
+        if "text" in resource:
+            return str(resource["text"])
+        return f"[resource: {resource.get('uri', '')}]"
+    if kind == "resource_link":
+        return f"[resource: {block.get('uri', '')}]"
+    return f"[{kind}: {block.get('mimeType', 'unknown')}]"
+
+
+def _is_connection_lost(exc: Exception) -> bool:
+    import anyio
+
+    if isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
+        return True
+    error = getattr(exc, "error", None)  # the SDK's `MCPError` / `McpError` carry `ErrorData`
+    return getattr(error, "code", None) == _CONNECTION_CLOSED
+
+
+def _single(exc: BaseException) -> BaseException:
+    """The one exception inside the task-group wrappers of the transports, or `exc` itself."""
+    while (inner := getattr(exc, "exceptions", None)) and len(inner) == 1:
+        exc = inner[0]
+    return exc
+
+
+def _not_connected(tool: MCPTool) -> ToolExecutionResult:
+    text = f"Tool `{tool.name}` failed: the MCP server is not connected"
+    return ToolExecutionResult.error(text, "execution")
+
+
+def _timed_out(tool: MCPTool, timeout: float) -> ToolExecutionResult:
+    return ToolExecutionResult.error(
+        f"Tool `{tool.name}` timed out after {timeout:g} seconds.", "timeout"
+    )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,118 @@
+"""Structured output: the final answer validated as an `output_type`.
+
+The default mechanism works on every provider: a final-result tool whose arguments schema is the
+output type; the model "calls" it to answer. Object types (pydantic models, dataclasses,
+TypedDicts) are the arguments object itself; anything else (`int`, `list[str]`, unions) is
+wrapped as `{"result": ...}`, since tool arguments must be an object. `native=True` instead asks
+OpenAI-compatible providers for a JSON-schema `response_format` and validates the answer's text.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from typing_extensions import TypeVar
+
+from ._argument_errors import format_arguments_error
+from ._arguments import argument_errors
+from ._exceptions import ArgumentError, ToolArgumentsError
+from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
+from ._messages import ToolCall
+from ._request import ChatRequestParameters, ToolSpecification
+from ._schema import render_schema
+from ._signature import ToolJsonSchema
+
+__all__ = ["OutputSpec", "OutputValidationError"]
+
+OutputT = TypeVar("OutputT", default=Any)
+
+_DESCRIPTION = "Give the final answer. Call this exactly once, when you are done."
+
+
+class OutputValidationError(ToolArgumentsError):
+    """The model's final output stayed invalid after every retry; `output` is its last attempt."""
+
+    def __init__(self, tool_name: str, errors: list[ArgumentError], output: str) -> None:
+        super().__init__(tool_name, errors)
+        self.output = output
+
+
+class _Wrapper(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OutputSpec(Generic[OutputT]):
+    """How one run gets its structured output: the final-result tool and the validator."""
+
+    def __init__(
+        self,
+        output_type: type[OutputT],
+        *,
+        name: str = "final_result",
+        max_retries: int = 2,
+        native: bool = False,
+    ) -> None:
+        self.name = name
+        self.max_retries = max_retries
+        self.native = native
+        self._adapter: TypeAdapter[Any] = TypeAdapter(output_type)
+        schema = self._adapter.json_schema(schema_generator=ToolJsonSchema)
+        self._wrapped = schema.get("type") != "object"
+        if self._wrapped:
+            wrapper = create_model(name, __base__=_Wrapper, result=(output_type, ...))
+            self._adapter = TypeAdapter(wrapper)
+            schema = self._adapter.json_schema(schema_generator=ToolJsonSchema)
+        schema.pop("title", None)
+        self.specification = ToolSpecification(
+            name=name, description=_DESCRIPTION, parameters=schema
+        )
+
+    # -- ToolLike: the final-result tool ------------------------------------------------------
+
+    return_behavior = ReturnBehavior.TO_LLM
+    sequential = False
+
+    def validate(self, raw: str | bytes) -> OutputT:
+        """The validated output, or `OutputValidationError` listing each problem."""
+        try:
+            value = self._adapter.validate_json(raw or "{}", strict=True)
+        except ValidationError as error:
+            text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            raise OutputValidationError(self.name, argument_errors(error), text) from None
+        return value.result if self._wrapped else value  # type: ignore[no-any-return]
+
+    def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Validate the final answer; an invalid one is an arguments error the model can fix."""
+        try:
+            value = self.validate(call.arguments)
+        except OutputValidationError as error:
+            text = format_arguments_error(self.name, error.errors)
+            return ToolExecutionResult.error(text, "arguments", exception=error)
+        return ToolExecutionResult(text="Final result received.", value=value)
+
+    async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Same as `execute`: validation never blocks."""
+        return self.execute(call, context)
+
+    # -- native mode --------------------------------------------------------------------------
+
+    def request_parameters(self, parameters: ChatRequestParameters) -> ChatRequestParameters:
+        """Add the provider's native JSON-schema response format (OpenAI `response_format`)."""
+        schema = render_schema(self.specification.parameters, "openai-strict")
+        response_format = {
+            "type": "json_schema",
+            "json_schema": {"name": self.name, "schema": schema, "strict": True},
+        }
+        custom = {**parameters.custom, "response_format": response_format}
+        return parameters.model_copy(update={"custom": custom})
+
+    def nudge(self, errors: str | None) -> str:
+        """What the model is told when its final answer was not (valid) output."""
+        if self.native:
+            return (
+                f"{errors}\nAnswer again with JSON that matches the schema."
+                if errors
+                else ("Answer with JSON that matches the schema.")
+            )
+        return f"Give your final answer by calling the `{self.name}` tool."

@@ -1,0 +1,68 @@
+"""What a `ToolService` run returns: every tool execution and the final answer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Generic
+
+from typing_extensions import TypeVar
+
+from ._execution import ToolExecutionResult
+from ._messages import ChatMessage, ToolCall
+from ._response import ChatResponse, TokenUsage
+
+__all__ = ["ToolChatResult", "ToolExecution"]
+
+OutputT = TypeVar("OutputT", default=None)
+
+
+@dataclass(frozen=True)
+class ToolExecution:
+    """One tool call and its outcome, with wall-clock timestamps."""
+
+    call: ToolCall
+    result: ToolExecutionResult
+    started_at: datetime
+    finished_at: datetime
+
+    @property
+    def duration(self) -> timedelta:
+        """How long the call took."""
+        return self.finished_at - self.started_at
+
+    @property
+    def failed(self) -> bool:
+        """Whether the result is an error the model was told about."""
+        return self.result.is_error
+
+    @property
+    def repairs(self) -> tuple[str, ...]:
+        """Envelope repairs applied to the arguments before validation."""
+        return self.result.repairs
+
+
+@dataclass(frozen=True)
+class ToolChatResult(Generic[OutputT]):
+    """The outcome of `ToolService.chat`: the final answer and everything that led to it."""
+
+    final_response: ChatResponse
+    """The last model response: the final answer, or the tool-calling response when a
+    `ReturnBehavior` ended the loop early."""
+    messages: Sequence[ChatMessage]
+    """The whole conversation, the caller's messages first."""
+    tool_executions: Sequence[ToolExecution]
+    intermediate_responses: Sequence[ChatResponse]
+    """Every model response before `final_response`."""
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    """Token usage summed over every model call of the run."""
+    output: OutputT = None  # type: ignore[assignment]
+    """The validated structured output, when `output_type` was given."""
+    returned_immediately: bool = False
+    """Whether a `ReturnBehavior` ended the loop on tool results instead of a final answer."""
+
+    @property
+    def text(self) -> str | None:
+        """The final answer's text."""
+        return self.final_response.ai_message.text

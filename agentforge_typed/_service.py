@@ -1,0 +1,616 @@
+"""`ToolService`: drives model → tools → model until the model gives a final answer.
+
+The loop itself lives in `_Run`, a state machine free of I/O: a driver asks it for the next
+request, feeds it the model's response, executes the calls it plans and feeds the executions
+back. `chat` and `achat` are thin drivers over the same `_Run`, so the rules exist once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import pydantic_core
+from typing_extensions import TypeVar
+
+from ._argument_errors import format_arguments_error
+from ._events import ResponseComplete, ToolCallDelta
+from ._exceptions import (
+    ModelError,
+    ToolArgumentsError,
+    ToolExecutionError,
+    ToolLoopLimitError,
+    UnknownToolError,
+)
+from ._execution import (
+    ErrorKind,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+    ToolExecutor,
+    ToolLike,
+)
+from ._loop_events import (
+    FinalResultEvent,
+    PartialArgumentsEvent,
+    ToolCallEvent,
+    ToolLoopEvent,
+    ToolResultEvent,
+)
+from ._messages import ChatMessage, ToolCall, ToolResultMessage, UserMessage
+from ._model import ChatModel
+from ._output import OutputSpec, OutputValidationError
+from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
+from ._response import ChatResponse, TokenUsage
+from ._results import ToolChatResult, ToolExecution
+
+__all__ = [
+    "AfterToolCall",
+    "ArgumentsErrorHandler",
+    "BeforeToolCall",
+    "ExecutionErrorHandler",
+    "ToolService",
+    "UnknownToolHandler",
+    "list_available_tools",
+]
+
+OutputT = TypeVar("OutputT", default=None)
+
+ArgumentsErrorHandler = Callable[
+    [ToolArgumentsError, ToolContext[Any]], "ToolExecutionResult | str"
+]
+"""Replaces the default arguments-error policy: return what the model reads, or raise to stop."""
+ExecutionErrorHandler = Callable[[BaseException, ToolContext[Any]], "ToolExecutionResult | str"]
+"""Replaces the default execution-error result: return what the model reads, or raise to stop."""
+UnknownToolHandler = Callable[[ToolCall, Sequence[str]], "ToolExecutionResult | str | None"]
+"""Answers a call to an unregistered tool (given the registered names); `None` raises."""
+BeforeToolCall = Callable[[ToolCall, ToolContext[Any]], "ToolExecutionResult | str | None"]
+"""Runs before each call; a result (or text) is used instead of executing the tool."""
+AfterToolCall = Callable[[ToolExecution], None]
+"""Sees every execution, after error policies (audit, metrics, logging)."""
+
+
+def list_available_tools(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
+    """An `unknown_tool_handler` that tells the model which tools exist, so it can correct itself."""
+    names = ", ".join(f"`{name}`" for name in available) or "none"
+    return ToolExecutionResult.error(
+        f"There is no tool named `{call.name}`. Available tools: {names}.", "unknown_tool"
+    )
+
+
+def _as_result(
+    value: ToolExecutionResult | str, error_kind: ErrorKind | None
+) -> ToolExecutionResult:
+    if isinstance(value, ToolExecutionResult):
+        return value
+    if error_kind is None:
+        return ToolExecutionResult(text=value, value=value)
+    return ToolExecutionResult.error(value, error_kind)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _crashed(exc: Exception) -> ToolExecutionResult:
+    # Executors report failures as results; this only catches a custom executor that raised.
+    return ToolExecutionResult.error(f"{type(exc).__name__}: {exc}", "execution", exception=exc)
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A call of the current round: the tool to run, or the result already decided for it."""
+
+    call: ToolCall
+    context: ToolContext[Any]
+    tool: ToolLike | None
+    preset: ToolExecutionResult | None = None
+
+    @property
+    def sequential(self) -> bool:
+        return self.tool is not None and self.tool.sequential
+
+
+class _Run:
+    """The state of one `chat` run, free of I/O."""
+
+    def __init__(
+        self,
+        service: ToolService,
+        messages: Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None,
+        deps: Any,
+        conversation_id: str | None,
+        output: OutputSpec[Any] | None = None,
+    ) -> None:
+        self.service = service
+        self.messages: list[ChatMessage] = list(messages)
+        if not self.messages:
+            raise ValueError("ToolService.chat needs at least one message")
+        self.output = output
+        self.output_value: Any = None
+        self.parameters = service._request_parameters(parameters, output)
+        self.deps = deps
+        self.conversation_id = conversation_id or uuid.uuid4().hex
+        self.responses: list[ChatResponse] = []
+        self.executions: list[ToolExecution] = []
+        self.failures: dict[str, int] = {}
+        self.round_trips = 0
+        self.returned_immediately = False
+
+    def next_request(self) -> ChatRequest:
+        """The request for the next model call; raises past `max_round_trips`."""
+        if self.round_trips >= self.service.max_round_trips:
+            raise ToolLoopLimitError(self.service.max_round_trips)
+        self.round_trips += 1
+        return ChatRequest.of(self.messages, self.parameters)
+
+    def on_response(self, response: ChatResponse) -> list[_Planned] | None:
+        """Record the model's response; return the calls to execute, or `None` when it is final."""
+        self.responses.append(response)
+        self.messages.append(response.ai_message)
+        if response.ai_message.has_tool_calls:
+            return [self._plan(call) for call in response.ai_message.tool_calls]
+        if self.output is None:
+            return None
+        return self._on_final_text(self.output, response.ai_message.text or "")
+
+    def _on_final_text(self, output: OutputSpec[Any], text: str) -> list[_Planned] | None:
+        # A text answer where structured output is wanted: valid JSON in native mode ends the
+        # run; anything else is sent back with a nudge, against the output's retry budget.
+        errors = None
+        if output.native:
+            try:
+                self.output_value = output.validate(text)
+                return None
+            except OutputValidationError as error:
+                errors = format_arguments_error(output.name, error.errors)
+        failures = self.failures[output.name] = self.failures.get(output.name, 0) + 1
+        if failures > output.max_retries:
+            raise OutputValidationError(output.name, [], text)
+        self.messages.append(UserMessage(content=output.nudge(errors)))
+        return []
+
+    def _plan(self, call: ToolCall) -> _Planned:
+        service = self.service
+        context: ToolContext[Any] = ToolContext(
+            deps=self.deps,
+            tool_call_id=call.id,
+            tool_name=call.name,
+            attempt=self.failures.get(call.name, 0) + 1,
+            conversation_id=self.conversation_id,
+        )
+        tool = service._tools.get(call.name)
+        if tool is None and self.output is not None and call.name == self.output.name:
+            tool = self.output
+        if tool is None:
+            names = list(service._tools)
+            answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
+            if answer is None:
+                raise UnknownToolError(call.name, names)
+            return _Planned(call, context, None, _as_result(answer, "unknown_tool"))
+        if service.before_tool_call is not None:
+            answer = service.before_tool_call(call, context)
+            if answer is not None:
+                return _Planned(call, context, tool, _as_result(answer, None))
+        return _Planned(call, context, tool)
+
+    def settle(self, plan: _Planned, execution: ToolExecution) -> ToolExecution:
+        """Apply the error policies (which may raise) and the `after_tool_call` hook to one
+        finished call."""
+        result = self._apply_policy(plan, execution.result)
+        if result is not execution.result:
+            execution = replace(execution, result=result)
+        if self.service.after_tool_call is not None:
+            self.service.after_tool_call(execution)
+        return execution
+
+    def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
+        """Append one result message per call in the model's order; say whether the loop ends
+        here (a `ReturnBehavior`)."""
+        for execution in settled:
+            self.executions.append(execution)
+            self.messages.append(
+                ToolResultMessage(
+                    tool_call_id=execution.call.id,
+                    tool_name=execution.call.name,
+                    text=execution.result.text,
+                    is_error=execution.result.is_error,
+                )
+            )
+        if self.output is not None:
+            for execution in settled:
+                if execution.call.name == self.output.name and not execution.failed:
+                    self.output_value = execution.result.value
+                    return True
+        self.returned_immediately = bool(planned) and _returns_now(planned, settled)
+        return self.returned_immediately
+
+    def _apply_policy(self, plan: _Planned, result: ToolExecutionResult) -> ToolExecutionResult:
+        service, kind, tool = self.service, result.error_kind, plan.tool
+        if tool is None or plan.preset is not None:
+            return result
+        if kind in ("arguments", "retry"):
+            failures = self.failures[tool.name] = self.failures.get(tool.name, 0) + 1
+            error = result.exception
+            if kind == "arguments" and service.arguments_error_handler and tool is not self.output:
+                if not isinstance(error, ToolArgumentsError):
+                    error = ToolArgumentsError(tool.name, [])
+                return _as_result(service.arguments_error_handler(error, plan.context), "arguments")
+            if failures > tool.max_retries:
+                if isinstance(error, ToolArgumentsError):
+                    raise error
+                raise ToolExecutionError(
+                    tool.name, f"still failing after {tool.max_retries} retries: {result.text}"
+                ) from error
+        elif kind == "execution" and service.execution_error_handler is not None:
+            exception = result.exception or RuntimeError(result.text)
+            return _as_result(service.execution_error_handler(exception, plan.context), "execution")
+        return result
+
+    def result(self) -> ToolChatResult[Any]:
+        """The run's outcome, once the loop has ended."""
+        usage = sum((r.token_usage for r in self.responses if r.token_usage), TokenUsage())
+        return ToolChatResult(
+            final_response=self.responses[-1],
+            messages=tuple(self.messages),
+            tool_executions=tuple(self.executions),
+            intermediate_responses=tuple(self.responses[:-1]),
+            usage=usage,
+            returned_immediately=self.returned_immediately,
+            output=self.output_value,
+        )
+
+
+def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution]) -> bool:
+    """Seed 000 §3.2.5: stop when every call of the round may end the loop — `IMMEDIATE`, or
+    `IMMEDIATE_IF_LAST` as the round's last call — and none of them failed."""
+    if any(e.failed for e in executions):
+        return False
+    last = len(planned) - 1
+    for index, plan in enumerate(planned):
+        behavior = plan.tool.return_behavior if plan.tool is not None else ReturnBehavior.TO_LLM
+        if behavior is ReturnBehavior.TO_LLM:
+            return False
+        if behavior is ReturnBehavior.IMMEDIATE_IF_LAST and index != last:
+            return False
+    return True
+
+
+class ToolService:
+    """Registered tools plus the loop that lets a model use them.
+
+    Args:
+        tools: Tools to register now (anything `register` accepts).
+        max_round_trips: Model calls allowed in one `chat`; one more raises `ToolLoopLimitError`.
+        arguments_error_handler: Replaces the default for invalid arguments (send the error to the
+            model while the tool's `max_retries` lasts, then raise `ToolArgumentsError`).
+        execution_error_handler: Replaces the default for a tool that raised (send
+            "ExceptionType: message" to the model).
+        unknown_tool_handler: Answers calls to unregistered tools; by default they raise
+            `UnknownToolError`. `list_available_tools` is a ready one.
+        parallel: Under `achat`, run the independent calls of a round concurrently.
+        before_tool_call: Hook that may answer a call instead of executing it (deny, approve, cache).
+        after_tool_call: Hook that sees every execution (audit, metrics); see `logging_hook`.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[object] | None = None,
+        *,
+        max_round_trips: int = 100,
+        arguments_error_handler: ArgumentsErrorHandler | None = None,
+        execution_error_handler: ExecutionErrorHandler | None = None,
+        unknown_tool_handler: UnknownToolHandler | None = None,
+        parallel: bool = True,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+    ) -> None:
+        if max_round_trips < 1:
+            raise ValueError("max_round_trips must be at least 1")
+        self.max_round_trips = max_round_trips
+        self.arguments_error_handler = arguments_error_handler
+        self.execution_error_handler = execution_error_handler
+        self.unknown_tool_handler = unknown_tool_handler
+        self.parallel = parallel
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self._tools: dict[str, ToolLike] = {}
+        self._default_parameters: ChatRequestParameters | None = None
+        for item in tools or ():
+            self.register(item)
+
+    def __repr__(self) -> str:
+        return f"ToolService(tools={list(self._tools)!r})"
+
+    # -- registration ------------------------------------------------------------------------
+
+    @property
+    def tools(self) -> Sequence[ToolLike]:
+        """The registered tools, in registration order."""
+        return tuple(self._tools.values())
+
+    @property
+    def specifications(self) -> Sequence[ToolSpecification]:
+        """What the model is offered."""
+        return tuple(t.specification for t in self._tools.values())
+
+    def register(self, source: object) -> ToolService:
+        """Register a `Tool` (or any `ToolLike`), a plain typed function (decorated on the fly),
+        a `ToolSource` such as an entered `MCPServer`, or an object whose methods carry `@tool`.
+
+        Raises:
+            ValueError: a tool with the same name is already registered.
+            TypeError: `source` holds no tool.
+        """
+        for item in _tools_of(source):
+            if item.name in self._tools:
+                raise ValueError(f"a tool named {item.name!r} is already registered")
+            self._tools[item.name] = item
+        self._default_parameters = None
+        return self
+
+    def register_spec(
+        self,
+        specification: ToolSpecification,
+        handler: Callable[[dict[str, Any]], Any] | ToolExecutor,
+        **options: Any,
+    ) -> ToolService:
+        """Register a tool defined by a hand-written JSON schema; arguments are validated against
+        the schema itself before `handler` (a sync or async callable receiving the arguments
+        dict, or a `ToolExecutor`) runs. `options` go to `SchemaTool`."""
+        from ._schema_tool import SchemaTool
+
+        return self.register(SchemaTool(specification, handler, **options))
+
+    def _request_parameters(
+        self, user: ChatRequestParameters | None, output: OutputSpec[Any] | None
+    ) -> ChatRequestParameters:
+        # Registered tools are always offered; the caller's parameters win for everything else.
+        if user is None and output is None:
+            if self._default_parameters is None:
+                tools = self.specifications or None
+                self._default_parameters = ChatRequestParameters.model_construct(tools=tools)
+            return self._default_parameters
+        specifications = list(self.specifications)
+        if user is not None and user.tools:
+            specifications += [s for s in user.tools if s.name not in self._tools]
+        if output is not None and not output.native:
+            if output.name in self._tools:
+                raise ValueError(
+                    f"the output tool name {output.name!r} is taken by a registered tool"
+                )
+            specifications.append(output.specification)
+        merged = ChatRequestParameters().merge(user)
+        merged = merged.model_copy(update={"tools": tuple(specifications) or None})
+        return output.request_parameters(merged) if output and output.native else merged
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    def chat(
+        self,
+        model: ChatModel,
+        messages: Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: Any = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> ToolChatResult[OutputT]:
+        """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
+        it). Calls run one after another; `messages` is not modified."""
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        while True:
+            planned = run.on_response(model.chat(run.next_request()))
+            if planned is None:
+                return run.result()
+            settled = [run.settle(plan, _execute(plan)) for plan in planned]
+            if run.finish_round(planned, settled):
+                return run.result()
+
+    async def achat(
+        self,
+        model: ChatModel,
+        messages: Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: Any = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> ToolChatResult[OutputT]:
+        """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
+        alone, in order), and sync tools run in worker threads."""
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        while True:
+            planned = run.on_response(await model.achat(run.next_request()))
+            if planned is None:
+                return run.result()
+            settled: list[ToolExecution] = []
+            for batch in _batches(planned, self.parallel):
+                settled += await asyncio.gather(*(_asettle(run, plan) for plan in batch))
+            if run.finish_round(planned, settled):
+                return run.result()
+
+    def stream(
+        self,
+        model: ChatModel,
+        messages: Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: Any = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> Iterator[ToolLoopEvent]:
+        """`chat`, yielding events as they happen: each round's model stream events (with
+        `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
+        `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        while True:
+            partial = _PartialArguments()
+            response = None
+            for event in model.stream(run.next_request()):
+                yield event
+                if isinstance(event, ResponseComplete):
+                    response = event.response
+                elif isinstance(event, ToolCallDelta) and (update := partial.feed(event)):
+                    yield update
+            planned = run.on_response(_complete(response))
+            if planned is None:
+                break
+            settled = []
+            for plan in planned:
+                yield ToolCallEvent(plan.call)
+                settled.append(run.settle(plan, _execute(plan)))
+                yield ToolResultEvent(settled[-1])
+            if run.finish_round(planned, settled):
+                break
+        yield FinalResultEvent(run.result())
+
+    async def astream(
+        self,
+        model: ChatModel,
+        messages: Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: Any = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> AsyncIterator[ToolLoopEvent]:
+        """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
+        soon as its call finishes."""
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        while True:
+            partial = _PartialArguments()
+            response = None
+            async for event in model.astream(run.next_request()):
+                yield event
+                if isinstance(event, ResponseComplete):
+                    response = event.response
+                elif isinstance(event, ToolCallDelta) and (update := partial.feed(event)):
+                    yield update
+            planned = run.on_response(_complete(response))
+            if planned is None:
+                break
+            for plan in planned:
+                yield ToolCallEvent(plan.call)
+            settled: dict[int, ToolExecution] = {}
+            for batch in _batches(planned, self.parallel):
+                tasks = [_asettle(run, plan) for plan in batch]
+                for finished in asyncio.as_completed(tasks):
+                    execution = await finished
+                    settled[planned.index(_plan_of(batch, execution))] = execution
+                    yield ToolResultEvent(execution)
+            if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
+                break
+        yield FinalResultEvent(run.result())
+
+
+def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
+    if output_type is None or isinstance(output_type, OutputSpec):
+        return output_type
+    return OutputSpec(output_type)
+
+
+def _plan_of(batch: Sequence[_Planned], execution: ToolExecution) -> _Planned:
+    return next(plan for plan in batch if plan.call is execution.call)
+
+
+def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Planned]]:
+    """Group a round's calls for concurrent execution: runs of independent calls together,
+    each `sequential` call alone, in the model's order."""
+    batch: list[_Planned] = []
+    for plan in planned:
+        if parallel and not plan.sequential:
+            batch.append(plan)
+            continue
+        if batch:
+            yield batch
+            batch = []
+        yield [plan]
+    if batch:
+        yield batch
+
+
+def _complete(response: ChatResponse | None) -> ChatResponse:
+    if response is None:
+        raise ModelError("the model stream ended without a complete response")
+    return response
+
+
+async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
+    return run.settle(plan, await _aexecute(plan))
+
+
+class _PartialArguments:
+    """Accumulates streamed tool-call arguments and parses them leniently for display."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str | None] = {}
+        self.buffers: dict[int, str] = {}
+
+    def feed(self, delta: ToolCallDelta) -> PartialArgumentsEvent | None:
+        if delta.name:
+            self.names[delta.index] = delta.name
+        if not delta.arguments_delta:
+            return None
+        text = self.buffers[delta.index] = self.buffers.get(delta.index, "") + delta.arguments_delta
+        try:
+            parsed = pydantic_core.from_json(text, allow_partial="trailing-strings")
+        except ValueError:
+            return None
+        return PartialArgumentsEvent(delta.index, self.names.get(delta.index), parsed)
+
+
+def _execute(plan: _Planned) -> ToolExecution:
+    started = _now()
+    result = plan.preset
+    if result is None:
+        assert plan.tool is not None
+        try:
+            result = plan.tool.execute(plan.call, plan.context)
+        except Exception as exc:
+            result = _crashed(exc)
+    return ToolExecution(plan.call, result, started, _now())
+
+
+async def _aexecute(plan: _Planned) -> ToolExecution:
+    started = _now()
+    result = plan.preset
+    if result is None:
+        assert plan.tool is not None
+        try:
+            result = await plan.tool.aexecute(plan.call, plan.context)
+        except Exception as exc:
+            result = _crashed(exc)
+    return ToolExecution(plan.call, result, started, _now())
+
+
+def _is_tool(value: object) -> bool:
+    return hasattr(value, "specification") and hasattr(value, "aexecute")
+
+
+def _tools_of(source: object) -> list[ToolLike]:
+    if _is_tool(source):
+        return [source]  # type: ignore[list-item]
+    tools = getattr(source, "tools", None)
+    if callable(tools) and not inspect.isclass(source):
+        return list(tools())
+    if inspect.isfunction(source) or inspect.ismethod(source):
+        from ._tools import tool
+
+        return [tool(source)]
+    found = [
+        getattr(source, name)
+        for name, member in inspect.getmembers(type(source))
+        if _is_tool(member)
+    ]
+    if not found:
+        raise TypeError(
+            f"{source!r} is not a tool, a function, a tool source, or an object with @tool methods"
+        )
+    return found

@@ -1,0 +1,490 @@
+"""`@tool`: a typed function (or method) as a tool the model can call.
+
+Decoration does all the work once: the arguments model and JSON Schema from the signature and the
+docstring, the validator, the result converter. A call is then validate → run → convert, each
+failure an error result the model can read (`ToolExecutionResult`), never an exception.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import copy
+import functools
+import inspect
+import logging
+import sys
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload
+
+from pydantic import BaseModel, ValidationError
+from typing_extensions import Self
+
+from ._argument_errors import format_arguments_error
+from ._arguments import ArgumentsValidator
+from ._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
+from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
+from ._messages import ToolCall
+from ._request import ToolSpecification
+from ._result_text import ResultConverter, result_text_converter
+from ._schema import render_schema
+from ._signature import check_tool_name, inspect_function
+
+__all__ = ["Tool", "ToolDecorator", "tool"]
+
+logger = logging.getLogger("agentforge_typed")
+
+P = ParamSpec("P")
+P2 = ParamSpec("P2")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+T = TypeVar("T")
+
+ExtraArguments = Literal["forbid", "ignore"]
+_Binding = Literal["function", "instance", "class"]
+
+
+class _TimedOut(Exception):  # noqa: N818 - internal signal, never leaves this module
+    pass
+
+
+class Tool(Generic[P, R]):
+    """A function the model can call, still callable exactly like the function.
+
+    Build it with `@tool`. Accessed through an instance, a method tool is bound: `self` is neither
+    in its schema nor in its arguments.
+
+    Attributes:
+        name: The name the model calls it by (the function's name unless given).
+        description: From `description=` or the docstring (summary and long description).
+        specification: What is offered to the model: name, description, JSON Schema.
+        args_model: The pydantic model of the arguments, built from the signature.
+        strict: Validate in pydantic's strict mode (no `"5"` → `5`).
+        return_behavior: What happens to the result (see `ReturnBehavior`).
+        max_retries: How many invalid-argument attempts a `ToolService` sends back to the model.
+        timeout: Seconds a call may run; `None` for no limit.
+        sequential: Never run concurrently with other calls of a round.
+        extra_arguments: `"forbid"` reports unknown arguments, `"ignore"` drops them (recorded).
+    """
+
+    name: str
+    description: str
+    specification: ToolSpecification
+    args_model: type[BaseModel]
+    strict: bool
+    return_behavior: ReturnBehavior
+    max_retries: int
+    timeout: float | None
+    sequential: bool
+    extra_arguments: ExtraArguments
+
+    def __init__(
+        self,
+        function: Callable[P, R],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        strict: bool = True,
+        strict_schema: bool = False,
+        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
+        max_retries: int = 2,
+        timeout: float | None = None,
+        sequential: bool = False,
+        result_converter: Callable[[R], str] | None = None,
+        extra_arguments: ExtraArguments = "forbid",
+        namespace: Mapping[str, Any] | None = None,
+    ) -> None:
+        binding: _Binding = "function"
+        target: Any = function
+        if isinstance(target, staticmethod):
+            target = target.__func__
+        elif isinstance(target, classmethod):
+            target, binding = target.__func__, "class"
+        elif _defined_in_class_body(target):
+            binding = "instance"
+        if not callable(target):
+            raise TypeError(f"@tool needs a function, got {target!r}")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"tool timeout must be positive, got {timeout!r}")
+        if extra_arguments not in ("forbid", "ignore"):
+            raise ValueError(
+                f"extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
+            )
+
+        self.name = check_tool_name(name if name is not None else target.__name__)
+        signature = inspect_function(
+            target, name=self.name, has_receiver=binding != "function", localns=namespace
+        )
+        self.description = description if description is not None else signature.description
+        self.args_model = signature.args_model
+        self.specification = ToolSpecification(
+            name=self.name,
+            description=self.description,
+            parameters=signature.parameters,
+            strict_schema=strict_schema,
+        )
+        if strict_schema:
+            # Refuse at decoration what OpenAI's strict mode cannot express (e.g. `dict[str, X]`).
+            render_schema(signature.parameters, "openai-strict")
+        self.strict = strict
+        self.return_behavior = return_behavior
+        self.max_retries = max_retries
+        self.timeout = timeout
+        self.sequential = sequential
+        self.extra_arguments = extra_arguments
+
+        self._function: Callable[..., Any] = target
+        self._binding: _Binding = binding
+        self._bound = binding == "function"
+        self._attribute: str | None = None
+        self._is_async = inspect.iscoroutinefunction(target)
+        self._validator = ArgumentsValidator(
+            signature.args_model, strict=strict, extra_arguments=extra_arguments
+        )
+        self._validate_json = self._validator.validate_json
+        self._convert: ResultConverter = (
+            cast(ResultConverter, result_converter)
+            if result_converter is not None
+            else result_text_converter(signature.return_annotation)
+        )
+        self._context_parameter = signature.context_parameter
+        self._positional = signature.positional
+        self._renames = signature.renames
+        # The common case (sync, no timeout, arguments passed as they are) skips all plumbing.
+        self._direct_call = not (
+            signature.context_parameter
+            or signature.positional
+            or signature.renames
+            or self._is_async
+            or timeout is not None
+        )
+        functools.update_wrapper(self, target)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name!r} of {self._function!r}>"
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the function itself, with no validation."""
+        return cast(R, self._function(*args, **kwargs))
+
+    # --- methods -------------------------------------------------------------------------------
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._attribute = name
+
+    @overload
+    def __get__(self, instance: None, owner: type[Any] | None = None) -> Self: ...
+
+    @overload
+    def __get__(
+        self: Tool[Concatenate[T, P2], R], instance: T, owner: type[Any] | None = None
+    ) -> Tool[P2, R]: ...
+
+    def __get__(self, instance: Any, owner: type[Any] | None = None) -> Any:
+        if self._bound:
+            return self
+        if self._binding == "class":
+            receiver = owner if owner is not None else type(instance)
+        elif instance is None:
+            return self
+        else:
+            receiver = instance
+        bound = copy.copy(self)
+        bound._function = self._function.__get__(receiver, owner)
+        bound._bound = True
+        if instance is not None and self._attribute and hasattr(instance, "__dict__"):
+            # A tool is a non-data descriptor: the next lookup finds this bound copy directly.
+            instance.__dict__[self._attribute] = bound
+        return bound
+
+    # --- arguments -----------------------------------------------------------------------------
+
+    def validate_arguments(self, arguments: str | bytes) -> BaseModel:
+        """Validate raw JSON arguments, applying (and only applying) the envelope repairs.
+
+        Returns:
+            An instance of `args_model`.
+
+        Raises:
+            ToolArgumentsError: listing each problem with its JSON path, message and input.
+        """
+        outcome = self._validator.validate(arguments)
+        if len(outcome) == 3:
+            raise ToolArgumentsError(self.name, outcome[2])
+        return outcome[0]
+
+    def _call_arguments(
+        self, arguments: BaseModel, context: ToolContext[Any] | None
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        values = arguments.__dict__
+        if self._renames:
+            values = {self._renames.get(key, key): value for key, value in values.items()}
+        else:
+            values = dict(values)
+        if self._context_parameter:
+            values[self._context_parameter] = context
+        positional = tuple(values.pop(key) for key in self._positional)
+        return positional, values
+
+    # --- execution -----------------------------------------------------------------------------
+
+    def execute(
+        self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None
+    ) -> ToolExecutionResult:
+        """Validate the call's arguments, run the tool and convert its result, blocking.
+
+        A failed call (invalid arguments, `ModelRetry`, an exception, a timeout) gives an error
+        result; nothing is raised. Without a `context`, one is built from `call` and `deps`.
+        """
+        if not self._bound:
+            self._refuse_unbound()
+        # The fast path inlined (this is the per-call cost that matters); repairs only on failure.
+        repairs: tuple[str, ...] = ()
+        try:
+            arguments = self._validate_json(call.arguments, strict=self._validator.strict)
+        except ValidationError as error:
+            outcome = self._validator.repair(call.arguments, error)
+            if len(outcome) == 3:
+                return self._arguments_error(outcome[1], outcome[2])
+            arguments, repairs = outcome
+        try:
+            if self._direct_call:
+                value = self._function(**arguments.__dict__)
+            else:
+                args, kwargs = self._call_arguments(arguments, self._context(call, context, deps))
+                value = self._run_blocking(args, kwargs)
+            text = self._convert(value)
+        except Exception as exc:
+            return self._failure(exc, repairs)
+        return ToolExecutionResult(text=text, value=value, repairs=repairs)
+
+    async def aexecute(
+        self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None
+    ) -> ToolExecutionResult:
+        """Like `execute`, without blocking the event loop: a sync tool runs in a worker thread."""
+        if not self._bound:
+            self._refuse_unbound()
+        outcome = self._validator.validate(call.arguments)
+        if len(outcome) == 3:
+            return self._arguments_error(outcome[1], outcome[2])
+        arguments, repairs = outcome
+        try:
+            args, kwargs = self._call_arguments(arguments, self._context(call, context, deps))
+            value = await self._run_async(args, kwargs)
+            text = self._convert(value)
+        except Exception as exc:
+            return self._failure(exc, repairs)
+        return ToolExecutionResult(text=text, value=value, repairs=repairs)
+
+    def _context(
+        self, call: ToolCall, context: ToolContext[Any] | None, deps: Any
+    ) -> ToolContext[Any] | None:
+        if context is not None or not self._context_parameter:
+            return context
+        return ToolContext(deps=deps, tool_call_id=call.id, tool_name=self.name)
+
+    def _refuse_unbound(self) -> None:
+        raise TypeError(
+            f"tool `{self.name}` is a method: execute it through an instance (obj.{self.name})"
+        )
+
+    def _run_blocking(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self._is_async:
+            return _run_coroutine_blocking(lambda: self._await(self._function(*args, **kwargs)))
+        if self.timeout is None:
+            return self._function(*args, **kwargs)
+        future = _start_daemon_thread(self._function, args, kwargs)
+        concurrent.futures.wait([future], timeout=self.timeout)
+        if not future.done():
+            self._log_abandoned()
+            raise _TimedOut
+        return future.result()
+
+    async def _run_async(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if self._is_async:
+            return await self._await(self._function(*args, **kwargs))
+        if self.timeout is None:
+            return await asyncio.to_thread(self._function, *args, **kwargs)
+        future = _start_daemon_thread(self._function, args, kwargs)
+        done, _ = await asyncio.wait({asyncio.wrap_future(future)}, timeout=self.timeout)
+        if not done:
+            self._log_abandoned()
+            raise _TimedOut
+        return future.result()
+
+    async def _await(self, awaitable: Awaitable[Any]) -> Any:
+        if self.timeout is None:
+            return await awaitable
+        task = asyncio.ensure_future(awaitable)
+        done, _ = await asyncio.wait({task}, timeout=self.timeout)
+        if not done:
+            task.cancel()
+            # Let the tool run its cleanup, as `asyncio.wait_for` would.
+            await asyncio.wait({task})
+            raise _TimedOut
+        return task.result()
+
+    def _log_abandoned(self) -> None:
+        logger.warning(
+            "tool %r timed out after %gs; its worker thread is abandoned and keeps running",
+            self.name,
+            self.timeout,
+        )
+
+    def _arguments_error(
+        self, repairs: tuple[str, ...], errors: list[ArgumentError]
+    ) -> ToolExecutionResult:
+        error = ToolArgumentsError(self.name, errors)
+        text = format_arguments_error(self.name, error.errors)
+        return ToolExecutionResult.error(text, "arguments", exception=error, repairs=repairs)
+
+    def _failure(self, exc: Exception, repairs: tuple[str, ...]) -> ToolExecutionResult:
+        if isinstance(exc, ModelRetry):
+            return ToolExecutionResult.error(exc.message, "retry", exception=exc, repairs=repairs)
+        if isinstance(exc, _TimedOut):
+            text = f"Tool `{self.name}` timed out after {self.timeout:g} seconds."
+            return ToolExecutionResult.error(text, "timeout", repairs=repairs)
+        text = f"Tool `{self.name}` failed: {type(exc).__name__}: {exc}"
+        return ToolExecutionResult.error(text, "execution", exception=exc, repairs=repairs)
+
+
+def _defined_in_class_body(function: Any) -> bool:
+    """A plain function written in a class body whose first parameter is `self` or `cls`."""
+    qualname = getattr(function, "__qualname__", "")
+    parts = qualname.split(".")
+    if len(parts) < 2 or parts[-2] == "<locals>":
+        return False
+    try:
+        first = next(iter(inspect.signature(function).parameters), None)
+    except (TypeError, ValueError):
+        return False
+    return first in ("self", "cls")
+
+
+def _start_daemon_thread(
+    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> concurrent.futures.Future[Any]:
+    """Run `function` in a daemon thread: one that timed out can be abandoned without blocking exit."""
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(context.run(function, *args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="agentforge-tool", daemon=True).start()
+    return future
+
+
+def _run_coroutine_blocking(factory: Callable[[], Awaitable[Any]]) -> Any:
+    """Run an async tool from sync code: `asyncio.run`, or in a thread when a loop is running here."""
+
+    async def main() -> Any:
+        return await factory()
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(main())
+    return _start_daemon_thread(asyncio.run, (main(),), {}).result()
+
+
+class ToolDecorator(Protocol):
+    """What `@tool(...)` returns: a decorator that keeps the function's signature."""
+
+    def __call__(self, function: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = True,
+    strict_schema: bool = False,
+    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
+    max_retries: int = 2,
+    timeout: float | None = None,
+    sequential: bool = False,
+    result_converter: Callable[[Any], str] | None = None,
+    extra_arguments: ExtraArguments = "forbid",
+) -> ToolDecorator: ...
+
+
+def tool(
+    function: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    strict: bool = True,
+    strict_schema: bool = False,
+    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
+    max_retries: int = 2,
+    timeout: float | None = None,
+    sequential: bool = False,
+    result_converter: Callable[[Any], str] | None = None,
+    extra_arguments: ExtraArguments = "forbid",
+) -> Tool[Any, Any] | ToolDecorator:
+    """Turn a typed function or method into a `Tool`; use bare (`@tool`) or with options.
+
+    Args:
+        name: The name the model calls it by; the function's name by default.
+        description: Overrides the docstring's summary and long description.
+        strict: Validate arguments in pydantic's strict mode; `False` allows lax coercion.
+        strict_schema: Ask the provider to enforce the schema (OpenAI `strict: true`).
+        return_behavior: What happens to the result (see `ReturnBehavior`).
+        max_retries: Invalid-argument attempts the model gets before `ToolArgumentsError`.
+        timeout: Seconds a call may run before it becomes a timeout error result.
+        sequential: Never run concurrently with the other calls of a round.
+        result_converter: `result -> str` for the model, instead of the default conversion.
+        extra_arguments: `"forbid"` (default) reports unknown arguments; `"ignore"` drops them.
+
+    Raises:
+        TypeError: A parameter is `*args`/`**kwargs`, unannotated, or of a type that cannot be
+            expressed as JSON Schema; the message names the function and the parameter.
+        ValueError: The name is not a valid tool name (`^[a-zA-Z0-9_-]{1,64}$`).
+    """
+
+    def decorate(target: Callable[..., Any], namespace: Mapping[str, Any] | None) -> Tool[Any, Any]:
+        return Tool(
+            target,
+            name=name,
+            description=description,
+            strict=strict,
+            strict_schema=strict_schema,
+            return_behavior=return_behavior,
+            max_retries=max_retries,
+            timeout=timeout,
+            sequential=sequential,
+            result_converter=result_converter,
+            extra_arguments=extra_arguments,
+            namespace=namespace,
+        )
+
+    if function is not None:
+        return decorate(function, _caller_namespace())
+
+    def decorator(target: Callable[..., Any], /) -> Tool[Any, Any]:
+        return decorate(target, _caller_namespace())
+
+    return cast(ToolDecorator, decorator)
+
+
+def _caller_namespace() -> Mapping[str, Any] | None:
+    """The local names where the decorator is applied, to resolve annotations naming them
+    (a function or class body, also under `from __future__ import annotations`)."""
+    frame = sys._getframe(2)
+    if frame.f_locals is frame.f_globals:
+        return None
+    return dict(frame.f_locals)

@@ -1,0 +1,163 @@
+"""`agentforge-typed check`: lint tool definitions before a provider rejects them.
+
+Errors (non-zero exit): an item that cannot be made a tool, a name a provider refuses, a schema a
+dialect cannot express, two tools with one name. Warnings: a tool or a parameter without a
+description (the model has only the name to go by).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .._execution import ToolLike
+from .._schema import SchemaDialectError
+from .._service import ToolService
+from ._declare import declaration
+from ._target import Target, display_path, source_location, tools_of
+
+__all__ = ["DEFAULT_DIALECTS", "Finding", "check_target"]
+
+Level = Literal["error", "warning"]
+
+DEFAULT_DIALECTS = ("openai", "anthropic", "gemini")
+"""Checked unless `--dialect` says otherwise; `openai` renders `strict_schema` tools strict."""
+
+# What each provider accepts as a function name (from their API references).
+_NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
+    "openai": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, 1 to 64 characters"),
+    "anthropic": (
+        re.compile(r"[a-zA-Z0-9_-]{1,64}"),
+        "letters, digits, _ and -, 1 to 64 characters",
+    ),
+    "gemini": (
+        re.compile(r"[a-zA-Z_][a-zA-Z0-9_.-]{0,63}"),
+        "a letter or _ first, then letters, digits, _, . and -, at most 64 characters",
+    ),
+}
+_NAME_RULES["openai-strict"] = _NAME_RULES["openai"]
+# Anthropic rejects the whole request when a top-level property key breaks this pattern.
+_ANTHROPIC_PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem, printed as `file:line: level: tool: message [code]`."""
+
+    file: str
+    line: int
+    level: Level
+    code: str
+    tool: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.level}: {self.tool}: {self.message} [{self.code}]"
+
+
+def check_target(target: Target, dialects: Sequence[str] = DEFAULT_DIALECTS) -> list[Finding]:
+    """Every finding for the tools of `target`, tool by tool in registration order."""
+    fallback = (_module_file(target), 1)
+    findings: list[Finding] = []
+    seen: dict[str, tuple[str, int]] = {}
+    items = list(target.value.tools) if isinstance(target.value, ToolService) else target.items()
+    for item, found in tools_of(items):
+        if isinstance(found, Exception):
+            file, line = source_location(item) or fallback
+            name = getattr(item, "__name__", type(item).__name__)
+            message = f"cannot be made a tool: {found}".splitlines()[0]
+            findings.append(Finding(file, line, "error", "invalid-tool", name, message))
+            continue
+        file, line = _tool_location(found) or fallback
+        at = _Reporter(file, line, found.name)
+        if found.name in seen:
+            first = seen[found.name]
+            at.error(
+                "duplicate-name", f"duplicate tool name (also defined at {first[0]}:{first[1]})"
+            )
+        seen.setdefault(found.name, (file, line))
+        _lint(found, dialects, at)
+        findings += at.findings
+    return findings
+
+
+@dataclass
+class _Reporter:
+    file: str
+    line: int
+    tool: str
+
+    def __post_init__(self) -> None:
+        self.findings: list[Finding] = []
+
+    def error(self, code: str, message: str) -> None:
+        self.findings.append(Finding(self.file, self.line, "error", code, self.tool, message))
+
+    def warning(self, code: str, message: str) -> None:
+        self.findings.append(Finding(self.file, self.line, "warning", code, self.tool, message))
+
+
+def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
+    spec = tool.specification
+    if not spec.description.strip():
+        at.warning("missing-description", "the tool has no description")
+    for name in _undescribed_parameters(spec.parameters):
+        at.warning("missing-parameter-description", f"parameter {name!r} has no description")
+    for dialect in dialects:
+        pattern, rule = _NAME_RULES[dialect]
+        if not pattern.fullmatch(spec.name):
+            at.error("invalid-name", f"name {spec.name!r} is invalid for {dialect}: {rule}")
+            continue
+        if dialect == "anthropic":
+            for key in spec.parameters.get("properties", {}):
+                if not _ANTHROPIC_PROPERTY_KEY.fullmatch(key):
+                    at.error(
+                        "invalid-parameter-name",
+                        f"parameter name {key!r} is invalid for anthropic: "
+                        "letters, digits, _, . and -, 1 to 64 characters",
+                    )
+        try:
+            declaration(spec, dialect)
+        except SchemaDialectError as exc:
+            at.error(
+                "unsupported-schema",
+                f"not expressible in {exc.dialect} at {exc.path}: {exc.reason}",
+            )
+
+
+def _undescribed_parameters(parameters: dict[str, Any]) -> Iterator[str]:
+    defs = parameters.get("$defs", {})
+    for name, schema in parameters.get("properties", {}).items():
+        if not isinstance(schema, dict) or not _described(schema, defs):
+            yield name
+
+
+def _described(schema: dict[str, Any], defs: dict[str, Any]) -> bool:
+    """A description on the property, or on the model it refers to (its docstring)."""
+    if str(schema.get("description", "")).strip():
+        return True
+    refs = [schema.get("$ref")] + [
+        s.get("$ref") for s in schema.get("allOf", ()) if isinstance(s, dict)
+    ]
+    for ref in refs:
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            target = defs.get(ref.removeprefix("#/$defs/"), {})
+            if str(target.get("description", "")).strip():
+                return True
+    return False
+
+
+def _tool_location(tool: ToolLike) -> tuple[str, int] | None:
+    location = source_location(tool)
+    if location is None:
+        # A tool with no function of its own (a JSON-schema tool): point at its handler.
+        handler = getattr(tool, "_function", None)
+        location = source_location(handler) if handler is not None else None
+    return location
+
+
+def _module_file(target: Target) -> str:
+    file = getattr(target.module, "__file__", None)
+    return display_path(file) if file else target.module.__name__

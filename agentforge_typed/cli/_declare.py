@@ -1,0 +1,55 @@
+"""Tool declarations exactly as each provider sends them (`agentforge-typed schema`).
+
+OpenAI and Anthropic declarations come from the providers' own wire mappers, so what is shown
+is what goes over the wire. Gemini has no provider here; its entry is a `functionDeclarations`
+item with the schema rendered in the Gemini dialect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, get_args
+
+from .._request import ToolSpecification
+from .._schema import Dialect, render_schema
+from ..providers import _anthropic_wire, _openai_wire
+
+__all__ = ["DIALECTS", "declaration", "declarations"]
+
+DIALECTS: tuple[str, ...] = get_args(Dialect)
+
+
+def _openai_strict(spec: ToolSpecification) -> dict[str, Any]:
+    # What every tool would look like with `strict_schema=True`.
+    return _openai_wire._map_tool(spec.model_copy(update={"strict_schema": True}))
+
+
+def _gemini(spec: ToolSpecification) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        declaration["description"] = spec.description
+    declaration["parameters"] = render_schema(spec.parameters, "gemini")
+    return declaration
+
+
+_RENDERERS: dict[str, Callable[[ToolSpecification], dict[str, Any]]] = {
+    # As the OpenAI provider sends them: strict only for tools with `strict_schema=True`.
+    "openai": _openai_wire._map_tool,
+    "openai-strict": _openai_strict,
+    "anthropic": _anthropic_wire._map_tool,
+    "gemini": _gemini,
+}
+
+
+def declaration(spec: ToolSpecification, dialect: str) -> dict[str, Any]:
+    """One tool's declaration in `dialect`.
+
+    Raises:
+        SchemaDialectError: The dialect cannot express the tool's schema.
+    """
+    return _RENDERERS[dialect](spec)
+
+
+def declarations(specs: Sequence[ToolSpecification], dialect: str) -> list[dict[str, Any]]:
+    """Every tool's declaration in `dialect`, in order."""
+    return [declaration(spec, dialect) for spec in specs]

@@ -1,0 +1,211 @@
+"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools.
+
+Exit status: 0 success; 1 the run failed, `check` found errors, or a dialect cannot express a
+schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an unknown model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .._exceptions import AgentForgeError
+from .._messages import ChatMessage, SystemMessage, UserMessage
+from .._registry import KNOWN_MODEL_PREFIXES, get_model
+from .._schema import SchemaDialectError
+from ._check import DEFAULT_DIALECTS, check_target
+from ._declare import DIALECTS, declarations
+from ._run import LiveDisplay, result_json
+from ._target import Target, TargetError, load_object, load_target
+
+__all__ = ["main"]
+
+_TARGET_HELP = (
+    "module:attribute or path/to/file.py:attribute naming a Tool, a function, a list of them, "
+    "an object with @tool methods, or a ToolService"
+)
+
+
+class _UsageError(Exception):
+    """A one-line problem with what the user asked for: exit status 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except (TargetError, _UsageError) as exc:
+        print(f"agentforge-typed: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\nagentforge-typed: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return status
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentforge-typed",
+        description="Run, inspect and lint typed Python tools for LLM function calling.",
+    )
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    run = commands.add_parser(
+        "run",
+        help="run the tool loop on a prompt",
+        description="Run the model -> tools -> model loop on PROMPT and show it as it happens: "
+        "streamed text, each tool call with its arguments, each result or error, the final "
+        "answer, token usage and timing.",
+    )
+    run.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
+    run.add_argument("prompt", metavar="PROMPT", help="the user message")
+    run.add_argument(
+        "--model",
+        default="fake",
+        help=f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline); keys and "
+        "base URLs come from OPENAI_API_KEY / OPENAI_BASE_URL, ANTHROPIC_API_KEY / "
+        "ANTHROPIC_BASE_URL",
+    )
+    run.add_argument("--system", help="a system message sent before PROMPT")
+    run.add_argument(
+        "--max-rounds",
+        type=_positive_int,
+        metavar="N",
+        help="model calls allowed before the run fails (default: the ToolService's, 100)",
+    )
+    run.add_argument(
+        "--deps",
+        metavar="SPEC",
+        help="what tools receive as ToolContext.deps: module:attribute, or an attribute of "
+        "TARGET's module (default: TARGET's module attribute `deps`, if it has one)",
+    )
+    run.add_argument(
+        "--json", action="store_true", help="print the whole ToolChatResult as JSON instead"
+    )
+    run.set_defaults(handler=_run)
+
+    schema = commands.add_parser(
+        "schema",
+        help="print the tool declarations a provider is sent",
+        description="Print TARGET's tool declarations exactly as a provider sends them.",
+    )
+    schema.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
+    schema.add_argument(
+        "--dialect",
+        choices=DIALECTS,
+        default="openai",
+        help="openai: as the OpenAI provider sends them (strict only for strict_schema tools); "
+        "openai-strict: every tool with strict: true; anthropic; gemini: functionDeclarations "
+        "entries (default: openai)",
+    )
+    schema.set_defaults(handler=_schema)
+
+    check = commands.add_parser(
+        "check",
+        help="lint tool definitions",
+        description="Lint TARGET's tools: missing tool or parameter descriptions (warnings), "
+        "names a provider refuses, schemas a dialect cannot express, duplicate names, items "
+        "that cannot be made tools (errors). One line per finding: file:line: level: tool: "
+        "message [code]. Exit status 1 when there is an error.",
+    )
+    check.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
+    check.add_argument(
+        "--dialect",
+        action="append",
+        choices=DIALECTS,
+        help=f"a dialect to check; repeat for several (default: {', '.join(DEFAULT_DIALECTS)})",
+    )
+    check.add_argument(
+        "--strict", action="store_true", help="treat warnings as errors (exit status 1)"
+    )
+    check.set_defaults(handler=_check)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+# -- run ---------------------------------------------------------------------------------------
+
+
+def _run(args: argparse.Namespace) -> int:
+    target = load_target(args.target)
+    service = target.service()
+    if args.max_rounds is not None:
+        service.max_round_trips = args.max_rounds
+    deps = _deps(target, args.deps)
+    try:
+        model = get_model(args.model)
+    except (ValueError, AgentForgeError) as exc:
+        raise _UsageError(str(exc)) from None
+    messages: list[ChatMessage] = []
+    if args.system:
+        messages.append(SystemMessage(text=args.system))
+    messages.append(UserMessage(content=args.prompt))
+    try:
+        if args.json:
+            print(result_json(service.chat(model, messages, deps=deps)))
+        else:
+            events = service.stream(model, messages, deps=deps)
+            LiveDisplay(sys.stdout).show(events, time.perf_counter())
+    except AgentForgeError as exc:
+        sys.stdout.flush()
+        print(f"agentforge-typed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _deps(target: Target, spec: str | None) -> Any:
+    if spec is None:
+        return getattr(target.module, "deps", None)
+    if ":" in spec:
+        return load_object(spec)[1]
+    try:
+        return getattr(target.module, spec)
+    except AttributeError:
+        raise _UsageError(f"--deps: {target.module.__name__!r} has no attribute {spec!r}") from None
+
+
+# -- schema ------------------------------------------------------------------------------------
+
+
+def _schema(args: argparse.Namespace) -> int:
+    service = load_target(args.target).service()
+    try:
+        rendered = declarations(service.specifications, args.dialect)
+    except SchemaDialectError as exc:
+        print(f"agentforge-typed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(rendered, indent=2, ensure_ascii=False))
+    return 0
+
+
+# -- check -------------------------------------------------------------------------------------
+
+
+def _check(args: argparse.Namespace) -> int:
+    target = load_target(args.target)
+    findings = check_target(target, tuple(dict.fromkeys(args.dialect or DEFAULT_DIALECTS)))
+    for finding in findings:
+        print(finding)
+    errors = sum(f.level == "error" for f in findings)
+    warnings = len(findings) - errors
+    print(
+        f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}"
+    )
+    return 1 if errors or (args.strict and warnings) else 0

@@ -1,0 +1,146 @@
+"""`agentforge-typed run`: drive the tool loop and show it as it happens, or print it as JSON."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+import pydantic_core
+
+from .._events import ResponseComplete, TextDelta, ThinkingDelta
+from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
+from .._results import ToolChatResult, ToolExecution
+
+__all__ = ["LiveDisplay", "result_json"]
+
+
+@dataclass
+class LiveDisplay:
+    """Renders the events of `ToolService.stream` as plain text lines.
+
+    Text and thinking are written as they arrive; tool calls and results each get a line of
+    their own (`->` a call with its arguments, `<-` a result, `!!` an error result).
+    """
+
+    out: TextIO
+    _column: int = 0
+    _mode: str = ""
+    _round_text: str = ""
+    _last_round_text: str = ""
+
+    def show(self, events: Iterable[ToolLoopEvent], started: float) -> ToolChatResult[Any]:
+        """Write every event; return the run's result (from `FinalResultEvent`)."""
+        for event in events:
+            if isinstance(event, TextDelta):
+                self._stream("", event.text)
+                self._round_text += event.text
+            elif isinstance(event, ResponseComplete):
+                self._last_round_text, self._round_text = self._round_text, ""
+            elif isinstance(event, ThinkingDelta):
+                self._stream("(thinking) ", event.text)
+            elif isinstance(event, ToolCallEvent):
+                self._line(f"-> {event.call.name} {_arguments(event.call.arguments)}")
+            elif isinstance(event, ToolResultEvent):
+                self._line(_result_line(event.execution))
+            elif isinstance(event, FinalResultEvent):
+                self._summary(event.result, time.perf_counter() - started)
+                return event.result
+        raise RuntimeError("the tool loop ended without a FinalResultEvent")
+
+    def _stream(self, label: str, text: str) -> None:
+        if self._mode != label:
+            self._end_line()
+            self._mode = label
+            self._write(label)
+        self._write(text)
+
+    def _line(self, text: str) -> None:
+        self._end_line()
+        self._mode = ""
+        self._write(text.replace("\n", "\n   ") + "\n")
+
+    def _end_line(self) -> None:
+        if self._column:
+            self._write("\n")
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+        if text:
+            newline = text.rfind("\n")
+            self._column = len(text) - newline - 1 if newline >= 0 else self._column + len(text)
+
+    def _summary(self, result: ToolChatResult[Any], seconds: float) -> None:
+        executions = result.tool_executions
+        failed = sum(e.failed for e in executions)
+        usage = result.usage
+        rounds = len(result.intermediate_responses) + 1
+        self._line("")
+        if result.returned_immediately:
+            self._line("== returned immediately with the tool results (no final answer)")
+        elif result.text is not None and result.text == self._last_round_text:
+            self._line("== final answer: the text streamed above")
+        else:
+            self._line("== final answer")
+            self._write((result.text or "(no text)") + "\n")
+        self._line(
+            f"== {rounds} model call{_s(rounds)}, {len(executions)} tool call{_s(len(executions))}"
+            f" ({failed} failed), tokens: {usage.input_tokens} in / {usage.output_tokens} out"
+            f" / {usage.total_tokens} total, {seconds:.2f}s"
+        )
+
+
+def _s(count: int) -> str:
+    return "" if count == 1 else "s"
+
+
+def _arguments(raw: str) -> str:
+    """The arguments as compact JSON when they parse, else exactly as the model sent them."""
+    try:
+        return json.dumps(json.loads(raw), ensure_ascii=False)
+    except ValueError:
+        return raw
+
+
+def _result_line(execution: ToolExecution) -> str:
+    result = execution.result
+    took = f"{execution.duration.total_seconds() * 1000:.1f} ms"
+    if result.is_error:
+        return (
+            f"!! {execution.call.name} {result.error_kind or 'error'} error ({took}): {result.text}"
+        )
+    return f"<- {execution.call.name} ({took}): {result.text}"
+
+
+def _dump(value: Any) -> Any:
+    # A tool's raw `value` may be any object; what JSON cannot hold becomes its repr.
+    return pydantic_core.to_jsonable_python(value, fallback=repr)
+
+
+def result_json(result: ToolChatResult[Any]) -> str:
+    """The whole `ToolChatResult` as indented JSON (plus each execution's duration)."""
+    document = {
+        "text": result.text,
+        "output": _dump(result.output),
+        "returned_immediately": result.returned_immediately,
+        "usage": _dump(result.usage),
+        "final_response": _dump(result.final_response),
+        "intermediate_responses": [_dump(r) for r in result.intermediate_responses],
+        "tool_executions": [_execution(e) for e in result.tool_executions],
+        "messages": [_dump(m) for m in result.messages],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def _execution(execution: ToolExecution) -> dict[str, Any]:
+    return {
+        "call": _dump(execution.call),
+        "result": _dump(execution.result),
+        "failed": execution.failed,
+        "started_at": execution.started_at.isoformat(),
+        "finished_at": execution.finished_at.isoformat(),
+        "duration_ms": execution.duration.total_seconds() * 1000,
+    }

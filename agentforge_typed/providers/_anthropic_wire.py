@@ -1,0 +1,441 @@
+"""Sans-IO core of the Anthropic Messages provider: request payload, response parsing, streaming.
+
+Nothing here does I/O: `AnthropicChatModel` drives these functions from its sync and async shells,
+so the mapping is written once.
+
+An `AiMessage` parsed from a response that holds anything the contract does not model (signed
+`thinking`, `redacted_thinking`, server-tool blocks such as `server_tool_use` /
+`web_search_tool_result`, text with citations, unknown block types) keeps the response's content
+blocks, unchanged and in order, in `attributes["anthropic_content"]`. When that message goes back
+to the API those blocks are echoed verbatim, as Anthropic requires for signatures and server-tool
+turns, as long as the message's `text`, `thinking` and `tool_calls` still say what the blocks say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pydantic_core import from_json, to_json
+
+from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
+from .._exceptions import ModelError
+from .._messages import (
+    AiMessage,
+    ChatMessage,
+    CustomMessage,
+    ImageContent,
+    SystemMessage,
+    TextContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
+from .._response import ChatResponse, FinishReason, TokenUsage
+from .._schema import render_schema
+from ._http import error_from_body
+
+__all__ = [
+    "CONTENT_ATTRIBUTE",
+    "MESSAGE_ATTRIBUTE",
+    "AnthropicStreamAccumulator",
+    "build_payload",
+    "parse_response",
+]
+
+CONTENT_ATTRIBUTE = "anthropic_content"
+"""`AiMessage.attributes` key holding the raw content blocks that must be echoed back verbatim."""
+MESSAGE_ATTRIBUTE = "anthropic_message"
+"""`CustomMessage.attributes` key holding a raw Anthropic message (`role` + `content`) to send as is."""
+
+_FINISH_REASONS = {
+    "end_turn": FinishReason.STOP,
+    "stop_sequence": FinishReason.STOP,
+    "max_tokens": FinishReason.LENGTH,
+    "tool_use": FinishReason.TOOL_EXECUTION,
+    "refusal": FinishReason.CONTENT_FILTER,
+}
+# Blocks the contract models directly; anything else makes a message keep its raw blocks.
+_MODELLED_BLOCKS = frozenset({"text", "tool_use"})
+_USAGE_METADATA = (
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "server_tool_use",
+    "service_tier",
+)
+_Block = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- request
+
+
+def build_payload(
+    messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool = False
+) -> dict[str, Any]:
+    """Map a conversation and merged parameters to a Messages API request body.
+
+    `parameters.model` and `parameters.max_tokens` must be set (the model's defaults provide them).
+    """
+    if parameters.model is None or parameters.max_tokens is None:
+        raise ValueError("Anthropic requests need `model` and `max_tokens`")
+    payload: dict[str, Any] = {"model": parameters.model, "max_tokens": parameters.max_tokens}
+    system = [m.text for m in messages if isinstance(m, SystemMessage)]
+    if system:
+        payload["system"] = "\n\n".join(system)
+    payload["messages"] = _map_messages(messages)
+    if parameters.temperature is not None:
+        payload["temperature"] = parameters.temperature
+    if parameters.top_p is not None:
+        payload["top_p"] = parameters.top_p
+    if parameters.stop:
+        payload["stop_sequences"] = list(parameters.stop)
+    if parameters.tools:
+        payload["tools"] = [_map_tool(spec) for spec in parameters.tools]
+    tool_choice = _map_tool_choice(parameters)
+    if tool_choice is not None:
+        payload["tool_choice"] = tool_choice
+    if stream:
+        payload["stream"] = True
+    payload.update(parameters.custom)
+    return payload
+
+
+def _map_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    # The API wants strictly alternating roles, so consecutive turns of one role (several tool
+    # results, a user text after tool results, ...) are merged into one message.
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            continue
+        role, content = _map_message(message)
+        if merged and merged[-1]["role"] == role:
+            previous = merged[-1]
+            previous["content"] = _as_blocks(previous["content"]) + _as_blocks(content)
+        else:
+            merged.append({"role": role, "content": content})
+    return merged
+
+
+def _as_blocks(content: str | list[_Block]) -> list[_Block]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+
+
+def _map_message(message: ChatMessage) -> tuple[str, str | list[_Block]]:
+    if isinstance(message, UserMessage):
+        if isinstance(message.content, str):
+            return "user", message.content
+        return "user", [_map_user_part(part) for part in message.content]
+    if isinstance(message, ToolResultMessage):
+        block: _Block = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": message.text,
+        }
+        if message.is_error:
+            block["is_error"] = True
+        return "user", [block]
+    if isinstance(message, AiMessage):
+        return "assistant", _map_assistant(message)
+    if isinstance(message, CustomMessage):
+        return _map_custom(message)
+    raise ModelError(f"Anthropic cannot send a {type(message).__name__}")  # pragma: no cover
+
+
+def _map_user_part(part: TextContent | ImageContent) -> _Block:
+    if isinstance(part, TextContent):
+        return {"type": "text", "text": part.text}
+    if not part.url.startswith("data:"):
+        return {"type": "image", "source": {"type": "url", "url": part.url}}
+    header, _, data = part.url[len("data:") :].partition(",")
+    media_type, _, encoding = header.partition(";")
+    if encoding != "base64" or not media_type or not data:
+        raise ModelError(
+            "Anthropic needs image data: URLs of the form data:<media type>;base64,<data>"
+        )
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+def _map_custom(message: CustomMessage) -> tuple[str, str | list[_Block]]:
+    raw = message.attributes.get(MESSAGE_ATTRIBUTE)
+    if (
+        not isinstance(raw, dict)
+        or raw.get("role") not in ("user", "assistant")
+        or not isinstance(raw.get("content"), str | list)
+    ):
+        raise ModelError(
+            "Anthropic only understands a CustomMessage whose attributes hold "
+            f"{MESSAGE_ATTRIBUTE!r}: a raw message with a 'user' or 'assistant' role and content"
+        )
+    return raw["role"], raw["content"]
+
+
+def _map_assistant(message: AiMessage) -> list[_Block]:
+    raw = message.attributes.get(CONTENT_ATTRIBUTE)
+    kept: list[_Block] = []
+    if isinstance(raw, list):
+        try:
+            text, thinking, tool_calls = _read_blocks(raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ModelError(f"malformed {CONTENT_ATTRIBUTE!r} attribute: {exc}") from exc
+        if (text, thinking, tool_calls) == (message.text, message.thinking, message.tool_calls):
+            return raw
+        # The message was edited: its fields win. Opaque blocks survive; a signed thinking block
+        # only while the thinking text it signs is unchanged.
+        kept = [
+            block
+            for block in raw
+            if block["type"] not in _MODELLED_BLOCKS
+            and (block["type"] != "thinking" or thinking == message.thinking)
+        ]
+    # Unsigned thinking (from another provider, or written by hand) cannot be sent: the API
+    # rejects thinking blocks without a valid signature, so it is left out.
+    blocks = kept
+    if message.text:
+        blocks.append({"type": "text", "text": message.text})
+    for call in message.tool_calls:
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call)})
+    return blocks
+
+
+def _input(call: ToolCall) -> dict[str, Any]:
+    if not call.arguments.strip():
+        return {}
+    try:
+        value = from_json(call.arguments)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ModelError(
+            f"tool call {call.id!r} ({call.name}) has arguments that are not a JSON object; "
+            "Anthropic needs an object as tool_use input"
+        )
+    return value
+
+
+def _map_tool(spec: ToolSpecification) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": spec.name}
+    if spec.description:
+        tool["description"] = spec.description
+    tool["input_schema"] = render_schema(spec.parameters, "anthropic")
+    return tool
+
+
+def _map_tool_choice(parameters: ChatRequestParameters) -> dict[str, Any] | None:
+    choice = parameters.tool_choice
+    if choice is None:
+        if parameters.parallel_tool_calls is False and parameters.tools:
+            return {"type": "auto", "disable_parallel_tool_use": True}
+        return None
+    if choice == ToolChoice.NONE:
+        # `none` forbids tool use altogether, so there is nothing parallel to disable.
+        return {"type": "none"}
+    mapped: dict[str, Any]
+    if choice == ToolChoice.AUTO:
+        mapped = {"type": "auto"}
+    elif choice == ToolChoice.REQUIRED:
+        mapped = {"type": "any"}
+    else:
+        mapped = {"type": "tool", "name": str(choice)}
+    if parameters.parallel_tool_calls is False:
+        mapped["disable_parallel_tool_use"] = True
+    return mapped
+
+
+# --------------------------------------------------------------------------- response
+
+
+def parse_response(body: Any) -> ChatResponse:
+    """Map a Messages API response body (parsed JSON) to a `ChatResponse`.
+
+    Raises:
+        ModelError: the body is an error object, or not shaped like a Messages API response.
+    """
+    if isinstance(body, dict) and body.get("type") == "error":
+        raise error_from_body("Anthropic", body)
+    try:
+        if not isinstance(body, dict) or not isinstance(body["content"], list):
+            raise TypeError("no content list")
+        text, thinking, tool_calls = _read_blocks(body["content"])
+        extras = any(_is_opaque(block) for block in body["content"])
+        message = AiMessage(
+            text=text,
+            thinking=thinking,
+            tool_calls=tool_calls,
+            attributes={CONTENT_ATTRIBUTE: body["content"]} if extras else {},
+        )
+        usage, usage_metadata = _map_usage(body.get("usage"))
+        metadata = {key: body[key] for key in ("id", "model", "type") if key in body}
+        for key in ("stop_reason", "stop_sequence"):
+            if body.get(key) is not None:
+                metadata[key] = body[key]
+        stop_reason = body.get("stop_reason")
+        return ChatResponse(
+            ai_message=message,
+            token_usage=usage,
+            finish_reason=None
+            if stop_reason is None
+            else _FINISH_REASONS.get(stop_reason, FinishReason.OTHER),
+            metadata={**metadata, **usage_metadata},
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ModelError(f"malformed Anthropic response: {exc}", body=body) from exc
+
+
+def _is_opaque(block: _Block) -> bool:
+    return block["type"] not in _MODELLED_BLOCKS or bool(block.get("citations"))
+
+
+def _read_blocks(blocks: list[_Block]) -> tuple[str | None, str | None, tuple[ToolCall, ...]]:
+    texts: list[str] = []
+    thoughts: list[str] = []
+    calls: list[ToolCall] = []
+    for block in blocks:
+        kind = block["type"]
+        if kind == "text":
+            texts.append(block["text"])
+        elif kind == "thinking":
+            thoughts.append(block["thinking"])
+        elif kind == "tool_use":
+            if not isinstance(block["input"], dict):
+                raise TypeError(f"tool_use input is not an object: {block['input']!r}")
+            arguments = to_json(block["input"]).decode()
+            calls.append(ToolCall(id=block["id"], name=block["name"], arguments=arguments))
+    return (
+        "".join(texts) if texts else None,
+        "".join(thoughts) if thoughts else None,
+        tuple(calls),
+    )
+
+
+def _map_usage(usage: Any) -> tuple[TokenUsage | None, dict[str, Any]]:
+    if usage is None:
+        return None, {}
+    input_tokens = usage.get("input_tokens") or 0
+    output_tokens = usage.get("output_tokens") or 0
+    token_usage = TokenUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
+    )
+    return token_usage, {k: usage[k] for k in _USAGE_METADATA if usage.get(k) is not None}
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+class AnthropicStreamAccumulator:
+    """Turns decoded Messages API stream events into `StreamEvent`s.
+
+    Feed every SSE event in order; `message_stop` yields the final `ResponseComplete`, whose
+    response is built by `parse_response` from the reassembled message, so a streamed answer
+    equals the blocking one. Call `finish()` when the byte stream ends: it raises if the
+    stream stopped before `message_stop`.
+    """
+
+    def __init__(self) -> None:
+        self._message: dict[str, Any] | None = None
+        self._blocks: dict[int, _Block] = {}
+        self._partial_json: dict[int, list[str]] = {}
+        self._tool_indexes: dict[int, int] = {}
+        self._response: ChatResponse | None = None
+
+    @property
+    def response(self) -> ChatResponse | None:
+        """The aggregated response, once `message_stop` arrived."""
+        return self._response
+
+    def feed(self, event: str | None, data: Any) -> list[StreamEvent]:
+        """Process one SSE event, its `event:` name and parsed JSON `data`; return what it produced.
+
+        Raises:
+            ModelError: an `error` event, or an event that does not fit the stream so far.
+        """
+        kind = data.get("type", event) if isinstance(data, dict) else event
+        if kind == "error":
+            raise error_from_body("Anthropic", data)
+        if kind in (None, "ping") or self._response is not None:
+            return []
+        try:
+            return list(self._apply(kind, data))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelError(
+                f"malformed Anthropic stream event {kind!r}: {exc}", body=data
+            ) from exc
+
+    def finish(self) -> ChatResponse:
+        """The aggregated response.
+
+        Raises:
+            ModelError: the stream ended before `message_stop`.
+        """
+        if self._response is None:
+            raise ModelError("Anthropic stream ended before message_stop")
+        return self._response
+
+    def _apply(self, kind: str, data: dict[str, Any]) -> Iterator[StreamEvent]:
+        if kind == "message_start":
+            self._message = dict(data["message"])
+            self._message["usage"] = dict(self._message.get("usage") or {})
+            return
+        message = self._started(kind)
+        if kind == "content_block_start":
+            yield from self._start_block(data["index"], dict(data["content_block"]))
+        elif kind == "content_block_delta":
+            yield from self._delta(data["index"], data["delta"])
+        elif kind == "content_block_stop":
+            self._stop_block(data["index"])
+        elif kind == "message_delta":
+            message.update(data.get("delta") or {})
+            # Output usage is cumulative; input usage came with message_start.
+            usage = data.get("usage") or {}
+            message["usage"].update({k: v for k, v in usage.items() if v is not None})
+        elif kind == "message_stop":
+            message["content"] = [self._blocks[i] for i in sorted(self._blocks)]
+            self._response = parse_response(message)
+            yield ResponseComplete(response=self._response)
+        # Other event types are new additions to the API: ignored, as Anthropic asks.
+
+    def _started(self, kind: str) -> dict[str, Any]:
+        if self._message is None:
+            raise ModelError(f"Anthropic stream sent {kind!r} before message_start")
+        return self._message
+
+    def _start_block(self, index: int, block: _Block) -> Iterator[StreamEvent]:
+        self._blocks[index] = block
+        kind = block["type"]
+        if kind == "text" and block["text"]:
+            yield TextDelta(text=block["text"])
+        elif kind == "thinking" and block["thinking"]:
+            yield ThinkingDelta(text=block["thinking"])
+        elif kind == "tool_use":
+            position = self._tool_indexes[index] = len(self._tool_indexes)
+            yield ToolCallDelta(index=position, id=block["id"], name=block["name"])
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> Iterator[StreamEvent]:
+        block = self._blocks[index]
+        kind = delta["type"]
+        if kind == "text_delta":
+            block["text"] += delta["text"]
+            yield TextDelta(text=delta["text"])
+        elif kind == "thinking_delta":
+            block["thinking"] += delta["thinking"]
+            yield ThinkingDelta(text=delta["thinking"])
+        elif kind == "signature_delta":
+            block["signature"] = block.get("signature", "") + delta["signature"]
+        elif kind == "input_json_delta":
+            self._partial_json.setdefault(index, []).append(delta["partial_json"])
+            if index in self._tool_indexes:
+                yield ToolCallDelta(
+                    index=self._tool_indexes[index], arguments_delta=delta["partial_json"]
+                )
+        elif kind == "citations_delta":
+            block["citations"] = [*(block.get("citations") or []), delta["citation"]]
+
+    def _stop_block(self, index: int) -> None:
+        block = self._blocks[index]
+        partial = "".join(self._partial_json.pop(index, []))
+        if partial.strip():
+            block["input"] = from_json(partial)
+        elif block["type"] in ("tool_use", "server_tool_use"):
+            block.setdefault("input", {})

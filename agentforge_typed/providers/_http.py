@@ -1,0 +1,322 @@
+"""The HTTP shell every vendor provider shares: POST JSON, retry transient failures, map errors.
+
+Providers keep their wire logic sans-IO and hand this shell a path and a JSON payload; it owns the
+`httpx` clients, the retry loop and the one boundary where `httpx` errors become `ModelError`.
+Secrets (API keys) live only in the request headers and are scrubbed from every error message,
+error body and log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
+from typing import Any
+
+import httpx
+import pydantic_core
+
+from .._exceptions import ModelError
+from ._retry import RetryPolicy
+from ._sse import ServerSentEvent, aiter_sse, iter_sse
+
+__all__ = ["HttpShell", "error_details", "error_from_body", "logger"]
+
+logger = logging.getLogger("agentforge_typed.providers")
+
+_REDACTED = "[redacted]"
+_MAX_TEXT_BODY = 2000
+
+
+def error_details(body: Any) -> tuple[str | None, str | None]:
+    """Find the provider's error message and code (or type) in an error body.
+
+    Understands OpenAI's `{"error": {"message", "type", "code"}}`, Anthropic's
+    `{"type": "error", "error": {"type", "message"}}`, and the flatter shapes compatible servers
+    send (`{"error": "..."}`, `{"message": ..., "type": ...}`, `{"detail": ...}`).
+    """
+    if not isinstance(body, Mapping):
+        return None, None
+    error = body.get("error")
+    if isinstance(error, Mapping):
+        body = error
+    elif isinstance(error, str):
+        return error, _code(body)
+    message = body.get("message", body.get("detail"))
+    return (None if message is None else str(message)), _code(body)
+
+
+def error_from_body(
+    provider: str,
+    body: Any,
+    *,
+    status_code: int | None = None,
+    fallback: str = "unknown error",
+) -> ModelError:
+    """A `ModelError` for an error body, sent as an HTTP error response or inside a stream.
+
+    The message reads `"<provider> API error <status>: <provider's message>"` (or
+    `"<provider> stream error: ..."` without a status); `code` is the provider's error code or type.
+    """
+    message, code = error_details(body)
+    if message is None:
+        message = (body if isinstance(body, str) else "") or fallback
+    where = "stream error" if status_code is None else f"API error {status_code}"
+    return ModelError(
+        f"{provider} {where}: {message}", status_code=status_code, body=body, code=code
+    )
+
+
+def _code(body: Mapping[str, Any]) -> str | None:
+    for key in ("code", "type"):
+        value = body.get(key)
+        if value is not None and value != "error" and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+class HttpShell:
+    """Sync and async POST of JSON to one provider, with retries and error mapping.
+
+    Clients passed in are used as they are (their own timeout applies) and never closed here;
+    clients created here get `timeout` and are closed by `close()` / `aclose()`.
+    """
+
+    def __init__(
+        self,
+        *,
+        provider: str,
+        base_url: str,
+        headers: Mapping[str, str],
+        secrets: Iterable[str | None] = (),
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
+        timeout: float | httpx.Timeout | None = 60.0,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self._headers = {"content-type": "application/json", **headers}
+        self._secrets = tuple(secret for secret in secrets if secret)
+        self._client = http_client
+        self._owns_client = http_client is None
+        self._async_client = async_http_client
+        self._owns_async_client = async_http_client is None
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self._sleep = sleep
+        self._asleep = asleep
+
+    def __repr__(self) -> str:
+        return f"HttpShell(provider={self.provider!r}, base_url={self.base_url!r})"
+
+    # -- sync ---------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> httpx.Client:
+        """The sync client, created on first use when none was passed in."""
+        if self._client is None:
+            self._client = httpx.Client(timeout=self.timeout)
+        return self._client
+
+    def post_json(self, path: str, payload: Mapping[str, Any]) -> Any:
+        """POST `payload` and return the parsed JSON answer.
+
+        Raises:
+            ModelError: non-2xx status (after retries), network failure, or malformed JSON.
+        """
+        response = self._send(path, payload, stream=False)
+        return self._json(response)
+
+    def stream_sse(
+        self, path: str, payload: Mapping[str, Any]
+    ) -> Generator[ServerSentEvent, None, None]:
+        """POST `payload` and yield the server-sent events of the answer.
+
+        Retries happen only before a 2xx response starts; a failure after that raises `ModelError`.
+        """
+        response = self._send(path, payload, stream=True)
+        try:
+            yield from iter_sse(response)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, streaming=True) from exc
+        finally:
+            response.close()
+
+    def close(self) -> None:
+        """Close the sync client if this shell created it."""
+        if self._owns_client and self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def _send(self, path: str, payload: Mapping[str, Any], *, stream: bool) -> httpx.Response:
+        content = pydantic_core.to_json(payload)
+        retries = 0
+        while True:
+            request = self.client.build_request(
+                "POST", self._url(path), content=content, headers=self._headers
+            )
+            try:
+                response = self.client.send(request, stream=stream)
+                if not response.is_success:
+                    try:
+                        response.read()
+                    finally:
+                        response.close()
+            except httpx.HTTPError as exc:
+                delay = self._retry_delay(retries, path, error=exc)
+                if delay is None:
+                    raise self._transport_error(exc) from exc
+            else:
+                if response.is_success:
+                    return response
+                delay = self._retry_delay(retries, path, response=response)
+                if delay is None:
+                    raise self._status_error(response)
+            self._sleep(delay)
+            retries += 1
+
+    # -- async --------------------------------------------------------------------------------
+
+    @property
+    def async_client(self) -> httpx.AsyncClient:
+        """The async client, created on first use when none was passed in."""
+        if self._async_client is None:
+            self._async_client = httpx.AsyncClient(timeout=self.timeout)
+        return self._async_client
+
+    async def apost_json(self, path: str, payload: Mapping[str, Any]) -> Any:
+        """Async `post_json`."""
+        response = await self._asend(path, payload, stream=False)
+        return self._json(response)
+
+    async def astream_sse(
+        self, path: str, payload: Mapping[str, Any]
+    ) -> AsyncGenerator[ServerSentEvent, None]:
+        """Async `stream_sse`."""
+        response = await self._asend(path, payload, stream=True)
+        try:
+            async for event in aiter_sse(response):
+                yield event
+        except httpx.HTTPError as exc:
+            raise self._transport_error(exc, streaming=True) from exc
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        """Close the async client (and the sync one) if this shell created them."""
+        if self._owns_async_client and self._async_client is not None:
+            await self._async_client.aclose()
+            self._async_client = None
+        self.close()
+
+    async def _asend(
+        self, path: str, payload: Mapping[str, Any], *, stream: bool
+    ) -> httpx.Response:
+        content = pydantic_core.to_json(payload)
+        retries = 0
+        while True:
+            request = self.async_client.build_request(
+                "POST", self._url(path), content=content, headers=self._headers
+            )
+            try:
+                response = await self.async_client.send(request, stream=stream)
+                if not response.is_success:
+                    try:
+                        await response.aread()
+                    finally:
+                        await response.aclose()
+            except httpx.HTTPError as exc:
+                delay = self._retry_delay(retries, path, error=exc)
+                if delay is None:
+                    raise self._transport_error(exc) from exc
+            else:
+                if response.is_success:
+                    return response
+                delay = self._retry_delay(retries, path, response=response)
+                if delay is None:
+                    raise self._status_error(response)
+            await self._asleep(delay)
+            retries += 1
+
+    # -- shared decisions ---------------------------------------------------------------------
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}/{path.lstrip('/')}"
+
+    def _retry_delay(
+        self,
+        retries: int,
+        path: str,
+        *,
+        response: httpx.Response | None = None,
+        error: httpx.HTTPError | None = None,
+    ) -> float | None:
+        """The wait before the next attempt, or `None` when this failure is final."""
+        if retries >= self.retry.max_retries:
+            return None
+        if response is not None:
+            if not self.retry.is_retryable_response(response):
+                return None
+            delay = self.retry.delay(retries, response.headers)
+            failure = f"HTTP {response.status_code}"
+        else:
+            if error is None or not self.retry.is_retryable_error(error):
+                return None
+            delay = self.retry.delay(retries)
+            failure = type(error).__name__
+        logger.info(
+            "%s request to %s failed (%s); retry %d of %d in %.2fs",
+            self.provider,
+            path,
+            failure,
+            retries + 1,
+            self.retry.max_retries,
+            delay,
+        )
+        return delay
+
+    def _json(self, response: httpx.Response) -> Any:
+        try:
+            return pydantic_core.from_json(response.content)
+        except ValueError as exc:
+            raise ModelError(
+                f"{self.provider} returned malformed JSON: {self._redact(str(exc))}",
+                status_code=response.status_code,
+                body=self._redact(response.text[:_MAX_TEXT_BODY]),
+            ) from exc
+
+    def _status_error(self, response: httpx.Response) -> ModelError:
+        try:
+            body: Any = pydantic_core.from_json(response.content)
+        except ValueError:
+            body = response.text[:_MAX_TEXT_BODY]
+        # The message is taken from the redacted body, so it carries no secret either.
+        return error_from_body(
+            self.provider,
+            self._redact(body),
+            status_code=response.status_code,
+            fallback=response.reason_phrase,
+        )
+
+    def _transport_error(self, exc: httpx.HTTPError, *, streaming: bool = False) -> ModelError:
+        what = "stream was interrupted" if streaming else "request failed"
+        detail = str(exc) or type(exc).__name__
+        return ModelError(self._redact(f"{self.provider} {what}: {type(exc).__name__}: {detail}"))
+
+    def _redact(self, value: Any) -> Any:
+        """`value` with every secret replaced, looking inside JSON containers."""
+        if not self._secrets:
+            return value
+        if isinstance(value, str):
+            for secret in self._secrets:
+                value = value.replace(secret, _REDACTED)
+            return value
+        if isinstance(value, dict):
+            return {key: self._redact(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [self._redact(item) for item in value]
+        return value

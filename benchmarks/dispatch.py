@@ -1,0 +1,194 @@
+"""Per-call cost of a tool call (validate → call → result text) against its floor.
+
+For three workloads — a 2-parameter tool, a nested order DTO with a list of line items, and a
+12-parameter tool — with valid and with invalid arguments, this measures `tool.execute(call)`
+next to the floor measured in the same run: a raw `TypeAdapter.validate_json` (strict) of the same
+arguments, the direct function call, and `pydantic_core.to_json` of the result (for invalid
+arguments: the `ValidationError` and its `.errors()`). It prints ns/call, the ratio to the floor
+(target: at most 1.5x) and the cold decoration time of each tool.
+
+Run: `python benchmarks/dispatch.py [--quick]`. Numbers are the best of several repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import timeit
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+import pydantic_core
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
+from agentforge_typed import Tool, ToolCall, tool
+
+# --- workload 1: two parameters -------------------------------------------------------------------
+
+
+def get_weather(city: str, days: int) -> str:
+    """Forecast for a city.
+
+    Args:
+        city: The city name.
+        days: How many days ahead.
+    """
+    return city
+
+
+class WeatherArgs(TypedDict):
+    city: str
+    days: int
+
+
+# --- workload 2: nested order DTO -----------------------------------------------------------------
+
+
+class LineItem(BaseModel):
+    sku: str
+    quantity: Annotated[int, Field(ge=1)]
+    unit_price: Decimal
+
+
+class Address(BaseModel):
+    street: str
+    city: str
+    country: Literal["DE", "FR", "US"]
+
+
+class Order(BaseModel):
+    customer_id: str
+    items: list[LineItem]
+    shipping: Address
+    note: str | None = None
+
+
+class Receipt(BaseModel):
+    order_id: str
+    lines: int
+
+
+def place_order(order: Order) -> Receipt:
+    """Place an order."""
+    return Receipt(order_id=order.customer_id, lines=len(order.items))
+
+
+class OrderArgs(TypedDict):
+    order: Order
+
+
+# --- workload 3: twelve parameters ----------------------------------------------------------------
+
+
+def search(
+    query: str,
+    limit: int,
+    offset: int,
+    min_price: float,
+    max_price: float,
+    in_stock: bool,
+    sort: Literal["price", "rating", "newest"],
+    tags: list[str],
+    brand: str | None = None,
+    rating: float | None = None,
+    currency: str = "EUR",
+    include_used: bool = False,
+) -> dict[str, Any]:
+    """Search the catalogue."""
+    return {"query": query, "limit": limit, "tags": tags}
+
+
+class SearchArgs(TypedDict, total=False):
+    query: str
+    limit: int
+    offset: int
+    min_price: float
+    max_price: float
+    in_stock: bool
+    sort: Literal["price", "rating", "newest"]
+    tags: list[str]
+    brand: str | None
+    rating: float | None
+    currency: str
+    include_used: bool
+
+
+ORDER = (
+    '{"order": {"customer_id": "c-42", "shipping": {"street": "1 Main St", "city": "Lyon",'
+    ' "country": "FR"}, "items": ['
+    + ", ".join(
+        f'{{"sku": "sku-{i}", "quantity": {i + 1}, "unit_price": "{i}.99"}}' for i in range(10)
+    )
+    + "]}}"
+)
+BAD_ORDER = ORDER.replace('"quantity": 3', '"quantity": 0').replace('"FR"', '"XX"')
+SEARCH = (
+    '{"query": "red shoes", "limit": 20, "offset": 40, "min_price": 10.0, "max_price": 99.5,'
+    ' "in_stock": true, "sort": "price", "tags": ["sale", "summer"], "brand": "acme",'
+    ' "rating": 4.5, "currency": "USD", "include_used": false}'
+)
+
+WORKLOADS: list[tuple[str, Callable[..., Any], Any, str, str]] = [
+    (
+        "2 params",
+        get_weather,
+        WeatherArgs,
+        '{"city": "Paris", "days": 3}',
+        '{"city": "Paris", "days": "3"}',
+    ),
+    ("order DTO, 10 items", place_order, OrderArgs, ORDER, BAD_ORDER),
+    ("12 params", search, SearchArgs, SEARCH, SEARCH.replace("20", '"20"').replace("true", "1")),
+]
+
+
+def best_ns(function: Callable[[], object], number: int, repeat: int) -> float:
+    """Best-of-`repeat` mean time of one call, in ns."""
+    return min(timeit.repeat(function, number=number, repeat=repeat)) / number * 1e9
+
+
+def floor_call(
+    adapter: TypeAdapter[Any], function: Callable[..., Any], raw: str
+) -> Callable[[], object]:
+    def run() -> object:
+        try:
+            arguments = adapter.validate_json(raw, strict=True)
+        except ValidationError as error:
+            return error.errors(include_url=False)
+        return pydantic_core.to_json(function(**arguments))
+
+    return run
+
+
+def tool_call(dispatch: Tool[..., Any], raw: str) -> Callable[[], object]:
+    call = ToolCall(id="call_1", name=dispatch.name, arguments=raw)
+    return lambda: dispatch.execute(call).text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
+    options = parser.parse_args()
+    number, repeat = (2_000, 3) if options.quick else (20_000, 7)
+
+    print(f"{'workload':<22} {'args':<8} {'floor ns':>9} {'tool ns':>9} {'ratio':>6}")
+    cold: list[tuple[str, float]] = []
+    for label, function, args_type, valid, invalid in WORKLOADS:
+        start = time.perf_counter_ns()
+        dispatch = tool(function)
+        cold.append((label, (time.perf_counter_ns() - start) / 1e6))
+        adapter: TypeAdapter[Any] = TypeAdapter(args_type)
+        for kind, raw in (("valid", valid), ("invalid", invalid)):
+            result = dispatch.execute(ToolCall(id="c", name=dispatch.name, arguments=raw))
+            assert result.is_error == (kind == "invalid"), result.text
+            floor = best_ns(floor_call(adapter, function, raw), number, repeat)
+            ours = best_ns(tool_call(dispatch, raw), number, repeat)
+            print(f"{label:<22} {kind:<8} {floor:>9.0f} {ours:>9.0f} {ours / floor:>5.2f}x")
+    print()
+    for label, ms in cold:
+        print(f"cold decoration, {label:<22} {ms:8.2f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""Per-round overhead of `ToolService.chat` against a minimal hand-written loop.
+
+Both run the same conversation — the model asks for one tool call, then answers — against the
+same scripted model, and do the same work per round: build the request, call the model, validate
+the arguments from the raw JSON, call the function, turn the result into text, append the result
+message. The floor is measured in the same run; the ratio is what to watch (target ≤ 1.5×).
+
+    python benchmarks/loop.py
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, ConfigDict, TypeAdapter
+
+from agentforge_typed import (
+    AiMessage,
+    ChatMessage,
+    ChatRequest,
+    ChatRequestParameters,
+    FunctionModel,
+    ToolCall,
+    ToolResultMessage,
+    ToolService,
+    UserMessage,
+    tool,
+)
+
+CALL = AiMessage(tool_calls=[ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')])
+ANSWER = AiMessage(text="5")
+
+
+def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    return ANSWER if isinstance(messages[-1], ToolResultMessage) else CALL
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+class AddArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    a: int
+    b: int
+
+
+def plain_add(a: int, b: int) -> int:
+    return a + b
+
+
+MODEL = FunctionModel(script)
+SERVICE = ToolService([add])
+PROMPT: list[ChatMessage] = [UserMessage(content="2 + 3?")]
+ARGS = TypeAdapter(AddArgs)
+TO_TEXT = TypeAdapter(int)
+
+
+def with_service() -> None:
+    SERVICE.chat(MODEL, PROMPT)
+
+
+def hand_written() -> None:
+    messages = list(PROMPT)
+    parameters = ChatRequestParameters(tools=[add.specification])
+    while True:
+        response = MODEL.chat(ChatRequest.of(messages, parameters))
+        messages.append(response.ai_message)
+        if not response.ai_message.tool_calls:
+            return
+        for call in response.ai_message.tool_calls:
+            args = ARGS.validate_json(call.arguments)
+            text = TO_TEXT.dump_json(plain_add(args.a, args.b)).decode()
+            messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name, text=text))
+
+
+def per_round_us(fn: Callable[[], None], rounds_per_run: int = 2, repeat: int = 7) -> float:
+    number = 2000
+    timings = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        timings.append((time.perf_counter() - start) / number / rounds_per_run)
+    return statistics.median(timings) * 1e6
+
+
+def main() -> None:
+    with_service(), hand_written()  # warm up
+    floor = per_round_us(hand_written)
+    ours = per_round_us(with_service)
+    print(f"{'workload':<28}{'µs/round':>10}{'ratio':>8}")
+    print(f"{'floor (hand-written loop)':<28}{floor:>10.1f}{1.0:>8.2f}")
+    print(f"{'ToolService.chat':<28}{ours:>10.1f}{ours / floor:>8.2f}")
+    print(f"target: ratio ≤ 1.5 → {'met' if ours / floor <= 1.5 else 'NOT met'}")
+
+
+if __name__ == "__main__":
+    main()

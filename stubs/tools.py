@@ -1,0 +1,93 @@
+"""Static-typing contract of `@tool`: a tool keeps its function's signature (ParamSpec), so mypy
+accepts calls with the real argument types and rejects wrong ones (each `type: ignore` is checked
+by `warn_unused_ignores`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from pydantic import BaseModel
+from typing_extensions import assert_type
+
+from agentforge_typed import (
+    ReturnBehavior,
+    Tool,
+    ToolArgumentsError,
+    ToolCall,
+    ToolContext,
+    ToolExecutionResult,
+    ToolSpecification,
+    tool,
+)
+
+
+class Item(BaseModel):
+    sku: str
+    quantity: int
+
+
+@tool
+def get_weather(city: str, days: int = 1) -> str:
+    """Forecast for a city."""
+    return f"{city}: sunny for {days} days"
+
+
+@tool(name="place_order", strict=False, timeout=5.0, return_behavior=ReturnBehavior.IMMEDIATE)
+def place_order(items: list[Item], ctx: ToolContext[str]) -> dict[str, int]:
+    return {"lines": len(items)}
+
+
+@tool
+async def fetch(url: str) -> bytes:
+    return url.encode()
+
+
+class Shop:
+    @tool
+    def stock(self, sku: str) -> int:
+        return len(sku)
+
+
+weather: Callable[[str, int], str] = get_weather
+as_tool: Tool[..., str] = get_weather
+assert_type(get_weather("Paris"), str)
+assert_type(get_weather("Paris", days=3), str)
+get_weather(42)  # type: ignore[arg-type]
+get_weather("Paris", days="3")  # type: ignore[arg-type]
+get_weather("Paris", weeks=1)  # type: ignore[call-arg]
+
+assert_type(place_order([Item(sku="a", quantity=1)], ToolContext("deps", "id", "place_order")), dict[str, int])
+place_order(["a"], ToolContext("deps", "id", "place_order"))  # type: ignore[list-item]
+
+
+async def use_fetch() -> None:
+    assert_type(await fetch("https://example.com"), bytes)
+    await fetch(b"https://example.com")  # type: ignore[arg-type]
+    assert_type(await fetch.aexecute(call), ToolExecutionResult)
+
+
+shop = Shop()
+stock: Callable[[str], int] = shop.stock
+unbound: Callable[[Shop, str], int] = Shop.stock
+assert_type(shop.stock("a"), int)
+shop.stock(1)  # type: ignore[arg-type]
+
+assert_type(get_weather.name, str)
+assert_type(get_weather.description, str)
+assert_type(get_weather.specification, ToolSpecification)
+assert_type(get_weather.args_model, type[BaseModel])
+assert_type(get_weather.timeout, float | None)
+assert_type(get_weather.validate_arguments('{"city": "Paris"}'), BaseModel)
+
+call = ToolCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}')
+assert_type(get_weather.execute(call), ToolExecutionResult)
+assert_type(get_weather.execute(call, deps=object()), ToolExecutionResult)
+get_weather.execute('{"city": "Paris"}')  # type: ignore[arg-type]
+
+tool(name="x", strict="yes")  # type: ignore[call-overload]
+
+try:
+    get_weather.validate_arguments("{}")
+except ToolArgumentsError as error:
+    assert_type(error.errors[0].path, str)

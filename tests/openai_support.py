@@ -1,0 +1,110 @@
+"""Shared helpers for the OpenAI provider tests: a scripted MockTransport and both client paths."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from agentforge_typed import ChatRequest, ChatResponse, ResponseComplete, StreamEvent
+from agentforge_typed.providers.openai import OpenAIChatModel
+
+FIXTURES = Path(__file__).parent / "fixtures" / "openai"
+API_KEY = "sk-proj-TESTKEY0123456789abcdefXYZ"
+
+
+def fixture_bytes(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def fixture_json(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def chunks(data: bytes, size: int) -> list[bytes]:
+    return [data[start : start + size] for start in range(0, len(data), size)]
+
+
+class ChunkedStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body delivered in the given pieces, optionally dropping the connection after."""
+
+    def __init__(self, pieces: list[bytes], error: Exception | None = None) -> None:
+        self.pieces = pieces
+        self.error = error
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.pieces
+        if self.error is not None:
+            raise self.error
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+        if self.error is not None:
+            raise self.error
+
+
+def sse_response(data: bytes, *, size: int | None = None) -> httpx.Response:
+    pieces = chunks(data, size) if size else [data]
+    return httpx.Response(
+        200, headers={"content-type": "text/event-stream"}, stream=ChunkedStream(pieces)
+    )
+
+
+class Server:
+    """Plays scripted responses in order and records every request's JSON body and headers."""
+
+    def __init__(self, *responses: httpx.Response | Callable[[], httpx.Response]) -> None:
+        self.responses = list(responses)
+        self.requests: list[httpx.Request] = []
+        self.waits: list[float] = []
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [json.loads(request.content) for request in self.requests]
+
+    def handler(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        item = self.responses.pop(0)
+        return item() if callable(item) else item
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+    async def asleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+    def model(self, name: str = "gpt-4o-mini", **kwargs: Any) -> OpenAIChatModel:
+        transport = httpx.MockTransport(self.handler)
+        kwargs.setdefault("api_key", API_KEY)
+        return OpenAIChatModel(
+            name,
+            http_client=httpx.Client(transport=transport),
+            async_http_client=httpx.AsyncClient(transport=transport),
+            sleep=self.sleep,
+            asleep=self.asleep,
+            **kwargs,
+        )
+
+
+async def call(model: OpenAIChatModel, request: ChatRequest, mode: str) -> ChatResponse:
+    """`chat`, `achat`, `stream` or `astream`, all reduced to the final response."""
+    if mode == "chat":
+        return model.chat(request)
+    if mode == "achat":
+        return await model.achat(request)
+    events = await collect(model, request, is_async=mode == "astream")
+    final = events[-1]
+    assert isinstance(final, ResponseComplete)
+    return final.response
+
+
+async def collect(
+    model: OpenAIChatModel, request: ChatRequest, *, is_async: bool
+) -> list[StreamEvent]:
+    if is_async:
+        return [event async for event in model.astream(request)]
+    return list(model.stream(request))

@@ -1,0 +1,89 @@
+"""Every ```python block of README.md and docs/*.md runs, so the docs cannot rot.
+
+The blocks of one page run in order in one module namespace (a page reads like one script), from
+the repository root, offline: opening a network connection fails the page. A block fenced
+```python no-run is shown but skipped (for code that needs a real API key, say).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import sys
+import types
+from pathlib import Path
+from typing import Any, NoReturn
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+# An opening fence of three or more backticks with its info string, up to the matching close.
+FENCE = re.compile(
+    r"^(?P<fence>`{3,})(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=fence)[ \t]*$", re.MULTILINE | re.DOTALL
+)
+
+
+def python_blocks(text: str) -> list[tuple[int, str, bool]]:
+    """`(line, code, runs)` of each ```python block, `line` being the code's first line."""
+    blocks = []
+    for match in FENCE.finditer(text):
+        info = match["info"].strip().split()
+        if not info or info[0] != "python":
+            continue
+        line = text.count("\n", 0, match.start("body")) + 1
+        blocks.append((line, match["body"], "no-run" not in info[1:]))
+    return blocks
+
+
+def _offline(*args: Any, **kwargs: Any) -> NoReturn:
+    raise RuntimeError("documentation examples must run offline: a network connection was opened")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.relative_to(ROOT).as_posix())
+def test_page_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(socket.socket, "connect", _offline)
+    monkeypatch.setattr(socket, "create_connection", _offline)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    # A real module, so pydantic and dataclasses can resolve the annotations of classes defined
+    # in the examples.
+    name = "docs_" + re.sub(r"\W", "_", page.relative_to(ROOT).as_posix())
+    module = types.ModuleType(name)
+    monkeypatch.setitem(sys.modules, name, module)
+    for line, code, runs in python_blocks(page.read_text(encoding="utf-8")):
+        if runs:
+            # Padding keeps tracebacks pointing at the Markdown line.
+            exec(compile("\n" * (line - 1) + code, str(page), "exec"), module.__dict__)
+
+
+def test_readme_has_runnable_examples() -> None:
+    assert any(runs for _, _, runs in python_blocks((ROOT / "README.md").read_text()))
+
+
+def test_the_runner_finds_runs_and_skips_blocks() -> None:
+    text = "\n".join(
+        [
+            "# Title",
+            "```python",
+            "x = 1",
+            "```",
+            "```text",
+            "not python",
+            "```",
+            "````python no-run",
+            "```python",
+            "nested = True",
+            "```",
+            "````",
+            "```json",
+            "{}",
+            "```",
+        ]
+    )
+    assert python_blocks(text) == [
+        (3, "x = 1\n", True),
+        (9, "```python\nnested = True\n```\n", False),
+    ]

@@ -1,0 +1,439 @@
+"""`HttpTool` against a real HTTP server on 127.0.0.1 (stdlib `http.server` in a thread)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
+
+import httpx
+import pytest
+from pydantic import BaseModel
+
+from agentforge_typed import HttpTool, ToolCall, ToolContext, ToolExecutionResult
+from agentforge_typed._execution import ToolLike
+
+Mode = Literal["sync", "async"]
+MODES: list[Mode] = ["sync", "async"]
+
+
+@dataclass
+class Received:
+    method: str
+    raw_path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+@dataclass
+class Server:
+    base: str
+    requests: list[Received] = field(default_factory=list)
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: ThreadingHTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # keep the test output clean
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def do_DELETE(self) -> None:
+        self._handle()
+
+    def _handle(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        received: list[Received] = self.server.received  # type: ignore[attr-defined]
+        received.append(Received(self.command, self.path, dict(self.headers.items()), body))
+        path = urlsplit(self.path).path
+        if path.startswith("/items/"):
+            self._send(200, {"raw_path": self.path})
+        elif path == "/search":
+            self._send(200, {"query": parse_qsl(urlsplit(self.path).query)})
+        elif path == "/orders":
+            self._send(
+                201, {"created": json.loads(body), "auth": self.headers.get("Authorization")}
+            )
+        elif path == "/missing":
+            self._send(404, b"no such item", "text/plain")
+        elif path == "/boom":
+            self._send(500, b"E" * 2000, "text/plain")
+        elif path == "/slow":
+            time.sleep(3.0)
+            self._send(200, b"late", "text/plain")
+        elif path == "/big":
+            self._send(200, b"x" * 100_000, "text/plain")
+        elif path == "/big-json":
+            self._send(200, {"items": list(range(20_000))})
+        elif path == "/text":
+            self._send(200, "héllo".encode(), "text/plain; charset=utf-8")
+        elif path == "/empty":
+            self._send(204, b"", None)
+        else:
+            self._send(418, b"unexpected path", "text/plain")
+
+    def _send(
+        self, status: int, payload: Any, content_type: str | None = "application/json"
+    ) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        if content_type:
+            self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        try:
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (timeout test)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    http_server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    http_server.daemon_threads = True
+    state = Server(base=f"http://127.0.0.1:{http_server.server_address[1]}")
+    http_server.received = state.requests  # type: ignore[attr-defined]
+    thread = threading.Thread(target=http_server.serve_forever, daemon=True)
+    thread.start()
+    yield state
+    http_server.shutdown()
+    http_server.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def srv(server: Server) -> Server:
+    server.requests.clear()
+    return server
+
+
+def context(deps: Any = None) -> ToolContext[Any]:
+    return ToolContext(deps=deps, tool_call_id="call_1", tool_name="t")
+
+
+async def run(tool: HttpTool, arguments: str, mode: Mode, deps: Any = None) -> ToolExecutionResult:
+    call = ToolCall(id="call_1", name=tool.name, arguments=arguments)
+    if mode == "sync":
+        return tool.execute(call, context(deps))
+    return await tool.aexecute(call, context(deps))
+
+
+ITEM_SCHEMA = {
+    "type": "object",
+    "properties": {"item_id": {"type": "string"}},
+    "required": ["item_id"],
+}
+
+
+def item_tool(base: str) -> HttpTool:
+    return HttpTool(
+        "get_item", "Fetch an item.", url=base + "/items/{item_id}", parameters=ITEM_SCHEMA
+    )
+
+
+def test_satisfies_tool_like(srv: Server) -> None:
+    tool: ToolLike = item_tool(srv.base)
+    assert tool.name == "get_item"
+    assert tool.specification.parameters == ITEM_SCHEMA
+    assert (tool.max_retries, tool.sequential) == (2, False)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_get_with_query(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "search",
+        url=srv.base + "/search",
+        parameters={
+            "type": "object",
+            "properties": {
+                "q": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "limit": {"type": "integer"},
+                "exact": {"type": "boolean"},
+            },
+            "required": ["q"],
+        },
+    )
+    result = await run(
+        tool, '{"q": "red shoes&x=1", "tags": ["a", "b"], "limit": 5, "exact": true}', mode
+    )
+    assert srv.requests[0].method == "GET"
+    assert srv.requests[0].raw_path == (
+        "/search?q=red+shoes%26x%3D1&tags=a&tags=b&limit=5&exact=true"
+    )
+    assert srv.requests[0].body == b""
+    expected = {
+        "query": [
+            ["q", "red shoes&x=1"],
+            ["tags", "a"],
+            ["tags", "b"],
+            ["limit", "5"],
+            ["exact", "true"],
+        ]
+    }
+    assert result.value == expected
+    assert result.text == json.dumps(expected, separators=(",", ":"))
+    assert not result.is_error
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_post_with_json_body_headers_and_auth_from_context(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "create_order",
+        url=srv.base + "/orders",
+        method="POST",
+        parameters={
+            "type": "object",
+            "properties": {
+                "item": {"type": "string"},
+                "quantity": {"type": "integer"},
+                "request_id": {"type": "string"},
+            },
+            "required": ["item", "quantity"],
+        },
+        headers={"request_id": "X-Request-Id"},
+        default_headers=lambda ctx: {"Authorization": f"Bearer {ctx.deps['token']}"},
+    )
+    result = await run(
+        tool, '{"item": "pen", "quantity": 3, "request_id": "r-1"}', mode, deps={"token": "s3cret"}
+    )
+    received = srv.requests[0]
+    assert (received.method, received.raw_path) == ("POST", "/orders")
+    assert json.loads(received.body) == {"item": "pen", "quantity": 3}
+    assert received.headers["Content-Type"] == "application/json"
+    assert received.headers["X-Request-Id"] == "r-1"
+    assert received.headers["Authorization"] == "Bearer s3cret"
+    assert result.value == {"created": {"item": "pen", "quantity": 3}, "auth": "Bearer s3cret"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_path_parameter_is_percent_encoded(srv: Server, mode: Mode) -> None:
+    result = await run(item_tool(srv.base), '{"item_id": "a b/c?d#e%f"}', mode)
+    assert srv.requests[0].raw_path == "/items/a%20b%2Fc%3Fd%23e%25f"
+    assert result.value == {"raw_path": "/items/a%20b%2Fc%3Fd%23e%25f"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize(
+    ("item_id", "raw_path"),
+    [
+        ("http://evil.example/", "/items/http%3A%2F%2Fevil.example%2F"),
+        ("@evil.example", "/items/%40evil.example"),
+        ("../../admin", "/items/..%2F..%2Fadmin"),
+        ("//evil.example/x", "/items/%2F%2Fevil.example%2Fx"),
+    ],
+)
+async def test_arguments_cannot_change_host_or_path(
+    srv: Server, mode: Mode, item_id: str, raw_path: str
+) -> None:
+    result = await run(item_tool(srv.base), json.dumps({"item_id": item_id}), mode)
+    # The request reached our server, on the templated path, with the value as one segment.
+    assert [r.raw_path for r in srv.requests] == [raw_path]
+    assert srv.requests[0].headers["Host"] == srv.base.removeprefix("http://")
+    assert result.value == {"raw_path": raw_path}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("item_id", ["..", ".", ""])
+async def test_dot_and_empty_segments_are_refused(srv: Server, mode: Mode, item_id: str) -> None:
+    result = await run(item_tool(srv.base), json.dumps({"item_id": item_id}), mode)
+    assert result.error_kind == "arguments"
+    assert f"- $.item_id: Invalid path segment (input: {json.dumps(item_id)})" in result.text
+    assert srv.requests == []
+
+
+def test_template_cannot_put_placeholders_outside_the_path() -> None:
+    for url in (
+        "https://{host}/items",
+        "https://api.example.com{path}",
+        "https://api.example.com/items?id={item_id}",
+        "{base}/items",
+        "ftp://api.example.com/x",
+    ):
+        with pytest.raises(ValueError, match="url"):
+            HttpTool("t", url=url)
+
+
+def test_headers_cannot_target_reserved_or_configured_headers() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}}}
+    for header in ("Host", "authorization", "Cookie"):
+        with pytest.raises(ValueError, match="cannot come from arguments"):
+            HttpTool("t", url="https://x.example/", parameters=schema, headers={"a": header})
+    with pytest.raises(ValueError, match="is configured"):
+        HttpTool(
+            "t",
+            url="https://x.example/",
+            parameters=schema,
+            headers={"a": "X-Tenant"},
+            default_headers={"x-tenant": "acme"},
+        )
+
+
+async def test_configured_headers_win_over_argument_headers(srv: Server) -> None:
+    tool = HttpTool(
+        "get_item",
+        url=srv.base + "/items/{item_id}",
+        parameters={
+            **ITEM_SCHEMA,
+            "properties": {"item_id": {"type": "string"}, "t": {"type": "string"}},
+        },
+        headers={"t": "X-Tenant"},
+        default_headers=lambda ctx: {"X-Tenant": "from-config"},
+    )
+    await run(tool, '{"item_id": "1", "t": "from-model"}', "async")
+    assert srv.requests[0].headers["X-Tenant"] == "from-config"
+
+
+def test_routing_mistakes_are_refused() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
+    with pytest.raises(ValueError, match="'c' is not a declared parameter"):
+        HttpTool(
+            "t",
+            url="https://x.example/",
+            parameters=schema,
+            query=["c"],
+            body="rest",
+            method="POST",
+        )
+    with pytest.raises(ValueError, match="routed to both query and body"):
+        HttpTool(
+            "t", url="https://x.example/", parameters=schema, query=["a"], body=["a"], method="POST"
+        )
+    with pytest.raises(ValueError, match="'b' is not sent anywhere"):
+        HttpTool(
+            "t", url="https://x.example/", parameters=schema, query=["a"], body=[], method="POST"
+        )
+    with pytest.raises(ValueError, match="'item_id' is not a declared parameter"):
+        HttpTool("t", url="https://x.example/{item_id}", parameters=schema)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_invalid_arguments_send_nothing(srv: Server, mode: Mode) -> None:
+    result = await run(item_tool(srv.base), '{"item_id": 5}', mode)
+    assert result.error_kind == "arguments"
+    assert result.text == (
+        "Invalid arguments for tool `get_item`:\n"
+        "- $.item_id: Input should be of type string (input: 5)\n"
+        "Correct the arguments and call `get_item` again."
+    )
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_404_is_an_error_result_with_status_and_body(srv: Server, mode: Mode) -> None:
+    tool = HttpTool("missing", url=srv.base + "/missing")
+    result = await run(tool, "{}", mode)
+    assert (result.is_error, result.error_kind) == (True, "execution")
+    assert result.text == "HTTP 404 Not Found: no such item"
+    assert isinstance(result.exception, httpx.HTTPStatusError)
+    assert result.exception.response.status_code == 404
+    assert result.repairs == ()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_500_body_is_truncated(srv: Server, mode: Mode) -> None:
+    result = await run(HttpTool("boom", url=srv.base + "/boom"), "", mode)
+    assert result.error_kind == "execution"
+    assert result.text == "HTTP 500 Internal Server Error: " + "E" * 500 + "…"
+    assert result.repairs == ("empty arguments read as {}",)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_timeout(srv: Server, mode: Mode) -> None:
+    tool = HttpTool("slow", url=srv.base + "/slow", timeout=0.2)
+    started = time.monotonic()
+    result = await run(tool, "{}", mode)
+    assert time.monotonic() - started < 2.5
+    assert (result.error_kind, result.text) == ("timeout", "Request to `slow` timed out after 0.2s")
+    assert isinstance(result.exception, httpx.TimeoutException)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_connection_error(mode: Mode) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    result = await run(HttpTool("down", url=f"http://127.0.0.1:{port}/x"), "{}", mode)
+    assert result.error_kind == "execution"
+    assert result.text.startswith("Request to `down` failed: ConnectError: ")
+    assert isinstance(result.exception, httpx.ConnectError)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_oversized_body_is_capped(srv: Server, mode: Mode) -> None:
+    tool = HttpTool("big", url=srv.base + "/big", max_response_chars=1000)
+    result = await run(tool, "{}", mode)
+    marker = "\n[truncated: the response exceeds 1000 characters]"
+    assert result.text == "x" * 1000 + marker
+    json_tool = HttpTool("big_json", url=srv.base + "/big-json", max_response_chars=1000)
+    result = await run(json_tool, "{}", mode)
+    # Cut before its end, the body cannot be parsed: the model reads the start of it as text.
+    assert result.text.startswith('{"items": [0, 1, 2,')
+    assert result.text.endswith(marker)
+    assert len(result.text) == 1000 + len(marker)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_text_and_empty_responses(srv: Server, mode: Mode) -> None:
+    text = await run(HttpTool("text", url=srv.base + "/text"), "{}", mode)
+    assert (text.text, text.value) == ("héllo", "héllo")
+    empty = await run(HttpTool("empty", url=srv.base + "/empty", method="DELETE"), "{}", mode)
+    assert (empty.text, empty.value, empty.is_error) == ("Success", None, False)
+    assert srv.requests[-1].method == "DELETE"
+
+
+class SearchArgs(BaseModel):
+    q: str
+    limit: int = 10
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_args_model_is_validated_strictly(srv: Server, mode: Mode) -> None:
+    tool = HttpTool("search", url=srv.base + "/search", args_model=SearchArgs)
+    assert tool.specification.parameters == SearchArgs.model_json_schema()
+    result = await run(tool, '{"q": "pens"}', mode)
+    assert srv.requests[0].raw_path == "/search?q=pens&limit=10"
+    invalid = await run(tool, '{"q": "pens", "limit": "5"}', mode)
+    assert invalid.error_kind == "arguments"
+    assert '- $.limit: Input should be a valid integer (input: "5")' in invalid.text
+    assert len(srv.requests) == 1
+    assert result.value == {"query": [["q", "pens"], ["limit", "10"]]}
+
+
+async def test_injected_clients_are_used(srv: Server) -> None:
+    tool_args: dict[str, Any] = {"url": srv.base + "/items/{item_id}", "parameters": ITEM_SCHEMA}
+    with httpx.Client(headers={"User-Agent": "sync-client"}) as client:
+        tool = HttpTool("get_item", http_client=client, **tool_args)
+        await run(tool, '{"item_id": "1"}', "sync")
+    async with httpx.AsyncClient(headers={"User-Agent": "async-client"}) as aclient:
+        tool = HttpTool("get_item", async_http_client=aclient, **tool_args)
+        await run(tool, '{"item_id": "2"}', "async")
+    assert [r.headers["User-Agent"] for r in srv.requests] == ["sync-client", "async-client"]
+
+
+async def test_httpx_auth_is_applied(srv: Server) -> None:
+    tool = HttpTool("get_item", url=srv.base + "/items/{item_id}", auth=httpx.BasicAuth("u", "p"))
+    await run(tool, '{"item_id": "1"}', "async")
+    assert srv.requests[0].headers["Authorization"] == "Basic dTpw"
+
+
+def test_default_schema_is_the_path_parameters() -> None:
+    tool = HttpTool("get_item", url="https://api.example.com/items/{item_id}")
+    assert tool.specification.parameters == {
+        "type": "object",
+        "properties": {"item_id": {"type": "string"}},
+        "required": ["item_id"],
+        "additionalProperties": False,
+    }

@@ -1,0 +1,332 @@
+"""`MCPServer` against real MCP servers: `mcp-server-time` over stdio (from PyPI, a dev
+dependency) and a small fixture server (tests/mcp_fixture_server.py) over stdio and streamable
+HTTP, entered with both `with` and `async with`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from agentforge_typed import MCPServer, ToolCall, ToolContext, ToolExecutionResult
+from agentforge_typed._execution import ToolLike, ToolSource
+from agentforge_typed._mcp import MCPTool
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
+
+FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
+CONTEXT: ToolContext[Any] = ToolContext(deps=None, tool_call_id="call_1", tool_name="t")
+
+
+@pytest.fixture
+def errlog() -> Iterator[TextIO]:
+    with open(os.devnull, "w") as devnull:  # the servers' logs are not the tests' business
+        yield devnull
+
+
+@pytest.fixture
+def pid_file(tmp_path: Path) -> Path:
+    return tmp_path / "server.pid"
+
+
+def time_server(pid_file: Path, errlog: TextIO, **options: Any) -> MCPServer:
+    """`mcp-server-time` over stdio, started through `exec` so the recorded pid is the server's."""
+    code = (
+        "import os, sys; "
+        f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'mcp_server_time', "
+        "'--local-timezone', 'UTC'])"
+    )
+    return MCPServer.stdio(sys.executable, ["-c", code], errlog=errlog, **options)
+
+
+def call(name: str, arguments: Any) -> ToolCall:
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return ToolCall(id="call_1", name=name, arguments=text)
+
+
+def by_name(server: MCPServer) -> dict[str, MCPTool]:
+    return {tool.name: tool for tool in server.tools()}
+
+
+def kill(pid_file: Path) -> None:
+    os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    time.sleep(0.2)  # let the transport notice
+
+
+def check_listing(server: MCPServer) -> None:
+    source: ToolSource = server
+    tools = by_name(server)
+    assert set(tools) == {"get_current_time", "convert_time"}
+    current: ToolLike = tools["get_current_time"]
+    assert source.tools()[0].name in tools
+    assert current.specification.description == "Get current time in a specific timezone"
+    parameters = current.specification.parameters
+    assert parameters["required"] == ["timezone"]
+    assert parameters["properties"]["timezone"]["type"] == "string"
+
+
+def check_time_result(result: ToolExecutionResult, timezone: str) -> None:
+    assert not result.is_error
+    assert result.value["timezone"] == timezone  # structured content
+    assert json.loads(result.text)["timezone"] == timezone  # the server's text content
+
+
+INVALID_TEXT = (
+    "Invalid arguments for tool `get_current_time`:\n"
+    '- $.timezone: Input should be of type string (input: ["UTC"])\n'
+    "Correct the arguments and call `get_current_time` again."
+)
+
+
+def test_sync_with(pid_file: Path, errlog: TextIO) -> None:
+    with time_server(pid_file, errlog) as server:
+        check_listing(server)
+        tools = by_name(server)
+        check_time_result(
+            tools["get_current_time"].execute(
+                call("get_current_time", {"timezone": "Asia/Tokyo"}), CONTEXT
+            ),
+            "Asia/Tokyo",
+        )
+        # `aexecute` of a server entered with `with` goes through the portal.
+        converted = asyncio.run(
+            tools["convert_time"].aexecute(
+                call(
+                    "convert_time",
+                    {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+                ),
+                CONTEXT,
+            )
+        )
+        assert converted.value["target"]["datetime"].endswith("T21:00:00+09:00")
+
+
+async def test_async_with(pid_file: Path, errlog: TextIO) -> None:
+    async with time_server(pid_file, errlog) as server:
+        check_listing(server)
+        tool = by_name(server)["get_current_time"]
+        check_time_result(
+            await tool.aexecute(call("get_current_time", {"timezone": "UTC"}), CONTEXT), "UTC"
+        )
+        # A blocking caller on another thread reaches the session on this loop.
+        threaded = await asyncio.to_thread(
+            tool.execute, call("get_current_time", {"timezone": "Europe/Paris"}), CONTEXT
+        )
+        check_time_result(threaded, "Europe/Paris")
+        # On the loop's own thread, blocking would deadlock: an error result says what to do.
+        blocked = tool.execute(call("get_current_time", {"timezone": "UTC"}), CONTEXT)
+        assert blocked.error_kind == "execution"
+        assert "call it with `aexecute`" in blocked.text
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_invalid_arguments_are_rejected_before_sending(
+    pid_file: Path, errlog: TextIO, mode: str
+) -> None:
+    server = time_server(pid_file, errlog)
+    sent: list[str] = []
+
+    def spy(tool: MCPTool) -> None:
+        session = server._connection.session  # type: ignore[union-attr]
+        original = session.call_tool
+
+        async def counting(name: str, arguments: Any = None, *args: Any, **kwargs: Any) -> Any:
+            sent.append(name)
+            return await original(name, arguments, *args, **kwargs)
+
+        session.call_tool = counting  # type: ignore[method-assign]
+
+    if mode == "sync":
+        with server:
+            tool = by_name(server)["get_current_time"]
+            spy(tool)
+            invalid = tool.execute(call("get_current_time", {"timezone": ["UTC"]}), CONTEXT)
+            missing = tool.execute(call("get_current_time", {}), CONTEXT)
+            valid = tool.execute(call("get_current_time", {"timezone": "UTC"}), CONTEXT)
+    else:
+        async with server:
+            tool = by_name(server)["get_current_time"]
+            spy(tool)
+            invalid = await tool.aexecute(call("get_current_time", {"timezone": ["UTC"]}), CONTEXT)
+            missing = await tool.aexecute(call("get_current_time", {}), CONTEXT)
+            valid = await tool.aexecute(call("get_current_time", {"timezone": "UTC"}), CONTEXT)
+    assert (invalid.error_kind, invalid.text) == ("arguments", INVALID_TEXT)
+    assert "- $.timezone: Field required (input: {})" in missing.text
+    assert not valid.is_error
+    assert sent == ["get_current_time"]  # only the valid call reached the server
+
+
+def test_server_side_error_is_an_error_result(pid_file: Path, errlog: TextIO) -> None:
+    with time_server(pid_file, errlog) as server:
+        result = by_name(server)["get_current_time"].execute(
+            call("get_current_time", {"timezone": "Nowhere/Atlantis"}), CONTEXT
+        )
+    assert (result.is_error, result.error_kind) == (True, "execution")
+    assert "Invalid timezone" in result.text
+
+
+def test_repairs_are_recorded(pid_file: Path, errlog: TextIO) -> None:
+    with time_server(pid_file, errlog) as server:
+        result = by_name(server)["get_current_time"].execute(
+            call("get_current_time", json.dumps(json.dumps({"timezone": "UTC"}))), CONTEXT
+        )
+    check_time_result(result, "UTC")
+    assert result.repairs == ("arguments were double-encoded as a JSON string: decoded",)
+
+
+def test_server_killed_mid_session_sync(pid_file: Path, errlog: TextIO) -> None:
+    with time_server(pid_file, errlog, timeout=5) as server:
+        tool = by_name(server)["get_current_time"]
+        assert not tool.execute(call("get_current_time", {"timezone": "UTC"}), CONTEXT).is_error
+        kill(pid_file)
+        started = time.monotonic()
+        for _ in range(2):  # and it keeps answering (with errors), never hanging
+            result = tool.execute(call("get_current_time", {"timezone": "UTC"}), CONTEXT)
+            assert (result.is_error, result.error_kind) == (True, "execution")
+            assert result.text.startswith("Tool `get_current_time` failed: the MCP server is gone")
+        assert time.monotonic() - started < 4  # no call waited for the 5 s timeout
+
+
+async def test_server_killed_mid_session_async(pid_file: Path, errlog: TextIO) -> None:
+    async with time_server(pid_file, errlog, timeout=5) as server:
+        tool = by_name(server)["get_current_time"]
+        kill(pid_file)
+        for _ in range(2):
+            result = await tool.aexecute(call("get_current_time", {"timezone": "UTC"}), CONTEXT)
+            assert result.error_kind == "execution"
+            assert "the MCP server is gone" in result.text
+
+
+def test_dies_mid_call_and_slow_calls_time_out(errlog: TextIO) -> None:
+    with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog, timeout=1) as server:
+        tools = by_name(server)
+        assert (tools["add"].execute(call("add", {"a": 2, "b": 3}), CONTEXT)).text == "5"
+        slow = tools["slow"].execute(call("slow", {"seconds": 5}), CONTEXT)
+        assert (slow.error_kind, slow.text) == ("timeout", "Tool `slow` timed out after 1 seconds.")
+        # A timeout does not break the session.
+        assert tools["add"].execute(call("add", {"a": 1, "b": 1}), CONTEXT).text == "2"
+        died = tools["die"].execute(call("die", {}), CONTEXT)
+        assert died.error_kind == "execution"
+        assert "the MCP server is gone" in died.text
+        after = tools["add"].execute(call("add", {"a": 1, "b": 1}), CONTEXT)
+        assert after.error_kind == "execution"
+
+
+async def test_dies_mid_call_async(errlog: TextIO) -> None:
+    async with MCPServer.stdio(
+        sys.executable, [FIXTURE_SERVER], errlog=errlog, timeout=1
+    ) as server:
+        tools = by_name(server)
+        slow = await tools["slow"].aexecute(call("slow", {"seconds": 5}), CONTEXT)
+        assert slow.error_kind == "timeout"
+        died = await tools["die"].aexecute(call("die", {}), CONTEXT)
+        assert "the MCP server is gone" in died.text
+
+
+def test_lifecycle_errors(pid_file: Path, errlog: TextIO) -> None:
+    server = time_server(pid_file, errlog)
+    with pytest.raises(RuntimeError, match="before listing its tools"):
+        server.tools()
+    with server:
+        tool = by_name(server)["get_current_time"]
+        with pytest.raises(RuntimeError, match="already entered"):
+            server.__enter__()
+    with pytest.raises(RuntimeError, match="before listing its tools"):
+        server.tools()
+    after = tool.execute(call("get_current_time", {"timezone": "UTC"}), CONTEXT)
+    assert (after.error_kind, after.text) == (
+        "execution",
+        "Tool `get_current_time` failed: the MCP server is not connected",
+    )
+    # The process is gone once the block is left.
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_tool_prefix(pid_file: Path, errlog: TextIO) -> None:
+    with time_server(pid_file, errlog, tool_prefix="time_") as server:
+        tool = by_name(server)["time_get_current_time"]
+        assert tool.remote_name == "get_current_time"
+        check_time_result(
+            tool.execute(call("time_get_current_time", {"timezone": "UTC"}), CONTEXT), "UTC"
+        )
+
+
+def test_unreachable_command_fails_on_enter(errlog: TextIO) -> None:
+    with pytest.raises(OSError), MCPServer.stdio("/nonexistent/mcp-server", errlog=errlog):
+        pass
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, FIXTURE_SERVER, "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    pytest.fail("the fixture MCP server did not start")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_streamable_http_sync(http_url: str) -> None:
+    with MCPServer.http(http_url) as server:
+        tools = by_name(server)
+        assert set(tools) == {"slow", "die", "add"}
+        assert tools["add"].execute(call("add", {"a": 20, "b": 22}), CONTEXT).text == "42"
+        invalid = tools["add"].execute(call("add", {"a": "20", "b": 22}), CONTEXT)
+        assert invalid.error_kind == "arguments"
+
+
+async def test_streamable_http_async(http_url: str) -> None:
+    async with MCPServer.http(http_url) as server:
+        result = await by_name(server)["add"].aexecute(call("add", {"a": 1, "b": 2}), CONTEXT)
+        assert (result.text, result.value) == ("3", {"result": 3})
+
+
+SILENT = ["-c", "import time; time.sleep(60)"]
+"""A process that never speaks MCP."""
+
+
+def test_server_that_never_initializes_times_out_on_enter(errlog: TextIO) -> None:
+    server = MCPServer.stdio(sys.executable, SILENT, errlog=errlog, connect_timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"did not initialize and list its tools within 0\.5"):
+        server.__enter__()
+    assert time.monotonic() - started < 10
+    with pytest.raises(RuntimeError, match="before listing its tools"):
+        server.tools()
+
+
+async def test_server_that_never_initializes_times_out_on_async_enter(errlog: TextIO) -> None:
+    server = MCPServer.stdio(sys.executable, SILENT, errlog=errlog, connect_timeout=0.5)
+    with pytest.raises(TimeoutError, match=r"within 0\.5 seconds"):
+        await server.__aenter__()

@@ -1,0 +1,185 @@
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from agentforge_typed import (
+    AiMessage,
+    ChatMessage,
+    ChatRequestParameters,
+    FunctionModel,
+    OutputSpec,
+    OutputValidationError,
+    ToolCall,
+    ToolResultMessage,
+    ToolService,
+    UserMessage,
+    tool,
+)
+
+
+class City(BaseModel):
+    name: str
+    population: int = Field(ge=0)
+
+
+@dataclass
+class Point:
+    x: float
+    y: float
+
+
+def scripted(*turns: AiMessage) -> tuple[FunctionModel, list[ChatRequestParameters]]:
+    remaining = list(turns)
+    seen: list[ChatRequestParameters] = []
+
+    def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        seen.append(parameters)
+        return remaining.pop(0)
+
+    return FunctionModel(reply), seen
+
+
+def final(arguments: Any, id: str = "f1") -> AiMessage:
+    return AiMessage(
+        tool_calls=[ToolCall(id=id, name="final_result", arguments=json.dumps(arguments))]
+    )
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(
+    ("output_type", "arguments", "expected"),
+    [
+        (City, {"name": "Paris", "population": 2100000}, City(name="Paris", population=2100000)),
+        (Point, {"x": 1.5, "y": -2}, Point(x=1.5, y=-2)),
+        (list[int], {"result": [1, 2, 3]}, [1, 2, 3]),
+        (int, {"result": 42}, 42),
+    ],
+)
+def test_output_types(mode: str, output_type: Any, arguments: Any, expected: Any) -> None:
+    model, seen = scripted(final(arguments))
+    service = ToolService()
+    messages = [UserMessage(content="answer")]
+    if mode == "sync":
+        result = service.chat(model, messages, output_type=output_type)
+    else:
+        result = asyncio.run(service.achat(model, messages, output_type=output_type))
+    assert result.output == expected
+    (spec,) = seen[0].tools or ()
+    assert spec.name == "final_result"
+    if output_type in (list[int], int):
+        assert spec.parameters["required"] == ["result"]
+    else:
+        assert set(spec.parameters["properties"]) == set(arguments)
+
+
+def test_output_schema_is_the_model() -> None:
+    model, seen = scripted(final({"name": "Oslo", "population": 700000}))
+    ToolService().chat(model, [UserMessage(content="?")], output_type=City)
+    (spec,) = seen[0].tools or ()
+    assert spec.parameters == {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "population": {"type": "integer", "minimum": 0},
+        },
+        "required": ["name", "population"],
+    }
+
+
+def test_invalid_then_corrected_output() -> None:
+    model, _ = scripted(
+        final({"name": "Paris", "population": "lots"}, id="a"),
+        final({"name": "Paris", "population": 2100000}, id="b"),
+    )
+    result = ToolService().chat(model, [UserMessage(content="?")], output_type=City)
+    assert result.output == City(name="Paris", population=2100000)
+    error = next(m for m in result.messages if isinstance(m, ToolResultMessage))
+    assert error.is_error and error.tool_call_id == "a"
+    assert "$.population" in error.text and '"lots"' in error.text
+    assert [e.failed for e in result.tool_executions] == [True, False]
+
+
+def test_exhausted_output_retries_carry_the_last_output() -> None:
+    bad = [final({"name": "Paris", "population": -i}, id=str(i)) for i in range(1, 4)]
+    model, _ = scripted(*bad)
+    with pytest.raises(OutputValidationError) as info:
+        ToolService().chat(model, [UserMessage(content="?")], output_type=City)
+    assert json.loads(info.value.output) == {"name": "Paris", "population": -3}
+    assert info.value.errors[0].path == "$.population"
+    assert "greater than or equal to 0" in info.value.errors[0].message
+
+
+def test_output_retry_budget_is_configurable() -> None:
+    model, _ = scripted(final({"name": 1, "population": 1}))
+    with pytest.raises(OutputValidationError):
+        ToolService().chat(
+            model, [UserMessage(content="?")], output_type=OutputSpec(City, max_retries=0)
+        )
+
+
+@tool
+def population_of(city: str) -> int:
+    """Population of a city."""
+    return {"Paris": 2100000}[city]
+
+
+def test_output_tool_with_normal_tools_in_one_run() -> None:
+    model, seen = scripted(
+        AiMessage(
+            tool_calls=[ToolCall(id="t", name="population_of", arguments='{"city": "Paris"}')]
+        ),
+        final({"name": "Paris", "population": 2100000}),
+    )
+    result = ToolService([population_of]).chat(model, [UserMessage(content="?")], output_type=City)
+    assert result.output == City(name="Paris", population=2100000)
+    assert [e.call.name for e in result.tool_executions] == ["population_of", "final_result"]
+    assert [s.name for s in seen[0].tools or ()] == ["population_of", "final_result"]
+
+
+def test_text_answer_is_nudged_towards_the_output_tool() -> None:
+    model, _ = scripted(AiMessage(text="Paris, 2.1M"), final({"name": "Paris", "population": 1}))
+    result = ToolService().chat(model, [UserMessage(content="?")], output_type=City)
+    assert result.output == City(name="Paris", population=1)
+    nudge = result.messages[2]
+    assert nudge == UserMessage(
+        content="Give your final answer by calling the `final_result` tool."
+    )
+
+
+def test_text_answers_exhaust_the_budget() -> None:
+    model, _ = scripted(*(AiMessage(text="no") for _ in range(3)))
+    with pytest.raises(OutputValidationError) as info:
+        ToolService().chat(model, [UserMessage(content="?")], output_type=City)
+    assert info.value.output == "no"
+
+
+def test_native_output_validates_the_text() -> None:
+    model, seen = scripted(
+        AiMessage(text='{"name": "Rome", "population": "many"}'),
+        AiMessage(text='{"name": "Rome", "population": 2800000}'),
+    )
+    spec = OutputSpec(City, native=True)
+    result = ToolService().chat(model, [UserMessage(content="?")], output_type=spec)
+    assert result.output == City(name="Rome", population=2800000)
+    assert seen[0].tools is None
+    assert seen[0].custom["response_format"]["type"] == "json_schema"
+    retry = result.messages[2]
+    assert isinstance(retry, UserMessage) and "$.population" in retry.text
+
+
+def test_output_name_clash_is_refused() -> None:
+    @tool
+    def final_result(x: int) -> int:
+        """Clash."""
+        return x
+
+    model, _ = scripted(AiMessage(text="."))
+    with pytest.raises(ValueError, match="final_result"):
+        ToolService([final_result]).chat(model, [UserMessage(content="?")], output_type=City)

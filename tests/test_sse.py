@@ -1,0 +1,146 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentforge_typed.providers._sse import ServerSentEvent, SSEDecoder, aiter_sse, iter_sse
+
+
+def decode(*chunks: bytes | str) -> list[ServerSentEvent]:
+    decoder = SSEDecoder()
+    return [event for chunk in chunks for event in decoder.feed(chunk)]
+
+
+def test_data_event_and_default_type() -> None:
+    assert decode(b'data: {"a": 1}\n\n') == [ServerSentEvent("message", '{"a": 1}')]
+
+
+def test_event_id_and_retry_fields() -> None:
+    stream = b"event: ping\nid: 7\nretry: 1500\ndata: x\n\n"
+    assert decode(stream) == [ServerSentEvent("ping", "x", "7", 1500)]
+
+
+def test_multi_line_data_joined_with_newline() -> None:
+    assert decode(b"data: a\ndata:b\ndata:  c\ndata\n\n") == [ServerSentEvent(data="a\nb\n c\n")]
+
+
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"])
+def test_every_line_ending(eol: str) -> None:
+    stream = f"event: e{eol}data: 1{eol}{eol}data: 2{eol}{eol}".encode()
+    assert decode(stream) == [ServerSentEvent("e", "1"), ServerSentEvent(data="2")]
+
+
+def test_crlf_split_between_chunks_is_one_line_end() -> None:
+    assert decode(b"data: 1\r", b"\n\r", b"\ndata: 2\r\n\r\n") == [
+        ServerSentEvent(data="1"),
+        ServerSentEvent(data="2"),
+    ]
+
+
+def test_lone_cr_at_chunk_end_ends_the_line_at_once() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: 1\r") == []
+    assert decoder.feed(b"\r") == [ServerSentEvent(data="1")]
+
+
+def test_comments_and_keep_alives_are_ignored() -> None:
+    stream = b": keep-alive\n\n:\ndata: x\n: between\n\n: OPENROUTER PROCESSING\n\n"
+    assert decode(stream) == [ServerSentEvent(data="x")]
+
+
+def test_block_without_data_dispatches_nothing_and_forgets_its_type() -> None:
+    assert decode(b"event: lonely\n\ndata: y\n\n") == [ServerSentEvent(data="y")]
+
+
+def test_id_persists_and_nul_ids_are_ignored() -> None:
+    stream = b"id: 1\ndata: a\n\ndata: b\n\nid: x\x00y\ndata: c\n\nid\ndata: d\n\n"
+    assert [(e.data, e.id) for e in decode(stream)] == [
+        ("a", "1"),
+        ("b", "1"),
+        ("c", "1"),
+        ("d", ""),
+    ]
+
+
+def test_invalid_retry_and_unknown_fields_are_ignored() -> None:
+    assert decode(b"retry: 10s\nfoo: bar\ndata: z\n\n") == [ServerSentEvent(data="z")]
+
+
+def test_multi_byte_character_split_across_chunks() -> None:
+    raw = 'data: {"city":"杭州"}\n\n'.encode()
+    cut = raw.index("杭".encode()) + 1
+    assert decode(raw[:cut], raw[cut:]) == [ServerSentEvent(data='{"city":"杭州"}')]
+
+
+def test_leading_bom_is_stripped_once() -> None:
+    assert decode(b"\xef\xbb\xbf", b"data: 1\n\n") == [ServerSentEvent(data="1")]
+
+
+def test_str_chunks() -> None:
+    assert decode("data: é", "\n\n") == [ServerSentEvent(data="é")]
+
+
+def test_unfinished_event_is_pending_not_dispatched() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: complete\n\ndata: cut") == [ServerSentEvent(data="complete")]
+    assert decoder.pending
+    decoder = SSEDecoder()
+    decoder.feed(b"data: 1\n\n")
+    assert not decoder.pending
+
+
+def test_json_helper() -> None:
+    assert ServerSentEvent(data='{"a": [1, 2]}').json() == {"a": [1, 2]}
+    with pytest.raises(ValueError):
+        ServerSentEvent(data="[DONE").json()
+
+
+STREAM = (
+    ": hello\r\n\r\n"
+    'event: message_start\r\ndata: {"x": "héllo 😀"}\r\n\r\n'
+    "id: 3\ndata: line1\ndata: line2\n\n"
+    "retry: 20\rdata:\u2028 unicode separator stays data\r\r"
+    "data: [DONE]\n\n"
+).encode()
+
+
+@given(st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=30))
+def test_any_rechunking_gives_the_same_events(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    chunks = [STREAM[a:b] for a, b in zip([0, *points], [*points, len(STREAM)], strict=True)]
+    assert decode(*chunks) == decode(STREAM)
+    assert [e.data for e in decode(STREAM)] == [
+        '{"x": "héllo 😀"}',
+        "line1\nline2",
+        "\u2028 unicode separator stays data",
+        "[DONE]",
+    ]
+
+
+def _chunked(data: bytes, size: int) -> Iterator[bytes]:
+    for start in range(0, len(data), size):
+        yield data[start : start + size]
+
+
+class _AsyncChunks(httpx.AsyncByteStream):
+    def __init__(self, data: bytes, size: int) -> None:
+        self.data = data
+        self.size = size
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in _chunked(self.data, self.size):
+            yield chunk
+
+
+def test_iter_sse_over_httpx_response() -> None:
+    response = httpx.Response(200, content=_chunked(STREAM, 3))
+    assert list(iter_sse(response)) == decode(STREAM)
+
+
+async def test_aiter_sse_over_httpx_response() -> None:
+    response = httpx.Response(200, stream=_AsyncChunks(STREAM, 5))
+    assert [event async for event in aiter_sse(response)] == decode(STREAM)
