@@ -4,8 +4,7 @@ by `warn_unused_ignores`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable
 
 from pydantic import BaseModel
 from typing_extensions import assert_type
@@ -20,6 +19,7 @@ from agentforge_typed import (
     ToolSpecification,
     tool,
 )
+from agentforge_typed._execution import ToolExecutor, ToolLike
 
 
 class Item(BaseModel):
@@ -79,6 +79,11 @@ assert_type(get_weather.specification, ToolSpecification)
 assert_type(get_weather.args_model, type[BaseModel])
 assert_type(get_weather.timeout, float | None)
 assert_type(get_weather.validate_arguments('{"city": "Paris"}'), BaseModel)
+
+# What the ToolService relies on: a Tool is a `ToolLike` (and so a `ToolExecutor`).
+registered: ToolLike = get_weather
+executor: ToolExecutor = shop.stock
+not_a_tool: ToolLike = Item  # type: ignore[assignment]
 
 call = ToolCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}')
 assert_type(get_weather.execute(call), ToolExecutionResult)

@@ -356,3 +356,18 @@ def test_malformed_content_attribute_is_reported() -> None:
     message = AiMessage(text="x", attributes={"anthropic_content": [{"text": "no type"}]})
     with pytest.raises(ModelError, match="malformed 'anthropic_content'"):
         payload([UserMessage(content="hi"), message])
+
+
+def test_server_tools_in_custom_are_offered_next_to_client_tools() -> None:
+    web_search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    body = payload([UserMessage(content="news?")], tools=[WEATHER], custom={"tools": [web_search]})
+    assert body["tools"] == [
+        {
+            "name": "get_weather",
+            "description": "Current weather of a city.",
+            "input_schema": render_schema(WEATHER.parameters, "anthropic"),
+        },
+        web_search,
+    ]
+    only_server = payload([UserMessage(content="news?")], custom={"tools": [web_search]})
+    assert only_server["tools"] == [web_search]

@@ -90,14 +90,18 @@ def build_payload(
         payload["top_p"] = parameters.top_p
     if parameters.stop:
         payload["stop_sequences"] = list(parameters.stop)
-    if parameters.tools:
-        payload["tools"] = [_map_tool(spec) for spec in parameters.tools]
+    # Server tools (web search, code execution, …) come through `custom["tools"]` and are
+    # offered next to the client tools rather than replacing them.
+    custom = dict(parameters.custom)
+    tools = [_map_tool(spec) for spec in parameters.tools or ()] + list(custom.pop("tools", ()))
+    if tools:
+        payload["tools"] = tools
     tool_choice = _map_tool_choice(parameters)
     if tool_choice is not None:
         payload["tool_choice"] = tool_choice
     if stream:
         payload["stream"] = True
-    payload.update(parameters.custom)
+    payload.update(custom)
     return payload
 
 
