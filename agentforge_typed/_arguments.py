@@ -42,11 +42,16 @@ class ArgumentsValidator:
         args_model: The pydantic model of the arguments (built with `extra="forbid"`).
         strict: pydantic strict mode (no `"5"` → `5`); `False` leaves each model's own setting.
         extra_arguments: `"forbid"` reports unknown top-level arguments, `"ignore"` drops them.
+        null_means_default: The arguments' JSON Schema, for tools whose schema the provider
+            enforces (OpenAI strict mode makes every optional property required and nullable):
+            a `null` that fails validation where the schema does not require the property is
+            read as "not given", so the default applies, at any depth.
     """
 
     __slots__ = (
         "_argument_names",
         "_drop_extra",
+        "_optional_schema",
         "_strict",
         "_validator",
         "strict",
@@ -59,8 +64,10 @@ class ArgumentsValidator:
         *,
         strict: bool,
         extra_arguments: Literal["forbid", "ignore"] = "forbid",
+        null_means_default: dict[str, Any] | None = None,
     ) -> None:
         self._validator = args_model.__pydantic_validator__
+        self._optional_schema = null_means_default
         self._strict: bool | None = True if strict else None
         self.validate_json = self._validator.validate_json
         """The fast path alone, for callers that inline it: `validate_json(raw, strict=strict)`,
@@ -112,6 +119,8 @@ class ArgumentsValidator:
         """Whether any error is one a repair could fix (most invalid calls have none)."""
         for detail in errors:
             kind = detail["type"]
+            if detail["input"] is None and self._optional_schema is not None:
+                return True
             if kind == "extra_forbidden":
                 if self._drop_extra and len(detail["loc"]) == 1:
                     return True
@@ -130,6 +139,12 @@ class ArgumentsValidator:
             if kind == "extra_forbidden" and self._drop_extra and len(loc) == 1:
                 if isinstance(data, dict) and data.pop(loc[0], _MISSING) is not _MISSING:
                     repairs.append(f"dropped unknown argument `{loc[0]}`")
+                    changed = True
+                continue
+            if value is None and self._optional_schema is not None:
+                path = _drop_optional_null(data, loc, self._optional_schema)
+                if path is not None:
+                    repairs.append(f"{path}: null read as not given (the default applies)")
                     changed = True
                 continue
             if not isinstance(value, str):
@@ -194,6 +209,58 @@ def _printable(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return bytes(value).decode("utf-8", errors="replace")
     return value
+
+
+def _drop_optional_null(root: Any, loc: Sequence[str | int], schema: dict[str, Any]) -> str | None:
+    """Remove the `null` at pydantic location `loc` when its object's schema does not require
+    that property; return its JSON path, or `None` when it is required (a real error).
+
+    Location steps the data does not have are union-member tags, skipped as in `_replace`.
+    """
+    defs = schema.get("$defs", {})
+    node, parent = root, None
+    nodes: list[dict[str, Any]] = [schema]
+    owners: list[dict[str, Any]] = []
+    steps: list[str | int] = []
+    for step in loc:
+        if isinstance(node, dict) and isinstance(step, str) and step in node:
+            owners = [n for n in _objects(nodes, defs) if step in n["properties"]]
+            nodes = [n["properties"][step] for n in owners]
+        elif isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node):
+            owners = []
+            nodes = [
+                n["items"] for n in _alternatives(nodes, defs) if isinstance(n.get("items"), dict)
+            ]
+        else:
+            continue
+        parent, node = node, node[step]
+        steps.append(step)
+    if node is not None or not isinstance(parent, dict) or not owners:
+        return None
+    if any(steps[-1] in owner.get("required", ()) for owner in owners):
+        return None
+    del parent[steps[-1]]
+    return json_path(steps)
+
+
+def _alternatives(nodes: Sequence[dict[str, Any]], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    """`nodes` with `$ref`s resolved and `anyOf`/`oneOf`/`allOf` flattened."""
+    result: list[dict[str, Any]] = []
+    pending = list(nodes)
+    while pending and len(result) < 64:
+        node = pending.pop(0)
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            pending.append(defs.get(ref.removeprefix("#/$defs/"), {}))
+            continue
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            pending.extend(node.get(keyword, ()))
+        result.append(node)
+    return result
+
+
+def _objects(nodes: Sequence[dict[str, Any]], defs: dict[str, Any]) -> list[dict[str, Any]]:
+    return [n for n in _alternatives(nodes, defs) if "properties" in n]
 
 
 def _replace(root: Any, loc: Sequence[str | int], old: str, new: Any) -> tuple[Any, str | None]:

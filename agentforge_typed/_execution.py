@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol
 
-from pydantic import ConfigDict, Field
 from typing_extensions import TypeVar
 
-from ._frozen import FrozenModel
 from ._messages import ToolCall
 from ._request import ToolSpecification
 
@@ -56,10 +54,13 @@ class ToolContext(Generic[DepsT]):
     conversation_id: str | None = None
 
 
-class ToolExecutionResult(FrozenModel):
-    """The outcome of one tool call: text for the model plus the raw value beside it."""
+@dataclass(slots=True)
+class ToolExecutionResult:
+    """The outcome of one tool call: text for the model plus the raw value beside it.
 
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    Treat it as immutable (use `dataclasses.replace`); it is a plain slotted dataclass because one
+    is built on every tool call, and a frozen or validated model costs several times more.
+    """
 
     text: str
     """What the model reads."""
@@ -69,7 +70,7 @@ class ToolExecutionResult(FrozenModel):
     error_kind: ErrorKind | None = None
     repairs: tuple[str, ...] = ()
     """Envelope repairs applied to the arguments before validation (and dropped extra arguments)."""
-    exception: BaseException | None = Field(default=None, exclude=True, repr=False)
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
     """The exception behind an error result, for handlers and logs; never sent to the model."""
 
     @classmethod

@@ -7,6 +7,7 @@ the validated arguments as a plain `dict`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeGuard, cast
 
@@ -205,4 +206,4 @@ def with_repairs(result: ToolExecutionResult, repairs: tuple[str, ...]) -> ToolE
     """`result` with the envelope `repairs` of its arguments recorded first."""
     if not repairs:
         return result
-    return result.model_copy(update={"repairs": (*repairs, *result.repairs)})
+    return dataclasses.replace(result, repairs=(*repairs, *result.repairs))

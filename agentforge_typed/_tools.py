@@ -141,7 +141,10 @@ class Tool(Generic[P, R]):
         self._attribute: str | None = None
         self._is_async = inspect.iscoroutinefunction(target)
         self._validator = ArgumentsValidator(
-            signature.args_model, strict=strict, extra_arguments=extra_arguments
+            signature.args_model,
+            strict=strict,
+            extra_arguments=extra_arguments,
+            null_means_default=signature.parameters if strict_schema else None,
         )
         self._validate_json = self._validator.validate_json
         self._convert: ResultConverter = (

@@ -347,3 +347,47 @@ def pydantic_json(value: object) -> str:
     import pydantic_core
 
     return pydantic_core.to_json(value).decode()
+
+
+class _Options(BaseModel):
+    tags: list[str] = []
+    level: int = 1
+    label: str
+
+
+@tool(strict_schema=True)
+def _strict_search(query: str, limit: int = 10, options: _Options | None = None) -> str:
+    """Search."""
+    return f"{query} {limit} {options}"
+
+
+def test_strict_schema_null_means_default_at_every_depth() -> None:
+    raw = '{"query": "q", "limit": null, "options": {"tags": null, "level": null, "label": "x"}}'
+    result = _strict_search.execute(ToolCall(id="1", name="_strict_search", arguments=raw))
+    assert not result.is_error
+    assert result.value == "q 10 tags=[] level=1 label='x'"
+    assert result.repairs == (
+        "$.limit: null read as not given (the default applies)",
+        "$.options.tags: null read as not given (the default applies)",
+        "$.options.level: null read as not given (the default applies)",
+    )
+
+
+def test_strict_schema_null_for_a_required_value_is_still_an_error() -> None:
+    raw = '{"query": null, "limit": null, "options": {"label": null}}'
+    with pytest.raises(ToolArgumentsError) as info:
+        _strict_search.validate_arguments(raw)
+    assert [(e.path, e.input) for e in info.value.errors] == [
+        ("$.query", None),
+        ("$.options.label", None),
+    ]
+
+
+def test_null_for_a_default_is_an_error_without_strict_schema() -> None:
+    @tool
+    def search(query: str, limit: int = 10) -> str:
+        """Search."""
+        return query
+
+    with pytest.raises(ToolArgumentsError, match="limit"):
+        search.validate_arguments('{"query": "q", "limit": null}')
