@@ -11,6 +11,17 @@ from ._exceptions import (
     ToolLoopLimitError,
     UnknownToolError,
 )
+from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
+from ._hooks import logging_hook
+from ._http_tool import HttpTool
+from ._loop_events import (
+    FinalResultEvent,
+    PartialArgumentsEvent,
+    ToolCallEvent,
+    ToolLoopEvent,
+    ToolResultEvent,
+)
+from ._mcp import MCPServer
 from ._messages import (
     AiMessage,
     ChatMessage,
@@ -22,25 +33,14 @@ from ._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
-from ._hooks import logging_hook
-from ._http_tool import HttpTool
-from ._mcp import MCPServer
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
 from ._registry import get_model
 from ._request import ChatRequest, ChatRequestParameters, ToolChoice, ToolSpecification
-from ._loop_events import (
-    FinalResultEvent,
-    PartialArgumentsEvent,
-    ToolCallEvent,
-    ToolLoopEvent,
-    ToolResultEvent,
-)
 from ._response import ChatResponse, FinishReason, TokenUsage
+from ._results import ToolChatResult, ToolExecution
 from ._schema import SchemaDialectError, render_schema
 from ._schema_tool import SchemaTool
-from ._results import ToolChatResult, ToolExecution
 from ._service import ToolService, list_available_tools
 from ._tools import Tool, ToolDecorator, tool
 from .providers._fake import FakeModel

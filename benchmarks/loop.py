@@ -3,7 +3,7 @@
 Both run the same conversation — the model asks for one tool call, then answers — against the
 same scripted model, and do the same work per round: build the request, call the model, validate
 the arguments from the raw JSON, call the function, turn the result into text, append the result
-message. The floor is measured in the same run; the ratio is what to watch (target ≤ 1.5×).
+message. The floor is measured in the same run; the ratio is what to watch (target: ratio <= 1.5).
 
     python benchmarks/loop.py
 """
