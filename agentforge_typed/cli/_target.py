@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from .._execution import ToolLike
-from .._service import ToolService
+from .._service import ToolService, _is_tool, _tools_of
 
 __all__ = [
     "Target",
@@ -162,10 +162,6 @@ def _is_tool_source(value: object) -> bool:
     return any(_is_tool(member) for _, member in inspect.getmembers(type(value)))
 
 
-def _is_tool(value: object) -> bool:
-    return hasattr(value, "specification") and hasattr(value, "aexecute")
-
-
 def _describe(value: object) -> str:
     if isinstance(value, (list, tuple)):
         return f"a {type(value).__name__} holding something else" if value else "empty"
@@ -181,8 +177,6 @@ def _first_line(exc: BaseException) -> str:
 
 def tools_of(items: Sequence[object]) -> Iterator[tuple[object, ToolLike | Exception]]:
     """Each item's tools, or the error that stopped it from being one (for `check`)."""
-    from .._service import _tools_of
-
     for item in items:
         try:
             for found in _tools_of(item):
