@@ -447,7 +447,9 @@ class _GeminiRenderer:
         formats = _GEMINI_FORMATS.get(str(out.get("type")), frozenset())
         for key in list(out):
             value = out[key]
-            if key in _GEMINI_DROP:
+            # A closed object says nothing the property list does not: only declared properties
+            # are offered, and the validator still refuses others. An open one is a note.
+            if key in _GEMINI_DROP or (key == "additionalProperties" and value is False):
                 del out[key]
             elif key not in _GEMINI_KEEP or (key == "format" and value not in formats):
                 notes.append(_note(key, value))
