@@ -35,6 +35,7 @@ from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from .._schema import render_schema
 from ._http import error_from_body
+from ._sse import ServerSentEvent
 
 __all__ = [
     "CONTENT_ATTRIBUTE",
@@ -366,6 +367,28 @@ class AnthropicStreamAccumulator:
             raise ModelError(
                 f"malformed Anthropic stream event {kind!r}: {exc}", body=data
             ) from exc
+
+    @property
+    def done(self) -> bool:
+        """Whether `message_stop` arrived."""
+        return self._response is not None
+
+    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """`feed` for a decoded server-sent event."""
+        try:
+            data = event.json()
+        except ValueError as exc:
+            raise ModelError(
+                f"Anthropic sent malformed SSE data in a {event.event!r} event: {exc}",
+                body=event.data,
+            ) from exc
+        return self.feed(event.event, data)
+
+    def end(self) -> list[StreamEvent]:
+        """Nothing more to give (`message_stop` gave `ResponseComplete`); raises when the stream
+        stopped before it."""
+        self.finish()
+        return []
 
     def finish(self) -> ChatResponse:
         """The aggregated response.

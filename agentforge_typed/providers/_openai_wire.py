@@ -14,7 +14,7 @@ from typing import Any
 
 import pydantic_core
 
-from .._events import StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
+from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
@@ -310,6 +310,14 @@ class StreamAccumulator:
         self._usage: Any = None
         self._refusal: list[str] = []
         self._metadata: dict[str, Any] = {}
+
+    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """`feed`, under the name `HttpChatModel` uses."""
+        return self.feed(event)
+
+    def end(self) -> list[StreamEvent]:
+        """The final `ResponseComplete` (raises when the stream was cut off)."""
+        return [ResponseComplete(response=self.finish())]
 
     def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
         """Take one event and return the deltas it carries.

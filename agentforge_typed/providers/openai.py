@@ -5,16 +5,16 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from types import TracebackType
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import httpx
 
-from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
-from .._request import ChatRequest, ChatRequestParameters
+from .._messages import ChatMessage
+from .._request import ChatRequestParameters
 from .._response import ChatResponse
+from ._base import HttpChatModel, default_parameters
 from ._http import HttpShell
 from ._openai_wire import PROVIDER, StreamAccumulator, build_payload, parse_response
 from ._retry import RetryPolicy
@@ -22,11 +22,9 @@ from ._retry import RetryPolicy
 __all__ = ["OpenAIChatModel"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-_PATH = "chat/completions"
-_PARAMETER_NAMES = frozenset(ChatRequestParameters.model_fields) - {"model"}
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(HttpChatModel):
     """A `ChatModel` over `POST /chat/completions`, blocking and streaming, sync and async.
 
     Works against OpenAI and any compatible server (vLLM, Ollama, DeepSeek, LiteLLM, …) through
@@ -55,6 +53,8 @@ class OpenAIChatModel:
         TypeError: a keyword that is not a `ChatRequestParameters` field.
     """
 
+    _path = "chat/completions"
+
     def __init__(
         self,
         model: str,
@@ -71,15 +71,8 @@ class OpenAIChatModel:
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         **defaults: Any,
     ) -> None:
-        unknown = sorted(set(defaults) - _PARAMETER_NAMES)
-        if unknown:
-            raise TypeError(
-                f"OpenAIChatModel() got unexpected keyword arguments: {', '.join(unknown)} "
-                f"(default parameters are: {', '.join(sorted(_PARAMETER_NAMES))})"
-            )
         self.model = model
-        self.defaults = ChatRequestParameters(model=model, **defaults)
-        """Default parameters; a request's parameters are merged over them."""
+        self.defaults = default_parameters("OpenAIChatModel", defaults, model=model)
         api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         if not api_key and base_url.rstrip("/") == DEFAULT_BASE_URL:
@@ -108,87 +101,13 @@ class OpenAIChatModel:
             asleep=asleep,
         )
 
-    def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.model!r}, base_url={self._http.base_url!r})"
+    def _build_payload(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool
+    ) -> dict[str, Any]:
+        return build_payload(messages, parameters, stream=stream)
 
-    @property
-    def base_url(self) -> str:
-        """The API root requests go to."""
-        return self._http.base_url
+    def _parse_response(self, body: Any) -> ChatResponse:
+        return parse_response(body)
 
-    def _payload(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
-        parameters = self.defaults.merge(request.parameters)
-        return build_payload(request.messages, parameters, stream=stream)
-
-    def chat(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the whole answer.
-
-        Raises:
-            ModelError: HTTP error (after retries), network failure, or a malformed answer.
-        """
-        return parse_response(self._http.post_json(_PATH, self._payload(request, stream=False)))
-
-    async def achat(self, request: ChatRequest) -> ChatResponse:
-        """Async `chat`."""
-        payload = self._payload(request, stream=False)
-        return parse_response(await self._http.apost_json(_PATH, payload))
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        """Send `request` and yield text, thinking and tool-call deltas, then `ResponseComplete`.
-
-        Raises:
-            ModelError: as `chat`, plus an error sent inside the stream, or a stream cut off
-                before the answer was complete.
-        """
-        payload = self._payload(request, stream=True)
-        accumulator = StreamAccumulator()
-        for event in self._http.stream_sse(_PATH, payload):
-            yield from accumulator.feed(event)
-            if accumulator.done:
-                break
-        yield ResponseComplete(response=accumulator.finish())
-
-    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Async `stream`."""
-        payload = self._payload(request, stream=True)
-        accumulator = StreamAccumulator()
-        events = self._http.astream_sse(_PATH, payload)
-        try:
-            async for event in events:
-                for stream_event in accumulator.feed(event):
-                    yield stream_event
-                if accumulator.done:
-                    break
-        finally:
-            await events.aclose()
-        yield ResponseComplete(response=accumulator.finish())
-
-    def close(self) -> None:
-        """Close the HTTP client this model created (an injected one stays open)."""
-        self._http.close()
-
-    async def aclose(self) -> None:
-        """Close the HTTP clients this model created (injected ones stay open)."""
-        await self._http.aclose()
-
-    def __enter__(self) -> OpenAIChatModel:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
+    def _stream_parser(self) -> StreamAccumulator:
+        return StreamAccumulator()
