@@ -46,9 +46,9 @@ class ModelError(AgentForgeError):
     def __init__(
         self,
         message: str,
-        *,
         status_code: int | None = None,
         body: Any = None,
+        *,
         code: str | None = None,
     ) -> None:
         super().__init__(message)

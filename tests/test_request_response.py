@@ -86,6 +86,8 @@ def test_model_error_carries_status_and_body() -> None:
     assert (error.status_code, error.body, error.code) == (429, {"error": {"type": "rate"}}, "rate")
     assert str(error) == "rate limited"
     assert "429" in repr(error)
+    positional = ModelError("server error", 500, "oops")
+    assert (positional.status_code, positional.body, positional.code) == (500, "oops", None)
 
 
 def test_error_hierarchy_and_messages() -> None:

@@ -484,8 +484,21 @@ def test_user_parameters_win_and_tools_are_merged() -> None:
     assert sent == user.model_copy(update={"tools": (get_weather.specification,)})
 
 
+class Rendezvous:
+    """`asyncio.Barrier` (3.11+) for 3.10: `wait()` returns once `parties` callers are waiting."""
+
+    def __init__(self, parties: int) -> None:
+        self.parties, self.arrived, self.all_here = parties, 0, asyncio.Event()
+
+    async def wait(self) -> None:
+        self.arrived += 1
+        if self.arrived == self.parties:
+            self.all_here.set()
+        await self.all_here.wait()
+
+
 async def test_achat_runs_independent_calls_concurrently() -> None:
-    barrier = asyncio.Barrier(3)
+    barrier = Rendezvous(3)
 
     @tool
     async def meet(who: str) -> str:
@@ -519,6 +532,28 @@ async def test_sync_tools_run_in_worker_threads_under_achat() -> None:
         ToolService([rendezvous]).achat(script.model, [UserMessage(content="?")]), 10
     )
     assert [m.text for m in results_of(result)] == ["a", "b"]
+
+
+async def test_parallel_false_runs_calls_one_at_a_time() -> None:
+    running = 0
+    peak = 0
+
+    @tool
+    async def work(n: int) -> int:
+        """Some async work."""
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01)
+        running -= 1
+        return n
+
+    script = Script(calls(*(call(f"c{i}", "work", n=i) for i in range(3))), AiMessage(text="."))
+    await ToolService([work], parallel=False).achat(script.model, [UserMessage(content="?")])
+    assert peak == 1
+    script = Script(calls(*(call(f"c{i}", "work", n=i) for i in range(3))), AiMessage(text="."))
+    await ToolService([work]).achat(script.model, [UserMessage(content="?")])
+    assert peak == 3
 
 
 async def test_sequential_tools_never_overlap() -> None:
