@@ -36,7 +36,13 @@ from ._messages import (
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
 from ._registry import get_model
-from ._request import ChatRequest, ChatRequestParameters, ToolChoice, ToolSpecification
+from ._request import (
+    ChatRequest,
+    ChatRequestParameters,
+    ResponseFormat,
+    ToolChoice,
+    ToolSpecification,
+)
 from ._response import ChatResponse, FinishReason, TokenUsage
 from ._results import ToolChatResult, ToolExecution
 from ._schema import SchemaDialectError, render_schema
@@ -75,6 +81,7 @@ __all__ = [
     "OutputValidationError",
     "PartialArgumentsEvent",
     "ResponseComplete",
+    "ResponseFormat",
     "ReturnBehavior",
     "SchemaDialectError",
     "SchemaTool",

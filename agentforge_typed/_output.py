@@ -4,7 +4,8 @@ The default mechanism works on every provider: a final-result tool whose argumen
 output type; the model "calls" it to answer. Object types (pydantic models, dataclasses,
 TypedDicts) are the arguments object itself; anything else (`int`, `list[str]`, unions) is
 wrapped as `{"result": ...}`, since tool arguments must be an object. `native=True` instead asks
-OpenAI-compatible providers for a JSON-schema `response_format` and validates the answer's text.
+providers for their native JSON-schema response format (`ChatRequestParameters.response_format`)
+and validates the answer's text.
 """
 
 from __future__ import annotations
@@ -19,8 +20,7 @@ from ._arguments import argument_errors
 from ._exceptions import ArgumentError, ToolArgumentsError
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._messages import ToolCall
-from ._request import ChatRequestParameters, ToolSpecification
-from ._schema import render_schema
+from ._request import ChatRequestParameters, ResponseFormat, ToolSpecification
 from ._signature import ToolJsonSchema
 
 __all__ = ["OutputSpec", "OutputValidationError"]
@@ -98,14 +98,9 @@ class OutputSpec(Generic[OutputT]):
     # -- native mode --------------------------------------------------------------------------
 
     def request_parameters(self, parameters: ChatRequestParameters) -> ChatRequestParameters:
-        """Add the provider's native JSON-schema response format (OpenAI `response_format`)."""
-        schema = render_schema(self.specification.parameters, "openai-strict")
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": self.name, "schema": schema, "strict": True},
-        }
-        custom = {**parameters.custom, "response_format": response_format}
-        return parameters.model_copy(update={"custom": custom})
+        """Ask for the provider's native JSON-schema response format."""
+        response_format = ResponseFormat(name=self.name, json_schema=self.specification.parameters)
+        return parameters.model_copy(update={"response_format": response_format})
 
     def nudge(self, errors: str | None) -> str:
         """What the model is told when its final answer was not (valid) output."""

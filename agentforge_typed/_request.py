@@ -11,7 +11,13 @@ from pydantic import Field, field_validator
 from ._frozen import FrozenModel, FrozenSeq
 from ._messages import ChatMessage
 
-__all__ = ["ChatRequest", "ChatRequestParameters", "ToolChoice", "ToolSpecification"]
+__all__ = [
+    "ChatRequest",
+    "ChatRequestParameters",
+    "ResponseFormat",
+    "ToolChoice",
+    "ToolSpecification",
+]
 
 
 class ToolChoice(str, enum.Enum):
@@ -40,6 +46,18 @@ class ToolSpecification(FrozenModel):
     """Ask the provider to enforce the schema (OpenAI `strict: true`)."""
 
 
+class ResponseFormat(FrozenModel):
+    """Ask for a final answer whose text is JSON matching `json_schema`, through the provider's
+    native structured output (OpenAI `response_format: json_schema`). Providers without one refuse
+    it with `ModelError`."""
+
+    name: str
+    json_schema: dict[str, Any]
+    """Plain JSON Schema (pydantic's dialect); providers render it for their own dialect."""
+    strict: bool = True
+    """Ask the provider to enforce the schema exactly."""
+
+
 class ChatRequestParameters(FrozenModel):
     """Provider-neutral request parameters; `None` means "use the model's default"."""
 
@@ -52,6 +70,8 @@ class ChatRequestParameters(FrozenModel):
     tool_choice: ToolChoice | str | None = None
     """`ToolChoice`, or the name of the one tool the model must call."""
     parallel_tool_calls: bool | None = None
+    response_format: ResponseFormat | None = None
+    """Native structured output; see `ResponseFormat`."""
     custom: dict[str, Any] = Field(default_factory=dict)
     """Provider-specific fields, spread into the provider's request body as they are."""
 

@@ -15,6 +15,7 @@ from agentforge_typed import (
     CustomMessage,
     ImageContent,
     ModelError,
+    ResponseFormat,
     SystemMessage,
     TextContent,
     ToolCall,
@@ -23,6 +24,7 @@ from agentforge_typed import (
     ToolSpecification,
     UserMessage,
 )
+from agentforge_typed.providers._openai_wire import build_payload
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 OK_BODY = {
@@ -346,3 +348,33 @@ def test_api_key_not_in_repr() -> None:
     model = OpenAIChatModel("gpt-4o-mini", api_key=API_KEY)
     assert API_KEY not in repr(model)
     assert repr(model) == "OpenAIChatModel('gpt-4o-mini', base_url='https://api.openai.com/v1')"
+
+
+def test_response_format_maps_to_json_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "default": 1}},
+        "required": ["city"],
+    }
+    parameters = ChatRequestParameters(
+        model="gpt-4o", response_format=ResponseFormat(name="forecast", json_schema=schema)
+    )
+    body = build_payload([UserMessage(content="hi")], parameters, stream=False)
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {
+            "name": "forecast",
+            "schema": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}},
+                "required": ["city", "days"],
+                "additionalProperties": False,
+            },
+            "strict": True,
+        },
+    }
+    loose = parameters.model_copy(
+        update={"response_format": ResponseFormat(name="f", json_schema=schema, strict=False)}
+    )
+    sent = build_payload([UserMessage(content="hi")], loose, stream=False)["response_format"]
+    assert sent["json_schema"] == {"name": "f", "schema": schema, "strict": False}

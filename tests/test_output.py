@@ -6,16 +6,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import BaseModel, Field
+from typing_extensions import TypedDict
 
 from agentforge_typed import (
     AiMessage,
+    AnthropicChatModel,
     ChatMessage,
     ChatRequestParameters,
+    FakeModel,
     FunctionModel,
+    ModelError,
     OutputSpec,
     OutputValidationError,
+    ResponseFormat,
     ToolCall,
     ToolResultMessage,
     ToolService,
@@ -169,7 +175,10 @@ def test_native_output_validates_the_text() -> None:
     result = ToolService().chat(model, [UserMessage(content="?")], output_type=spec)
     assert result.output == City(name="Rome", population=2800000)
     assert seen[0].tools is None
-    assert seen[0].custom["response_format"]["type"] == "json_schema"
+    assert seen[0].response_format == ResponseFormat(
+        name="final_result", json_schema=spec.specification.parameters
+    )
+    assert seen[0].custom == {}
     retry = result.messages[2]
     assert isinstance(retry, UserMessage) and "$.population" in retry.text
 
@@ -183,3 +192,43 @@ def test_output_name_clash_is_refused() -> None:
     model, _ = scripted(AiMessage(text="."))
     with pytest.raises(ValueError, match="final_result"):
         ToolService([final_result]).chat(model, [UserMessage(content="?")], output_type=City)
+
+
+class Forecast(TypedDict):
+    city: str
+    days: list[int]
+
+
+def test_typed_dict_output() -> None:
+    model, _ = scripted(final({"city": "Oslo", "days": [1, 2]}))
+    result = ToolService().chat(model, [UserMessage(content="?")], output_type=Forecast)
+    assert result.output == {"city": "Oslo", "days": [1, 2]}
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_fake_model_produces_valid_output(native: bool) -> None:
+    @tool
+    def population_of(city: str) -> int:
+        """Population of a city."""
+        return 1000
+
+    spec = OutputSpec(City, native=native)
+    result = ToolService([population_of]).chat(
+        FakeModel(), [UserMessage(content="?")], output_type=spec
+    )
+    assert isinstance(result.output, City)
+    assert result.output.population >= 0
+    assert "population_of" in [e.call.name for e in result.tool_executions]
+
+
+def test_native_output_is_refused_by_anthropic_before_sending() -> None:
+    sent: list[httpx.Request] = []
+    client = httpx.Client(
+        transport=httpx.MockTransport(lambda r: sent.append(r) or httpx.Response(500))
+    )
+    model = AnthropicChatModel("claude-sonnet-4-5", api_key="sk-ant-test", http_client=client)
+    with pytest.raises(ModelError, match="no native JSON-schema response format"):
+        ToolService().chat(
+            model, [UserMessage(content="?")], output_type=OutputSpec(City, native=True)
+        )
+    assert sent == []

@@ -80,6 +80,11 @@ def build_payload(
     """
     if parameters.model is None or parameters.max_tokens is None:
         raise ValueError("Anthropic requests need `model` and `max_tokens`")
+    if parameters.response_format is not None:
+        raise ModelError(
+            "AnthropicChatModel has no native JSON-schema response format: use the tool-based "
+            "structured output (`output_type=` without `OutputSpec(native=True)`)"
+        )
     payload: dict[str, Any] = {"model": parameters.model, "max_tokens": parameters.max_tokens}
     system = [m.text for m in messages if isinstance(m, SystemMessage)]
     if system:

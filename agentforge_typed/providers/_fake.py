@@ -28,6 +28,7 @@ class FakeModel:
       `AiMessage` calling every such tool, with arguments synthesized from the tool's JSON schema
       (valid under strict validation) and ids `fake_call_1`, `fake_call_2`, … unique across the
       conversation. `tool_choice="none"` offers nothing; a tool name restricts the calls to it;
+    - otherwise, with a `response_format`, it answers with JSON synthesized from its schema;
     - otherwise, if tools answered, it returns a text with one `name: result` line per result
       (`name: error: …` for failed ones);
     - otherwise it echoes the last user message.
@@ -48,6 +49,10 @@ class FakeModel:
         if pending:
             message = AiMessage(tool_calls=_calls(pending, messages))
             reason = FinishReason.TOOL_EXECUTION
+        elif request.parameters is not None and request.parameters.response_format is not None:
+            answer = synthesize_arguments(request.parameters.response_format.json_schema)
+            message = AiMessage(text=pydantic_core.to_json(answer).decode())
+            reason = FinishReason.STOP
         else:
             results = [m for m in turn if isinstance(m, ToolResultMessage)]
             text = _summary(results) if results else _echo(messages)

@@ -26,7 +26,7 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
+from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from .._schema import render_schema
 from ._http import error_from_body
@@ -79,11 +79,27 @@ def build_payload(
             payload[name] = value
     if parameters.stop is not None:
         payload["stop"] = list(parameters.stop)
+    if parameters.response_format is not None:
+        payload["response_format"] = _map_response_format(parameters.response_format)
     payload.update(parameters.custom)
     if stream:
         payload["stream"] = True
         payload.setdefault("stream_options", {"include_usage": True})
     return payload
+
+
+def _map_response_format(response_format: ResponseFormat) -> dict[str, Any]:
+    schema = response_format.json_schema
+    if response_format.strict:
+        schema = render_schema(schema, "openai-strict")
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": response_format.name,
+            "schema": schema,
+            "strict": response_format.strict,
+        },
+    }
 
 
 def _map_message(message: ChatMessage) -> dict[str, Any]:
