@@ -48,6 +48,7 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
+from ._schema import render_schema
 
 __all__ = [
     "AfterToolCall",
@@ -346,11 +347,16 @@ class ToolService:
 
         Raises:
             ValueError: a tool with the same name is already registered.
+            SchemaDialectError: a tool asks for a provider-enforced schema (`strict_schema`)
+                that the OpenAI strict dialect cannot express — refused now, not at the first
+                request.
             TypeError: `source` holds no tool.
         """
         for item in _tools_of(source):
             if item.name in self._tools:
                 raise ValueError(f"a tool named {item.name!r} is already registered")
+            if item.specification.strict_schema:
+                render_schema(item.specification.parameters, "openai-strict")
             self._tools[item.name] = item
         self._default_parameters = None
         return self

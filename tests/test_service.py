@@ -20,6 +20,7 @@ from agentforge_typed import (
     FunctionModel,
     ModelRetry,
     ReturnBehavior,
+    SchemaDialectError,
     SystemMessage,
     TokenUsage,
     ToolArgumentsError,
@@ -32,6 +33,7 @@ from agentforge_typed import (
     ToolLoopLimitError,
     ToolResultMessage,
     ToolService,
+    ToolSpecification,
     UnknownToolError,
     UserMessage,
     list_available_tools,
@@ -703,3 +705,26 @@ def test_system_message_and_final_answer_without_tools(
     result = run(ToolService(), script, [SystemMessage(text="be nice"), UserMessage(content="hi")])
     assert result.text == "Hello!" and result.tool_executions == ()
     assert script.seen[0][1].tools is None
+
+
+def test_strict_schema_a_dialect_cannot_express_is_refused_at_registration() -> None:
+    open_object = ToolSpecification(
+        name="tag",
+        description="Tag things.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+            },
+            "required": ["labels"],
+        },
+        strict_schema=True,
+    )
+    service = ToolService()
+    with pytest.raises(SchemaDialectError) as info:
+        service.register_spec(open_object, lambda arguments: "ok")
+    assert info.value.path == "$.labels"
+    assert service.tools == ()
+    # The same schema without provider enforcement is fine.
+    service.register_spec(open_object.model_copy(update={"strict_schema": False}), lambda a: "ok")
+    assert [t.name for t in service.tools] == ["tag"]
