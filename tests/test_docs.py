@@ -8,7 +8,9 @@ the repository root, offline: opening a network connection fails the page. A blo
 from __future__ import annotations
 
 import re
+import shlex
 import socket
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -87,3 +89,32 @@ def test_the_runner_finds_runs_and_skips_blocks() -> None:
         (3, "x = 1\n", True),
         (9, "```python\nnested = True\n```\n", False),
     ]
+
+
+def shell_blocks(text: str) -> list[str]:
+    return [m["body"].strip() for m in FENCE.finditer(text) if m["info"].strip() == "bash"]
+
+
+def test_readme_set_up_commands_work() -> None:
+    """The README's two set-up commands: the first runs the CLI on its offline default (run here
+    with this interpreter, the install being what the test environment already did); the second
+    is `.ci/run`, which runs the test suite."""
+    install_and_run, run_tests = shell_blocks((ROOT / "README.md").read_text(encoding="utf-8"))[:2]
+    venv, install, run = (part.strip() for part in install_and_run.split("&&"))
+    assert venv == "python3 -m venv .venv"
+    assert install == ".venv/bin/pip install -e ."
+    command = shlex.split(run)
+    assert command[:2] == [".venv/bin/agentforge-typed", "run"]
+    assert "--model" not in command  # the offline default
+    completed = subprocess.run(
+        [sys.executable, "-m", "agentforge_typed", *command[1:]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "-> get_weather" in completed.stdout and "tool calls (0 failed)" in completed.stdout
+
+    assert run_tests == "bash .ci/run"
+    assert "python -m pytest -q" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
