@@ -296,7 +296,7 @@ def test_schema_default_dialect_is_openai_pinned() -> None:
 
 def _dialect_error(target: str, dialect: str) -> SchemaDialectError:
     """The error the schema module raises, so its wording stays its own."""
-    [spec] = load_target(target).service().specifications
+    spec = load_target(target).value.specification  # type: ignore[attr-defined]
     with pytest.raises(SchemaDialectError) as info:
         render_schema(spec.parameters, dialect)  # type: ignore[arg-type]
     return info.value
@@ -479,3 +479,10 @@ def test_console_script_entry_point(
     assert main(["schema", "examples/weather.py:tools", "--dialect", "anthropic"]) == 0
     names = [tool["name"] for tool in json.loads(capsys.readouterr().out)]
     assert names == ["get_weather", "get_forecast"]
+
+
+def test_run_refuses_a_tool_its_strict_dialect_cannot_express() -> None:
+    done = cli("run", f"{BAD}:tag", "hi")
+    assert done.returncode == 2
+    assert done.stderr.startswith("agentforge-typed: ") and "$.labels" in done.stderr
+    assert "Traceback" not in done.stderr
