@@ -24,7 +24,11 @@ from pydantic_core import ErrorDetails
 from ._argument_errors import json_path
 from ._exceptions import ArgumentError
 
-__all__ = ["ArgumentsValidator", "argument_errors"]
+__all__ = ["REPAIR_DOUBLE_ENCODED", "REPAIR_EMPTY", "ArgumentsValidator", "argument_errors"]
+
+# Shared with schema-declared tools (`_schema_arguments.py`): a log reads alike whatever the tool.
+REPAIR_EMPTY = "empty arguments read as {}"
+REPAIR_DOUBLE_ENCODED = "arguments were double-encoded as a JSON string: decoded"
 
 _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dataclass_type", "dict_type"})
 _ARRAY_ERRORS = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type"})
@@ -99,7 +103,7 @@ class ArgumentsValidator:
             changed = False
         else:
             data, changed = {}, True
-            repairs.append("empty arguments read as {}")
+            repairs.append(REPAIR_EMPTY)
         for _ in range(_MAX_REPAIR_ROUNDS):
             if changed:
                 try:
@@ -167,7 +171,7 @@ class ArgumentsValidator:
                 continue
             changed = True
             if path == "$":
-                repairs.append("arguments were double-encoded as a JSON string: decoded")
+                repairs.append(REPAIR_DOUBLE_ENCODED)
             else:
                 what = "object" if wanted is dict else "array"
                 repairs.append(f"{path}: JSON {what} sent as a string: decoded")

@@ -22,12 +22,14 @@ import pydantic_core
 
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
+from ._declared import ConfiguredTool
 from ._exceptions import ArgumentError
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._messages import ToolCall
+from ._outcomes import arguments_error_result, failure_result
 from ._request import ToolSpecification
+from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
-from ._schema_tool import arguments_error_result, failure_result, result_text
 
 __all__ = ["HeadersFactory", "HttpTool"]
 
@@ -55,7 +57,7 @@ _RESERVED_HEADERS = frozenset(
 )
 
 
-class HttpTool:
+class HttpTool(ConfiguredTool):
     """A tool that calls one HTTP endpoint and returns the response as text.
 
     ```python
@@ -175,36 +177,6 @@ class HttpTool:
     def __repr__(self) -> str:
         return f"HttpTool({self.name!r}, {self.method} {self.url})"
 
-    @property
-    def name(self) -> str:
-        """The tool's name, as the model calls it."""
-        return self._specification.name
-
-    @property
-    def description(self) -> str:
-        """The tool's description, as offered to the model."""
-        return self._specification.description
-
-    @property
-    def specification(self) -> ToolSpecification:
-        """The declaration offered to the model."""
-        return self._specification
-
-    @property
-    def return_behavior(self) -> ReturnBehavior:
-        """What the loop does with this tool's result."""
-        return self._return_behavior
-
-    @property
-    def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop tolerates before raising."""
-        return self._max_retries
-
-    @property
-    def sequential(self) -> bool:
-        """Whether this tool must not run concurrently with the other calls of its round."""
-        return self._sequential
-
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate, send the request, and convert the response; never raises for a failed call."""
         prepared = self._prepare(call, context)
@@ -267,12 +239,10 @@ class HttpTool:
     ) -> _Prepared | ToolExecutionResult:
         decoded = self._validator.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded)
+            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
         routed = self._routes.apply(self.url, decoded.arguments)
         if isinstance(routed, tuple):
-            return arguments_error_result(
-                self.name, DecodedArguments(None, routed, decoded.repairs)
-            )
+            return arguments_error_result(self.name, routed, decoded.repairs)
         try:
             configured = self.default_headers
             if callable(configured):

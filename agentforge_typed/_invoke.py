@@ -1,8 +1,11 @@
 """Call a user's handler — sync or async — from sync or async code, under an optional timeout.
 
-Sync handlers never block an event loop (they run in a worker thread under `ainvoke`); async
-handlers called from blocking code get an event loop of their own. A timed-out sync handler
-cannot be killed: its thread is abandoned (a daemon thread, so it never blocks interpreter exit).
+The one implementation behind every tool kind (`Tool`, `SchemaTool`). Sync handlers never block
+an event loop (they run in a worker thread under `ainvoke`); async handlers called from blocking
+code get an event loop of their own (on a thread when one is already running here). A timed-out
+async handler is cancelled and may run its cleanup; a timed-out sync handler cannot be killed: its
+thread is abandoned (a daemon thread, so it never blocks interpreter exit), which the raised
+`HandlerTimeoutError` says (`abandoned`) so that the caller can log it.
 """
 
 from __future__ import annotations
@@ -13,21 +16,30 @@ import contextvars
 import functools
 import inspect
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 __all__ = ["HandlerTimeoutError", "ainvoke", "invoke", "is_async_callable"]
 
 T = TypeVar("T")
 
+_NO_KWARGS: Mapping[str, Any] = {}
+
 
 class HandlerTimeoutError(Exception):
     """The handler did not finish within its timeout (kept apart from a `TimeoutError` the handler
-    itself raises, which is an ordinary failure)."""
+    itself raises, which is an ordinary failure).
 
-    def __init__(self, timeout: float) -> None:
+    Attributes:
+        timeout: The limit, in seconds.
+        abandoned: Whether the handler still runs on a worker thread nobody waits for (a sync
+            handler; an async one is cancelled instead).
+    """
+
+    def __init__(self, timeout: float, *, abandoned: bool = False) -> None:
         super().__init__(f"timed out after {timeout:g} seconds")
         self.timeout = timeout
+        self.abandoned = abandoned
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:
@@ -39,29 +51,76 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     )
 
 
-def invoke(fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
-    """Call `fn(*args)` blocking; an async `fn` runs to completion on a private event loop."""
-    if is_async_callable(fn):
-        return _run_coroutine(_with_timeout(fn(*args), timeout))
+def invoke(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] = _NO_KWARGS,
+    *,
+    timeout: float | None = None,
+    is_async: bool | None = None,
+) -> Any:
+    """Call `fn(*args, **kwargs)` blocking; an async `fn` runs to completion on a private loop.
+
+    Args:
+        fn: The handler; a sync one may also return an awaitable, which is awaited.
+        args: Positional arguments.
+        kwargs: Keyword arguments (passed as they are: no name is taken by `invoke` itself).
+        timeout: Seconds before `HandlerTimeoutError`; `None` for no limit.
+        is_async: Whether `fn` is async, when the caller already knows (else detected).
+
+    Raises:
+        HandlerTimeoutError: The handler ran past `timeout`.
+    """
+    if is_async if is_async is not None else is_async_callable(fn):
+        return _run_coroutine(lambda: _with_timeout(fn(*args, **kwargs), timeout))
     if timeout is None:
-        result = fn(*args)
-        return _run_coroutine(result) if inspect.isawaitable(result) else result
-    return _run_in_daemon_thread(lambda: invoke(fn, *args), timeout)
+        result = fn(*args, **kwargs)
+        return _run_coroutine(lambda: result) if inspect.isawaitable(result) else result
+    future = _start_daemon_thread(invoke, (fn, args, kwargs), {"is_async": False})
+    # `wait`, not `result(timeout)`: a `TimeoutError` the handler raises must stay its own.
+    concurrent.futures.wait([future], timeout)
+    if not future.done():
+        raise HandlerTimeoutError(timeout, abandoned=True)
+    return future.result()
 
 
-async def ainvoke(fn: Callable[..., Any], *args: Any, timeout: float | None = None) -> Any:
-    """Call `fn(*args)` without blocking the running loop: sync `fn` runs in a worker thread."""
-    if is_async_callable(fn):
-        return await _with_timeout(fn(*args), timeout)
+async def ainvoke(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...] = (),
+    kwargs: Mapping[str, Any] = _NO_KWARGS,
+    *,
+    timeout: float | None = None,
+    is_async: bool | None = None,
+) -> Any:
+    """Call `fn(*args, **kwargs)` without blocking the running loop: a sync `fn` runs in a
+    worker thread (an awaitable it returns is awaited here). Arguments as for `invoke`.
 
-    async def in_thread() -> Any:
-        result = await asyncio.to_thread(fn, *args)
+    Raises:
+        HandlerTimeoutError: The handler ran past `timeout`.
+    """
+    if is_async if is_async is not None else is_async_callable(fn):
+        return await _with_timeout(fn(*args, **kwargs), timeout)
+    if timeout is None:
+        result = await asyncio.to_thread(fn, *args, **kwargs)
         return await result if inspect.isawaitable(result) else result
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    # A daemon thread, not `to_thread`: the loop's executor would wait for an abandoned handler
+    # when the loop shuts down.
+    future = _start_daemon_thread(fn, args, kwargs)
+    done, _ = await asyncio.wait({asyncio.wrap_future(future)}, timeout=timeout)
+    if not done:
+        raise HandlerTimeoutError(timeout, abandoned=True)
+    result = future.result()
+    if not inspect.isawaitable(result):
+        return result
+    # Whatever the sync part left of the limit bounds the awaitable it returned.
+    return await _with_timeout(result, max(timeout - (loop.time() - started), 0.0), timeout)
 
-    return await _with_timeout(in_thread(), timeout)
 
-
-async def _with_timeout(awaitable: Awaitable[T], timeout: float | None) -> T:
+async def _with_timeout(
+    awaitable: Awaitable[T], timeout: float | None, reported: float | None = None
+) -> T:
     if timeout is None:
         return await awaitable
     # `asyncio.wait`, not `wait_for`: a `TimeoutError` the handler raises must stay its own.
@@ -70,13 +129,13 @@ async def _with_timeout(awaitable: Awaitable[T], timeout: float | None) -> T:
     if not done:
         task.cancel()
         await asyncio.wait({task})  # let the handler run its cleanup, as `wait_for` would
-        raise HandlerTimeoutError(timeout)
+        raise HandlerTimeoutError(reported if reported is not None else timeout)
     return task.result()
 
 
-def _run_coroutine(awaitable: Awaitable[T]) -> T:
+def _run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
     async def main() -> T:
-        return await awaitable
+        return await factory()
 
     try:
         asyncio.get_running_loop()
@@ -84,25 +143,25 @@ def _run_coroutine(awaitable: Awaitable[T]) -> T:
         return asyncio.run(main())
     # Called from inside a running loop (blocking code under async code): that loop is busy
     # waiting for us, so the coroutine gets a loop on another thread.
-    return _run_in_daemon_thread(lambda: asyncio.run(main()), None)
+    future: concurrent.futures.Future[T] = _start_daemon_thread(asyncio.run, (main(),), _NO_KWARGS)
+    return future.result()
 
 
-def _run_in_daemon_thread(fn: Callable[[], T], timeout: float | None) -> T:
+def _start_daemon_thread(
+    fn: Callable[..., T], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> concurrent.futures.Future[T]:
+    """Run `fn` in a daemon thread, in a copy of this context: a thread that timed out can be
+    abandoned without blocking interpreter exit."""
     future: concurrent.futures.Future[T] = concurrent.futures.Future()
+    context = contextvars.copy_context()
 
-    def target() -> None:
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
         try:
-            future.set_result(fn())
+            future.set_result(context.run(fn, *args, **kwargs))
         except BaseException as exc:  # handed to the waiting caller
             future.set_exception(exc)
 
-    context = contextvars.copy_context()
-    threading.Thread(
-        target=context.run, args=(target,), daemon=True, name="agentforge-handler"
-    ).start()
-    # `wait`, not `result(timeout)`: a `TimeoutError` the handler raises must stay its own.
-    concurrent.futures.wait([future], timeout)
-    if not future.done():
-        assert timeout is not None
-        raise HandlerTimeoutError(timeout)
-    return future.result()
+    threading.Thread(target=run, name="agentforge-handler", daemon=True).start()
+    return future

@@ -24,12 +24,19 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import pydantic_core
 
+from ._declared import SpecifiedTool
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._messages import ToolCall
+from ._outcomes import (
+    arguments_error_result,
+    execution_error_result,
+    failure_result,
+    timeout_result,
+    with_repairs,
+)
 from ._request import ToolSpecification
 from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import SchemaArguments
-from ._schema_tool import arguments_error_result, with_repairs
 
 if TYPE_CHECKING:
     import anyio.from_thread
@@ -336,25 +343,18 @@ class MCPServer:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
-        future: concurrent.futures.Future[ToolExecutionResult]
-        if connection.portal is not None:
-            future = connection.portal.start_task_soon(self._acall, connection, tool, arguments)
-        else:
-            assert connection.loop is not None
-            if _running_loop() is connection.loop:
-                text = (
-                    f"Tool `{tool.name}` failed: the MCP server was entered with `async with`; "
-                    "call it with `aexecute` (or from another thread)"
-                )
-                return ToolExecutionResult.error(text, "execution")
-            future = asyncio.run_coroutine_threadsafe(
-                self._acall(connection, tool, arguments), connection.loop
+        if connection.portal is None and _running_loop() is connection.loop:
+            return execution_error_result(
+                tool.name,
+                "the MCP server was entered with `async with`; "
+                "call it with `aexecute` (or from another thread)",
             )
+        future = self._submit(connection, tool, arguments)
         try:
             return future.result(self.timeout + _PORTAL_GRACE)
         except concurrent.futures.TimeoutError:
             future.cancel()
-            return _timed_out(tool, self.timeout)
+            return timeout_result(tool.name, self.timeout)
 
     async def _call_async(self, tool: MCPTool, arguments: dict[str, Any]) -> ToolExecutionResult:
         connection = self._connection
@@ -362,20 +362,24 @@ class MCPServer:
             return _not_connected(tool)
         if connection.portal is None and connection.loop is asyncio.get_running_loop():
             return await self._acall(connection, tool, arguments)
-        future: concurrent.futures.Future[ToolExecutionResult]
-        if connection.portal is not None:
-            future = connection.portal.start_task_soon(self._acall, connection, tool, arguments)
-        else:
-            assert connection.loop is not None
-            future = asyncio.run_coroutine_threadsafe(
-                self._acall(connection, tool, arguments), connection.loop
-            )
+        future = self._submit(connection, tool, arguments)
         wrapped = asyncio.wrap_future(future)
         done, _ = await asyncio.wait({wrapped}, timeout=self.timeout + _PORTAL_GRACE)
         if not done:
             future.cancel()
-            return _timed_out(tool, self.timeout)
+            return timeout_result(tool.name, self.timeout)
         return wrapped.result()
+
+    def _submit(
+        self, connection: _Connection, tool: MCPTool, arguments: dict[str, Any]
+    ) -> concurrent.futures.Future[ToolExecutionResult]:
+        """Start the call on the session's loop, from outside that loop."""
+        if connection.portal is not None:
+            return connection.portal.start_task_soon(self._acall, connection, tool, arguments)
+        assert connection.loop is not None
+        return asyncio.run_coroutine_threadsafe(
+            self._acall(connection, tool, arguments), connection.loop
+        )
 
     async def _acall(
         self, connection: _Connection, tool: MCPTool, arguments: dict[str, Any]
@@ -384,25 +388,22 @@ class MCPServer:
         import anyio
 
         if connection.closed_reason is not None:
-            text = f"Tool `{tool.name}` failed: {connection.closed_reason}"
-            return ToolExecutionResult.error(text, "execution")
+            return execution_error_result(tool.name, connection.closed_reason)
         try:
             with anyio.fail_after(self.timeout):
                 result = await connection.session.call_tool(tool.remote_name, arguments)
         except TimeoutError:
-            return _timed_out(tool, self.timeout)
+            return timeout_result(tool.name, self.timeout)
         except Exception as exc:
-            if _is_connection_lost(exc):
-                connection.closed_reason = f"the MCP server is gone ({type(exc).__name__}: {exc})"
-                logger.warning("MCP server %s: connection lost: %r", self.label, exc)
-                text = f"Tool `{tool.name}` failed: {connection.closed_reason}"
-            else:
-                text = f"Tool `{tool.name}` failed: {type(exc).__name__}: {exc}"
-            return ToolExecutionResult.error(text, "execution", exception=exc)
+            if not _is_connection_lost(exc):
+                return failure_result(tool.name, exc)
+            connection.closed_reason = f"the MCP server is gone ({type(exc).__name__}: {exc})"
+            logger.warning("MCP server %s: connection lost: %r", self.label, exc)
+            return execution_error_result(tool.name, connection.closed_reason, exception=exc)
         return _map_call_result(tool.name, result.model_dump(mode="json", by_alias=True))
 
 
-class MCPTool:
+class MCPTool(SpecifiedTool):
     """One tool of an entered `MCPServer`; it satisfies `ToolLike`.
 
     Its specification comes from the server's listing (name, description, `inputSchema`);
@@ -425,21 +426,6 @@ class MCPTool:
         return f"MCPTool({self.name!r} of {self.server.label!r})"
 
     @property
-    def name(self) -> str:
-        """The tool's name, as the model calls it."""
-        return self._specification.name
-
-    @property
-    def description(self) -> str:
-        """The tool's description, as the server lists it."""
-        return self._specification.description
-
-    @property
-    def specification(self) -> ToolSpecification:
-        """The declaration offered to the model."""
-        return self._specification
-
-    @property
     def return_behavior(self) -> ReturnBehavior:
         """What the loop does with this tool's result (the server's setting)."""
         return self.server.return_behavior
@@ -458,7 +444,7 @@ class MCPTool:
         """Validate locally, then call the server, blocking; never raises for a failed call."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded)
+            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
         result = self.server._call_blocking(self, decoded.arguments)
         return with_repairs(result, decoded.repairs)
 
@@ -466,7 +452,7 @@ class MCPTool:
         """Validate locally, then call the server without blocking the event loop."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded)
+            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
         result = await self.server._call_async(self, decoded.arguments)
         return with_repairs(result, decoded.repairs)
 
@@ -536,14 +522,7 @@ def _single(exc: BaseException) -> BaseException:
 
 
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:
-    text = f"Tool `{tool.name}` failed: the MCP server is not connected"
-    return ToolExecutionResult.error(text, "execution")
-
-
-def _timed_out(tool: MCPTool, timeout: float) -> ToolExecutionResult:
-    return ToolExecutionResult.error(
-        f"Tool `{tool.name}` timed out after {timeout:g} seconds.", "timeout"
-    )
+    return execution_error_result(tool.name, "the MCP server is not connected")
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -10,7 +10,7 @@ import pydantic_core
 from pydantic import PydanticUserError, TypeAdapter
 from pydantic.errors import PydanticSchemaGenerationError
 
-__all__ = ["SUCCESS_TEXT", "ResultConverter", "result_text_converter"]
+__all__ = ["SUCCESS_TEXT", "ResultConverter", "result_text", "result_text_converter"]
 
 SUCCESS_TEXT = "Success"
 """What the model reads when a tool returns `None`."""
@@ -55,3 +55,8 @@ def _dumper(annotation: Any) -> Callable[[Any], bytes]:
     # is still serialized (by inference), which beats failing the call over an imprecise annotation.
     serializer = adapter.serializer
     return lambda value: serializer.to_json(value, by_alias=True, warnings=False)
+
+
+result_text: ResultConverter = result_text_converter(Any)
+"""The text the model reads for an undeclared return value: `str` as is, `None` → `"Success"`,
+anything else → compact JSON (pydantic serializes models, dataclasses, datetimes, …)."""

@@ -18,6 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 
 from ._argument_errors import json_path
+from ._arguments import REPAIR_DOUBLE_ENCODED, REPAIR_EMPTY
 from ._exceptions import ArgumentError
 
 __all__ = [
@@ -25,10 +26,6 @@ __all__ = [
     "SchemaArguments",
     "decode_arguments",
 ]
-
-# The same wording as typed tools (`_arguments.py`), so a log reads alike whatever the tool.
-REPAIR_EMPTY = "empty arguments read as {}"
-REPAIR_DOUBLE_ENCODED = "arguments were double-encoded as a JSON string: decoded"
 
 
 @dataclass(frozen=True)

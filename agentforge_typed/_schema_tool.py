@@ -7,19 +7,18 @@ the validated arguments as a plain `dict`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeGuard, cast
 
 import pydantic_core
 
-from ._argument_errors import format_arguments_error
-from ._exceptions import ModelRetry, ToolArgumentsError
+from ._declared import ConfiguredTool
+from ._exceptions import ToolArgumentsError
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
-from ._invoke import HandlerTimeoutError, ainvoke, invoke
+from ._invoke import ainvoke, invoke, is_async_callable
 from ._messages import ToolCall
+from ._outcomes import arguments_error_result, failure_result, success_result, with_repairs
 from ._request import ToolSpecification
-from ._result_text import result_text_converter
 from ._schema_arguments import DecodedArguments, SchemaArguments
 
 __all__ = ["SchemaHandler", "SchemaTool"]
@@ -28,7 +27,7 @@ SchemaHandler = Callable[[dict[str, Any]], Any]
 """`handler(arguments)`, sync or async; its return value becomes the result text."""
 
 
-class SchemaTool:
+class SchemaTool(ConfiguredTool):
     """A tool whose arguments are validated against `specification.parameters` with `jsonschema`.
 
     ```python
@@ -75,6 +74,7 @@ class SchemaTool:
         self._arguments = SchemaArguments(specification.parameters, tool_name=specification.name)
         self._executor = handler if _is_executor(handler) else None
         self._function = cast(SchemaHandler, handler)  # used only when there is no executor
+        self._is_async = is_async_callable(self._function)
         self._return_behavior = return_behavior
         self._max_retries = max_retries
         self._sequential = sequential
@@ -82,36 +82,6 @@ class SchemaTool:
 
     def __repr__(self) -> str:
         return f"SchemaTool({self.name!r})"
-
-    @property
-    def name(self) -> str:
-        """The tool's name, as the model calls it."""
-        return self._specification.name
-
-    @property
-    def description(self) -> str:
-        """The tool's description, as offered to the model."""
-        return self._specification.description
-
-    @property
-    def specification(self) -> ToolSpecification:
-        """The declaration offered to the model."""
-        return self._specification
-
-    @property
-    def return_behavior(self) -> ReturnBehavior:
-        """What the loop does with this tool's result."""
-        return self._return_behavior
-
-    @property
-    def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop tolerates before raising."""
-        return self._max_retries
-
-    @property
-    def sequential(self) -> bool:
-        """Whether this tool must not run concurrently with the other calls of its round."""
-        return self._sequential
 
     def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
         """Decode and validate raw JSON arguments.
@@ -128,64 +98,35 @@ class SchemaTool:
         """Validate, run the handler, and convert; never raises for a failed call."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded)
+            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
         try:
             if self._executor is not None:
-                executed = self._executor.execute
-                result = invoke(executed, _normalized(call, decoded), context, timeout=self.timeout)
+                arguments = (_normalized(call, decoded), context)
+                result = invoke(self._executor.execute, arguments, timeout=self.timeout)
                 return with_repairs(result, decoded.repairs)
-            value = invoke(self._function, decoded.arguments, timeout=self.timeout)
+            value = invoke(
+                self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
+            )
+            return success_result(value, decoded.repairs)
         except Exception as exc:
             return failure_result(self.name, exc, decoded.repairs)
-        return success_result(value, decoded.repairs)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Like `execute`, without blocking the event loop (sync handlers run in a thread)."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded)
+            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
         try:
             if self._executor is not None:
-                executed = self._executor.aexecute
-                normalized = _normalized(call, decoded)
-                result = await ainvoke(executed, normalized, context, timeout=self.timeout)
+                arguments = (_normalized(call, decoded), context)
+                result = await ainvoke(self._executor.aexecute, arguments, timeout=self.timeout)
                 return with_repairs(result, decoded.repairs)
-            value = await ainvoke(self._function, decoded.arguments, timeout=self.timeout)
+            value = await ainvoke(
+                self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
+            )
+            return success_result(value, decoded.repairs)
         except Exception as exc:
             return failure_result(self.name, exc, decoded.repairs)
-        return success_result(value, decoded.repairs)
-
-
-result_text = result_text_converter(Any)
-"""The text the model reads for an undeclared return value: `str` as is, `None` → `"Success"`,
-anything else → compact JSON (pydantic serializes models, dataclasses, datetimes, …)."""
-
-
-def success_result(value: Any, repairs: tuple[str, ...] = ()) -> ToolExecutionResult:
-    """A successful result carrying `value` and its text."""
-    return ToolExecutionResult(text=result_text(value), value=value, repairs=repairs)
-
-
-def arguments_error_result(tool_name: str, decoded: DecodedArguments) -> ToolExecutionResult:
-    """The `"arguments"` error result for arguments that failed decoding or validation."""
-    error = ToolArgumentsError(tool_name, decoded.errors)
-    text = format_arguments_error(tool_name, decoded.errors)
-    return ToolExecutionResult.error(text, "arguments", exception=error, repairs=decoded.repairs)
-
-
-def failure_result(
-    tool_name: str, exc: Exception, repairs: tuple[str, ...] = ()
-) -> ToolExecutionResult:
-    """Map what a handler raised to an error result: `ModelRetry` → `"retry"` (its message as
-    is), `HandlerTimeoutError` → `"timeout"`, anything else → `"execution"` (type and message, no
-    traceback)."""
-    if isinstance(exc, ModelRetry):
-        return ToolExecutionResult.error(exc.message, "retry", exception=exc, repairs=repairs)
-    if isinstance(exc, HandlerTimeoutError):
-        text = f"Tool `{tool_name}` {exc}."
-        return ToolExecutionResult.error(text, "timeout", exception=exc, repairs=repairs)
-    text = f"Tool `{tool_name}` failed: {type(exc).__name__}: {exc}"
-    return ToolExecutionResult.error(text, "execution", exception=exc, repairs=repairs)
 
 
 def _is_executor(handler: object) -> TypeGuard[ToolExecutor]:
@@ -200,10 +141,3 @@ def _normalized(call: ToolCall, decoded: DecodedArguments) -> ToolCall:
         return call
     arguments = pydantic_core.to_json(decoded.arguments).decode()
     return call.model_copy(update={"arguments": arguments})
-
-
-def with_repairs(result: ToolExecutionResult, repairs: tuple[str, ...]) -> ToolExecutionResult:
-    """`result` with the envelope `repairs` of its arguments recorded first."""
-    if not repairs:
-        return result
-    return dataclasses.replace(result, repairs=(*repairs, *result.repairs))

@@ -7,34 +7,28 @@ failure an error result the model can read (`ToolExecutionResult`), never an exc
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextvars
 import copy
 import functools
 import inspect
-import logging
 import sys
-import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Self
 
-from ._argument_errors import format_arguments_error
 from ._arguments import ArgumentsValidator
-from ._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
+from ._exceptions import ToolArgumentsError
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
+from ._invoke import ainvoke, invoke, is_async_callable
 from ._messages import ToolCall
+from ._outcomes import arguments_error_result, failure_result, success_result
 from ._request import ToolSpecification
 from ._result_text import ResultConverter, result_text_converter
 from ._schema import render_schema
 from ._signature import check_tool_name, inspect_function
 
 __all__ = ["Tool", "ToolDecorator", "tool"]
-
-logger = logging.getLogger("agentforge_typed")
 
 P = ParamSpec("P")
 P2 = ParamSpec("P2")
@@ -44,10 +38,6 @@ T = TypeVar("T")
 
 ExtraArguments = Literal["forbid", "ignore"]
 _Binding = Literal["function", "instance", "class"]
-
-
-class _TimedOut(Exception):  # noqa: N818 - internal signal, never leaves this module
-    pass
 
 
 class Tool(Generic[P, R]):
@@ -68,6 +58,26 @@ class Tool(Generic[P, R]):
         sequential: Never run concurrently with other calls of a round.
         extra_arguments: `"forbid"` reports unknown arguments, `"ignore"` drops them (recorded).
     """
+
+    # The private per-call state in slots: reading a slot is cheaper than reading an instance
+    # `__dict__` (which `functools.update_wrapper` needs, so there is one too).
+    __slots__ = (
+        "__dict__",
+        "__weakref__",
+        "_attribute",
+        "_binding",
+        "_bound",
+        "_context_parameter",
+        "_convert",
+        "_direct_call",
+        "_function",
+        "_is_async",
+        "_positional",
+        "_renames",
+        "_strict",
+        "_validate_json",
+        "_validator",
+    )
 
     name: str
     description: str
@@ -139,7 +149,7 @@ class Tool(Generic[P, R]):
         self._binding: _Binding = binding
         self._bound = binding == "function"
         self._attribute: str | None = None
-        self._is_async = inspect.iscoroutinefunction(target)
+        self._is_async = is_async_callable(target)
         self._validator = ArgumentsValidator(
             signature.args_model,
             strict=strict,
@@ -147,6 +157,7 @@ class Tool(Generic[P, R]):
             null_means_default=signature.parameters if strict_schema else None,
         )
         self._validate_json = self._validator.validate_json
+        self._strict = self._validator.strict
         self._convert: ResultConverter = (
             cast(ResultConverter, result_converter)
             if result_converter is not None
@@ -243,25 +254,24 @@ class Tool(Generic[P, R]):
         """
         if not self._bound:
             self._refuse_unbound()
-        # The fast path inlined (this is the per-call cost that matters); repairs only on failure.
-        repairs: tuple[str, ...] = ()
+        # The fast path inlined, as it is the per-call cost that matters: a valid call of a plain
+        # sync function. Repaired arguments, context, renames, async and timeouts take `_run`.
         try:
-            arguments = self._validate_json(call.arguments, strict=self._validator.strict)
+            arguments = self._validate_json(call.arguments, strict=self._strict)
         except ValidationError as error:
             outcome = self._validator.repair(call.arguments, error)
             if len(outcome) == 3:
-                return self._arguments_error(outcome[1], outcome[2])
-            arguments, repairs = outcome
+                return arguments_error_result(self.name, outcome[2], outcome[1])
+            return self._run(outcome[0], outcome[1], call, context, deps)
+        if not self._direct_call:
+            return self._run(arguments, (), call, context, deps)
         try:
-            if self._direct_call:
-                value = self._function(**arguments.__dict__)
-            else:
-                args, kwargs = self._call_arguments(arguments, self._context(call, context, deps))
-                value = self._run_blocking(args, kwargs)
-            text = self._convert(value)
+            value = self._function(**arguments.__dict__)
+            # `success_result` inlined, positional: a call and keyword arguments would cost about
+            # as much as building the result itself.
+            return ToolExecutionResult(self._convert(value), value)
         except Exception as exc:
-            return self._failure(exc, repairs)
-        return ToolExecutionResult(text=text, value=value, repairs=repairs)
+            return failure_result(self.name, exc)
 
     async def aexecute(
         self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None
@@ -271,15 +281,34 @@ class Tool(Generic[P, R]):
             self._refuse_unbound()
         outcome = self._validator.validate(call.arguments)
         if len(outcome) == 3:
-            return self._arguments_error(outcome[1], outcome[2])
+            return arguments_error_result(self.name, outcome[2], outcome[1])
         arguments, repairs = outcome
         try:
             args, kwargs = self._call_arguments(arguments, self._context(call, context, deps))
-            value = await self._run_async(args, kwargs)
-            text = self._convert(value)
+            value = await ainvoke(
+                self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
+            )
+            return success_result(value, repairs, self._convert)
         except Exception as exc:
-            return self._failure(exc, repairs)
-        return ToolExecutionResult(text=text, value=value, repairs=repairs)
+            return failure_result(self.name, exc, repairs)
+
+    def _run(
+        self,
+        arguments: BaseModel,
+        repairs: tuple[str, ...],
+        call: ToolCall,
+        context: ToolContext[Any] | None,
+        deps: Any,
+    ) -> ToolExecutionResult:
+        """`execute` beyond its fast path."""
+        try:
+            args, kwargs = self._call_arguments(arguments, self._context(call, context, deps))
+            value = invoke(
+                self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
+            )
+            return success_result(value, repairs, self._convert)
+        except Exception as exc:
+            return failure_result(self.name, exc, repairs)
 
     def _context(
         self, call: ToolCall, context: ToolContext[Any] | None, deps: Any
@@ -293,65 +322,6 @@ class Tool(Generic[P, R]):
             f"tool `{self.name}` is a method: execute it through an instance (obj.{self.name})"
         )
 
-    def _run_blocking(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self._is_async:
-            return _run_coroutine_blocking(lambda: self._await(self._function(*args, **kwargs)))
-        if self.timeout is None:
-            return self._function(*args, **kwargs)
-        future = _start_daemon_thread(self._function, args, kwargs)
-        concurrent.futures.wait([future], timeout=self.timeout)
-        if not future.done():
-            self._log_abandoned()
-            raise _TimedOut
-        return future.result()
-
-    async def _run_async(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if self._is_async:
-            return await self._await(self._function(*args, **kwargs))
-        if self.timeout is None:
-            return await asyncio.to_thread(self._function, *args, **kwargs)
-        future = _start_daemon_thread(self._function, args, kwargs)
-        done, _ = await asyncio.wait({asyncio.wrap_future(future)}, timeout=self.timeout)
-        if not done:
-            self._log_abandoned()
-            raise _TimedOut
-        return future.result()
-
-    async def _await(self, awaitable: Awaitable[Any]) -> Any:
-        if self.timeout is None:
-            return await awaitable
-        task = asyncio.ensure_future(awaitable)
-        done, _ = await asyncio.wait({task}, timeout=self.timeout)
-        if not done:
-            task.cancel()
-            # Let the tool run its cleanup, as `asyncio.wait_for` would.
-            await asyncio.wait({task})
-            raise _TimedOut
-        return task.result()
-
-    def _log_abandoned(self) -> None:
-        logger.warning(
-            "tool %r timed out after %gs; its worker thread is abandoned and keeps running",
-            self.name,
-            self.timeout,
-        )
-
-    def _arguments_error(
-        self, repairs: tuple[str, ...], errors: list[ArgumentError]
-    ) -> ToolExecutionResult:
-        error = ToolArgumentsError(self.name, errors)
-        text = format_arguments_error(self.name, error.errors)
-        return ToolExecutionResult.error(text, "arguments", exception=error, repairs=repairs)
-
-    def _failure(self, exc: Exception, repairs: tuple[str, ...]) -> ToolExecutionResult:
-        if isinstance(exc, ModelRetry):
-            return ToolExecutionResult.error(exc.message, "retry", exception=exc, repairs=repairs)
-        if isinstance(exc, _TimedOut):
-            text = f"Tool `{self.name}` timed out after {self.timeout:g} seconds."
-            return ToolExecutionResult.error(text, "timeout", repairs=repairs)
-        text = f"Tool `{self.name}` failed: {type(exc).__name__}: {exc}"
-        return ToolExecutionResult.error(text, "execution", exception=exc, repairs=repairs)
-
 
 def _defined_in_class_body(function: Any) -> bool:
     """A plain function written in a class body whose first parameter is `self` or `cls`."""
@@ -364,38 +334,6 @@ def _defined_in_class_body(function: Any) -> bool:
     except (TypeError, ValueError):
         return False
     return first in ("self", "cls")
-
-
-def _start_daemon_thread(
-    function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> concurrent.futures.Future[Any]:
-    """Run `function` in a daemon thread: one that timed out can be abandoned without blocking exit."""
-    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(context.run(function, *args, **kwargs))
-        except BaseException as exc:
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="agentforge-tool", daemon=True).start()
-    return future
-
-
-def _run_coroutine_blocking(factory: Callable[[], Awaitable[Any]]) -> Any:
-    """Run an async tool from sync code: `asyncio.run`, or in a thread when a loop is running here."""
-
-    async def main() -> Any:
-        return await factory()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(main())
-    return _start_daemon_thread(asyncio.run, (main(),), {}).result()
 
 
 class ToolDecorator(Protocol):

@@ -2,10 +2,13 @@
 
 For three workloads — a 2-parameter tool, a nested order DTO with a list of line items, and a
 12-parameter tool — with valid and with invalid arguments, this measures `tool.execute(call)`
-next to the floor measured in the same run: a raw `TypeAdapter.validate_json` (strict) of the same
+next to two floors measured in the same run: a raw `TypeAdapter.validate_json` (strict) of the same
 arguments, the direct function call, and `pydantic_core.to_json` of the result (for invalid
-arguments: the `ValidationError` and its `.errors()`). It prints ns/call, the ratio to the floor
-(target: at most 1.5x) and the cold decoration time of each tool.
+arguments: the `ValidationError` and its `.errors()`). The first floor validates into a
+`TypedDict`; the second into the tool's own `args_model` (what the contract requires a tool to
+build, and dearer: a model instance), calling the function with the instance's fields. It prints
+ns/call, the ratio to each floor (target: at most 1.5x the `TypedDict` floor) and the cold
+decoration time of each tool.
 
 Run: `python benchmarks/dispatch.py [--quick]`. Numbers are the best of several repeats.
 """
@@ -161,6 +164,19 @@ def floor_call(
     return run
 
 
+def model_floor_call(
+    adapter: TypeAdapter[BaseModel], function: Callable[..., Any], raw: str
+) -> Callable[[], object]:
+    def run() -> object:
+        try:
+            arguments = adapter.validate_json(raw, strict=True)
+        except ValidationError as error:
+            return error.errors(include_url=False)
+        return pydantic_core.to_json(function(**arguments.__dict__))
+
+    return run
+
+
 def tool_call(dispatch: Tool[..., Any], raw: str) -> Callable[[], object]:
     call = ToolCall(id="call_1", name=dispatch.name, arguments=raw)
     return lambda: dispatch.execute(call).text
@@ -172,19 +188,27 @@ def main() -> None:
     options = parser.parse_args()
     number, repeat = (2_000, 3) if options.quick else (20_000, 7)
 
-    print(f"{'workload':<22} {'args':<8} {'floor ns':>9} {'tool ns':>9} {'ratio':>6}")
+    print(
+        f"{'workload':<22} {'args':<8} {'floor ns':>9} {'model fl':>9} {'tool ns':>9}"
+        f" {'ratio':>6} {'vs model':>8}"
+    )
     cold: list[tuple[str, float]] = []
     for label, function, args_type, valid, invalid in WORKLOADS:
         start = time.perf_counter_ns()
         dispatch = tool(function)
         cold.append((label, (time.perf_counter_ns() - start) / 1e6))
         adapter: TypeAdapter[Any] = TypeAdapter(args_type)
+        model_adapter: TypeAdapter[BaseModel] = TypeAdapter(dispatch.args_model)
         for kind, raw in (("valid", valid), ("invalid", invalid)):
             result = dispatch.execute(ToolCall(id="c", name=dispatch.name, arguments=raw))
             assert result.is_error == (kind == "invalid"), result.text
             floor = best_ns(floor_call(adapter, function, raw), number, repeat)
+            model = best_ns(model_floor_call(model_adapter, function, raw), number, repeat)
             ours = best_ns(tool_call(dispatch, raw), number, repeat)
-            print(f"{label:<22} {kind:<8} {floor:>9.0f} {ours:>9.0f} {ours / floor:>5.2f}x")
+            print(
+                f"{label:<22} {kind:<8} {floor:>9.0f} {model:>9.0f} {ours:>9.0f}"
+                f" {ours / floor:>5.2f}x {ours / model:>7.2f}x"
+            )
     print()
     for label, ms in cold:
         print(f"cold decoration, {label:<22} {ms:8.2f} ms")
