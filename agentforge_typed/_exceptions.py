@@ -61,7 +61,7 @@ class ModelError(AgentForgeError):
         return f"{type(self).__name__}({self.message!r}, status_code={self.status_code!r})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ArgumentError:
     """One problem with a tool call's arguments."""
 
@@ -76,10 +76,15 @@ class ToolArgumentsError(AgentForgeError):
     """Arguments failed validation; `errors` lists every problem."""
 
     def __init__(self, tool_name: str, errors: Sequence[ArgumentError]) -> None:
+        super().__init__(tool_name, errors)
         self.tool_name = tool_name
         self.errors = tuple(errors)
+
+    def __str__(self) -> str:
+        # Built on demand: inside the loop the error usually travels as a result and is never
+        # printed.
         lines = "; ".join(f"{e.path}: {e.message}" for e in self.errors)
-        super().__init__(f"invalid arguments for tool {tool_name!r}: {lines}")
+        return f"invalid arguments for tool {self.tool_name!r}: {lines}"
 
 
 class ToolExecutionError(AgentForgeError):
