@@ -41,7 +41,7 @@ class ReturnBehavior(enum.Enum):
     """End the loop when this tool is the last call of the round and nothing failed."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolContext(Generic[DepsT]):
     """Run-time values injected into a tool's `ToolContext` parameter; the model never sees them."""
 

@@ -18,7 +18,7 @@ __all__ = ["ToolChatResult", "ToolExecution"]
 OutputT = TypeVar("OutputT", default=None)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ToolExecution:
     """One tool call and its outcome, with wall-clock timestamps."""
 

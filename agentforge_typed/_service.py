@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import uuid
+import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -103,7 +103,7 @@ def _crashed(exc: Exception) -> ToolExecutionResult:
     return ToolExecutionResult.error(f"{type(exc).__name__}: {exc}", "execution", exception=exc)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Planned:
     """A call of the current round: the tool to run, or the result already decided for it."""
 
@@ -137,7 +137,7 @@ class _Run:
         self.output_value: Any = None
         self.parameters = service._request_parameters(parameters, output)
         self.deps = deps
-        self.conversation_id = conversation_id or uuid.uuid4().hex
+        self.conversation_id = conversation_id or os.urandom(16).hex()
         self.responses: list[ChatResponse] = []
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
