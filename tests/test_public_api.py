@@ -1,0 +1,34 @@
+"""The curated public API: `__all__` sorted, complete, and every name documented."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import typing
+
+import agentforge_typed
+
+
+def test_all_is_sorted_and_unique() -> None:
+    names = agentforge_typed.__all__
+    assert names == sorted(set(names))
+
+
+def test_every_exported_name_exists() -> None:
+    for name in agentforge_typed.__all__:
+        assert hasattr(agentforge_typed, name), name
+
+
+def test_every_exported_class_and_function_has_a_docstring() -> None:
+    undocumented = []
+    for name in agentforge_typed.__all__:
+        value = getattr(agentforge_typed, name)
+        if isinstance(value, type) or (callable(value) and not typing.get_origin(value)):
+            if not (value.__doc__ or "").strip():
+                undocumented.append(name)
+    assert undocumented == []
+
+
+def test_import_does_not_load_the_mcp_extra() -> None:
+    code = "import sys, agentforge_typed; assert 'mcp' not in sys.modules, 'mcp imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
