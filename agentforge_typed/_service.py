@@ -19,7 +19,7 @@ import pydantic_core
 from typing_extensions import TypeVar
 
 from ._argument_errors import format_arguments_error
-from ._events import ResponseComplete, ToolCallDelta
+from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
     ModelError,
     ToolArgumentsError,
@@ -57,7 +57,9 @@ __all__ = [
     "ExecutionErrorHandler",
     "ToolService",
     "UnknownToolHandler",
+    "is_tool",
     "list_available_tools",
+    "tools_from",
 ]
 
 OutputT = TypeVar("OutputT", default=None)
@@ -352,7 +354,7 @@ class ToolService:
                 request.
             TypeError: `source` holds no tool.
         """
-        for item in _tools_of(source):
+        for item in tools_from(source):
             if item.name in self._tools:
                 raise ValueError(f"a tool named {item.name!r} is already registered")
             if item.specification.strict_schema:
@@ -457,15 +459,12 @@ class ToolService:
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
         while True:
-            partial = _PartialArguments()
-            response = None
+            reader = _RoundReader()
             for event in model.stream(run.next_request()):
                 yield event
-                if isinstance(event, ResponseComplete):
-                    response = event.response
-                elif isinstance(event, ToolCallDelta) and (update := partial.feed(event)):
+                if update := reader.feed(event):
                     yield update
-            planned = run.on_response(_complete(response))
+            planned = run.on_response(reader.response())
             if planned is None:
                 break
             settled = []
@@ -491,26 +490,24 @@ class ToolService:
         soon as its call finishes."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
         while True:
-            partial = _PartialArguments()
-            response = None
+            reader = _RoundReader()
             async for event in model.astream(run.next_request()):
                 yield event
-                if isinstance(event, ResponseComplete):
-                    response = event.response
-                elif isinstance(event, ToolCallDelta) and (update := partial.feed(event)):
+                if update := reader.feed(event):
                     yield update
-            planned = run.on_response(_complete(response))
+            planned = run.on_response(reader.response())
             if planned is None:
                 break
             for plan in planned:
                 yield ToolCallEvent(plan.call)
+            # Results arrive in completion order and are recorded in the model's order.
+            position = {id(plan): index for index, plan in enumerate(planned)}
             settled: dict[int, ToolExecution] = {}
             for batch in _batches(planned, self.parallel):
-                tasks = [_asettle(run, plan) for plan in batch]
+                tasks = [_asettle_at(position[id(plan)], run, plan) for plan in batch]
                 for finished in asyncio.as_completed(tasks):
-                    execution = await finished
-                    settled[planned.index(_plan_of(batch, execution))] = execution
-                    yield ToolResultEvent(execution)
+                    index, settled[index] = await finished
+                    yield ToolResultEvent(settled[index])
             if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                 break
         yield FinalResultEvent(run.result())
@@ -520,10 +517,6 @@ def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[
     if output_type is None or isinstance(output_type, OutputSpec):
         return output_type
     return OutputSpec(output_type)
-
-
-def _plan_of(batch: Sequence[_Planned], execution: ToolExecution) -> _Planned:
-    return next(plan for plan in batch if plan.call is execution.call)
 
 
 def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Planned]]:
@@ -542,24 +535,38 @@ def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Plan
         yield batch
 
 
-def _complete(response: ChatResponse | None) -> ChatResponse:
-    if response is None:
-        raise ModelError("the model stream ended without a complete response")
-    return response
-
-
 async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
     return run.settle(plan, await _aexecute(plan))
 
 
-class _PartialArguments:
-    """Accumulates streamed tool-call arguments and parses them leniently for display."""
+async def _asettle_at(index: int, run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
+    return index, await _asettle(run, plan)
+
+
+class _RoundReader:
+    """What the loop reads from one round's model stream: the complete response, and the
+    tool-call arguments so far, parsed leniently for display."""
 
     def __init__(self) -> None:
         self.names: dict[int, str | None] = {}
         self.buffers: dict[int, str] = {}
+        self.complete: ChatResponse | None = None
 
-    def feed(self, delta: ToolCallDelta) -> PartialArgumentsEvent | None:
+    def feed(self, event: StreamEvent) -> PartialArgumentsEvent | None:
+        """Take one stream event; return the arguments parsed so far when it extends them."""
+        if isinstance(event, ResponseComplete):
+            self.complete = event.response
+        elif isinstance(event, ToolCallDelta):
+            return self._arguments(event)
+        return None
+
+    def response(self) -> ChatResponse:
+        """The round's complete response; raises `ModelError` when the stream ended without one."""
+        if self.complete is None:
+            raise ModelError("the model stream ended without a complete response")
+        return self.complete
+
+    def _arguments(self, delta: ToolCallDelta) -> PartialArgumentsEvent | None:
         if delta.name:
             self.names[delta.index] = delta.name
         if not delta.arguments_delta:
@@ -596,12 +603,18 @@ async def _aexecute(plan: _Planned) -> ToolExecution:
     return ToolExecution(plan.call, result, started, _now())
 
 
-def _is_tool(value: object) -> bool:
+def is_tool(value: object) -> bool:
+    """Whether `value` looks like a `ToolLike` (a specification and an executor)."""
     return hasattr(value, "specification") and hasattr(value, "aexecute")
 
 
-def _tools_of(source: object) -> list[ToolLike]:
-    if _is_tool(source):
+def tools_from(source: object) -> list[ToolLike]:
+    """The tools `source` holds, as `ToolService.register` reads it.
+
+    Raises:
+        TypeError: `source` holds no tool.
+    """
+    if is_tool(source):
         return [source]  # type: ignore[list-item]
     tools = getattr(source, "tools", None)
     if callable(tools) and not inspect.isclass(source):
@@ -613,7 +626,7 @@ def _tools_of(source: object) -> list[ToolLike]:
     found = [
         getattr(source, name)
         for name, member in inspect.getmembers(type(source))
-        if _is_tool(member)
+        if is_tool(member)
     ]
     if not found:
         raise TypeError(

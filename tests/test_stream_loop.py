@@ -222,3 +222,31 @@ def test_stream_with_output_type() -> None:
     )
     final = events[-1]
     assert isinstance(final, FinalResultEvent) and final.result.output == [3, 4]
+
+
+async def test_astream_keeps_identical_calls_apart() -> None:
+    executed.clear()
+    same = ToolCall(id="dup", name="weather", arguments='{"city": "Oslo"}')
+
+    def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if len(messages) == 1:
+            return AiMessage(tool_calls=[same, same.model_copy(), same])
+        return AiMessage(text="done")
+
+    events = [
+        e
+        async for e in ToolService([weather]).astream(
+            FunctionModel(script), [UserMessage(content="?")]
+        )
+    ]
+    final = events[-1]
+    assert isinstance(final, FinalResultEvent)
+    assert len(final.result.tool_executions) == 3 and executed == ["Oslo"] * 3
+    assert [m.role for m in final.result.messages] == [
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "tool",
+        "assistant",
+    ]

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from .._execution import ToolLike
-from .._service import ToolService, _is_tool, _tools_of
+from .._service import ToolService, is_tool, tools_from
 
 __all__ = [
     "Target",
@@ -153,13 +153,13 @@ def _looks_like_tools(value: object) -> bool:
 
 
 def _is_tool_source(value: object) -> bool:
-    if _is_tool(value) or inspect.isfunction(value) or inspect.ismethod(value):
+    if is_tool(value) or inspect.isfunction(value) or inspect.ismethod(value):
         return True
     if inspect.isclass(value) or inspect.ismodule(value):
         return False
     if callable(getattr(value, "tools", None)):
         return True
-    return any(_is_tool(member) for _, member in inspect.getmembers(type(value)))
+    return any(is_tool(member) for _, member in inspect.getmembers(type(value)))
 
 
 def _describe(value: object) -> str:
@@ -179,7 +179,7 @@ def tools_of(items: Sequence[object]) -> Iterator[tuple[object, ToolLike | Excep
     """Each item's tools, or the error that stopped it from being one (for `check`)."""
     for item in items:
         try:
-            for found in _tools_of(item):
+            for found in tools_from(item):
                 yield item, found
         except (TypeError, ValueError) as exc:
             yield item, exc
