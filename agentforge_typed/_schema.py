@@ -26,14 +26,15 @@ from typing import Any, Literal, get_args
 
 from ._exceptions import AgentForgeError
 
-__all__ = ["Dialect", "SchemaDialectError", "render_schema"]
+__all__ = ["DIALECTS", "Dialect", "SchemaDialectError", "render_schema"]
 
 Dialect = Literal["openai", "openai-strict", "anthropic", "gemini"]
 """A provider's JSON Schema dialect."""
 
-JsonSchema = dict[str, Any]
+DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
+"""Every `Dialect`, in declaration order."""
 
-_DIALECTS: tuple[str, ...] = get_args(Dialect)
+JsonSchema = dict[str, Any]
 
 # Where JSON Schema nests subschemas: one schema, a list of them, or a name → schema map.
 _SCHEMA_VALUE_KEYS = frozenset(
@@ -141,8 +142,8 @@ def render_schema(parameters: JsonSchema, dialect: Dialect) -> JsonSchema:
             for `"openai-strict"`, recursion for `"gemini"`), or the root is not an object.
         ValueError: `dialect` is not one of `Dialect`.
     """
-    if dialect not in _DIALECTS:
-        raise ValueError(f"unknown schema dialect {dialect!r}; expected one of {_DIALECTS}")
+    if dialect not in DIALECTS:
+        raise ValueError(f"unknown schema dialect {dialect!r}; expected one of {DIALECTS}")
     root = _inline_root_ref(parameters)
     if root.get("type") != "object":
         raise SchemaDialectError(

@@ -26,18 +26,16 @@ DEFAULT_DIALECTS = ("openai", "anthropic", "gemini")
 """Checked unless `--dialect` says otherwise; `openai` renders `strict_schema` tools strict."""
 
 # What each provider accepts as a function name (from their API references).
+_WORD_NAME = (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, 1 to 64 characters")
 _NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
-    "openai": (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, 1 to 64 characters"),
-    "anthropic": (
-        re.compile(r"[a-zA-Z0-9_-]{1,64}"),
-        "letters, digits, _ and -, 1 to 64 characters",
-    ),
+    "openai": _WORD_NAME,
+    "openai-strict": _WORD_NAME,
+    "anthropic": _WORD_NAME,
     "gemini": (
         re.compile(r"[a-zA-Z_][a-zA-Z0-9_.-]{0,63}"),
         "a letter or _ first, then letters, digits, _, . and -, at most 64 characters",
     ),
 }
-_NAME_RULES["openai-strict"] = _NAME_RULES["openai"]
 # Anthropic rejects the whole request when a top-level property key breaks this pattern.
 _ANTHROPIC_PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
 

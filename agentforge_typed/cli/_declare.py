@@ -8,20 +8,18 @@ item with the schema rendered in the Gemini dialect.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, get_args
+from typing import Any
 
 from .._request import ToolSpecification
-from .._schema import Dialect, render_schema
+from .._schema import render_schema
 from ..providers import _anthropic_wire, _openai_wire
 
-__all__ = ["DIALECTS", "declaration", "declarations"]
-
-DIALECTS: tuple[str, ...] = get_args(Dialect)
+__all__ = ["declaration", "declarations"]
 
 
 def _openai_strict(spec: ToolSpecification) -> dict[str, Any]:
     # What every tool would look like with `strict_schema=True`.
-    return _openai_wire._map_tool(spec.model_copy(update={"strict_schema": True}))
+    return _openai_wire.map_tool(spec.model_copy(update={"strict_schema": True}))
 
 
 def _gemini(spec: ToolSpecification) -> dict[str, Any]:
@@ -34,9 +32,9 @@ def _gemini(spec: ToolSpecification) -> dict[str, Any]:
 
 _RENDERERS: dict[str, Callable[[ToolSpecification], dict[str, Any]]] = {
     # As the OpenAI provider sends them: strict only for tools with `strict_schema=True`.
-    "openai": _openai_wire._map_tool,
+    "openai": _openai_wire.map_tool,
     "openai-strict": _openai_strict,
-    "anthropic": _anthropic_wire._map_tool,
+    "anthropic": _anthropic_wire.map_tool,
     "gemini": _gemini,
 }
 

@@ -17,9 +17,9 @@ from typing import Any
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
 from .._registry import KNOWN_MODEL_PREFIXES, get_model
-from .._schema import SchemaDialectError
+from .._schema import DIALECTS, SchemaDialectError
 from ._check import DEFAULT_DIALECTS, check_target
-from ._declare import DIALECTS, declarations
+from ._declare import declarations
 from ._run import LiveDisplay, result_json
 from ._target import Target, TargetError, load_object, load_target
 

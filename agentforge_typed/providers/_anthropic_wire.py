@@ -42,6 +42,7 @@ __all__ = [
     "MESSAGE_ATTRIBUTE",
     "AnthropicStreamAccumulator",
     "build_payload",
+    "map_tool",
     "parse_response",
 ]
 
@@ -99,7 +100,7 @@ def build_payload(
     # Server tools (web search, code execution, …) come through `custom["tools"]` and are
     # offered next to the client tools rather than replacing them.
     custom = dict(parameters.custom)
-    tools = [_map_tool(spec) for spec in parameters.tools or ()] + list(custom.pop("tools", ()))
+    tools = [map_tool(spec) for spec in parameters.tools or ()] + list(custom.pop("tools", ()))
     if tools:
         payload["tools"] = tools
     tool_choice = _map_tool_choice(parameters)
@@ -223,7 +224,12 @@ def _input(call: ToolCall) -> dict[str, Any]:
     return value
 
 
-def _map_tool(spec: ToolSpecification) -> dict[str, Any]:
+def map_tool(spec: ToolSpecification) -> dict[str, Any]:
+    """One `tools[]` entry (a client tool), its schema in the Anthropic dialect.
+
+    Raises:
+        SchemaDialectError: The dialect cannot express the tool's schema.
+    """
     tool: dict[str, Any] = {"name": spec.name}
     if spec.description:
         tool["description"] = spec.description

@@ -32,7 +32,7 @@ from .._schema import render_schema
 from ._http import error_from_body
 from ._sse import ServerSentEvent
 
-__all__ = ["PROVIDER", "StreamAccumulator", "build_payload", "parse_response"]
+__all__ = ["PROVIDER", "StreamAccumulator", "build_payload", "map_tool", "parse_response"]
 
 PROVIDER = "OpenAI"
 
@@ -69,7 +69,7 @@ def build_payload(
         "messages": [_map_message(message) for message in messages],
     }
     if parameters.tools:
-        payload["tools"] = [_map_tool(spec) for spec in parameters.tools]
+        payload["tools"] = [map_tool(spec) for spec in parameters.tools]
         if parameters.tool_choice is not None:
             payload["tool_choice"] = _map_tool_choice(parameters.tool_choice)
         if parameters.parallel_tool_calls is not None:
@@ -149,7 +149,12 @@ def _map_user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _map_tool(spec: ToolSpecification) -> dict[str, Any]:
+def map_tool(spec: ToolSpecification) -> dict[str, Any]:
+    """One `tools[]` entry; the schema is rendered strict when `spec.strict_schema` asks.
+
+    Raises:
+        SchemaDialectError: The dialect cannot express the tool's schema.
+    """
     function: dict[str, Any] = {"name": spec.name}
     if spec.description:
         function["description"] = spec.description
