@@ -105,19 +105,29 @@ class ToolLike(ToolExecutor, Protocol):
     """What `ToolService` needs of a registered tool: an executor plus its declaration and options."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The name the model calls the tool by."""
+        ...
 
     @property
-    def specification(self) -> ToolSpecification: ...
+    def specification(self) -> ToolSpecification:
+        """The declaration offered to the model."""
+        ...
 
     @property
-    def return_behavior(self) -> ReturnBehavior: ...
+    def return_behavior(self) -> ReturnBehavior:
+        """What the loop does with the tool's result."""
+        ...
 
     @property
-    def max_retries(self) -> int: ...
+    def max_retries(self) -> int:
+        """How many invalid-arguments attempts the loop sends back before raising."""
+        ...
 
     @property
-    def sequential(self) -> bool: ...
+    def sequential(self) -> bool:
+        """Whether the tool must not run concurrently with the other calls of its round."""
+        ...
 
 
 class ToolSource(Protocol):

@@ -23,7 +23,13 @@ from pydantic_core import CoreSchema
 from ._docstrings import parse_docstring
 from ._execution import ToolContext
 
-__all__ = ["TOOL_NAME_PATTERN", "ToolSignature", "check_tool_name", "inspect_function"]
+__all__ = [
+    "TOOL_NAME_PATTERN",
+    "ToolJsonSchema",
+    "ToolSignature",
+    "check_tool_name",
+    "inspect_function",
+]
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What every provider accepts as a tool (function) name."""
@@ -37,6 +43,7 @@ class ToolJsonSchema(GenerateJsonSchema):
     """
 
     def field_title_should_be_set(self, schema: CoreSchema) -> bool:
+        """Never: a field's title only repeats its name."""
         return False
 
 
