@@ -56,7 +56,6 @@ class ArgumentsValidator:
         "_argument_names",
         "_drop_extra",
         "_optional_schema",
-        "_strict",
         "_validator",
         "strict",
         "validate_json",
@@ -72,11 +71,11 @@ class ArgumentsValidator:
     ) -> None:
         self._validator = args_model.__pydantic_validator__
         self._optional_schema = null_means_default
-        self._strict: bool | None = True if strict else None
+        self.strict: bool | None = True if strict else None
+        """What `validate_json` takes as `strict`: `True`, or `None` for each model's own setting."""
         self.validate_json = self._validator.validate_json
         """The fast path alone, for callers that inline it: `validate_json(raw, strict=strict)`,
         then `repair(raw, error)` on a `ValidationError`."""
-        self.strict = self._strict
         self._drop_extra = extra_arguments == "ignore"
         self._argument_names = ", ".join(
             field.alias or name for name, field in args_model.model_fields.items()
@@ -85,7 +84,7 @@ class ArgumentsValidator:
     def validate(self, raw: str | bytes) -> Validated | Invalid:
         """`(arguments, repairs)` when valid, else `(None, repairs, errors)`."""
         try:
-            return self._validator.validate_json(raw, strict=self._strict), ()
+            return self._validator.validate_json(raw, strict=self.strict), ()
         except ValidationError as error:
             return self.repair(raw, error)
 
@@ -108,7 +107,7 @@ class ArgumentsValidator:
             if changed:
                 try:
                     encoded = pydantic_core.to_json(data)
-                    arguments = self._validator.validate_json(encoded, strict=self._strict)
+                    arguments = self._validator.validate_json(encoded, strict=self.strict)
                     return arguments, tuple(repairs)
                 except ValidationError as exc:
                     details = _details(exc)

@@ -477,7 +477,8 @@ def _check_url_template(tool: str, url: str) -> tuple[str, ...]:
         raise ValueError(
             f"HttpTool {tool!r}: url placeholders are only allowed in the path, got {url!r}"
         )
-    if "{" in _PLACEHOLDER.sub("", url) or "}" in _PLACEHOLDER.sub("", url):
+    outside = _PLACEHOLDER.sub("", url)
+    if "{" in outside or "}" in outside:
         raise ValueError(f"HttpTool {tool!r}: malformed placeholder in {url!r}")
     return tuple(dict.fromkeys(_PLACEHOLDER.findall(url)))
 

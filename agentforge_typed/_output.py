@@ -104,10 +104,8 @@ class OutputSpec(Generic[OutputT]):
 
     def nudge(self, errors: str | None) -> str:
         """What the model is told when its final answer was not (valid) output."""
-        if self.native:
-            return (
-                f"{errors}\nAnswer again with JSON that matches the schema."
-                if errors
-                else ("Answer with JSON that matches the schema.")
-            )
-        return f"Give your final answer by calling the `{self.name}` tool."
+        if not self.native:
+            return f"Give your final answer by calling the `{self.name}` tool."
+        if errors:
+            return f"{errors}\nAnswer again with JSON that matches the schema."
+        return "Answer with JSON that matches the schema."

@@ -82,7 +82,6 @@ class SchemaArguments:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             raise ValueError(f"invalid JSON schema for tool {tool_name!r}: {exc.message}") from exc
-        self.schema = schema
         self._validator = Draft202012Validator(
             schema, format_checker=Draft202012Validator.FORMAT_CHECKER
         )
