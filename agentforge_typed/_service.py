@@ -440,7 +440,7 @@ class ToolService:
                 return run.result()
             settled: list[ToolExecution] = []
             for batch in _batches(planned, self.parallel):
-                settled += await asyncio.gather(*(_asettle(run, plan) for plan in batch))
+                settled += await _settle_batch(run, batch)
             if run.finish_round(planned, settled):
                 return run.result()
 
@@ -504,10 +504,16 @@ class ToolService:
             position = {id(plan): index for index, plan in enumerate(planned)}
             settled: dict[int, ToolExecution] = {}
             for batch in _batches(planned, self.parallel):
-                tasks = [_asettle_at(position[id(plan)], run, plan) for plan in batch]
-                for finished in asyncio.as_completed(tasks):
-                    index, settled[index] = await finished
-                    yield ToolResultEvent(settled[index])
+                tasks = [
+                    asyncio.ensure_future(_asettle_at(position[id(plan)], run, plan))
+                    for plan in batch
+                ]
+                try:
+                    for finished in asyncio.as_completed(tasks):
+                        index, settled[index] = await finished
+                        yield ToolResultEvent(settled[index])
+                finally:
+                    await _cancel_unfinished(tasks)
             if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                 break
         yield FinalResultEvent(run.result())
@@ -533,6 +539,24 @@ def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Plan
         yield [plan]
     if batch:
         yield batch
+
+
+async def _settle_batch(run: _Run, batch: Sequence[_Planned]) -> list[ToolExecution]:
+    tasks = [asyncio.ensure_future(_asettle(run, plan)) for plan in batch]
+    try:
+        return await asyncio.gather(*tasks)
+    finally:
+        await _cancel_unfinished(tasks)
+
+
+async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    # When one call of a round raises (a policy or hook) or the run is cancelled, the others must
+    # not keep running unobserved after the run has ended: cancel them and wait for their cleanup.
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        await asyncio.wait(pending)
 
 
 async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
@@ -615,6 +639,10 @@ def tools_from(source: object) -> list[ToolLike]:
         TypeError: `source` holds no tool.
     """
     if is_tool(source):
+        from ._tools import Tool
+
+        if isinstance(source, Tool):
+            source.require_bound()  # a method taken from the class: refused now, not per call
         return [source]  # type: ignore[list-item]
     tools = getattr(source, "tools", None)
     if callable(tools) and not inspect.isclass(source):

@@ -6,6 +6,7 @@ then, with a message naming the function and the parameter.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import types
@@ -83,12 +84,13 @@ def inspect_function(
 ) -> ToolSignature:
     """Build the arguments model and schema of `function` (skipping `self`/`cls` when `has_receiver`)."""
     label = f"tool `{name}` ({getattr(function, '__qualname__', function)!r})"
+    annotated, documented = _annotated_function(function)
     try:
-        hints = typing.get_type_hints(function, localns=dict(localns or {}), include_extras=True)
+        hints = typing.get_type_hints(annotated, localns=dict(localns or {}), include_extras=True)
     except Exception as exc:  # NameError for an undefined forward reference, TypeError, …
         raise TypeError(f"{label}: cannot resolve its type annotations: {exc}") from exc
 
-    docstring = parse_docstring(function)
+    docstring = parse_docstring(documented)
     parameters = list(inspect.signature(function).parameters.values())
     if has_receiver:
         parameters = parameters[1:]
@@ -145,6 +147,19 @@ def inspect_function(
         renames=renames or None,
         return_annotation=hints.get("return", inspect.Parameter.empty),
     )
+
+
+def _annotated_function(function: Callable[..., Any]) -> tuple[Callable[..., Any], Any]:
+    """The function that carries the annotations of `function`, and the object whose docstring
+    describes it: the wrapped function of a `functools.partial`, the `__call__` method (or its
+    class) of a callable object; `function` itself otherwise. (The signature is still read from
+    `function`, so a partial's bound arguments are left out.)"""
+    while isinstance(function, functools.partial):
+        function = function.func
+    if inspect.isroutine(function) or inspect.isclass(function):
+        return function, function
+    call = type(function).__call__
+    return call, call if inspect.getdoc(call) else type(function)
 
 
 def _is_context(annotation: Any) -> bool:

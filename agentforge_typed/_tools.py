@@ -123,7 +123,12 @@ class Tool(Generic[P, R]):
                 f"extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
             )
 
-        self.name = check_tool_name(name if name is not None else target.__name__)
+        if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
+            raise TypeError(
+                f"@tool cannot wrap the generator function {target.__qualname__!r}: a tool "
+                "returns one result; collect the items into a list and return that"
+            )
+        self.name = check_tool_name(name if name is not None else _default_name(target))
         signature = inspect_function(
             target, name=self.name, has_receiver=binding != "function", localns=namespace
         )
@@ -317,10 +322,24 @@ class Tool(Generic[P, R]):
             return context
         return ToolContext(deps=deps, tool_call_id=call.id, tool_name=self.name)
 
+    def require_bound(self) -> None:
+        """Raise `TypeError` for a method tool taken from its class rather than an instance: it
+        has no `self` to run with."""
+        if not self._bound:
+            self._refuse_unbound()
+
     def _refuse_unbound(self) -> None:
         raise TypeError(
             f"tool `{self.name}` is a method: execute it through an instance (obj.{self.name})"
         )
+
+
+def _default_name(target: Callable[..., Any]) -> str:
+    """The function's name; a partial's wrapped function's; a callable object's class name."""
+    while isinstance(target, functools.partial):
+        target = target.func
+    name = getattr(target, "__name__", None)
+    return name if isinstance(name, str) else type(target).__name__
 
 
 def _defined_in_class_body(function: Any) -> bool:

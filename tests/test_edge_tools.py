@@ -1,0 +1,197 @@
+"""Adversarial `@tool` signatures and return values."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterator
+from typing import Any, Optional
+
+import pytest
+from pydantic import BaseModel
+
+from agentforge_typed import ToolCall, ToolService, tool
+
+
+def run(t: Any, **arguments: Any) -> Any:
+    return t.execute(ToolCall(id="c", name=t.name, arguments=json.dumps(arguments)))
+
+
+def test_mutable_default_is_fresh_for_every_validated_call() -> None:
+    @tool
+    def collect(item: str, bag: list[str] = []) -> list[str]:  # noqa: B006 - the point
+        bag.append(item)
+        return bag
+
+    assert run(collect, item="a").value == ["a"]
+    assert run(collect, item="b").value == ["b"]
+    assert collect.specification.parameters["properties"]["bag"]["default"] == []
+
+
+def test_optional_without_default_is_required_but_nullable() -> None:
+    @tool
+    def find(limit: Optional[int]) -> str:  # noqa: UP045 - the spelling under test
+        return repr(limit)
+
+    assert find.specification.parameters["required"] == ["limit"]
+    assert run(find, limit=None).text == "None"
+    missing = find.execute(ToolCall(id="c", name="find", arguments="{}"))
+    assert missing.error_kind == "arguments" and "$.limit" in missing.text
+
+
+def test_keyword_only_and_positional_only_parameters() -> None:
+    @tool
+    def mix(a: int, /, b: int, *, c: int = 3) -> list[int]:
+        return [a, b, c]
+
+    assert run(mix, a=1, b=2).value == [1, 2, 3]
+    assert run(mix, a=1, b=2, c=9).value == [1, 2, 9]
+    assert mix.specification.parameters["required"] == ["a", "b"]
+
+
+def test_positional_only_parameter_with_a_private_name() -> None:
+    @tool
+    def private(_token: str, /, json: int) -> str:
+        return f"{_token}:{json}"
+
+    assert set(private.specification.parameters["properties"]) == {"_token", "json"}
+    assert run(private, _token="t", json=2).text == "t:2"
+
+
+@pytest.mark.parametrize(
+    "name", ["model_config", "schema", "json", "copy", "validate", "dict", "model_fields"]
+)
+def test_parameters_named_like_basemodel_attributes(name: str) -> None:
+    namespace: dict[str, Any] = {}
+    exec(f"def shadow({name}: int) -> int:\n    return {name} * 2", namespace)
+    shadow = tool(namespace["shadow"])
+    assert list(shadow.specification.parameters["properties"]) == [name]
+    assert shadow.specification.parameters["required"] == [name]
+    assert run(shadow, **{name: 21}).value == 42
+    assert shadow.validate_arguments(json.dumps({name: 1})) is not None
+    renamed = shadow.execute(ToolCall(id="c", name="shadow", arguments='{"arg0_' + name + '": 1}'))
+    assert renamed.error_kind == "arguments"
+
+
+def test_leading_underscore_parameters_keep_their_names() -> None:
+    @tool
+    def hidden(_a: int, __b: int = 0) -> int:
+        return _a + __b
+
+    assert list(hidden.specification.parameters["properties"]) == ["_a", "__b"]
+    assert run(hidden, _a=1, __b=2).value == 3
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.total = 0
+
+    @tool
+    def add(self, amount: int) -> int:
+        """Add to the counter."""
+        self.total += amount
+        return self.total
+
+
+def test_method_through_the_class_is_unbound_and_refuses_to_execute() -> None:
+    with pytest.raises(TypeError, match="through an instance"):
+        Counter.add.execute(ToolCall(id="c", name="add", arguments='{"amount": 1}'))
+    counter = Counter()
+    assert counter.add.execute(ToolCall(id="c", name="add", arguments='{"amount": 2}')).value == 2
+    assert "self" not in Counter.add.specification.parameters["properties"]
+
+
+def test_an_unbound_method_tool_is_refused_at_registration() -> None:
+    with pytest.raises(TypeError, match="through an instance"):
+        ToolService([Counter.add])
+    assert ToolService([Counter()]).tools[0].name == "add"
+
+
+def test_functools_partial_becomes_a_tool_without_the_bound_parameters() -> None:
+    def greet(greeting: str, name: str) -> str:
+        """Greet someone."""
+        return f"{greeting}, {name}"
+
+    hello = tool(functools.partial(greet, "Hello"))
+    assert hello.name == "greet" and hello.description == "Greet someone."
+    assert list(hello.specification.parameters["properties"]) == ["name"]
+    assert run(hello, name="Ada").text == "Hello, Ada"
+
+
+def test_callable_object_becomes_a_tool() -> None:
+    class Multiplier:
+        """Multiply by a fixed factor."""
+
+        def __init__(self, factor: int) -> None:
+            self.factor = factor
+
+        def __call__(self, value: int) -> int:
+            return value * self.factor
+
+    triple = tool(name="triple")(Multiplier(3))
+    assert list(triple.specification.parameters["properties"]) == ["value"]
+    assert run(triple, value=5).value == 15
+    unnamed = tool(Multiplier(2))
+    assert unnamed.name == "Multiplier" and unnamed.description == "Multiply by a fixed factor."
+
+
+def test_generator_function_is_refused() -> None:
+    def numbers(limit: int) -> Iterator[int]:
+        yield from range(limit)
+
+    async def anumbers(limit: int) -> Any:
+        for number in range(limit):
+            yield number
+
+    for function in (numbers, anumbers):
+        with pytest.raises(TypeError, match="generator function"):
+            tool(function)
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node] = []
+
+
+def test_recursive_return_type_is_dumped() -> None:
+    @tool
+    def tree(depth: int) -> Node:
+        node = Node(label="leaf")
+        for level in range(depth):
+            node = Node(label=f"l{level}", children=[node])
+        return node
+
+    assert json.loads(run(tree, depth=2).text) == {
+        "label": "l1",
+        "children": [{"label": "l0", "children": [{"label": "leaf", "children": []}]}],
+    }
+
+
+def test_unserializable_return_value_is_an_execution_error() -> None:
+    @tool
+    def opaque() -> Any:
+        return object()
+
+    result = opaque.execute(ToolCall(id="c", name="opaque", arguments="{}"))
+    assert result.is_error and result.error_kind == "execution"
+    assert result.text.startswith("Tool `opaque` failed: PydanticSerializationError")
+
+
+def test_circular_return_value_is_an_execution_error() -> None:
+    @tool
+    def loop() -> dict[str, Any]:
+        data: dict[str, Any] = {}
+        data["self"] = data
+        return data
+
+    result = loop.execute(ToolCall(id="c", name="loop", arguments="{}"))
+    assert result.error_kind == "execution" and "ircular" in result.text
+
+
+async def test_unserializable_return_value_is_an_execution_error_async() -> None:
+    @tool
+    async def opaque() -> Any:
+        return object()
+
+    result = await opaque.aexecute(ToolCall(id="c", name="opaque", arguments="{}"))
+    assert result.error_kind == "execution"
