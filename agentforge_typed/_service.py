@@ -231,7 +231,10 @@ class _Run:
                 if execution.call.name == self.output.name and not execution.failed:
                     self.output_value = execution.result.value
                     return True
-        self.returned_immediately = bool(planned) and _returns_now(planned, settled)
+        # With an output type only a valid output ends the run, so `.output` is always one.
+        self.returned_immediately = (
+            bool(planned) and self.output is None and _returns_now(planned, settled)
+        )
         return self.returned_immediately
 
     def _apply_policy(self, plan: _Planned, result: ToolExecutionResult) -> ToolExecutionResult:

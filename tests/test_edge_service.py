@@ -395,16 +395,20 @@ class Answer(BaseModel):
     value: int
 
 
-def test_output_type_with_an_immediate_tool_called_alone_ends_without_output(
+def test_output_type_outranks_an_immediate_tool(
     drive: Callable[..., ToolChatResult[Any]],
 ) -> None:
+    # With an output type the run ends only on a valid output, so `.output` is always one.
     @tool(return_behavior=ReturnBehavior.IMMEDIATE)
     def stop_now() -> str:
         return "stopped"
 
-    model, _ = scripted(AiMessage(tool_calls=[ToolCall(id="c", name="stop_now", arguments="{}")]))
+    model, _ = scripted(
+        AiMessage(tool_calls=[ToolCall(id="c", name="stop_now", arguments="{}")]),
+        AiMessage(tool_calls=[ToolCall(id="f", name="final_result", arguments='{"value": 3}')]),
+    )
     result = drive(ToolService([stop_now]), model, output_type=Answer)
-    assert result.returned_immediately and result.output is None
+    assert not result.returned_immediately and result.output == Answer(value=3)
     assert result.tool_executions[0].result.text == "stopped"
 
 
