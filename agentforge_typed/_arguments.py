@@ -53,9 +53,9 @@ class ArgumentsValidator:
     """
 
     __slots__ = (
-        "_argument_names",
         "_drop_extra",
         "_optional_schema",
+        "_unexpected",
         "_validator",
         "strict",
         "validate_json",
@@ -77,9 +77,8 @@ class ArgumentsValidator:
         """The fast path alone, for callers that inline it: `validate_json(raw, strict=strict)`,
         then `repair(raw, error)` on a `ValidationError`."""
         self._drop_extra = extra_arguments == "ignore"
-        self._argument_names = ", ".join(
-            field.alias or name for name, field in args_model.model_fields.items()
-        )
+        names = ", ".join(field.alias or name for name, field in args_model.model_fields.items())
+        self._unexpected = f"Unexpected argument; this tool takes: {names or 'nothing'}"
 
     def validate(self, raw: str | bytes) -> Validated | Invalid:
         """`(arguments, repairs)` when valid, else `(None, repairs, errors)`."""
@@ -177,8 +176,7 @@ class ArgumentsValidator:
         return data, changed
 
     def _errors(self, details: Sequence[ErrorDetails]) -> list[ArgumentError]:
-        unexpected = f"Unexpected argument; this tool takes: {self._argument_names or 'nothing'}"
-        return argument_errors(details, unexpected_argument=unexpected)
+        return argument_errors(details, unexpected_argument=self._unexpected)
 
 
 _MISSING = object()

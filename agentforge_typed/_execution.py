@@ -83,7 +83,7 @@ class ToolExecutionResult:
         repairs: tuple[str, ...] = (),
     ) -> ToolExecutionResult:
         """An error result the model can read."""
-        return cls(text=text, is_error=True, error_kind=kind, exception=exception, repairs=repairs)
+        return cls(text, None, True, kind, repairs, exception)
 
 
 class ToolExecutor(Protocol):
