@@ -13,6 +13,7 @@ offending input as compact JSON truncated to `MAX_INPUT_CHARS`. Deterministic, n
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,10 +28,13 @@ MAX_INPUT_CHARS = 120
 
 def json_path(location: Sequence[str | int]) -> str:
     """`("order", "items", 0, "qty")` → `$.order.items[0].qty`."""
-    parts = ["$"]
-    for key in location:
-        parts.append(f"[{key}]" if isinstance(key, int) else f".{key}")
-    return "".join(parts)
+    return _json_path(tuple(location))
+
+
+@functools.lru_cache(maxsize=1024)
+def _json_path(location: tuple[str | int, ...]) -> str:
+    # The same few locations come back on every invalid call of a tool.
+    return "$" + "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in location)
 
 
 def render_input(value: Any) -> str:

@@ -15,8 +15,7 @@ ModelRetry                raised *inside* a tool on purpose: send its message ba
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = [
     "AgentForgeError",
@@ -61,9 +60,9 @@ class ModelError(AgentForgeError):
         return f"{type(self).__name__}({self.message!r}, status_code={self.status_code!r})"
 
 
-@dataclass(frozen=True, slots=True)
-class ArgumentError:
-    """One problem with a tool call's arguments."""
+class ArgumentError(NamedTuple):
+    """One problem with a tool call's arguments (an immutable named tuple: one is built per
+    problem, on the path every invalid call takes)."""
 
     path: str
     """JSON path of the offending value, e.g. `$.order.items[0].quantity` (`$` for the whole object)."""
