@@ -79,6 +79,12 @@ class Tool(Generic[P, R]):
         "_validator",
     )
 
+    # Set by `functools.update_wrapper`: a tool still reads like its function.
+    __name__: str
+    __qualname__: str
+    # The undecorated callable (a bound method tool keeps its class's function).
+    __wrapped__: Callable[..., R]
+
     name: str
     description: str
     specification: ToolSpecification

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -453,6 +453,7 @@ async def test_astream_closed_mid_round_cancels_the_running_calls() -> None:
         )
     )
     stream = ToolService([slow]).astream(model, ASK)
+    assert isinstance(stream, AsyncGenerator)  # closing it is what cancels the running calls
     async for event in stream:
         if isinstance(event, ToolResultEvent):
             break

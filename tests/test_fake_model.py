@@ -8,7 +8,7 @@ import decimal
 import enum
 import ipaddress
 import uuid
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeAlias
 
 import pydantic_core
 import pytest
@@ -36,6 +36,7 @@ from agentforge_typed import (
     ResponseComplete,
     TextContent,
     TextDelta,
+    Tool,
     ToolCall,
     ToolCallDelta,
     ToolChoice,
@@ -101,6 +102,13 @@ class Dog(BaseModel):
     name: str
 
 
+# Named, so that mypy reads the strings inside as literals rather than as string annotations
+# where `create_model` takes a type form.
+Unit: TypeAlias = Literal["c", "f"]
+AutoOrZero: TypeAlias = Literal["auto", 0]
+TaggedPet: TypeAlias = Annotated[Cat | Dog, Field(discriminator="kind")]
+
+
 class Node(BaseModel):
     value: int
     children: list[Node] = []
@@ -151,9 +159,9 @@ MODELS: dict[str, type[BaseModel]] = {
         "enums",
         color=(Color, ...),
         level=(Level, Level.HIGH),
-        unit=(Literal["c", "f"], ...),
+        unit=(Unit, ...),
         flag=(Literal[True], ...),
-        mixed=(Literal["auto", 0], ...),
+        mixed=(AutoOrZero, ...),
     ),
     "ids_and_urls": create_model(
         "ids_and_urls",
@@ -202,7 +210,7 @@ MODELS: dict[str, type[BaseModel]] = {
         "unions",
         key=(int | str, ...),
         pet=(Cat | Dog, ...),
-        tagged=(Annotated[Cat | Dog, Field(discriminator="kind")], ...),
+        tagged=(TaggedPet, ...),
         maybe=(Address | None, None),
         required_nullable=(int | None, ...),
     ),
@@ -258,7 +266,8 @@ def test_synthesis_honours_bounds_formats_and_patterns() -> None:
         pydantic_core.to_json(synthesize_arguments(MODELS["ids_and_urls"].model_json_schema())),
         strict=True,
     )
-    assert (ids.b.version, ids.c.version, ids.d.version) == (1, 4, 5)
+    fields = dict(ids)  # a model built at run time: its fields are unknown to mypy
+    assert (fields["b"].version, fields["c"].version, fields["d"].version) == (1, 4, 5)
 
 
 def test_synthesis_makes_unique_items_distinct() -> None:
@@ -468,7 +477,7 @@ def measure(
     return f"{width * count}{unit}"
 
 
-TOOLS = [place_order, plan_route, schedule, adopt, tag, measure]
+TOOLS: list[Tool[..., Any]] = [place_order, plan_route, schedule, adopt, tag, measure]
 
 
 @pytest.mark.parametrize("the_tool", TOOLS, ids=lambda t: t.name)

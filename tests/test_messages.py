@@ -71,9 +71,9 @@ def test_messages_are_immutable() -> None:
     request = ChatRequest(messages=[UserMessage(content="hi")])
     assert isinstance(request.messages, tuple)
     with pytest.raises(pydantic.ValidationError):
-        request.messages = ()  # type: ignore[misc]
+        request.messages = ()
     with pytest.raises(pydantic.ValidationError):
-        request.messages[0].content = "changed"  # type: ignore[misc]
+        request.messages[0].content = "changed"
     message = AiMessage(tool_calls=[ToolCall(id="1", name="f")])
     assert isinstance(message.tool_calls, tuple)
 

@@ -11,6 +11,7 @@ from openai_support import Server, sse_response
 
 from agentforge_typed import (
     AiMessage,
+    ChatMessage,
     FinalResultEvent,
     FinishReason,
     SystemMessage,
@@ -125,7 +126,10 @@ async def test_two_round_tool_conversation(mode: str) -> None:
     server = Server(first_round(streaming), second_round(streaming))
     model = server.model(temperature=0.2)
     service = ToolService([get_weather])
-    messages = [SystemMessage(text="Answer briefly."), UserMessage(content="杭州今天天气怎么样")]
+    messages: list[ChatMessage] = [
+        SystemMessage(text="Answer briefly."),
+        UserMessage(content="杭州今天天气怎么样"),
+    ]
     result: ToolChatResult[Any]
     if mode == "chat":
         result = service.chat(model, messages)

@@ -223,9 +223,12 @@ def test_fake_model_produces_valid_output(native: bool) -> None:
 
 def test_native_output_is_refused_by_anthropic_before_sending() -> None:
     sent: list[httpx.Request] = []
-    client = httpx.Client(
-        transport=httpx.MockTransport(lambda r: sent.append(r) or httpx.Response(500))
-    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500)
+
+    client = httpx.Client(transport=httpx.MockTransport(handler))
     model = AnthropicChatModel("claude-sonnet-4-5", api_key="sk-ant-test", http_client=client)
     with pytest.raises(ModelError, match="no native JSON-schema response format"):
         ToolService().chat(

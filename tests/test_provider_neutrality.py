@@ -12,6 +12,7 @@ import pytest
 
 from agentforge_typed import (
     AnthropicChatModel,
+    ChatMessage,
     ChatModel,
     SystemMessage,
     ToolChatResult,
@@ -120,7 +121,10 @@ def summary(result: ToolChatResult[None]) -> list[tuple[str, str, Any, str, bool
     ]
 
 
-MESSAGES = [SystemMessage(text="You report the weather."), UserMessage(content="Paris and Rome?")]
+MESSAGES: list[ChatMessage] = [
+    SystemMessage(text="You report the weather."),
+    UserMessage(content="Paris and Rome?"),
+]
 
 
 @pytest.mark.parametrize("mode", ["sync", "async"])

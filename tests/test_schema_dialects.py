@@ -229,7 +229,7 @@ if os.environ.get("UPDATE_GOLDEN"):  # pragma: no cover - maintenance switch
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for _case, _model_class in CASES.items():
         _schema = _model_class.model_json_schema()
-        _record = {"input": _schema, **{d: _render(_schema, d) for d in DIALECTS}}
+        _record: dict[str, Any] = {"input": _schema, **{d: _render(_schema, d) for d in DIALECTS}}
         _golden_path(_case).write_text(
             json.dumps(_record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )

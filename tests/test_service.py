@@ -40,6 +40,7 @@ from agentforge_typed import (
     logging_hook,
     tool,
 )
+from agentforge_typed._execution import ToolLike
 
 Turn = AiMessage | Callable[[Sequence[ChatMessage]], AiMessage]
 
@@ -73,7 +74,9 @@ def calls(*tool_calls: ToolCall, text: str | None = None) -> AiMessage:
 
 @pytest.fixture(params=["sync", "async"])
 def run(request: pytest.FixtureRequest) -> Callable[..., ToolChatResult[None]]:
-    def run_chat(service: ToolService, script: Script, messages: Sequence[ChatMessage], **kw: Any):
+    def run_chat(
+        service: ToolService, script: Script, messages: Sequence[ChatMessage], **kw: Any
+    ) -> ToolChatResult[None]:
         if request.param == "sync":
             return service.chat(script.model, messages, **kw)
         return asyncio.run(service.achat(script.model, messages, **kw))
@@ -727,4 +730,6 @@ def test_strict_schema_a_dialect_cannot_express_is_refused_at_registration() -> 
     assert service.tools == ()
     # The same schema without provider enforcement is fine.
     service.register_spec(open_object.model_copy(update={"strict_schema": False}), lambda a: "ok")
-    assert [t.name for t in service.tools] == ["tag"]
+    # Read again into a declared variable: mypy would keep `service.tools` narrowed to `tuple[()]`.
+    registered: Sequence[ToolLike] = service.tools
+    assert [t.name for t in registered] == ["tag"]

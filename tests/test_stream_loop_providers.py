@@ -181,13 +181,18 @@ def make_model(provider: str, stream: bool) -> tuple[ChatModel, list[dict[str, A
         return responses.pop(0)
 
     transport = httpx.MockTransport(handler)
-    clients = {
-        "http_client": httpx.Client(transport=transport),
-        "async_http_client": httpx.AsyncClient(transport=transport),
-    }
+    client = httpx.Client(transport=transport)
+    async_client = httpx.AsyncClient(transport=transport)
     if provider == "openai":
-        return OpenAIChatModel("gpt-4.1", api_key="sk-test", **clients), bodies
-    return AnthropicChatModel("claude-sonnet-4-5", api_key="sk-ant-test", **clients), bodies
+        return OpenAIChatModel(
+            "gpt-4.1", api_key="sk-test", http_client=client, async_http_client=async_client
+        ), bodies
+    return AnthropicChatModel(
+        "claude-sonnet-4-5",
+        api_key="sk-ant-test",
+        http_client=client,
+        async_http_client=async_client,
+    ), bodies
 
 
 def shape(events: Sequence[ToolLoopEvent]) -> list[str]:
@@ -200,7 +205,7 @@ def shape(events: Sequence[ToolLoopEvent]) -> list[str]:
             FinalResultEvent: lambda e: "final",
             TextDelta: lambda e: "text",
             ToolCallDelta: lambda e: "delta",
-        }.get(type(event), lambda e: None)(event)  # type: ignore[no-untyped-call]
+        }.get(type(event), lambda e: None)(event)
         if name and not (out and out[-1] == name and name in ("text", "delta")):
             out.append(name)
     return out

@@ -48,7 +48,7 @@ def test_a_tool_is_still_the_function() -> None:
     assert add(2, 3) == 5
     assert add(a=2) == 3
     assert add.__name__ == "add" and add.__doc__ == "Add two numbers."
-    assert add.__wrapped__(1, 1) == 2  # type: ignore[attr-defined]
+    assert add.__wrapped__(1, 1) == 2
     assert repr(add).startswith("<Tool 'add' of <function add")
 
 
@@ -121,7 +121,7 @@ def test_context_is_not_in_the_schema_and_the_model_cannot_fill_it() -> None:
 
 
 def test_context_forms_are_detected() -> None:
-    def bare(context: ToolContext, x: int) -> Any:  # type: ignore[type-arg]
+    def bare(context: ToolContext, x: int) -> Any:
         return context.deps
 
     def optional(x: int, context: ToolContext[int] | None = None) -> Any:
@@ -274,7 +274,7 @@ async def test_async_timeout_cancels_the_task() -> None:
 
 
 def test_async_timeout_through_sync_execute() -> None:
-    fast_limit = tool(timeout=0.05)(slow_echo.__wrapped__)  # type: ignore[attr-defined]
+    fast_limit = tool(timeout=0.05)(slow_echo.__wrapped__)
     assert fast_limit.execute(call("slow_echo", '{"text": "a", "delay": 1}')).error_kind == (
         "timeout"
     )
@@ -437,7 +437,7 @@ def test_conversion_failures_are_execution_errors() -> None:
     def explode(value: Any) -> str:
         raise ValueError("cannot convert")
 
-    broken = tool(result_converter=explode)(add.__wrapped__)  # type: ignore[attr-defined]
+    broken = tool(result_converter=explode)(add.__wrapped__)
     result = broken.execute(call("add", '{"a": 1}'))
     assert (result.error_kind, result.text) == (
         "execution",
@@ -484,7 +484,7 @@ def test_decoration_errors_name_function_and_parameter(
 @pytest.mark.parametrize("name", ["", "has space", "a" * 65, "dots.not.allowed", "ünï"])
 def test_invalid_tool_names_are_refused(name: str) -> None:
     with pytest.raises(ValueError, match="invalid tool name"):
-        tool(name=name)(add.__wrapped__)  # type: ignore[attr-defined]
+        tool(name=name)(add.__wrapped__)
 
 
 def test_lambda_needs_a_name() -> None:

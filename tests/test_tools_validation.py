@@ -248,7 +248,7 @@ def test_unknown_arguments_can_be_ignored_and_the_drop_is_recorded() -> None:
 
 def test_invalid_extra_arguments_option() -> None:
     with pytest.raises(ValueError, match="extra_arguments"):
-        tool(extra_arguments="allow")(place_order.__wrapped__)  # type: ignore[arg-type]
+        tool(extra_arguments="allow")(place_order.__wrapped__)  # type: ignore[call-overload]
 
 
 # --- envelope repairs -------------------------------------------------------------------------------
