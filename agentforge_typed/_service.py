@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -456,7 +456,7 @@ class ToolService:
         deps: Any = None,
         conversation_id: str | None = None,
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-    ) -> Iterator[ToolLoopEvent]:
+    ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
@@ -488,7 +488,7 @@ class ToolService:
         deps: Any = None,
         conversation_id: str | None = None,
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-    ) -> AsyncIterator[ToolLoopEvent]:
+    ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Generator, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -53,8 +53,9 @@ async def main() -> None:
     assert_type(service.chat(model, prompt, output_type=list[int]).output, list[int])
     assert_type(service.chat(model, prompt, output_type=OutputSpec(City, native=True)).output, City)
 
-    assert_type(service.stream(model, prompt), Iterator[ToolLoopEvent])
-    assert_type(service.astream(model, prompt), AsyncIterator[ToolLoopEvent])
+    # Generators, so that closing one early (which cancels running calls) type-checks.
+    assert_type(service.stream(model, prompt), Generator[ToolLoopEvent, None, None])
+    assert_type(service.astream(model, prompt), AsyncGenerator[ToolLoopEvent, None])
 
     # Misuse that must stay a type error.
     city.output.population  # type: ignore[attr-defined]
