@@ -17,7 +17,7 @@ import functools
 from collections.abc import Sequence
 from typing import Any
 
-import pydantic_core
+from pydantic_core import to_json
 
 from ._exceptions import ArgumentError
 
@@ -28,7 +28,7 @@ MAX_INPUT_CHARS = 120
 
 def json_path(location: Sequence[str | int]) -> str:
     """`("order", "items", 0, "qty")` → `$.order.items[0].qty`."""
-    return _json_path(tuple(location))
+    return _json_path(location if isinstance(location, tuple) else tuple(location))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -39,7 +39,7 @@ def _json_path(location: tuple[str | int, ...]) -> str:
 
 def render_input(value: Any) -> str:
     """Compact JSON of `value`, truncated to `MAX_INPUT_CHARS` characters."""
-    text = pydantic_core.to_json(value, fallback=repr).decode()
+    text = to_json(value, fallback=repr).decode()
     if len(text) > MAX_INPUT_CHARS:
         return text[: MAX_INPUT_CHARS - 1] + "…"
     return text
@@ -47,7 +47,10 @@ def render_input(value: Any) -> str:
 
 def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
     """The text an arguments-error result carries back to the model."""
-    lines = [f"Invalid arguments for tool `{tool_name}`:"]
-    lines.extend(f"- {e.path}: {e.message} (input: {render_input(e.input)})" for e in errors)
-    lines.append(f"Correct the arguments and call `{tool_name}` again.")
-    return "\n".join(lines)
+    lines = "".join(
+        [f"- {path}: {message} (input: {render_input(value)})\n" for path, message, value in errors]
+    )
+    return (
+        f"Invalid arguments for tool `{tool_name}`:\n{lines}"
+        f"Correct the arguments and call `{tool_name}` again."
+    )

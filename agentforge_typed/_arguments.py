@@ -32,11 +32,12 @@ REPAIR_DOUBLE_ENCODED = "arguments were double-encoded as a JSON string: decoded
 
 _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dataclass_type", "dict_type"})
 _ARRAY_ERRORS = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type"})
+_STRING_ENCODED_ERRORS = _OBJECT_ERRORS | _ARRAY_ERRORS
 _MAX_REPAIR_ROUNDS = 8
 """String-encoded JSON can hide more string-encoded JSON; a bound keeps hostile input cheap."""
 
 Validated = tuple[BaseModel, tuple[str, ...]]
-Invalid = tuple[None, tuple[str, ...], list[ArgumentError]]
+Invalid = tuple[None, tuple[str, ...], tuple[ArgumentError, ...]]
 
 
 class ArgumentsValidator:
@@ -55,6 +56,7 @@ class ArgumentsValidator:
     __slots__ = (
         "_drop_extra",
         "_optional_schema",
+        "_repairable_kinds",
         "_unexpected",
         "_validator",
         "strict",
@@ -77,6 +79,9 @@ class ArgumentsValidator:
         """The fast path alone, for callers that inline it: `validate_json(raw, strict=strict)`,
         then `repair(raw, error)` on a `ValidationError`."""
         self._drop_extra = extra_arguments == "ignore"
+        self._repairable_kinds = _STRING_ENCODED_ERRORS | (
+            {"extra_forbidden"} if self._drop_extra else frozenset()
+        )
         names = ", ".join(field.alias or name for name, field in args_model.model_fields.items())
         self._unexpected = f"Unexpected argument; this tool takes: {names or 'nothing'}"
 
@@ -119,15 +124,15 @@ class ArgumentsValidator:
 
     def _repairable(self, errors: Sequence[ErrorDetails]) -> bool:
         """Whether any error is one a repair could fix (most invalid calls have none)."""
+        nulls = self._optional_schema is not None
         for detail in errors:
             kind = detail["type"]
-            if detail["input"] is None and self._optional_schema is not None:
+            if nulls and detail["input"] is None:
                 return True
-            if kind == "extra_forbidden":
-                if self._drop_extra and len(detail["loc"]) == 1:
-                    return True
-            elif isinstance(detail["input"], str) and (
-                kind in _OBJECT_ERRORS or kind in _ARRAY_ERRORS
+            if kind in self._repairable_kinds and (
+                isinstance(detail["input"], str)
+                if kind != "extra_forbidden"
+                else len(detail["loc"]) == 1
             ):
                 return True
         return False
@@ -175,7 +180,7 @@ class ArgumentsValidator:
                 repairs.append(f"{path}: JSON {what} sent as a string: decoded")
         return data, changed
 
-    def _errors(self, details: Sequence[ErrorDetails]) -> list[ArgumentError]:
+    def _errors(self, details: Sequence[ErrorDetails]) -> tuple[ArgumentError, ...]:
         return argument_errors(details, unexpected_argument=self._unexpected)
 
 
@@ -188,7 +193,7 @@ def _details(error: ValidationError) -> list[ErrorDetails]:
 
 def argument_errors(
     error: ValidationError | Sequence[ErrorDetails], *, unexpected_argument: str | None = None
-) -> list[ArgumentError]:
+) -> tuple[ArgumentError, ...]:
     """A `ValidationError` (or its `.errors()`) as `ArgumentError`s: path, message and input.
 
     The path follows pydantic's location, so a union member's tag (e.g. `$.shape.Circle.radius`)
@@ -196,20 +201,19 @@ def argument_errors(
     replaces pydantic's message for an unknown top-level argument.
     """
     details = _details(error) if isinstance(error, ValidationError) else error
+    # `tuple.__new__` rather than `ArgumentError(...)`: the named tuple's Python-level `__new__`
+    # costs about as much again, on the path every invalid call takes.
+    new = tuple.__new__
     result = []
     for detail in details:
-        loc, message = detail["loc"], detail["msg"]
+        loc, message, value = detail["loc"], detail["msg"], detail["input"]
         if unexpected_argument and detail["type"] == "extra_forbidden" and len(loc) == 1:
             message = unexpected_argument
-        result.append(ArgumentError(json_path(loc), message, _printable(detail["input"])))
-    return result
-
-
-def _printable(value: Any) -> Any:
-    # Raw bytes that are not UTF-8 cannot be rendered as JSON: show what can be read.
-    if isinstance(value, (bytes, bytearray)):
-        return bytes(value).decode("utf-8", errors="replace")
-    return value
+        if isinstance(value, (bytes, bytearray)):
+            # Raw bytes that are not UTF-8 cannot be rendered as JSON: show what can be read.
+            value = bytes(value).decode("utf-8", errors="replace")
+        result.append(new(ArgumentError, (json_path(loc), message, value)))
+    return tuple(result)
 
 
 def _drop_optional_null(root: Any, loc: Sequence[str | int], schema: dict[str, Any]) -> str | None:

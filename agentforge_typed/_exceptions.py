@@ -75,7 +75,8 @@ class ToolArgumentsError(AgentForgeError):
     """Arguments failed validation; `errors` lists every problem."""
 
     def __init__(self, tool_name: str, errors: Sequence[ArgumentError]) -> None:
-        super().__init__(tool_name, errors)
+        # No `super().__init__`: `BaseException.__new__` has already stored `args`, and this is
+        # built on every invalid call.
         self.tool_name = tool_name
         self.errors = tuple(errors)
 

@@ -41,9 +41,9 @@ def arguments_error_result(
     tool_name: str, errors: Sequence[ArgumentError], repairs: tuple[str, ...] = ()
 ) -> ToolExecutionResult:
     """The `"arguments"` error result for arguments that failed decoding or validation."""
+    text = format_arguments_error(tool_name, errors)
     error = ToolArgumentsError(tool_name, errors)
-    text = format_arguments_error(tool_name, error.errors)
-    return ToolExecutionResult.error(text, "arguments", exception=error, repairs=repairs)
+    return ToolExecutionResult(text, None, True, "arguments", repairs, error)
 
 
 def failure_result(

@@ -10,6 +10,7 @@ and validates the answer's text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Generic
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
@@ -33,7 +34,7 @@ _DESCRIPTION = "Give the final answer. Call this exactly once, when you are done
 class OutputValidationError(ToolArgumentsError):
     """The model's final output stayed invalid after every retry; `output` is its last attempt."""
 
-    def __init__(self, tool_name: str, errors: list[ArgumentError], output: str) -> None:
+    def __init__(self, tool_name: str, errors: Sequence[ArgumentError], output: str) -> None:
         super().__init__(tool_name, errors)
         self.output = output
 

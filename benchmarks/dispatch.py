@@ -6,9 +6,16 @@ next to two floors measured in the same run: a raw `TypeAdapter.validate_json` (
 arguments, the direct function call, and `pydantic_core.to_json` of the result (for invalid
 arguments: the `ValidationError` and its `.errors()`). The first floor validates into a
 `TypedDict`; the second into the tool's own `args_model` (what the contract requires a tool to
-build, and dearer: a model instance), calling the function with the instance's fields. It prints
-ns/call, the ratio to each floor (target: at most 1.5x the `TypedDict` floor) and the cold
-decoration time of each tool.
+build, and dearer: a model instance), calling the function with the instance's fields.
+
+For invalid arguments a third floor, the "text floor", answers with the least text the contract
+allows: the `TypedDict` floor plus a header, one line per error (pydantic's raw location, its
+message and the input as JSON) and a closing line — no JSON paths, truncation, repair check,
+`ArgumentError`s, exception or result object. It is a lower bound for any tool that tells the model
+what was wrong, so it shows how much of the gap to the first floor is the report itself.
+
+It prints ns/call, the ratio to each floor (target: at most 1.5x the `TypedDict` floor) and the
+cold decoration time of each tool.
 
 Run: `python benchmarks/dispatch.py [--quick]`. Numbers are the best of several repeats.
 """
@@ -146,9 +153,17 @@ WORKLOADS: list[tuple[str, Callable[..., Any], Any, str, str]] = [
 ]
 
 
-def best_ns(function: Callable[[], object], number: int, repeat: int) -> float:
-    """Best-of-`repeat` mean time of one call, in ns."""
-    return min(timeit.repeat(function, number=number, repeat=repeat)) / number * 1e9
+def best_ns(functions: list[Callable[[], object]], number: int, repeat: int) -> list[float]:
+    """Best-of-`repeat` mean time of one call of each function, in ns.
+
+    The repeats are interleaved (floor, tool, floor, tool, ...) so that a slow spell of the
+    machine hits every function alike instead of skewing one ratio.
+    """
+    best = [float("inf")] * len(functions)
+    for _ in range(repeat):
+        for index, function in enumerate(functions):
+            best[index] = min(best[index], timeit.timeit(function, number=number))
+    return [seconds / number * 1e9 for seconds in best]
 
 
 def floor_call(
@@ -177,6 +192,25 @@ def model_floor_call(
     return run
 
 
+def text_floor_call(
+    adapter: TypeAdapter[Any], function: Callable[..., Any], raw: str
+) -> Callable[[], object]:
+    def run() -> object:
+        try:
+            arguments = adapter.validate_json(raw, strict=True)
+        except ValidationError as error:
+            lines = "".join(
+                [
+                    f"- {e['loc']}: {e['msg']} (input: {pydantic_core.to_json(e['input']).decode()})\n"
+                    for e in error.errors(include_url=False, include_context=False)
+                ]
+            )
+            return f"Invalid arguments:\n{lines}Correct them and call again."
+        return pydantic_core.to_json(function(**arguments))
+
+    return run
+
+
 def tool_call(dispatch: Tool[..., Any], raw: str) -> Callable[[], object]:
     call = ToolCall(id="call_1", name=dispatch.name, arguments=raw)
     return lambda: dispatch.execute(call).text
@@ -189,8 +223,8 @@ def main() -> None:
     number, repeat = (2_000, 3) if options.quick else (20_000, 7)
 
     print(
-        f"{'workload':<22} {'args':<8} {'floor ns':>9} {'model fl':>9} {'tool ns':>9}"
-        f" {'ratio':>6} {'vs model':>8}"
+        f"{'workload':<22} {'args':<8} {'floor ns':>9} {'model fl':>9} {'text fl':>9}"
+        f" {'tool ns':>9} {'ratio':>6} {'vs model':>8} {'vs text':>8}"
     )
     cold: list[tuple[str, float]] = []
     for label, function, args_type, valid, invalid in WORKLOADS:
@@ -202,12 +236,20 @@ def main() -> None:
         for kind, raw in (("valid", valid), ("invalid", invalid)):
             result = dispatch.execute(ToolCall(id="c", name=dispatch.name, arguments=raw))
             assert result.is_error == (kind == "invalid"), result.text
-            floor = best_ns(floor_call(adapter, function, raw), number, repeat)
-            model = best_ns(model_floor_call(model_adapter, function, raw), number, repeat)
-            ours = best_ns(tool_call(dispatch, raw), number, repeat)
+            timed = [
+                floor_call(adapter, function, raw),
+                model_floor_call(model_adapter, function, raw),
+                tool_call(dispatch, raw),
+            ]
+            if kind == "invalid":
+                timed.append(text_floor_call(adapter, function, raw))
+            floor, model, ours, *rest = best_ns(timed, number, repeat)
+            text, versus_text = f"{'-':>9}", f"{'-':>8}"
+            if rest:
+                text, versus_text = f"{rest[0]:>9.0f}", f"{ours / rest[0]:>7.2f}x"
             print(
-                f"{label:<22} {kind:<8} {floor:>9.0f} {model:>9.0f} {ours:>9.0f}"
-                f" {ours / floor:>5.2f}x {ours / model:>7.2f}x"
+                f"{label:<22} {kind:<8} {floor:>9.0f} {model:>9.0f} {text}"
+                f" {ours:>9.0f} {ours / floor:>5.2f}x {ours / model:>7.2f}x {versus_text}"
             )
     print()
     for label, ms in cold:
