@@ -17,7 +17,7 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, Type
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Self
 
-from ._arguments import ArgumentsValidator
+from ._arguments import ArgumentsValidator, fields_validator
 from ._exceptions import ToolArgumentsError
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._invoke import ainvoke, invoke, is_async_callable
@@ -75,7 +75,7 @@ class Tool(Generic[P, R]):
         "_positional",
         "_renames",
         "_strict",
-        "_validate_json",
+        "_validate_fields",
         "_validator",
     )
 
@@ -167,7 +167,7 @@ class Tool(Generic[P, R]):
             extra_arguments=extra_arguments,
             null_means_default=signature.parameters if strict_schema else None,
         )
-        self._validate_json = self._validator.validate_json
+        self._validate_fields = fields_validator(signature.args_model).validate_json
         self._strict = self._validator.strict
         self._convert: ResultConverter = (
             cast(ResultConverter, result_converter)
@@ -241,9 +241,10 @@ class Tool(Generic[P, R]):
         return outcome[0]
 
     def _call_arguments(
-        self, arguments: BaseModel, context: ToolContext[Any] | None
+        self, fields: dict[str, Any], context: ToolContext[Any] | None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        values = arguments.__dict__
+        """`(args, kwargs)` for the function, from the validated fields (left unchanged)."""
+        values = fields
         if self._renames:
             values = {self._renames.get(key, key): value for key, value in values.items()}
         else:
@@ -268,16 +269,16 @@ class Tool(Generic[P, R]):
         # The fast path inlined, as it is the per-call cost that matters: a valid call of a plain
         # sync function. Repaired arguments, context, renames, async and timeouts take `_run`.
         try:
-            arguments = self._validate_json(call.arguments, strict=self._strict)
+            fields = self._validate_fields(call.arguments, strict=self._strict)[0]
         except ValidationError as error:
             outcome = self._validator.repair(call.arguments, error)
             if len(outcome) == 3:
                 return arguments_error_result(self.name, outcome[2], outcome[1])
-            return self._run(outcome[0], outcome[1], call, context, deps)
+            return self._run(outcome[0].__dict__, outcome[1], call, context, deps)
         if not self._direct_call:
-            return self._run(arguments, (), call, context, deps)
+            return self._run(fields, (), call, context, deps)
         try:
-            value = self._function(**arguments.__dict__)
+            value = self._function(**fields)
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
             return ToolExecutionResult(self._convert(value), value)
@@ -295,7 +296,9 @@ class Tool(Generic[P, R]):
             return arguments_error_result(self.name, outcome[2], outcome[1])
         arguments, repairs = outcome
         try:
-            args, kwargs = self._call_arguments(arguments, self._context(call, context, deps))
+            args, kwargs = self._call_arguments(
+                arguments.__dict__, self._context(call, context, deps)
+            )
             value = await ainvoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
@@ -305,7 +308,7 @@ class Tool(Generic[P, R]):
 
     def _run(
         self,
-        arguments: BaseModel,
+        fields: dict[str, Any],
         repairs: tuple[str, ...],
         call: ToolCall,
         context: ToolContext[Any] | None,
@@ -313,7 +316,7 @@ class Tool(Generic[P, R]):
     ) -> ToolExecutionResult:
         """`execute` beyond its fast path."""
         try:
-            args, kwargs = self._call_arguments(arguments, self._context(call, context, deps))
+            args, kwargs = self._call_arguments(fields, self._context(call, context, deps))
             value = invoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )

@@ -9,11 +9,13 @@ import uuid
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from agentforge_typed import ToolCall, tool
+from agentforge_typed import Tool, ToolCall, tool
+from agentforge_typed._arguments import fields_validator
 
 
 class Color(enum.Enum):
@@ -159,3 +161,47 @@ def test_string_encoded_containers_are_repaired(values: dict[str, Any], key: str
     assert result.text == "ok"
     kind = "array" if isinstance(json.loads(data[key]), list) else "object"
     assert result.repairs == (f"$.{key}: JSON {kind} sent as a string: decoded",)
+
+
+class Node(BaseModel):
+    value: int
+    children: list[Node] = []
+
+
+@tool
+def walk(root: Node, depth: int = 1) -> int:
+    return depth
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from([everything, walk]),
+    st.sampled_from([True, None]),
+    json_values | json_objects | ARGUMENTS.map(lambda v: everything.args_model(**v)),
+)
+def test_fields_validator_validates_exactly_as_the_args_model(
+    dispatch: Tool[..., Any], strict: bool | None, value: Any
+) -> None:
+    raw = value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value)
+    fields = fields_validator(dispatch.args_model)
+    try:
+        instance = dispatch.args_model.__pydantic_validator__.validate_json(raw, strict=strict)
+    except ValidationError as model_error:
+        with pytest.raises(ValidationError) as fields_error:
+            fields.validate_json(raw, strict=strict)
+        assert fields_error.value.errors() == model_error.errors()
+    else:
+        assert fields.validate_json(raw, strict=strict)[0] == instance.__dict__
+
+
+def test_fields_validator_refuses_a_model_with_model_level_validators() -> None:
+    class Checked(BaseModel):
+        low: int
+        high: int
+
+        @model_validator(mode="after")
+        def ordered(self) -> Checked:
+            return self
+
+    with pytest.raises(TypeError, match="Checked is not a plain model"):
+        fields_validator(Checked)
