@@ -47,10 +47,7 @@ def render_input(value: Any) -> str:
 
 def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
     """The text an arguments-error result carries back to the model."""
-    lines = "".join(
-        [f"- {path}: {message} (input: {render_input(value)})\n" for path, message, value in errors]
-    )
-    return (
-        f"Invalid arguments for tool `{tool_name}`:\n{lines}"
-        f"Correct the arguments and call `{tool_name}` again."
-    )
+    text = f"Invalid arguments for tool `{tool_name}`:\n"
+    for path, message, value in errors:
+        text += f"- {path}: {message} (input: {render_input(value)})\n"
+    return text + f"Correct the arguments and call `{tool_name}` again."

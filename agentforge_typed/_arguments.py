@@ -98,19 +98,18 @@ class ArgumentsValidator:
 
     def repair(self, raw: str | bytes, error: ValidationError) -> Validated | Invalid:
         """The slow path, after `error` from the fast one: try the repairs, then revalidate."""
-        details = _details(error)
-        repairs: list[str] = []
-        if raw.strip():
+        details = error.errors(include_url=False, include_context=False)
+        if raw and not raw.isspace():
+            # Most invalid calls: nothing to repair, so straight to the report.
             if not self._repairable(details):
-                return None, (), self._errors(details)
+                return None, (), argument_errors(details, unexpected_argument=self._unexpected)
             try:
                 data: Any = pydantic_core.from_json(raw)
             except ValueError:
                 return None, (), self._errors(details)
-            changed = False
+            changed, repairs = False, []
         else:
-            data, changed = {}, True
-            repairs.append(REPAIR_EMPTY)
+            data, changed, repairs = {}, True, [REPAIR_EMPTY]
         for _ in range(_MAX_REPAIR_ROUNDS):
             if changed:
                 try:
