@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 
 import pydantic_core
 from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic_core import to_json
 from typing_extensions import TypedDict
 
 from agentforge_typed import Tool, ToolCall, tool
@@ -192,21 +193,18 @@ def model_floor_call(
     return run
 
 
-def text_floor_call(
-    adapter: TypeAdapter[Any], function: Callable[..., Any], raw: str
-) -> Callable[[], object]:
+def text_floor_call(adapter: TypeAdapter[Any], raw: str) -> Callable[[], object]:
+    """The text floor, for invalid arguments only."""
+
     def run() -> object:
         try:
-            arguments = adapter.validate_json(raw, strict=True)
+            adapter.validate_json(raw, strict=True)
         except ValidationError as error:
-            lines = "".join(
-                [
-                    f"- {e['loc']}: {e['msg']} (input: {pydantic_core.to_json(e['input']).decode()})\n"
-                    for e in error.errors(include_url=False, include_context=False)
-                ]
-            )
-            return f"Invalid arguments:\n{lines}Correct them and call again."
-        return pydantic_core.to_json(function(**arguments))
+            text = "Invalid arguments:\n"
+            for e in error.errors(include_url=False, include_context=False):
+                text += f"- {e['loc']}: {e['msg']} (input: {to_json(e['input']).decode()})\n"
+            return text + "Correct them and call again."
+        raise AssertionError("the text floor is for invalid arguments")
 
     return run
 
@@ -242,7 +240,7 @@ def main() -> None:
                 tool_call(dispatch, raw),
             ]
             if kind == "invalid":
-                timed.append(text_floor_call(adapter, function, raw))
+                timed.append(text_floor_call(adapter, raw))
             floor, model, ours, *rest = best_ns(timed, number, repeat)
             text, versus_text = f"{'-':>9}", f"{'-':>8}"
             if rest:
