@@ -50,6 +50,8 @@ _CONNECTION_CLOSED = -32000
 """JSON-RPC error code the SDK raises for requests on a closed connection."""
 _PORTAL_GRACE = 5.0
 """Extra seconds a blocking caller waits for the portal beyond the call's own timeout."""
+_STREAM_READ_TIMEOUT = 300.0
+"""Seconds an HTTP read may wait (the SDK's default); each tool call has its own `timeout`."""
 
 _Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable["ClientSession"]]
 
@@ -179,6 +181,7 @@ class MCPServer:
         cls,
         url: str,
         *,
+        headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         connect_timeout: float = 30.0,
         tool_prefix: str = "",
@@ -190,6 +193,7 @@ class MCPServer:
 
         Args:
             url: The server's MCP endpoint.
+            headers: Sent with every request, e.g. `{"Authorization": "Bearer ..."}`.
             timeout: Seconds each tool call may take.
             connect_timeout: Seconds for connecting, initializing and listing the tools.
             tool_prefix: Prepended to every tool name offered to the model.
@@ -202,12 +206,26 @@ class MCPServer:
             from mcp import ClientSession
             from mcp.client import streamable_http
 
-            # `streamable_http_client` (SDK 2) yields (read, write); SDK 1's
-            # `streamablehttp_client` also yields a session-id getter.
-            open_transport: Any = getattr(streamable_http, "streamable_http_client", None)
-            if open_transport is None:  # pragma: no cover - SDK 1
-                open_transport = streamable_http.streamablehttp_client  # type: ignore[attr-defined]
-            streams = await stack.enter_async_context(open_transport(url))
+            # SDK 2's `streamable_http_client` takes headers through the HTTP client it is given
+            # (an `httpx2` client) and yields (read, write); SDK 1's `streamablehttp_client`
+            # takes them itself and also yields a session-id getter.
+            transport: Any
+            if hasattr(streamable_http, "streamable_http_client"):
+                import httpx2
+
+                client = await stack.enter_async_context(
+                    httpx2.AsyncClient(
+                        headers=headers,
+                        # Reads may wait on a response stream the server holds open.
+                        timeout=httpx2.Timeout(connect_timeout, read=_STREAM_READ_TIMEOUT),
+                    )
+                )
+                transport = streamable_http.streamable_http_client(url, http_client=client)
+            else:  # pragma: no cover - SDK 1
+                transport = streamable_http.streamablehttp_client(  # type: ignore[attr-defined]
+                    url, headers=dict(headers or {})
+                )
+            streams = await stack.enter_async_context(transport)
             return ClientSession(streams[0], streams[1])
 
         return cls(

@@ -1,5 +1,5 @@
 """A small MCP server for the MCP tests: a slow tool, a tool that kills its own process mid-call,
-and a structured result. Run: `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
+a structured result and a tool that reads a request header. Run: `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ import sys
 import time
 
 try:  # SDK 2
+    from mcp.server.mcpserver import Context
     from mcp.server.mcpserver import MCPServer as Server
 except ImportError:  # pragma: no cover - SDK 1
+    from mcp.server.fastmcp import Context  # type: ignore[no-redef,attr-defined]
     from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef,attr-defined]
 
 server = Server("fixture")
@@ -32,6 +34,13 @@ def die() -> str:
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
+
+
+@server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of one HTTP request header ("(absent)" when it was not sent or over stdio)."""
+    headers = getattr(ctx.request_context.request, "headers", None)
+    return headers.get(name, "(absent)") if headers is not None else "(absent)"
 
 
 if __name__ == "__main__":

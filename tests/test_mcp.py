@@ -300,10 +300,21 @@ def http_url() -> Iterator[str]:
 def test_streamable_http_sync(http_url: str) -> None:
     with MCPServer.http(http_url) as server:
         tools = by_name(server)
-        assert set(tools) == {"slow", "die", "add"}
+        assert set(tools) == {"slow", "die", "add", "header"}
         assert tools["add"].execute(call("add", {"a": 20, "b": 22}), CONTEXT).text == "42"
         invalid = tools["add"].execute(call("add", {"a": "20", "b": 22}), CONTEXT)
         assert invalid.error_kind == "arguments"
+
+
+def test_streamable_http_sends_the_given_headers(http_url: str) -> None:
+    auth = {"Authorization": "Bearer s3cret", "X-Tenant": "acme"}
+    with MCPServer.http(http_url, headers=auth) as server:
+        header = by_name(server)["header"]
+        for name, value in auth.items():
+            assert header.execute(call("header", {"name": name}), CONTEXT).text == value
+    with MCPServer.http(http_url) as server:
+        absent = by_name(server)["header"].execute(call("header", {"name": "X-Tenant"}), CONTEXT)
+        assert absent.text == "(absent)"
 
 
 async def test_streamable_http_async(http_url: str) -> None:
