@@ -9,11 +9,16 @@ Correct the arguments and call `get_weather` again.
 
 One line per problem, in validation order: the JSON path, the validator's message, and the
 offending input as compact JSON truncated to `MAX_INPUT_CHARS`. Deterministic, no stack traces.
+A line stays one line whatever the model sent: a key that is not an identifier is quoted as JSON in
+the path (`$["a.b"]`), and a message with a line break or over `MAX_MESSAGE_CHARS` (some repeat the
+input) is flattened and truncated.
 """
 
 from __future__ import annotations
 
 import functools
+import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,9 +26,20 @@ from pydantic_core import to_json
 
 from ._exceptions import ArgumentError
 
-__all__ = ["MAX_INPUT_CHARS", "format_arguments_error", "json_path", "render_input"]
+__all__ = [
+    "MAX_INPUT_CHARS",
+    "MAX_MESSAGE_CHARS",
+    "format_arguments_error",
+    "json_path",
+    "path_step",
+    "render_input",
+]
 
 MAX_INPUT_CHARS = 120
+MAX_MESSAGE_CHARS = 240
+_MAX_KEY_CHARS = 60
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LINE_SEPARATORS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
 
 
 def json_path(location: Sequence[str | int]) -> str:
@@ -34,12 +50,29 @@ def json_path(location: Sequence[str | int]) -> str:
 @functools.lru_cache(maxsize=1024)
 def _json_path(location: tuple[str | int, ...]) -> str:
     # The same few locations come back on every invalid call of a tool.
-    return "$" + "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in location)
+    return "$" + "".join(path_step(key) for key in location)
+
+
+def path_step(key: str | int) -> str:
+    """One step of a JSON path: `[0]`, `.name`, or `["a key"]` (JSON-quoted, truncated) for a key
+    that is not an identifier."""
+    if isinstance(key, int):
+        return f"[{key}]"
+    if len(key) > _MAX_KEY_CHARS:
+        key = key[: _MAX_KEY_CHARS - 1] + "…"
+    elif _IDENTIFIER.fullmatch(key):
+        return f".{key}"
+    quoted = json.dumps(key, ensure_ascii=False)
+    # JSON leaves some line separators (U+2028, U+0085) unescaped: escape everything then.
+    return f"[{quoted if quoted.isprintable() else json.dumps(key)}]"
 
 
 def render_input(value: Any) -> str:
     """Compact JSON of `value`, truncated to `MAX_INPUT_CHARS` characters."""
     text = to_json(value, fallback=repr).decode()
+    if not text.isprintable():
+        # JSON strings may hold these line separators raw; escaped, they mean the same.
+        text = text.translate(_LINE_SEPARATORS)
     if len(text) > MAX_INPUT_CHARS:
         return text[: MAX_INPUT_CHARS - 1] + "…"
     return text
@@ -49,5 +82,14 @@ def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> s
     """The text an arguments-error result carries back to the model."""
     text = f"Invalid arguments for tool `{tool_name}`:\n"
     for path, message, value in errors:
+        if len(message) > MAX_MESSAGE_CHARS or not message.isprintable():
+            message = _one_line(message)
         text += f"- {path}: {message} (input: {render_input(value)})\n"
     return text + f"Correct the arguments and call `{tool_name}` again."
+
+
+def _one_line(message: str) -> str:
+    flat = " ".join(message.split())  # every kind of line break, tab or run of spaces → one space
+    if len(flat) > MAX_MESSAGE_CHARS:
+        return flat[: MAX_MESSAGE_CHARS - 1] + "…"
+    return flat

@@ -39,6 +39,14 @@ REPAIR_DOUBLE_ENCODED = "arguments were double-encoded as a JSON string: decoded
 _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dataclass_type", "dict_type"})
 _ARRAY_ERRORS = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type"})
 _STRING_ENCODED_ERRORS = _OBJECT_ERRORS | _ARRAY_ERRORS
+_JSON_MESSAGES = {
+    "bytes_type": "Input should be a string",
+    "complex_type": 'Input should be a complex number: a number, or a string such as "1+2j"',
+    "complex_str_parsing": 'Input should be a complex number: a number, or a string such as "1+2j"',
+    "decimal_type": "Input should be a decimal number: a number, or a string of one",
+    "uuid_type": "Input should be a UUID string",
+}
+"""pydantic messages that speak of Python types, in words about the JSON a model can send."""
 _MAX_REPAIR_ROUNDS = 8
 """String-encoded JSON can hide more string-encoded JSON; a bound keeps hostile input cheap."""
 
@@ -221,7 +229,8 @@ def argument_errors(
 
     The path follows pydantic's location, so a union member's tag (e.g. `$.shape.Circle.radius`)
     stays in it: it tells the model which alternative the message is about. `unexpected_argument`
-    replaces pydantic's message for an unknown top-level argument.
+    replaces pydantic's message for an unknown top-level argument, and the few messages that name
+    Python types (`Decimal`, `UUID`, `bytes`, `complex`) are reworded for JSON.
     """
     details = _details(error) if isinstance(error, ValidationError) else error
     # `tuple.__new__` rather than `ArgumentError(...)`: the named tuple's Python-level `__new__`
@@ -229,8 +238,10 @@ def argument_errors(
     new = tuple.__new__
     result = []
     for detail in details:
-        loc, message, value = detail["loc"], detail["msg"], detail["input"]
-        if unexpected_argument and detail["type"] == "extra_forbidden" and len(loc) == 1:
+        kind, loc, message, value = detail["type"], detail["loc"], detail["msg"], detail["input"]
+        if kind in _JSON_MESSAGES:
+            message = _JSON_MESSAGES[kind]
+        elif unexpected_argument and kind == "extra_forbidden" and len(loc) == 1:
             message = unexpected_argument
         if isinstance(value, (bytes, bytearray)):
             # Raw bytes that are not UTF-8 cannot be rendered as JSON: show what can be read.

@@ -24,6 +24,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
+from ._argument_errors import path_step
 from ._exceptions import AgentForgeError
 
 __all__ = ["DIALECTS", "Dialect", "SchemaDialectError", "render_schema"]
@@ -58,7 +59,6 @@ _SCHEMA_MAP_KEYS = frozenset({"properties", "patternProperties", "dependentSchem
 # Keywords that give a node a type; a node with none of them accepts any value.
 _TYPE_KEYS = frozenset({"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"})
 _NOISE = frozenset({"title", "$schema"})
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 _STRICT_KEEP = frozenset(
     {
@@ -159,12 +159,6 @@ def render_schema(parameters: JsonSchema, dialect: Dialect) -> JsonSchema:
 # -- shared helpers ----------------------------------------------------------------------------
 
 
-def _child_path(path: str, key: str) -> str:
-    if _IDENTIFIER.match(key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key)}]"
-
-
 def _map_schema(
     schema: JsonSchema, fn: Callable[[JsonSchema, str], JsonSchema], path: str
 ) -> JsonSchema:
@@ -183,7 +177,7 @@ def _map_schema(
             ]
         elif key in _SCHEMA_MAP_KEYS and isinstance(value, dict):
             out[key] = {
-                name: fn(item, _child_path(path, name) if key == "properties" else path)
+                name: fn(item, path + path_step(name) if key == "properties" else path)
                 if isinstance(item, dict)
                 else copy.deepcopy(item)
                 for name, item in value.items()
