@@ -18,8 +18,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 from pydantic.fields import FieldInfo
-from pydantic.json_schema import GenerateJsonSchema
-from pydantic_core import CoreSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import CoreSchema, SchemaError, core_schema
 
 from ._docstrings import parse_docstring
 from ._execution import ToolContext
@@ -37,7 +37,8 @@ TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
 class ToolJsonSchema(GenerateJsonSchema):
-    """pydantic's JSON Schema without the per-property `title`s derived from field names.
+    """pydantic's JSON Schema without the per-property `title`s derived from field names, refusing
+    what a model must not or cannot fill.
 
     `"city": {"title": "City", "type": "string"}` tells the model nothing the key does not, and
     costs tokens on every request; model titles in `$defs` (class names) are kept.
@@ -46,6 +47,21 @@ class ToolJsonSchema(GenerateJsonSchema):
     def field_title_should_be_set(self, schema: CoreSchema) -> bool:
         """Never: a field's title only repeats its name."""
         return False
+
+    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
+        """Refuse a `ToolContext` inside the arguments: it would be filled by the model, forged."""
+        if issubclass(schema["cls"], ToolContext):
+            raise PydanticInvalidForJsonSchema(
+                "a `ToolContext` is injected only as a parameter of the tool itself, "
+                "never inside another parameter's type"
+            )
+        return super().dataclass_schema(schema)
+
+    def is_subclass_schema(self, schema: core_schema.IsSubclassSchema) -> JsonSchemaValue:
+        """Refuse `type[X]`, which pydantic renders as `{}` although JSON carries no class."""
+        return self.handle_invalid_for_json_schema(
+            schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
+        )
 
 
 @dataclass(frozen=True)
@@ -66,11 +82,14 @@ class ToolSignature:
     """The declared return type, or `inspect.Parameter.empty`."""
 
 
-def check_tool_name(name: str) -> str:
-    """Return `name`, or raise `ValueError` when providers would refuse it."""
+def check_tool_name(name: str, function: Callable[..., Any] | None = None) -> str:
+    """Return `name`, or raise `ValueError` (naming `function` when given) when providers would
+    refuse it."""
     if not TOOL_NAME_PATTERN.fullmatch(name):
+        of_function = f" (function {_qualified_name(function)!r})" if function is not None else ""
         raise ValueError(
-            f"invalid tool name {name!r}: a tool name must match {TOOL_NAME_PATTERN.pattern}"
+            f"invalid tool name {name!r}{of_function}: a tool name must match "
+            f"{TOOL_NAME_PATTERN.pattern}"
         )
     return name
 
@@ -83,12 +102,9 @@ def inspect_function(
     localns: Mapping[str, Any] | None = None,
 ) -> ToolSignature:
     """Build the arguments model and schema of `function` (skipping `self`/`cls` when `has_receiver`)."""
-    label = f"tool `{name}` ({getattr(function, '__qualname__', function)!r})"
+    label = f"tool `{name}` ({_qualified_name(function)!r})"
     annotated, documented = _annotated_function(function)
-    try:
-        hints = typing.get_type_hints(annotated, localns=dict(localns or {}), include_extras=True)
-    except Exception as exc:  # NameError for an undefined forward reference, TypeError, …
-        raise TypeError(f"{label}: cannot resolve its type annotations: {exc}") from exc
+    hints = _type_hints(annotated, label, dict(localns or {}))
 
     docstring = parse_docstring(documented)
     parameters = list(inspect.signature(function).parameters.values())
@@ -129,12 +145,13 @@ def inspect_function(
         fields[field_name] = _field(annotation, parameter, doc, alias)
 
     # Always `extra="forbid"`: the schema tells the model it must not invent arguments; a tool
-    # with `extra_arguments="ignore"` drops them in the validator's repair path instead.
-    config = ConfigDict(extra="forbid", protected_namespaces=())
+    # with `extra_arguments="ignore"` drops them in the validator's repair path instead. JSON has
+    # no NaN or Infinity (and `1e400` parses as infinity): refuse them as a model's numbers.
+    config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
     try:
         args_model: type[BaseModel] = create_model(f"{name}_arguments", __config__=config, **fields)
         schema = args_model.model_json_schema(schema_generator=ToolJsonSchema)
-    except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema, PydanticUserError) as exc:
+    except _UNSUPPORTED_TYPE_ERRORS as exc:
         raise TypeError(_unsupported_type_message(label, fields, renames, exc)) from exc
     schema.pop("title", None)
 
@@ -149,6 +166,10 @@ def inspect_function(
     )
 
 
+def _qualified_name(function: Callable[..., Any]) -> Any:
+    return getattr(function, "__qualname__", function)
+
+
 def _annotated_function(function: Callable[..., Any]) -> tuple[Callable[..., Any], Any]:
     """The function that carries the annotations of `function`, and the object whose docstring
     describes it: the wrapped function of a `functools.partial`, the `__call__` method (or its
@@ -160,6 +181,41 @@ def _annotated_function(function: Callable[..., Any]) -> tuple[Callable[..., Any
         return function, function
     call = type(function).__call__
     return call, call if inspect.getdoc(call) else type(function)
+
+
+def _type_hints(annotated: Any, label: str, localns: dict[str, Any]) -> dict[str, Any]:
+    """The resolved annotations of `annotated`; on failure, the error names the culprit."""
+    try:
+        return typing.get_type_hints(annotated, localns=localns, include_extras=True)
+    except Exception as exc:  # NameError for an undefined forward reference, TypeError, …
+        where = _unresolvable_annotation(annotated, localns)
+        culprit = f", {where}" if where else ""
+        raise TypeError(f"{label}{culprit}: cannot resolve its type annotations: {exc}") from exc
+
+
+def _unresolvable_annotation(annotated: Any, localns: dict[str, Any]) -> str | None:
+    """Which annotation fails alone, if one does: "parameter `x`" or "return type".
+
+    Each is resolved as `get_type_hints` would, from an object that has only that annotation and
+    takes its namespace from `annotated` (through `__wrapped__`). A class is not probed: its
+    annotations resolve in each base's own namespace.
+    """
+    if inspect.isclass(annotated):
+        return None
+    try:
+        annotations = dict(annotated.__annotations__)
+    except Exception:  # no annotations, or (Python 3.14) ones that fail on access
+        return None
+    type_params = getattr(annotated, "__type_params__", ())
+    for name, annotation in annotations.items():
+        alone = types.SimpleNamespace(
+            __annotations__={name: annotation}, __wrapped__=annotated, __type_params__=type_params
+        )
+        try:
+            typing.get_type_hints(alone, localns=localns, include_extras=True)
+        except Exception:
+            return "return type" if name == "return" else f"parameter `{name}`"
+    return None
 
 
 def _is_context(annotation: Any) -> bool:
@@ -197,18 +253,31 @@ def _has_description(annotation: Any, default: Any) -> bool:
     )
 
 
+_UNSUPPORTED_TYPE_ERRORS = (
+    PydanticSchemaGenerationError,
+    PydanticInvalidForJsonSchema,
+    PydanticUserError,
+    SchemaError,  # a constraint pydantic-core refuses: `gt="a"`, a regex with look-around, …
+)
+
+
 def _unsupported_type_message(
     label: str, fields: Mapping[str, Any], renames: Mapping[str, str], error: Exception
 ) -> str:
     # pydantic's error names the type, not the parameter: find the parameter that fails alone.
     for field_name, (annotation, _) in fields.items():
         try:
-            TypeAdapter(annotation).json_schema()
-        except (PydanticSchemaGenerationError, PydanticInvalidForJsonSchema, PydanticUserError):
+            TypeAdapter(annotation).json_schema(schema_generator=ToolJsonSchema)
+        except _UNSUPPORTED_TYPE_ERRORS as field_error:
             parameter = renames.get(field_name, field_name)
+            where = f"{label}, parameter `{parameter}`: type {annotation!r}"
+            if isinstance(field_error, SchemaError):
+                # Nested "Error building … validator:" lines; the last one says what is wrong.
+                reason = str(field_error).strip().splitlines()[-1].strip()
+                return f"{where} has a constraint pydantic cannot build a validator for ({reason})"
             return (
-                f"{label}, parameter `{parameter}`: type {annotation!r} cannot be expressed "
-                f"as JSON Schema for a model to fill ({_first_line(error)})"
+                f"{where} cannot be expressed as JSON Schema for a model to fill "
+                f"({_first_line(error)})"
             )
     return f"{label}: its arguments cannot be expressed as JSON Schema ({_first_line(error)})"
 

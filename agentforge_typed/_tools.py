@@ -134,7 +134,7 @@ class Tool(Generic[P, R]):
                 f"@tool cannot wrap the generator function {target.__qualname__!r}: a tool "
                 "returns one result; collect the items into a list and return that"
             )
-        self.name = check_tool_name(name if name is not None else _default_name(target))
+        self.name = check_tool_name(name if name is not None else _default_name(target), target)
         signature = inspect_function(
             target, name=self.name, has_receiver=binding != "function", localns=namespace
         )

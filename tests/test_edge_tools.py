@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Iterator
-from typing import Any, Optional
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, Optional
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypedDict
 
-from agentforge_typed import ToolCall, ToolService, tool
+from agentforge_typed import ToolCall, ToolContext, ToolService, tool
 
 
 def run(t: Any, **arguments: Any) -> Any:
@@ -195,3 +196,117 @@ async def test_unserializable_return_value_is_an_execution_error_async() -> None
 
     result = await opaque.aexecute(ToolCall(id="c", name="opaque", arguments="{}"))
     assert result.error_kind == "execution"
+
+
+# --- refused at decoration, naming the function and the parameter ---------------------------------
+
+
+def decoration_error(function: Callable[..., Any]) -> str:
+    with pytest.raises(TypeError) as refused:
+        tool(function)
+    return str(refused.value)
+
+
+class HoldsContext(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    context: ToolContext[dict[str, str]]
+
+
+class ContextEntry(TypedDict):
+    context: ToolContext
+
+
+def in_a_list(contexts: list[ToolContext[dict[str, str]]]) -> None: ...
+def in_a_model(holder: HoldsContext) -> None: ...
+def in_a_dict_value(by_name: dict[str, ToolContext]) -> None: ...
+def in_a_typed_dict(entry: ContextEntry, ctx: ToolContext[None]) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("function", "parameter", "annotation"),
+    [
+        (in_a_list, "contexts", "list[agentforge_typed._execution.ToolContext[dict[str, str]]]"),
+        (in_a_model, "holder", repr(HoldsContext)),
+        (in_a_dict_value, "by_name", "dict[str, agentforge_typed._execution.ToolContext]"),
+        (in_a_typed_dict, "entry", repr(ContextEntry)),
+    ],
+)
+def test_a_context_inside_a_parameter_type_is_refused(
+    function: Callable[..., Any], parameter: str, annotation: str
+) -> None:
+    # Only a parameter of its own is injected; anywhere else the model would fill (forge) it.
+    name = function.__name__
+    assert decoration_error(function) == (
+        f"tool `{name}` ({name!r}), parameter `{parameter}`: type {annotation} cannot be "
+        "expressed as JSON Schema for a model to fill (a `ToolContext` is injected only as a "
+        "parameter of the tool itself, never inside another parameter's type)"
+    )
+
+
+def test_a_context_parameter_of_its_own_is_still_injected() -> None:
+    @tool
+    def whoami(ctx: ToolContext[dict[str, str]], greeting: str) -> str:
+        return f"{greeting}, {ctx.deps['user']}"
+
+    assert list(whoami.specification.parameters["properties"]) == ["greeting"]
+    call = ToolCall(id="c", name="whoami", arguments='{"greeting": "hi"}')
+    assert whoami.execute(call, deps={"user": "alice"}).text == "hi, alice"
+
+
+def test_a_class_as_a_type_is_refused_and_any_is_not() -> None:
+    def pick(kind: type[int]) -> None: ...
+
+    assert decoration_error(pick) == (
+        f"tool `pick` ({pick.__qualname__!r}), parameter `kind`: type type[int] cannot be "
+        "expressed as JSON Schema for a model to fill "
+        "(Cannot generate a JsonSchema for core_schema.IsSubclassSchema (<class 'int'>))"
+    )
+
+    def anything(value: Any) -> None: ...
+
+    assert tool(anything).specification.parameters["properties"] == {"value": {}}
+
+
+def look_behind(key: Annotated[str, Field(pattern="(?<=a)b")]) -> None: ...
+def textual_bound(key: Annotated[int, Field(gt="a")]) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("function", "reason"),
+    [
+        (look_behind, "error: look-around, including look-ahead and look-behind, is not supported"),
+        (textual_bound, "ValueError: 'gt' must be coercible to an integer"),
+    ],
+)
+def test_a_constraint_pydantic_cannot_build_is_refused(
+    function: Callable[..., Any], reason: str
+) -> None:
+    message = decoration_error(function)
+    name = function.__name__
+    assert message.startswith(f"tool `{name}` ({name!r}), parameter `key`: type typing.Annotated[")
+    assert message.endswith(f"] has a constraint pydantic cannot build a validator for ({reason})")
+
+
+def test_an_unresolvable_annotation_names_its_parameter() -> None:
+    def forecast(city: str, days: Undefined) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+    def report(city: str) -> Undefined: ...  # type: ignore[name-defined]  # noqa: F821
+
+    assert decoration_error(forecast) == (
+        f"tool `forecast` ({forecast.__qualname__!r}), parameter `days`: "
+        "cannot resolve its type annotations: name 'Undefined' is not defined"
+    )
+    assert decoration_error(report) == (
+        f"tool `report` ({report.__qualname__!r}), return type: "
+        "cannot resolve its type annotations: name 'Undefined' is not defined"
+    )
+
+
+def test_an_invalid_tool_name_names_the_function() -> None:
+    def lookup(key: str) -> None: ...
+
+    with pytest.raises(ValueError) as refused:
+        tool(name="has space")(lookup)
+    assert str(refused.value) == (
+        f"invalid tool name 'has space' (function {lookup.__qualname__!r}): "
+        "a tool name must match ^[a-zA-Z0-9_-]{1,64}$"
+    )

@@ -46,6 +46,12 @@ STRICT_VS_LAX: list[tuple[Any, str, bool, bool]] = [
     (bool, '"yes"', False, True),
     (float, "1", True, True),
     (float, '"1.5"', False, True),
+    # JSON has no NaN or Infinity, and 1e400 overflows to infinity: a float must be finite.
+    (float, "NaN", False, False),
+    (float, "Infinity", False, False),
+    (float, "-Infinity", False, False),
+    (float, "1e400", False, False),
+    (float, '"NaN"', False, False),
     (str, "5", False, False),
     (str, "null", False, False),
     (Bounded, "11", False, False),
@@ -89,6 +95,22 @@ def test_strict_vs_lax(annotation: Any, value: str, strict_ok: bool, lax_ok: boo
 
 def test_strict_table_is_large_enough() -> None:
     assert len(STRICT_VS_LAX) >= 25
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"), [("NaN", "NaN"), ("-Infinity", "-Infinity"), ("1e400", "Infinity")]
+)
+@pytest.mark.parametrize("strict", [True, False])
+def test_non_finite_numbers_are_refused_with_a_clear_text(
+    raw: str, shown: str, strict: bool
+) -> None:
+    made = one_parameter_tool(float, strict=strict)
+    result = made.execute(ToolCall(id="c", name="check", arguments=f'{{"v": {raw}}}'))
+    assert result.text == (
+        "Invalid arguments for tool `check`:\n"
+        f"- $.v: Input should be a finite number (input: {shown})\n"
+        "Correct the arguments and call `check` again."
+    )
 
 
 def test_iso_strings_become_python_values() -> None:
