@@ -25,16 +25,24 @@ from ._argument_errors import json_path
 from ._exceptions import ArgumentError
 
 __all__ = [
+    "MAX_REPAIR_ROUNDS",
     "REPAIR_DOUBLE_ENCODED",
     "REPAIR_EMPTY",
     "ArgumentsValidator",
     "argument_errors",
     "fields_validator",
+    "repair_string_encoded",
 ]
 
 # Shared with schema-declared tools (`_schema_arguments.py`): a log reads alike whatever the tool.
 REPAIR_EMPTY = "empty arguments read as {}"
 REPAIR_DOUBLE_ENCODED = "arguments were double-encoded as a JSON string: decoded"
+
+
+def repair_string_encoded(path: str, kind: Literal["object", "array"]) -> str:
+    """The repair recorded for a JSON object or array sent as a string at `path`."""
+    return f"{path}: JSON {kind} sent as a string: decoded"
+
 
 _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dataclass_type", "dict_type"})
 _ARRAY_ERRORS = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type"})
@@ -47,7 +55,7 @@ _JSON_MESSAGES = {
     "uuid_type": "Input should be a UUID string",
 }
 """pydantic messages that speak of Python types, in words about the JSON a model can send."""
-_MAX_REPAIR_ROUNDS = 8
+MAX_REPAIR_ROUNDS = 8
 """String-encoded JSON can hide more string-encoded JSON; a bound keeps hostile input cheap."""
 
 Validated = tuple[BaseModel, tuple[str, ...]]
@@ -118,7 +126,7 @@ class ArgumentsValidator:
             changed, repairs = False, []
         else:
             data, changed, repairs = {}, True, [REPAIR_EMPTY]
-        for _ in range(_MAX_REPAIR_ROUNDS):
+        for _ in range(MAX_REPAIR_ROUNDS):
             if changed:
                 try:
                     encoded = pydantic_core.to_json(data)
@@ -187,8 +195,7 @@ class ArgumentsValidator:
             if path == "$":
                 repairs.append(REPAIR_DOUBLE_ENCODED)
             else:
-                what = "object" if wanted is dict else "array"
-                repairs.append(f"{path}: JSON {what} sent as a string: decoded")
+                repairs.append(repair_string_encoded(path, "object" if wanted is dict else "array"))
         return data, changed
 
     def _errors(self, details: Sequence[ErrorDetails]) -> tuple[ArgumentError, ...]:

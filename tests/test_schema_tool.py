@@ -6,10 +6,12 @@ import asyncio
 import time
 from typing import Any
 
+import pydantic_core
 import pytest
 from pydantic import BaseModel
 
 from agentforge_typed import (
+    ArgumentError,
     ModelRetry,
     ReturnBehavior,
     SchemaTool,
@@ -18,8 +20,10 @@ from agentforge_typed import (
     ToolContext,
     ToolExecutionResult,
     ToolSpecification,
+    tool,
 )
 from agentforge_typed._execution import ToolLike
+from agentforge_typed._schema_arguments import SchemaArguments
 
 SPEC = ToolSpecification(
     name="book",
@@ -112,7 +116,7 @@ def test_missing_field_and_other_keywords() -> None:
     result = SchemaTool(SPEC, dict).execute(call('{"nights": 0}'), context())
     assert result.text == (
         "Invalid arguments for tool `book`:\n"
-        "- $.nights: 0 is less than the minimum of 1 (input: 0)\n"
+        "- $.nights: Input should be greater than or equal to 1 (input: 0)\n"
         '- $.room: Field required (input: {"nights":0})\n'
         "Correct the arguments and call `book` again."
     )
@@ -123,7 +127,7 @@ def test_format_is_checked() -> None:
         call('{"room": "red", "nights": 1, "day": "2024-13-45"}'), context()
     )
     assert result.error_kind == "arguments"
-    assert "- $.day: '2024-13-45' is not a 'date' (input: \"2024-13-45\")" in result.text
+    assert '- $.day: Input should match the format "date" (input: "2024-13-45")' in result.text
 
 
 def test_invalid_json_and_non_object() -> None:
@@ -133,6 +137,244 @@ def test_invalid_json_and_non_object() -> None:
     assert "- $: Invalid JSON: EOF while parsing a value" in broken.text
     listed = tool.execute(call("[1, 2]"), context())
     assert "- $: Input should be a JSON object (input: [1,2])" in listed.text
+
+
+def test_non_utf8_bytes_are_an_arguments_error_as_for_typed_tools() -> None:
+    @tool
+    def book(room: str, nights: int) -> None: ...
+
+    raw = b'{"room": \xff}'
+    with pytest.raises(ToolArgumentsError) as raised:
+        SchemaTool(SPEC, dict).validate_arguments(raw)
+    assert raised.value.errors == (
+        ArgumentError("$", "Invalid JSON: expected value at line 1 column 10", '{"room": \ufffd}'),
+    )
+    with pytest.raises(ToolArgumentsError) as typed:
+        book.validate_arguments(raw)
+    assert typed.value.errors == raised.value.errors
+    # `ToolCall` only holds `str`; bytes reach `execute` from a call built without validation.
+    result = SchemaTool(SPEC, dict).execute(
+        ToolCall.model_construct(id="call_1", name="book", arguments=raw), context()
+    )
+    assert (result.error_kind, result.text.splitlines()[1]) == (
+        "arguments",
+        '- $: Invalid JSON: expected value at line 1 column 10 (input: "{\\"room\\": \ufffd}")',
+    )
+
+
+def errors_for(schema: dict[str, Any] | bool, value: str) -> list[tuple[str, str]]:
+    """`(path, message)` of each error for `{"x": value}` where `x` has `schema`."""
+    spec = ToolSpecification(
+        name="check", parameters={"type": "object", "properties": {"x": schema}}
+    )
+    with pytest.raises(ToolArgumentsError) as raised:
+        SchemaTool(spec, dict).validate_arguments(f'{{"x": {value}}}')
+    return [(error.path, error.message) for error in raised.value.errors]
+
+
+@pytest.mark.parametrize(
+    ("schema", "value", "message"),
+    [
+        ({"const": True}, "false", "Input should be true"),
+        ({"const": None}, "1", "Input should be null"),
+        ({"const": {"a": [1]}}, "{}", 'Input should be {"a":[1]}'),
+        ({"enum": ["a", None]}, '"b"', 'Input should be one of "a", null'),
+        ({"type": ["integer", "null"]}, '"1"', "Input should be of type integer or null"),
+        ({"minimum": 1}, "0", "Input should be greater than or equal to 1"),
+        ({"maximum": 1.5}, "2", "Input should be less than or equal to 1.5"),
+        ({"exclusiveMinimum": 0}, "0", "Input should be greater than 0"),
+        ({"exclusiveMaximum": 10}, "10", "Input should be less than 10"),
+        ({"multipleOf": 0.5}, "0.7", "Input should be a multiple of 0.5"),
+        ({"minLength": 1}, '""', "Input should have at least 1 character"),
+        ({"maxLength": 2}, '"abc"', "Input should have at most 2 characters"),
+        ({"pattern": "^\\d+$"}, '"a"', 'Input should match the pattern "^\\\\d+$"'),
+        ({"format": "email"}, '"nope"', 'Input should match the format "email"'),
+        ({"minItems": 2}, "[1]", "Input should have at least 2 items"),
+        ({"maxItems": 1}, "[true, null]", "Input should have at most 1 item"),
+        ({"prefixItems": [{}], "items": False}, "[1, 2]", "Input should have at most 1 item"),
+        ({"uniqueItems": True}, '[{"a": null}, {"a": null}]', "Items should be unique"),
+        (
+            {"contains": {"type": "integer"}},
+            '["a"]',
+            'Input should contain at least 1 item matching {"type":"integer"}',
+        ),
+        (
+            {"contains": {"type": "integer"}, "minContains": 2},
+            '[1, "a"]',
+            'Input should contain at least 2 items matching {"type":"integer"}',
+        ),
+        (
+            {"contains": {"type": "integer"}, "maxContains": 1},
+            "[1, 2]",
+            'Input should contain at most 1 item matching {"type":"integer"}',
+        ),
+        ({"minProperties": 1}, "{}", "Input should have at least 1 property"),
+        ({"maxProperties": 0}, '{"k": false}', "Input should have at most 0 properties"),
+        ({"not": {"type": "null"}}, "null", 'Input should not match {"type":"null"}'),
+        (
+            {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+            '"a"',
+            'Input should match at least one of [{"type":"integer"},{"type":"null"}]',
+        ),
+        (
+            {"oneOf": [{"type": "integer"}, {"type": "string"}]},
+            "1.5",
+            'Input should match exactly one of [{"type":"integer"},{"type":"string"}]',
+        ),
+        (
+            {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+            "1",
+            'Input should match exactly one of [{"type":"integer"},{"type":"number"}],'
+            " but matches several",
+        ),
+        (
+            {"properties": {"a": {}}, "unevaluatedProperties": False},
+            '{"a": 1, "b": 2}',
+            "Input should have no properties other than those the schema declares",
+        ),
+        (
+            {"prefixItems": [{}], "unevaluatedItems": False},
+            "[1, 2]",
+            "Input should have no items other than those the schema declares",
+        ),
+        (
+            {"unevaluatedProperties": {"type": "integer"}},
+            '{"b": "2"}',
+            "Input does not match the schema's `unevaluatedProperties`",
+        ),
+        (False, "1", "Input is not allowed here"),
+    ],
+)
+def test_keyword_messages_are_json_worded(
+    schema: dict[str, Any] | bool, value: str, message: str
+) -> None:
+    errors = errors_for(schema, value)
+    # jsonschema reports a `false` subschema at its parent's location.
+    assert errors == [("$" if schema is False else "$.x", message)]
+
+
+def test_dependent_required_names_each_missing_property() -> None:
+    schema = {"dependentRequired": {"start": ["end", "zone"], "day": ["end"]}}
+    assert errors_for(schema, '{"start": 1, "day": 2}') == [
+        ("$.x.end", 'Field required when "start" is given'),
+        ("$.x.zone", 'Field required when "start" is given'),
+    ]
+
+
+def test_property_name_errors_say_so_and_show_the_name() -> None:
+    spec = ToolSpecification(
+        name="check",
+        parameters={"type": "object", "additionalProperties": {"propertyNames": {"maxLength": 2}}},
+    )
+    with pytest.raises(ToolArgumentsError) as raised:
+        SchemaTool(spec, dict).validate_arguments('{"x": {"ok": 1, "long": 2}}')
+    assert raised.value.errors == (
+        ArgumentError(
+            "$.x", "Invalid property name: Input should have at most 2 characters", "long"
+        ),
+    )
+
+
+NESTED = ToolSpecification(
+    name="nest",
+    parameters={
+        "type": "object",
+        "properties": {
+            "o": {"type": "object", "properties": {"k": {"type": "boolean"}}, "required": ["k"]},
+            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+        },
+    },
+)
+
+
+def test_object_and_array_sent_as_strings_are_decoded_and_recorded() -> None:
+    seen: list[dict[str, Any]] = []
+    result = SchemaTool(NESTED, seen.append).execute(
+        ToolCall(id="1", name="nest", arguments='{"o": "{\\"k\\": true}", "tags": "[\\"a\\"]"}'),
+        context(),
+    )
+    assert (result.is_error, seen) == (False, [{"o": {"k": True}, "tags": ["a"]}])
+    assert result.repairs == (
+        "$.o: JSON object sent as a string: decoded",
+        "$.tags: JSON array sent as a string: decoded",
+    )
+
+
+def test_string_encoded_repair_reads_as_for_typed_tools() -> None:
+    class Inner(BaseModel):
+        k: bool
+
+    @tool
+    def nest(o: Inner) -> None: ...
+
+    raw = '{"o": "{\\"k\\": true}"}'
+    typed = nest.execute(ToolCall(id="1", name="nest", arguments=raw))
+    schema = SchemaTool(NESTED, dict).execute(
+        ToolCall(id="1", name="nest", arguments=raw), context()
+    )
+    assert schema.repairs == typed.repairs == ("$.o: JSON object sent as a string: decoded",)
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error"),
+    [
+        ('{"o": "k=true"}', '- $.o: Input should be of type object (input: "k=true")'),
+        ('{"o": "[true]"}', '- $.o: Input should be of type object (input: "[true]")'),
+        ('{"o": "{\\"k\\": 1}"}', "- $.o.k: Input should be of type boolean (input: 1)"),
+    ],
+)
+def test_only_strings_that_decode_to_the_wanted_kind_are_repaired(
+    arguments: str, error: str
+) -> None:
+    result = SchemaTool(NESTED, dict).execute(
+        ToolCall(id="1", name="nest", arguments=arguments), context()
+    )
+    assert (result.error_kind, result.text.splitlines()[1]) == ("arguments", error)
+    decoded = ("$.o: JSON object sent as a string: decoded",)
+    assert result.repairs == (decoded if arguments.startswith('{"o": "{') else ())
+
+
+def test_a_string_several_alternatives_want_decoded_is_decoded_once() -> None:
+    spec = ToolSpecification(
+        name="pick",
+        parameters={
+            "type": "object",
+            "properties": {"x": {"anyOf": [{"type": "array", "minItems": 3}, {"type": "array"}]}},
+        },
+    )
+    result = SchemaTool(spec, dict).execute(
+        ToolCall(id="1", name="pick", arguments='{"x": "[1]"}'), context()
+    )
+    assert (result.value, result.repairs) == (
+        {"x": [1]},
+        ("$.x: JSON array sent as a string: decoded",),
+    )
+
+
+def test_string_encoding_is_decoded_a_bounded_number_of_times() -> None:
+    spec = ToolSpecification(
+        name="deep",
+        parameters={
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/list"}},
+            "$defs": {"list": {"type": "array", "items": {"$ref": "#/$defs/list"}}},
+        },
+    )
+    value: Any = []
+    for _ in range(9):
+        value = [pydantic_core.to_json(value).decode()]
+    raw = pydantic_core.to_json({"x": value[0]}).decode()
+    result = SchemaTool(spec, dict).execute(ToolCall(id="1", name="deep", arguments=raw), context())
+    assert result.error_kind == "arguments"
+    assert len(result.repairs) == 8
+    assert "Input should be of type array" in result.text
+
+
+def test_repairs_leave_the_given_object_unchanged() -> None:
+    arguments = {"o": '{"k": true}'}
+    decoded = SchemaArguments(NESTED.parameters, tool_name="nest").validate_object(arguments)
+    assert decoded.arguments == {"o": {"k": True}}
+    assert arguments == {"o": '{"k": true}'}
 
 
 def test_additional_keys_follow_the_schema() -> None:
