@@ -7,7 +7,8 @@ dialect)`:
 - `"openai"` and `"anthropic"`: plain JSON Schema (`tools[].function.parameters`, `input_schema`).
   Only noise is removed: pydantic's generated `title`s and `$schema`.
 - `"openai-strict"`: OpenAI Structured Outputs (`strict: true`). Every property is required,
-  optional ones become nullable, every object is closed, `oneOf` becomes `anyOf`, `default` goes.
+  optional ones become nullable, every object is closed, `oneOf` becomes `anyOf`, and `default`
+  moves into the description (`null` is how the model asks for it; see `strict_schema`).
 - `"gemini"`: the OpenAPI 3 subset of Gemini function declarations. `$ref`s are inlined,
   `anyOf [X, null]` becomes `nullable`, `const` a one-value `enum`.
 
@@ -83,7 +84,7 @@ _STRICT_KEEP = frozenset(
         "multipleOf",
     }
 )
-_STRICT_DROP = frozenset({*_NOISE, "default", "discriminator"})
+_STRICT_DROP = frozenset({*_NOISE, "discriminator"})
 _STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )

@@ -366,7 +366,10 @@ def test_response_format_maps_to_json_schema() -> None:
             "name": "forecast",
             "schema": {
                 "type": "object",
-                "properties": {"city": {"type": "string"}, "days": {"type": ["integer", "null"]}},
+                "properties": {
+                    "city": {"type": "string"},
+                    "days": {"type": ["integer", "null"], "description": "default: 1"},
+                },
                 "required": ["city", "days"],
                 "additionalProperties": False,
             },

@@ -357,19 +357,32 @@ def test_strict_makes_optional_properties_required_and_nullable() -> None:
     out = render_schema(schema, "openai-strict")
     assert out["required"] == ["city", "days", "unit", "address", "color"]
     assert out["additionalProperties"] is False
+    # Strict mode has no `default`: the description says what a `null` stands for.
     assert out["properties"] == {
         "city": {"type": "string"},
-        "days": {"type": ["integer", "null"]},
-        "unit": {"anyOf": [{"enum": ["c", "f"], "type": "string"}, {"type": "null"}]},
-        "address": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}]},
-        "color": {"anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}]},
+        "days": {"type": ["integer", "null"], "description": "default: 3"},
+        "unit": {
+            "anyOf": [{"enum": ["c", "f"], "type": "string"}, {"type": "null"}],
+            "description": "default: c",
+        },
+        "address": {
+            "anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}],
+            "description": "default: null",
+        },
+        "color": {
+            "anyOf": [{"$ref": "#/$defs/Color"}, {"type": "null"}],
+            "description": "default: red",
+        },
     }
     assert out["$defs"]["Address"] == {
         "description": "A postal address.",
         "properties": {
             "street": {"description": "Street and number (minLength: 1)", "type": "string"},
             "city": {"type": "string"},
-            "zip_code": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "zip_code": {
+                "anyOf": [{"type": "string"}, {"type": "null"}],
+                "description": "default: null",
+            },
         },
         "required": ["street", "city", "zip_code"],
         "type": "object",
@@ -426,7 +439,10 @@ def test_strict_keeps_recursion_through_defs_and_root() -> None:
     assert render_schema(Node.model_json_schema(), "openai-strict") == {
         "properties": {
             "value": {"type": "integer"},
-            "children": {"anyOf": [{"items": {"$ref": "#"}, "type": "array"}, {"type": "null"}]},
+            "children": {
+                "anyOf": [{"items": {"$ref": "#"}, "type": "array"}, {"type": "null"}],
+                "description": "default: []",
+            },
         },
         "required": ["value", "children"],
         "type": "object",
