@@ -20,6 +20,7 @@ from agentforge_typed import (
     render_schema,
     tool,
 )
+from agentforge_typed.cli._declare import declaration
 from agentforge_typed.cli._target import load_object, load_target
 from agentforge_typed.providers import _anthropic_wire, _openai_wire
 
@@ -226,14 +227,12 @@ def _strict(parameters: ChatRequestParameters) -> Any:
 
 def _gemini(parameters: ChatRequestParameters) -> Any:
     assert parameters.tools is not None
-    return [
-        {
-            "name": s.name,
-            "description": s.description,
-            "parameters": render_schema(s.parameters, "gemini"),
-        }
-        for s in parameters.tools
-    ]
+    declarations = []
+    for s in parameters.tools:
+        schema = render_schema(s.parameters, "gemini")
+        entry = {"name": s.name, "description": s.description}
+        declarations.append(entry | ({"parameters": schema} if schema["properties"] else {}))
+    return declarations
 
 
 EXPECTED: dict[str, Callable[[ChatRequestParameters], Any]] = {
@@ -252,6 +251,19 @@ def test_schema_matches_what_the_provider_sends(target: str, dialect: str) -> No
     specifications = load_target(target).service().specifications
     parameters = ChatRequestParameters(model="m", tools=specifications)
     assert json.loads(done.stdout) == EXPECTED[dialect](parameters)
+
+
+def test_gemini_declaration_of_a_tool_without_parameters_has_no_parameters() -> None:
+    # Gemini refuses `{"type": "object", "properties": {}}`.
+    @tool
+    def ping() -> str:
+        """Check the service is up."""
+        return "pong"
+
+    assert declaration(ping.specification, "gemini") == {
+        "name": "ping",
+        "description": "Check the service is up.",
+    }
 
 
 def test_schema_default_dialect_is_openai_pinned() -> None:

@@ -26,7 +26,10 @@ def _gemini(spec: ToolSpecification) -> dict[str, Any]:
     declaration: dict[str, Any] = {"name": spec.name}
     if spec.description:
         declaration["description"] = spec.description
-    declaration["parameters"] = render_schema(spec.parameters, "gemini")
+    parameters = render_schema(spec.parameters, "gemini")
+    # Gemini refuses an object schema without properties: a tool without parameters has none.
+    if parameters.get("properties") or parameters.get("type") != "object":
+        declaration["parameters"] = parameters
     return declaration
 
 
