@@ -18,6 +18,9 @@ from typing import Any, Literal
 import pydantic_core
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 from ._argument_errors import json_path, render_input
 from ._arguments import (
@@ -82,7 +85,8 @@ class SchemaArguments:
     (`additionalProperties`).
 
     Raises:
-        ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema.
+        ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema, or has a
+            `$ref` that points nowhere (nothing is fetched: a remote `$ref` points nowhere too).
     """
 
     def __init__(self, schema: dict[str, Any], *, tool_name: str) -> None:
@@ -90,6 +94,7 @@ class SchemaArguments:
             Draft202012Validator.check_schema(schema)
         except SchemaError as exc:
             raise ValueError(f"invalid JSON schema for tool {tool_name!r}: {exc.message}") from exc
+        _check_references(schema, tool_name)
         self._validator = Draft202012Validator(
             schema, format_checker=Draft202012Validator.FORMAT_CHECKER
         )
@@ -117,6 +122,45 @@ class SchemaArguments:
             if not errors:
                 return DecodedArguments(arguments, repairs=tuple(recorded))
         return DecodedArguments(None, tuple(_argument_errors(errors, arguments)), tuple(recorded))
+
+
+_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
+"""Keywords whose values are data, not schemas: a `$ref` key in them is not a reference."""
+
+
+def _check_references(schema: dict[str, Any], tool_name: str) -> None:
+    """Refuse a `$ref` that resolves to nothing, which would otherwise fail every call.
+
+    Schemas with an `$id` are left to validation: their references resolve against it.
+    """
+    references: list[str] = []
+    if _collect_references(schema, references):
+        return
+    resolver = Registry().with_resource("", DRAFT202012.create_resource(schema)).resolver()
+    for reference in references:
+        try:
+            resolver.lookup(reference)
+        except Unresolvable:
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: `$ref` {reference!r} points nowhere"
+            ) from None
+
+
+def _collect_references(node: Any, references: list[str]) -> bool:
+    """Append every `$ref` under `node` to `references`; return whether an `$id` was seen."""
+    seen_id = False
+    if isinstance(node, dict):
+        seen_id = "$id" in node
+        reference = node.get("$ref")
+        if isinstance(reference, str):
+            references.append(reference)
+        for key, value in node.items():
+            if key not in _DATA_KEYWORDS:
+                seen_id = _collect_references(value, references) or seen_id
+    elif isinstance(node, list):
+        for item in node:
+            seen_id = _collect_references(item, references) or seen_id
+    return seen_id
 
 
 _CONTAINER_KINDS: dict[type, Literal["object", "array"]] = {dict: "object", list: "array"}

@@ -404,6 +404,40 @@ def test_invalid_schema_is_refused_at_construction() -> None:
         SchemaTool(bad, dict)
 
 
+@pytest.mark.parametrize(
+    "reference", ["#/$defs/Missing", "#/properties/nope", "https://example.com/item.json"]
+)
+def test_a_reference_that_points_nowhere_is_refused_at_construction(reference: str) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"item": {"$ref": reference}, "other": {"$ref": "#/$defs/Item"}},
+        "$defs": {"Item": {"type": "integer"}},
+    }
+    with pytest.raises(ValueError) as refused:
+        SchemaTool(ToolSpecification(name="bad", parameters=schema), dict)
+    assert str(refused.value) == (
+        f"invalid JSON schema for tool 'bad': `$ref` {reference!r} points nowhere"
+    )
+
+
+def test_references_that_resolve_are_accepted() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "item": {"$ref": "#/$defs/Item"},
+            "again": {"$ref": "#/properties/item"},
+            "literal": {"const": {"$ref": "not a reference: data"}},
+        },
+        "$defs": {"Item": {"type": "integer"}},
+    }
+    spec = ToolSpecification(name="ok", parameters=schema)
+    echo = SchemaTool(spec, lambda arguments: arguments)
+    call = ToolCall(id="c", name="ok", arguments='{"item": "x"}')
+    assert echo.execute(call, context()).text.splitlines()[1] == (
+        '- $.item: Input should be of type integer (input: "x")'
+    )
+
+
 def test_empty_string_is_repaired_and_recorded() -> None:
     spec = ToolSpecification(name="ping", parameters={"type": "object", "properties": {}})
     result = SchemaTool(spec, lambda args: args).execute(
