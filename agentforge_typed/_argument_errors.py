@@ -10,7 +10,7 @@ Correct the arguments and call `get_weather` again.
 One line per problem, in validation order: the JSON path, the validator's message, and the
 offending input as compact JSON truncated to `MAX_INPUT_CHARS`. Deterministic, no stack traces.
 A line stays one line whatever the model sent: a key that is not an identifier is quoted as JSON in
-the path (`$["a.b"]`), and a message with a line break or over `MAX_MESSAGE_CHARS` (some repeat the
+the path (`$["a.b"]`), a path over `MAX_PATH_CHARS` keeps its end, and a message with a line break or over `MAX_MESSAGE_CHARS` (some repeat the
 input) is flattened and truncated.
 """
 
@@ -29,6 +29,7 @@ from ._exceptions import ArgumentError
 __all__ = [
     "MAX_INPUT_CHARS",
     "MAX_MESSAGE_CHARS",
+    "MAX_PATH_CHARS",
     "format_arguments_error",
     "json_path",
     "path_step",
@@ -37,6 +38,7 @@ __all__ = [
 
 MAX_INPUT_CHARS = 120
 MAX_MESSAGE_CHARS = 240
+MAX_PATH_CHARS = 200
 _MAX_KEY_CHARS = 60
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LINE_SEPARATORS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
@@ -50,7 +52,10 @@ def json_path(location: Sequence[str | int]) -> str:
 @functools.lru_cache(maxsize=1024)
 def _json_path(location: tuple[str | int, ...]) -> str:
     # The same few locations come back on every invalid call of a tool.
-    return "$" + "".join(path_step(key) for key in location)
+    path = "$" + "".join(path_step(key) for key in location)
+    if len(path) > MAX_PATH_CHARS:  # deep nesting in what the model sent
+        return "…" + path[-(MAX_PATH_CHARS - 1) :]
+    return path
 
 
 def path_step(key: str | int) -> str:
@@ -58,6 +63,8 @@ def path_step(key: str | int) -> str:
     that is not an identifier."""
     if isinstance(key, int):
         return f"[{key}]"
+    if key == "[key]":  # pydantic's step for a dict key that is itself invalid
+        return key
     if len(key) > _MAX_KEY_CHARS:
         key = key[: _MAX_KEY_CHARS - 1] + "…"
     elif _IDENTIFIER.fullmatch(key):
@@ -69,7 +76,10 @@ def path_step(key: str | int) -> str:
 
 def render_input(value: Any) -> str:
     """Compact JSON of `value`, truncated to `MAX_INPUT_CHARS` characters."""
-    text = to_json(value, fallback=repr).decode()
+    try:
+        text = to_json(value, fallback=repr).decode()
+    except ValueError:  # a lone surrogate, which UTF-8 cannot carry: JSON can, escaped
+        text = json.dumps(value, default=repr)
     if not text.isprintable():
         # JSON strings may hold these line separators raw; escaped, they mean the same.
         text = text.translate(_LINE_SEPARATORS)

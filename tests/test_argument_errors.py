@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from agentforge_typed import ToolCall, tool
 from agentforge_typed._argument_errors import (
     MAX_MESSAGE_CHARS,
+    MAX_PATH_CHARS,
     format_arguments_error,
     json_path,
     path_step,
@@ -55,6 +56,7 @@ def report(arguments: dict[str, Any]) -> str:
         (("k" * 100,), '$["' + "k" * 59 + '…"]'),
         (("shape", "Circle", "radius"), "$.shape.Circle.radius"),
         (("value", "list[int]", 0), '$.value["list[int]"][0]'),
+        (("scores", "a", "[key]"), "$.scores.a[key]"),
     ],
 )
 def test_json_path_quotes_keys_that_are_not_identifiers(
@@ -62,6 +64,21 @@ def test_json_path_quotes_keys_that_are_not_identifiers(
 ) -> None:
     assert json_path(location) == path
     assert "".join(path_step(key) for key in location) == path[1:]
+
+
+def test_a_deep_path_keeps_its_end() -> None:
+    path = json_path(("level",) * 40 + ("leaf",))
+    assert len(path) == MAX_PATH_CHARS
+    assert path.startswith("…") and path.endswith(".level.level.leaf")
+
+
+def test_a_lone_surrogate_in_the_arguments_is_reported_escaped() -> None:
+    # A str the model layer decoded from broken UTF-16: UTF-8 (and so pydantic) cannot carry it.
+    raw = '{"pet": {"kind": "cat"}, "tags": {}, "name": "\ud83d"}'
+    result = adopt.execute(ToolCall(id="c", name="adopt", arguments=raw))
+    assert result.error_kind == "arguments"
+    line = result.text.splitlines()[1]
+    assert line.startswith("- $: ") and line.endswith('"name\\": \\"\\ud83d\\"}")')
 
 
 def test_a_key_sent_by_the_model_cannot_add_lines() -> None:
@@ -118,7 +135,8 @@ def test_messages_name_json_not_python_types(name: str, value: Any, message: str
 
 # Line breaks of every kind, and enough text to need truncating.
 breaks = st.sampled_from(["\n", "\r", "\x0b", "\x0c", "\x1c", "\x85", "\u2028", "\u2029"])
-texts = st.lists(st.text(max_size=40) | breaks, max_size=8).map("".join)
+surrogates = st.characters(categories=["Cs"])
+texts = st.lists(st.text(max_size=40) | breaks | surrogates, max_size=8).map("".join)
 keys = texts | st.text(min_size=61, max_size=80)
 values = st.none() | st.booleans() | st.integers() | texts | st.text(max_size=300)
 
