@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 from pydantic.fields import FieldInfo
@@ -47,15 +48,6 @@ class ToolJsonSchema(GenerateJsonSchema):
     def field_title_should_be_set(self, schema: CoreSchema) -> bool:
         """Never: a field's title only repeats its name."""
         return False
-
-    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
-        """Refuse a `ToolContext` inside the arguments: it would be filled by the model, forged."""
-        if issubclass(schema["cls"], ToolContext):
-            raise PydanticInvalidForJsonSchema(
-                "a `ToolContext` is injected only as a parameter of the tool itself, "
-                "never inside another parameter's type"
-            )
-        return super().dataclass_schema(schema)
 
     def is_subclass_schema(self, schema: core_schema.IsSubclassSchema) -> JsonSchemaValue:
         """Refuse `type[X]`, which pydantic renders as `{}` although JSON carries no class."""
@@ -126,7 +118,11 @@ def inspect_function(
         if parameter.name not in hints:
             raise TypeError(f"{where}: missing type annotation")
         annotation = hints[parameter.name]
-        if _is_context(annotation):
+        try:
+            is_context = _is_context(annotation)
+        except TypeError as exc:
+            raise TypeError(f"{where}: {exc}") from None
+        if is_context:
             if context_parameter is not None:
                 raise TypeError(f"{where}: only one parameter may be a `ToolContext`")
             if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
@@ -153,6 +149,15 @@ def inspect_function(
         schema = args_model.model_json_schema(schema_generator=ToolJsonSchema)
     except _UNSUPPORTED_TYPE_ERRORS as exc:
         raise TypeError(_unsupported_type_message(label, fields, renames, exc)) from exc
+    if _contains_context(args_model.__pydantic_core_schema__):
+        # The model would fill it: a forged context. Find the parameter to name.
+        for field_name, (annotation, _) in fields.items():
+            if _contains_context(TypeAdapter(annotation).core_schema):
+                raise TypeError(
+                    f"{label}, parameter `{renames.get(field_name, field_name)}`: a `ToolContext` "
+                    "is injected only as a parameter of the tool itself, never inside another "
+                    "parameter's type"
+                )
     schema.pop("title", None)
 
     return ToolSignature(
@@ -219,14 +224,51 @@ def _unresolvable_annotation(annotated: Any, localns: dict[str, Any]) -> str | N
 
 
 def _is_context(annotation: Any) -> bool:
-    """`ToolContext`, `ToolContext[X]`, also inside `Annotated[...]` or `... | None`."""
+    """`ToolContext`, `ToolContext[X]` or a subclass, also inside `Annotated[...]`, a type alias
+    or `... | None`.
+
+    Raises:
+        TypeError: A union of a `ToolContext` with an argument type: a parameter is either
+            injected or filled by the model, never both.
+    """
     origin = typing.get_origin(annotation)
-    if annotation is ToolContext or origin is ToolContext:
+    if _is_context_class(annotation) or _is_context_class(origin):
         return True
     if origin is Annotated:
         return _is_context(annotation.__origin__)
+    if isinstance(annotation, (typing_extensions.TypeAliasType, *_TYPE_ALIAS_TYPES)):
+        aliased: Any = annotation
+        return _is_context(aliased.__value__)
     if origin in (typing.Union, types.UnionType):
-        return any(_is_context(member) for member in typing.get_args(annotation))
+        members = [m for m in typing.get_args(annotation) if m is not type(None)]
+        contexts = [_is_context(member) for member in members]
+        if any(contexts) and not all(contexts):
+            raise TypeError(
+                "a `ToolContext` cannot share a union with argument types: the parameter is "
+                "either injected or filled by the model"
+            )
+        return any(contexts)
+    return False
+
+
+def _is_context_class(candidate: Any) -> bool:
+    return isinstance(candidate, type) and issubclass(candidate, ToolContext)
+
+
+_TYPE_ALIAS_TYPES: tuple[type, ...] = (
+    (typing.TypeAliasType,) if hasattr(typing, "TypeAliasType") else ()  # Python 3.12+
+)
+
+
+def _contains_context(schema: Any) -> bool:
+    """Whether a pydantic core schema validates a `ToolContext` anywhere (the JSON Schema may
+    not show it: `SkipJsonSchema`)."""
+    if isinstance(schema, dict):
+        if schema.get("type") == "dataclass" and _is_context_class(schema.get("cls")):
+            return True
+        return any(_contains_context(value) for value in schema.values())
+    if isinstance(schema, (list, tuple)):
+        return any(_contains_context(item) for item in schema)
     return False
 
 

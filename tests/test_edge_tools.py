@@ -9,7 +9,8 @@ from typing import Annotated, Any, Optional
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
-from typing_extensions import TypedDict
+from pydantic.json_schema import SkipJsonSchema
+from typing_extensions import TypeAliasType, TypedDict
 
 from agentforge_typed import ToolCall, ToolContext, ToolService, tool
 
@@ -220,27 +221,57 @@ def in_a_list(contexts: list[ToolContext[dict[str, str]]]) -> None: ...
 def in_a_model(holder: HoldsContext) -> None: ...
 def in_a_dict_value(by_name: dict[str, ToolContext]) -> None: ...
 def in_a_typed_dict(entry: ContextEntry, ctx: ToolContext[None]) -> None: ...
+def hidden_from_the_schema(items: list[SkipJsonSchema[ToolContext[None]]]) -> None: ...
 
 
 @pytest.mark.parametrize(
-    ("function", "parameter", "annotation"),
+    ("function", "parameter"),
     [
-        (in_a_list, "contexts", "list[agentforge_typed._execution.ToolContext[dict[str, str]]]"),
-        (in_a_model, "holder", repr(HoldsContext)),
-        (in_a_dict_value, "by_name", "dict[str, agentforge_typed._execution.ToolContext]"),
-        (in_a_typed_dict, "entry", repr(ContextEntry)),
+        (in_a_list, "contexts"),
+        (in_a_model, "holder"),
+        (in_a_dict_value, "by_name"),
+        (in_a_typed_dict, "entry"),
+        (hidden_from_the_schema, "items"),
     ],
 )
 def test_a_context_inside_a_parameter_type_is_refused(
-    function: Callable[..., Any], parameter: str, annotation: str
+    function: Callable[..., Any], parameter: str
 ) -> None:
     # Only a parameter of its own is injected; anywhere else the model would fill (forge) it.
     name = function.__name__
     assert decoration_error(function) == (
-        f"tool `{name}` ({name!r}), parameter `{parameter}`: type {annotation} cannot be "
-        "expressed as JSON Schema for a model to fill (a `ToolContext` is injected only as a "
-        "parameter of the tool itself, never inside another parameter's type)"
+        f"tool `{name}` ({name!r}), parameter `{parameter}`: a `ToolContext` is injected only as "
+        "a parameter of the tool itself, never inside another parameter's type"
     )
+
+
+def test_a_context_in_a_union_with_an_argument_type_is_refused() -> None:
+    def either(value: ToolContext[None] | int) -> None: ...
+
+    assert decoration_error(either) == (
+        "tool `either` ('test_a_context_in_a_union_with_an_argument_type_is_refused.<locals>"
+        ".either'), parameter `value`: a `ToolContext` cannot share a union with argument types: "
+        "the parameter is either injected or filled by the model"
+    )
+
+
+class AppContext(ToolContext[dict[str, str]]):
+    pass
+
+
+AliasedContext = TypeAliasType("AliasedContext", ToolContext[dict[str, str]])
+
+
+@pytest.mark.parametrize("annotation", [AppContext, AliasedContext, AliasedContext | None])
+def test_a_context_subclass_or_alias_is_injected(annotation: Any) -> None:
+    def whoami(ctx: Any, greeting: str) -> str:
+        return f"{greeting}, {ctx.deps['user']}"
+
+    whoami.__annotations__ = {"ctx": annotation, "greeting": str, "return": str}
+    made = tool(whoami)
+    assert list(made.specification.parameters["properties"]) == ["greeting"]
+    call = ToolCall(id="c", name="whoami", arguments='{"greeting": "hi"}')
+    assert made.execute(call, deps={"user": "ada"}).text == "hi, ada"
 
 
 def test_a_context_parameter_of_its_own_is_still_injected() -> None:
