@@ -239,7 +239,7 @@ class HttpTool(ConfiguredTool):
     ) -> _Prepared | ToolExecutionResult:
         decoded = self._validator.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
+            return decoded.error_result(self.name)
         routed = self._routes.apply(self.url, decoded.arguments)
         if isinstance(routed, tuple):
             return arguments_error_result(self.name, routed, decoded.repairs)

@@ -10,19 +10,17 @@ object or array sent as a string where the schema wants an object or array.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+import math
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pydantic_core
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
-from referencing import Registry
 from referencing.exceptions import Unresolvable
-from referencing.jsonschema import DRAFT202012
 
-from ._argument_errors import json_path, render_input
+from ._argument_errors import json_path
 from ._arguments import (
     MAX_REPAIR_ROUNDS,
     REPAIR_DOUBLE_ENCODED,
@@ -30,6 +28,15 @@ from ._arguments import (
     repair_string_encoded,
 )
 from ._exceptions import ArgumentError
+from ._execution import ToolExecutionResult
+from ._outcomes import arguments_error_result, execution_error_result
+from ._schema_messages import argument_errors
+from ._schema_validator import (
+    SCHEMA_REGISTRY,
+    ToolSchemaValidator,
+    unresolvable_references,
+    value_at,
+)
 
 __all__ = [
     "DecodedArguments",
@@ -43,29 +50,39 @@ class DecodedArguments:
     """The outcome of decoding and validating one call's arguments."""
 
     arguments: dict[str, Any] | None
-    """The validated arguments object, or `None` when there are `errors`."""
+    """The validated arguments object, or `None` when there are `errors` or a `schema_failure`."""
     errors: tuple[ArgumentError, ...] = ()
     repairs: tuple[str, ...] = field(default=())
+    schema_failure: str | None = None
+    """Why the tool's own schema could not check the arguments: the tool's fault, which the
+    model cannot fix by correcting them."""
+
+    def error_result(self, tool_name: str) -> ToolExecutionResult:
+        """The error result of arguments that did not pass (`arguments` is `None`): an
+        `"arguments"` error, or an `"execution"` error when the schema itself failed."""
+        if self.schema_failure is not None:
+            return execution_error_result(tool_name, self.schema_failure, repairs=self.repairs)
+        return arguments_error_result(tool_name, self.errors, self.repairs)
 
 
 def decode_arguments(raw: str | bytes) -> DecodedArguments:
     """Parse the raw JSON a model sent into an object, repairing the envelope quirks we tolerate.
 
     An empty (or blank) string means `{}`; an object double-encoded as a JSON string is decoded
-    once more. Each repair is recorded so it is never silent. Bytes that are not UTF-8 are
-    invalid JSON, reported as typed tools report them.
+    once more. Each repair is recorded so it is never silent. Text that is not UTF-8 (bytes, or a
+    `str` holding a lone surrogate) is invalid JSON.
     """
     if not raw.strip():
         return DecodedArguments({}, repairs=(REPAIR_EMPTY,))
     try:
-        value = pydantic_core.from_json(raw)
+        value = _from_json(raw)
     except ValueError as exc:
         text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
         return DecodedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
     repairs: tuple[str, ...] = ()
     if isinstance(value, str):
         try:
-            inner = pydantic_core.from_json(value)
+            inner = _from_json(value)
         except ValueError:
             inner = None
         if isinstance(inner, dict):
@@ -77,26 +94,47 @@ def decode_arguments(raw: str | bytes) -> DecodedArguments:
     return DecodedArguments(value, repairs=repairs)
 
 
+def _from_json(text: str | bytes) -> Any:
+    """`pydantic_core.from_json`, raising `ValueError` for every text that is not JSON.
+
+    A `str` holding a lone surrogate cannot be encoded as UTF-8, and pydantic raises `TypeError`
+    for it; passed on as the bytes it stands for, it is reported as an invalid code point.
+    """
+    try:
+        return pydantic_core.from_json(text)
+    except TypeError:
+        if not isinstance(text, str):
+            raise
+        return pydantic_core.from_json(text.encode(errors="surrogatepass"))
+
+
 class SchemaArguments:
     """Validates arguments against one JSON Schema; the validator is compiled once.
 
     Format checking is on (`"format": "date"`, `"email"`, … are enforced where `jsonschema`
     supports them). Keys the schema does not declare are accepted or rejected as the schema says
-    (`additionalProperties`).
+    (`additionalProperties`). Numbers must be finite, as for typed tools.
 
     Raises:
         ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema, or has a
-            `$ref` that points nowhere (nothing is fetched: a remote `$ref` points nowhere too).
+            `$ref` (or `$dynamicRef`) that points nowhere (nothing is fetched: a remote `$ref`
+            points nowhere too, except to the JSON Schema metaschemas).
     """
 
     def __init__(self, schema: dict[str, Any], *, tool_name: str) -> None:
         try:
-            Draft202012Validator.check_schema(schema)
+            ToolSchemaValidator.check_schema(schema)
         except SchemaError as exc:
             raise ValueError(f"invalid JSON schema for tool {tool_name!r}: {exc.message}") from exc
-        _check_references(schema, tool_name)
-        self._validator = Draft202012Validator(
-            schema, format_checker=Draft202012Validator.FORMAT_CHECKER
+        unresolvable = next(unresolvable_references(schema), None)
+        if unresolvable is not None:
+            keyword, reference = unresolvable
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: "
+                f"`{keyword}` {reference!r} points nowhere"
+            )
+        self._validator = ToolSchemaValidator(
+            schema, registry=SCHEMA_REGISTRY, format_checker=Draft202012Validator.FORMAT_CHECKER
         )
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
@@ -110,66 +148,67 @@ class SchemaArguments:
         self, arguments: dict[str, Any], *, repairs: tuple[str, ...] = ()
     ) -> DecodedArguments:
         """Validate an already-decoded arguments object (never modified: repairs copy it)."""
-        errors = list(self._validator.iter_errors(arguments))
-        if not errors:
-            return DecodedArguments(arguments, repairs=repairs)
         recorded = list(repairs)
+        try:
+            arguments, errors = self._repaired(arguments, recorded)
+        except Unresolvable as exc:  # the build-time check missed it: never raise on a call
+            failure = f"its JSON schema has a `$ref` that cannot be resolved ({exc.ref})"
+            return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
+        non_finite = list(_non_finite_numbers(arguments, []))
+        if not errors and not non_finite:
+            return DecodedArguments(arguments, repairs=tuple(recorded))
+        # A non-finite number is the problem at its path, whatever the schema says of it.
+        paths = {error.path for error in non_finite}
+        reported = [e for e in argument_errors(errors, arguments) if e.path not in paths]
+        # One line per problem: jsonschema reports one once per subschema that finds it (`allOf`).
+        unique = {(e.path, e.message, id(e.input)): e for e in (*non_finite, *reported)}
+        return DecodedArguments(None, tuple(unique.values()), tuple(recorded))
+
+    def _repaired(
+        self, arguments: dict[str, Any], recorded: list[str]
+    ) -> tuple[dict[str, Any], list[ValidationError]]:
+        """`arguments` with the strings the schema wanted as objects or arrays decoded (each
+        repair appended to `recorded`), and the schema's errors for them."""
+        errors = list(self._validator.iter_errors(arguments))
+        copies: set[int] = set()
         for _ in range(MAX_REPAIR_ROUNDS):
-            arguments, changed = _decode_string_encoded(arguments, errors, recorded)
+            if not errors:
+                break
+            arguments, changed = _decode_string_encoded(arguments, errors, recorded, copies)
             if not changed:
                 break
             errors = list(self._validator.iter_errors(arguments))
-            if not errors:
-                return DecodedArguments(arguments, repairs=tuple(recorded))
-        return DecodedArguments(None, tuple(_argument_errors(errors, arguments)), tuple(recorded))
+        return arguments, errors
 
 
-_DATA_KEYWORDS = frozenset({"const", "enum", "default", "examples"})
-"""Keywords whose values are data, not schemas: a `$ref` key in them is not a reference."""
-
-
-def _check_references(schema: dict[str, Any], tool_name: str) -> None:
-    """Refuse a `$ref` that resolves to nothing, which would otherwise fail every call.
-
-    Schemas with an `$id` are left to validation: their references resolve against it.
-    """
-    references: list[str] = []
-    if _collect_references(schema, references):
-        return
-    resolver = Registry().with_resource("", DRAFT202012.create_resource(schema)).resolver()
-    for reference in references:
-        try:
-            resolver.lookup(reference)
-        except Unresolvable:
-            raise ValueError(
-                f"invalid JSON schema for tool {tool_name!r}: `$ref` {reference!r} points nowhere"
-            ) from None
-
-
-def _collect_references(node: Any, references: list[str]) -> bool:
-    """Append every `$ref` under `node` to `references`; return whether an `$id` was seen."""
-    seen_id = False
-    if isinstance(node, dict):
-        seen_id = "$id" in node
-        reference = node.get("$ref")
-        if isinstance(reference, str):
-            references.append(reference)
-        for key, value in node.items():
-            if key not in _DATA_KEYWORDS:
-                seen_id = _collect_references(value, references) or seen_id
-    elif isinstance(node, list):
-        for item in node:
-            seen_id = _collect_references(item, references) or seen_id
-    return seen_id
+def _non_finite_numbers(container: Any, location: list[str | int]) -> Iterator[ArgumentError]:
+    """An error for each NaN or infinity in `container` (JSON has none; parsers let them
+    through)."""
+    for key, value in container.items() if isinstance(container, dict) else enumerate(container):
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                path = json_path([*location, key])
+                yield ArgumentError(path, "Input should be a finite number", value)
+        elif isinstance(value, dict | list):
+            location.append(key)
+            yield from _non_finite_numbers(value, location)
+            location.pop()
 
 
 _CONTAINER_KINDS: dict[type, Literal["object", "array"]] = {dict: "object", list: "array"}
 
 
 def _decode_string_encoded(
-    arguments: dict[str, Any], errors: Iterable[ValidationError], repairs: list[str]
+    arguments: dict[str, Any],
+    errors: Iterable[ValidationError],
+    repairs: list[str],
+    copies: set[int],
 ) -> tuple[dict[str, Any], bool]:
-    """Decode each string the schema wanted as an object or array, when it is one in JSON."""
+    """Decode each string the schema wanted as an object or array, when it is one in JSON.
+
+    `copies` holds the ids of the containers already copied from the caller's object: those are
+    changed in place, so each container is copied once however many strings it holds.
+    """
     changed = False
     for error in _with_context(errors):
         if error.validator != "type" or not isinstance(error.instance, str):
@@ -179,15 +218,15 @@ def _decode_string_encoded(
         if "object" not in wanted and "array" not in wanted:
             continue
         try:
-            decoded = pydantic_core.from_json(error.instance)
+            decoded = _from_json(error.instance)
         except ValueError:
             continue
         kind = _CONTAINER_KINDS.get(type(decoded))
         path = list(error.absolute_path)
         # Another alternative (`anyOf`) may have decoded this very string already.
-        if kind is None or kind not in wanted or _at(arguments, path) is not error.instance:
+        if kind is None or kind not in wanted or value_at(arguments, path) is not error.instance:
             continue
-        arguments = _replaced(arguments, path, decoded)
+        arguments = _replaced(arguments, path, decoded, copies)
         repairs.append(repair_string_encoded(json_path(path), kind))
         changed = True
     return arguments, changed
@@ -200,143 +239,27 @@ def _with_context(errors: Iterable[ValidationError]) -> Iterable[ValidationError
         yield from _with_context(error.context)
 
 
-def _at(data: Any, path: Sequence[str | int]) -> Any:
-    for step in path:
-        data = data[step]
-    return data
-
-
-def _replaced(data: Any, path: Sequence[str | int], value: Any) -> Any:
-    """A copy of `data` with `value` at `path`; only the containers on the path are copied."""
+def _replaced(data: Any, path: Sequence[str | int], value: Any, copies: set[int]) -> Any:
+    """`data` with `value` at `path`, copying each container on the path that is not in `copies`
+    yet."""
     if not path:
         return value
-    copy: Any = dict(data) if isinstance(data, dict) else list(data)
-    copy[path[0]] = _replaced(data[path[0]], path[1:], value)
+    root = node = _copied(data, copies)
+    for step in path[:-1]:
+        child = _copied(node[step], copies)
+        node[step] = child
+        node = child
+    node[path[-1]] = value
+    return root
+
+
+def _copied(container: Any, copies: set[int]) -> Any:
+    if id(container) in copies:  # a copy of ours (alive: it is in the arguments being repaired)
+        return container
+    copy = _shallow_copy(container)
+    copies.add(id(copy))
     return copy
 
 
-def _argument_errors(
-    errors: Iterable[ValidationError], arguments: dict[str, Any]
-) -> Iterable[ArgumentError]:
-    # jsonschema's messages embed Python reprs (`True`, `'x'`); the model speaks JSON, so every
-    # keyword gets pydantic-like wording built from the schema's values, as typed tools report.
-    reported: set[str] = set()  # jsonschema reports `required` once per missing name, and
-    # `dependentRequired` once per (given, missing) pair
-    for error in errors:
-        location = list(error.absolute_path)
-        expected: Any = error.validator_value
-        schema: Any = error.schema
-        if error.validator in ("required", "dependentRequired") and isinstance(
-            error.instance, dict
-        ):
-            for name, message in _missing(error.validator, expected, error.instance):
-                path = json_path([*location, name])
-                if path not in reported:
-                    reported.add(path)
-                    yield ArgumentError(path, message, error.instance)
-        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            declared = schema.get("properties", {})
-            patterns = schema.get("patternProperties", {})
-            for name, value in error.instance.items():
-                if name not in declared and not _matches_any(name, patterns):
-                    yield ArgumentError(json_path([*location, name]), "Unexpected argument", value)
-        elif _checks_a_property_name(error, arguments):
-            message = f"Invalid property name: {_message(error)}"
-            yield ArgumentError(json_path(location), message, error.instance)
-        else:
-            yield ArgumentError(json_path(location), _message(error), error.instance)
-
-
-def _checks_a_property_name(error: ValidationError, arguments: dict[str, Any]) -> bool:
-    """Whether `error` comes from `propertyNames`: its input is one of the keys of the object at
-    its location, not a value."""
-    return (
-        "propertyNames" in error.absolute_schema_path
-        and isinstance(error.instance, str)
-        and isinstance(_at(arguments, error.absolute_path), dict)
-    )
-
-
-def _missing(keyword: str, expected: Any, instance: dict[str, Any]) -> Iterable[tuple[str, str]]:
-    """`(name, message)` for each property `required` or `dependentRequired` wants but lacks."""
-    if keyword == "required":
-        yield from ((name, "Field required") for name in expected if name not in instance)
-        return
-    for given, needed in expected.items():
-        if given in instance:
-            message = f"Field required when {render_input(given)} is given"
-            yield from ((name, message) for name in needed if name not in instance)
-
-
-def _message(error: ValidationError) -> str:
-    """The message for one failed keyword, with the schema's values as JSON."""
-    value: Any = error.validator_value
-    schema: Any = error.schema
-    match error.validator:
-        case None:  # the schema `false`
-            return "Input is not allowed here"
-        case "type":
-            names = value if isinstance(value, list) else [value]
-            return f"Input should be of type {' or '.join(map(str, names))}"
-        case "enum":
-            return f"Input should be one of {', '.join(map(render_input, value))}"
-        case "const":
-            return f"Input should be {render_input(value)}"
-        case "minimum":
-            return f"Input should be greater than or equal to {render_input(value)}"
-        case "maximum":
-            return f"Input should be less than or equal to {render_input(value)}"
-        case "exclusiveMinimum":
-            return f"Input should be greater than {render_input(value)}"
-        case "exclusiveMaximum":
-            return f"Input should be less than {render_input(value)}"
-        case "multipleOf":
-            return f"Input should be a multiple of {render_input(value)}"
-        case "minLength":
-            return f"Input should have at least {_count(value, 'character')}"
-        case "maxLength":
-            return f"Input should have at most {_count(value, 'character')}"
-        case "pattern":
-            return f"Input should match the pattern {render_input(value)}"
-        case "format":
-            return f"Input should match the format {render_input(value)}"
-        case "minItems":
-            return f"Input should have at least {_count(value, 'item')}"
-        case "maxItems":
-            return f"Input should have at most {_count(value, 'item')}"
-        case "items":  # `false`: nothing past `prefixItems`
-            return f"Input should have at most {_count(len(schema.get('prefixItems', ())), 'item')}"
-        case "uniqueItems":
-            return "Items should be unique"
-        case "contains" | "minContains":
-            least = schema.get("minContains", 1)
-            matching = render_input(schema["contains"])
-            return f"Input should contain at least {_count(least, 'item')} matching {matching}"
-        case "maxContains":
-            matching = render_input(schema["contains"])
-            return f"Input should contain at most {_count(value, 'item')} matching {matching}"
-        case "minProperties":
-            return f"Input should have at least {_count(value, 'property', 'properties')}"
-        case "maxProperties":
-            return f"Input should have at most {_count(value, 'property', 'properties')}"
-        case "not":
-            return f"Input should not match {render_input(value)}"
-        case "anyOf":
-            return f"Input should match at least one of {render_input(value)}"
-        case "oneOf":
-            several = "" if error.context else ", but matches several"
-            return f"Input should match exactly one of {render_input(value)}{several}"
-        case "unevaluatedProperties" if value is False:
-            return "Input should have no properties other than those the schema declares"
-        case "unevaluatedItems" if value is False:
-            return "Input should have no items other than those the schema declares"
-        case keyword:
-            return f"Input does not match the schema's `{keyword}`"
-
-
-def _count(number: int, singular: str, plural: str | None = None) -> str:
-    return f"{number} {singular if number == 1 else plural or singular + 's'}"
-
-
-def _matches_any(name: str, patterns: dict[str, Any]) -> bool:
-    return any(re.search(pattern, name) for pattern in patterns)
+def _shallow_copy(container: dict[str, Any] | list[Any]) -> dict[str, Any] | list[Any]:
+    return dict(container) if isinstance(container, dict) else list(container)

@@ -17,7 +17,7 @@ from ._exceptions import ToolArgumentsError
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._messages import ToolCall
-from ._outcomes import arguments_error_result, failure_result, success_result, with_repairs
+from ._outcomes import failure_result, success_result, with_repairs
 from ._request import ToolSpecification
 from ._schema_arguments import DecodedArguments, SchemaArguments
 
@@ -98,7 +98,7 @@ class SchemaTool(ConfiguredTool):
         """Validate, run the handler, and convert; never raises for a failed call."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
+            return decoded.error_result(self.name)
         try:
             if self._executor is not None:
                 arguments = (_normalized(call, decoded), context)
@@ -115,7 +115,7 @@ class SchemaTool(ConfiguredTool):
         """Like `execute`, without blocking the event loop (sync handlers run in a thread)."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
+            return decoded.error_result(self.name)
         try:
             if self._executor is not None:
                 arguments = (_normalized(call, decoded), context)

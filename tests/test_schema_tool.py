@@ -20,10 +20,11 @@ from agentforge_typed import (
     ToolContext,
     ToolExecutionResult,
     ToolSpecification,
+    _schema_arguments,
     tool,
 )
 from agentforge_typed._execution import ToolLike
-from agentforge_typed._schema_arguments import SchemaArguments
+from agentforge_typed._schema_arguments import DecodedArguments, SchemaArguments
 
 SPEC = ToolSpecification(
     name="book",
@@ -162,6 +163,69 @@ def test_non_utf8_bytes_are_an_arguments_error_as_for_typed_tools() -> None:
     )
 
 
+def test_a_lone_surrogate_is_invalid_json() -> None:
+    # A provider's JSON decoder turns an escaped lone surrogate into one: UTF-8 cannot carry it.
+    raw = '{"room": "\ud83d", "nights": 1}'
+    with pytest.raises(ToolArgumentsError) as raised:
+        SchemaTool(SPEC, dict).validate_arguments(raw)
+    assert raised.value.errors == (
+        ArgumentError("$", "Invalid JSON: invalid unicode code point at line 1 column 11", raw),
+    )
+    # In a string the schema wants as an object, it is no JSON either: left as the string.
+    decoded = SchemaArguments(NESTED.parameters, tool_name="nest").validate_object(
+        {"o": '{"k": "\ud83d"}'}
+    )
+    assert decoded.errors == (
+        ArgumentError("$.o", "Input should be of type object", '{"k": "\ud83d"}'),
+    )
+
+
+FINITE = "Input should be a finite number"
+
+
+@pytest.mark.parametrize(
+    ("raw", "errors"),
+    [
+        ('{"x": NaN}', [f"- $.x: {FINITE} (input: NaN)"]),
+        (
+            '{"x": -Infinity, "y": [1, Infinity]}',
+            [f"- $.x: {FINITE} (input: -Infinity)", f"- $.y[1]: {FINITE} (input: Infinity)"],
+        ),
+        ('{"x": 1e400}', [f"- $.x: {FINITE} (input: Infinity)"]),
+        # The number is the problem, whatever else the schema says of it (`minimum`).
+        (
+            '{"x": -1e400, "n": -1}',
+            [
+                f"- $.x: {FINITE} (input: -Infinity)",
+                "- $.n: Input should be greater than or equal to 0 (input: -1)",
+            ],
+        ),
+        # Inside containers sent as strings, and decoded.
+        (
+            '{"y": "[NaN, 2]", "z": "{\\"k\\": 1e999}"}',
+            [f"- $.y[0]: {FINITE} (input: NaN)", f"- $.z.k: {FINITE} (input: Infinity)"],
+        ),
+    ],
+)
+def test_numbers_must_be_finite(raw: str, errors: list[str]) -> None:
+    spec = ToolSpecification(
+        name="measure",
+        parameters={
+            "type": "object",
+            "properties": {
+                "x": {"type": "number", "minimum": 0},
+                "y": {"type": "array"},
+                "z": {"type": "object"},
+                "n": {"minimum": 0},
+            },
+        },
+    )
+    result = SchemaTool(spec, dict).execute(
+        ToolCall(id="1", name="measure", arguments=raw), context()
+    )
+    assert (result.error_kind, result.text.splitlines()[1:-1]) == ("arguments", errors)
+
+
 def errors_for(schema: dict[str, Any] | bool, value: str) -> list[tuple[str, str]]:
     """`(path, message)` of each error for `{"x": value}` where `x` has `schema`."""
     spec = ToolSpecification(
@@ -228,11 +292,6 @@ def errors_for(schema: dict[str, Any] | bool, value: str) -> list[tuple[str, str
             " but matches several",
         ),
         (
-            {"properties": {"a": {}}, "unevaluatedProperties": False},
-            '{"a": 1, "b": 2}',
-            "Input should have no properties other than those the schema declares",
-        ),
-        (
             {"prefixItems": [{}], "unevaluatedItems": False},
             "[1, 2]",
             "Input should have no items other than those the schema declares",
@@ -243,14 +302,49 @@ def errors_for(schema: dict[str, Any] | bool, value: str) -> list[tuple[str, str
             "Input does not match the schema's `unevaluatedProperties`",
         ),
         (False, "1", "Input is not allowed here"),
+        ({"not": {}}, "1", "Input should not match {}"),
     ],
 )
 def test_keyword_messages_are_json_worded(
     schema: dict[str, Any] | bool, value: str, message: str
 ) -> None:
-    errors = errors_for(schema, value)
-    # jsonschema reports a `false` subschema at its parent's location.
-    assert errors == [("$" if schema is False else "$.x", message)]
+    assert errors_for(schema, value) == [("$.x", message)]
+
+
+def test_a_false_subschema_is_reported_at_the_value_it_forbids() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"legacy_id": False, "name": {"type": "string"}},
+        "patternProperties": {"^x-": False},
+        "additionalProperties": {
+            "type": "array",
+            "prefixItems": [{"type": "string"}, False, {}, False],
+        },
+    }
+    spec = ToolSpecification(name="check", parameters=schema)
+    with pytest.raises(ToolArgumentsError) as raised:
+        SchemaTool(spec, dict).validate_arguments(
+            '{"name": 1, "legacy_id": 7, "x-a": null, "tags": ["a", 9, 8]}'
+        )
+    assert [(e.path, e.message, e.input) for e in raised.value.errors] == [
+        ("$.name", "Input should be of type string", 1),
+        ("$.legacy_id", "Input is not allowed here", 7),
+        ('$["x-a"]', "Input is not allowed here", None),
+        ("$.tags[1]", "Input is not allowed here", 9),
+    ]
+
+
+def test_unevaluated_properties_false_is_reported_at_the_object() -> None:
+    # Which properties count as evaluated (through `allOf`, `$ref`, ...) only jsonschema's private
+    # helpers know: the object is named, its keys are in the input shown.
+    schema = {
+        "allOf": [{"properties": {"a": {}}}],
+        "properties": {"b": {}},
+        "unevaluatedProperties": False,
+    }
+    assert errors_for(schema, '{"a": 1, "b": 2, "c": 3, "d": [4]}') == [
+        ("$.x", "Input should have no properties other than those the schema declares"),
+    ]
 
 
 def test_dependent_required_names_each_missing_property() -> None:
@@ -377,6 +471,29 @@ def test_repairs_leave_the_given_object_unchanged() -> None:
     assert arguments == {"o": '{"k": true}'}
 
 
+@pytest.mark.parametrize("count", [2, 200])
+def test_repairs_copy_each_container_once(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    # Copying the path per repaired string made `count` strings in one list cost count² steps.
+    copied: list[Any] = []
+    copy = _schema_arguments._shallow_copy
+
+    def counted(container: Any) -> Any:
+        copied.append(container)
+        return copy(container)
+
+    monkeypatch.setattr(_schema_arguments, "_shallow_copy", counted)
+    schema = {
+        "type": "object",
+        "properties": {"m": {"properties": {"xs": {"items": {"type": "array"}}}}},
+    }
+    arguments = {"m": {"xs": ["[1]"] * count, "other": 1}}
+    decoded = SchemaArguments(schema, tool_name="t").validate_object(arguments)
+    assert decoded.arguments == {"m": {"xs": [[1]] * count, "other": 1}}
+    assert len(decoded.repairs) == count
+    assert list(map(id, copied)) == [id(arguments), id(arguments["m"]), id(arguments["m"]["xs"])]
+    assert arguments == {"m": {"xs": ["[1]"] * count, "other": 1}}
+
+
 def test_additional_keys_follow_the_schema() -> None:
     open_spec = ToolSpecification(
         name="echo", parameters={"type": "object", "properties": {"a": {"type": "integer"}}}
@@ -405,18 +522,32 @@ def test_invalid_schema_is_refused_at_construction() -> None:
 
 
 @pytest.mark.parametrize(
-    "reference", ["#/$defs/Missing", "#/properties/nope", "https://example.com/item.json"]
+    ("keyword", "reference", "schema"),
+    [
+        ("$ref", "#/$defs/Missing", {"$ref": "#/$defs/Missing"}),
+        ("$ref", "#/properties/nope", {"$ref": "#/properties/nope"}),
+        ("$ref", "https://example.com/item.json", {"$ref": "https://example.com/item.json"}),
+        ("$dynamicRef", "#/$defs/Missing", {"$dynamicRef": "#/$defs/Missing"}),
+        # Properties named like keywords whose values are data are still subschemas.
+        ("$ref", "#/$defs/Missing", {"properties": {"default": {"$ref": "#/$defs/Missing"}}}),
+        ("$ref", "#/$defs/Missing", {"properties": {"enum": {"$ref": "#/$defs/Missing"}}}),
+        ("$ref", "#/$defs/Missing", {"anyOf": [{"not": {"$ref": "#/$defs/Missing"}}]}),
+        # Resolved against the `$id` in scope, as jsonschema resolves it.
+        ("$ref", "#/$defs/Item", {"$id": "https://example.com/item", "$ref": "#/$defs/Item"}),
+    ],
 )
-def test_a_reference_that_points_nowhere_is_refused_at_construction(reference: str) -> None:
-    schema = {
+def test_a_reference_that_points_nowhere_is_refused_at_construction(
+    keyword: str, reference: str, schema: dict[str, Any]
+) -> None:
+    parameters = {
         "type": "object",
-        "properties": {"item": {"$ref": reference}, "other": {"$ref": "#/$defs/Item"}},
+        "properties": {"item": schema, "other": {"$ref": "#/$defs/Item"}},
         "$defs": {"Item": {"type": "integer"}},
     }
     with pytest.raises(ValueError) as refused:
-        SchemaTool(ToolSpecification(name="bad", parameters=schema), dict)
+        SchemaTool(ToolSpecification(name="bad", parameters=parameters), dict)
     assert str(refused.value) == (
-        f"invalid JSON schema for tool 'bad': `$ref` {reference!r} points nowhere"
+        f"invalid JSON schema for tool 'bad': `{keyword}` {reference!r} points nowhere"
     )
 
 
@@ -427,15 +558,71 @@ def test_references_that_resolve_are_accepted() -> None:
             "item": {"$ref": "#/$defs/Item"},
             "again": {"$ref": "#/properties/item"},
             "literal": {"const": {"$ref": "not a reference: data"}},
+            "documented": {"examples": [{"$ref": "#/nope"}], "x-note": {"$ref": "#/nope"}},
+            "$ref": {"example": {"$ref": "#/nope"}},
+            "schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"},
+            "local": {
+                "$id": "https://example.com/local",
+                "$ref": "#/$defs/Id",
+                "$defs": {"Id": {}},
+            },
         },
         "$defs": {"Item": {"type": "integer"}},
     }
     spec = ToolSpecification(name="ok", parameters=schema)
     echo = SchemaTool(spec, lambda arguments: arguments)
-    call = ToolCall(id="c", name="ok", arguments='{"item": "x"}')
-    assert echo.execute(call, context()).text.splitlines()[1] == (
-        '- $.item: Input should be of type integer (input: "x")'
+    call = ToolCall(id="c", name="ok", arguments='{"item": "x", "schema": {"type": "text"}}')
+    assert echo.execute(call, context()).text.splitlines()[1:-1] == [
+        '- $.item: Input should be of type integer (input: "x")',
+        '- $.schema.type: Input should match at least one of [{"$ref":"#/$defs/simpleTypes"},'
+        '{"type":"array","items":{"$ref":"#/$defs/simpleTypes"},"minItems":1,"uniqueItems":true}]'
+        ' (input: "text")',
+    ]
+    valid = ToolCall(id="c", name="ok", arguments='{"item": 1, "schema": {"type": "string"}}')
+    assert not echo.execute(valid, context()).is_error
+
+
+def test_a_reference_unresolvable_at_validation_is_an_execution_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Should the check at construction miss one, no call raises: the schema is the tool's fault.
+    monkeypatch.setattr(_schema_arguments, "unresolvable_references", lambda schema: iter(()))
+    spec = ToolSpecification(
+        name="dangling", parameters={"properties": {"a": {"$ref": "#/$defs/Gone"}}}
     )
+    decoded = SchemaArguments(spec.parameters, tool_name="dangling").validate('"{\\"a\\": 1}"')
+    assert decoded == DecodedArguments(
+        None,
+        repairs=("arguments were double-encoded as a JSON string: decoded",),
+        schema_failure="its JSON schema has a `$ref` that cannot be resolved (/$defs/Gone)",
+    )
+    result = decoded.error_result("dangling")
+    assert (result.error_kind, result.text, result.repairs) == (
+        "execution",
+        "Tool `dangling` failed: its JSON schema has a `$ref` that cannot be resolved (/$defs/Gone)",
+        ("arguments were double-encoded as a JSON string: decoded",),
+    )
+
+
+async def test_execute_never_raises_for_an_unresolvable_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_schema_arguments, "unresolvable_references", lambda schema: iter(()))
+    spec = ToolSpecification(
+        name="dangling", parameters={"properties": {"a": {"$ref": "#/$defs/Gone"}}}
+    )
+    tool = SchemaTool(spec, dict)
+    dangling = ToolCall(id="1", name="dangling", arguments='{"a": 1}')
+    text = (
+        "Tool `dangling` failed: its JSON schema has a `$ref` that cannot be resolved (/$defs/Gone)"
+    )
+    for result in (tool.execute(dangling, context()), await tool.aexecute(dangling, context())):
+        assert (result.error_kind, result.text) == ("execution", text)
+
+
+def test_a_problem_several_subschemas_find_is_reported_once() -> None:
+    schema = {"allOf": [{"type": "integer"}, {"type": "integer", "minimum": 1}]}
+    assert errors_for(schema, '"a"') == [("$.x", "Input should be of type integer")]
 
 
 def test_empty_string_is_repaired_and_recorded() -> None:
