@@ -17,7 +17,7 @@ import concurrent.futures
 import contextlib
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -28,7 +28,6 @@ from ._declared import SpecifiedTool
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._messages import ToolCall
 from ._outcomes import (
-    arguments_error_result,
     execution_error_result,
     failure_result,
     timeout_result,
@@ -331,8 +330,19 @@ class MCPServer:
             yield session
 
     def _start(self, connection: _Connection, close: Callable[[], Any]) -> None:
-        connection.tools = [MCPTool(self, tool) for tool in self._listed]
+        connection.tools = list(self._usable_tools())
         self._connection, self._exit = connection, close
+
+    def _usable_tools(self) -> Iterator[MCPTool]:
+        """A tool for each one listed, except those whose `inputSchema` is refused: each of those
+        is skipped with a warning, so that it does not cost the server's other tools."""
+        for listed in self._listed:
+            try:
+                yield MCPTool(self, listed)
+            except ValueError as exc:
+                logger.warning(
+                    "MCP server %s: tool %r skipped: %s", self.label, listed.get("name"), exc
+                )
 
     def _stop(self) -> tuple[_Connection | None, Callable[[], Any] | None]:
         connection, close = self._connection, self._exit
@@ -462,7 +472,7 @@ class MCPTool(SpecifiedTool):
         """Validate locally, then call the server, blocking; never raises for a failed call."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
+            return decoded.error_result(self.name)
         result = self.server._call_blocking(self, decoded.arguments)
         return with_repairs(result, decoded.repairs)
 
@@ -470,7 +480,7 @@ class MCPTool(SpecifiedTool):
         """Validate locally, then call the server without blocking the event loop."""
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
-            return arguments_error_result(self.name, decoded.errors, decoded.repairs)
+            return decoded.error_result(self.name)
         result = await self.server._call_async(self, decoded.arguments)
         return with_repairs(result, decoded.repairs)
 

@@ -1,11 +1,13 @@
 """`MCPServer` against real MCP servers: `mcp-server-time` over stdio (from PyPI, a dev
-dependency) and a small fixture server (tests/mcp_fixture_server.py) over stdio and streamable
-HTTP, entered with both `with` and `async with`."""
+dependency), a small fixture server (tests/mcp_fixture_server.py) over stdio and streamable
+HTTP, entered with both `with` and `async with`, and in-process servers listing given tools."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import logging
 import os
 import signal
 import socket
@@ -13,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -20,7 +23,19 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from agentforge_typed import MCPServer, ToolCall, ToolContext, ToolExecutionResult
+import anyio
+from mcp import ClientSession
+from mcp.server.lowlevel import Server
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.types import ListToolsResult, Tool
+
+from agentforge_typed import (
+    MCPServer,
+    ToolCall,
+    ToolContext,
+    ToolExecutionResult,
+    _schema_arguments,
+)
 from agentforge_typed._execution import ToolLike, ToolSource
 from agentforge_typed._mcp import MCPTool
 
@@ -341,3 +356,55 @@ async def test_server_that_never_initializes_times_out_on_async_enter(errlog: Te
     server = MCPServer.stdio(sys.executable, SILENT, errlog=errlog, connect_timeout=0.5)
     with pytest.raises(TimeoutError, match=r"within 0\.5 seconds"):
         await server.__aenter__()
+
+
+def listing_server(*tools: Tool) -> MCPServer:
+    """An in-process server (the SDK's low-level `Server`, over memory streams) listing `tools`."""
+
+    async def list_tools(context: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=list(tools))
+
+    listing = Server("listing", on_list_tools=list_tools)
+
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+        client, served = await stack.enter_async_context(create_client_server_memory_streams())
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        tasks.start_soon(listing.run, *served, listing.create_initialization_options())
+        stack.callback(tasks.cancel_scope.cancel)
+        return ClientSession(*client)
+
+    return MCPServer(connect, label="in-memory")
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_a_tool_whose_schema_is_refused_is_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    dangling = {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}
+    server = listing_server(
+        Tool(name="broken", input_schema=dangling),
+        Tool(name="echo", input_schema={"type": "object"}),
+    )
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        assert [tool.name for tool in server.tools()] == ["echo"]
+    assert caplog.messages == [
+        "MCP server in-memory: tool 'broken' skipped: invalid JSON schema for tool 'broken': "
+        "`$ref` '#/$defs/Missing' points nowhere"
+    ]
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+async def test_a_schema_that_fails_at_validation_is_an_execution_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Should the check when tools are built miss a `$ref` that points nowhere.
+    monkeypatch.setattr(_schema_arguments, "unresolvable_references", lambda schema: iter(()))
+    dangling = {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}}
+    async with listing_server(Tool(name="broken", input_schema=dangling)) as server:
+        (broken,) = server.tools()
+        result = await broken.aexecute(call("broken", {"a": 1}), CONTEXT)
+    assert (result.error_kind, result.text) == (
+        "execution",
+        "Tool `broken` failed: its JSON schema has a `$ref` that cannot be resolved "
+        "(/$defs/Missing)",
+    )
