@@ -10,8 +10,9 @@ Correct the arguments and call `get_weather` again.
 One line per problem, in validation order: the JSON path, the validator's message, and the
 offending input as compact JSON truncated to `MAX_INPUT_CHARS`. Deterministic, no stack traces.
 A line stays one line whatever the model sent: a key that is not an identifier is quoted as JSON in
-the path (`$["a.b"]`), a path over `MAX_PATH_CHARS` keeps its end, and a message with a line break or over `MAX_MESSAGE_CHARS` (some repeat the
-input) is flattened and truncated.
+the path (`$["a.b"]`), a path over `MAX_PATH_CHARS` keeps its end, a message with a line break or
+over `MAX_MESSAGE_CHARS` (some repeat the input) is flattened and truncated, and line separators
+JSON allows raw in strings are escaped in the input.
 """
 
 from __future__ import annotations

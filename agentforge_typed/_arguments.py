@@ -114,11 +114,11 @@ class ArgumentsValidator:
 
     def repair(self, raw: str | bytes, error: ValidationError) -> Validated | Invalid:
         """The slow path, after `error` from the fast one: try the repairs, then revalidate."""
-        details = error.errors(include_url=False, include_context=False)
+        details = _details(error)
         if raw and not raw.isspace():
             # Most invalid calls: nothing to repair, so straight to the report.
             if not self._repairable(details):
-                return None, (), argument_errors(details, unexpected_argument=self._unexpected)
+                return None, (), self._errors(details)
             try:
                 data: Any = pydantic_core.from_json(raw)
             except ValueError:
