@@ -14,15 +14,17 @@ Nothing else is guessed: anything still invalid is reported, one `ArgumentError`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from enum import Enum
 from typing import Any, Literal
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, SchemaValidator
 
-from ._argument_errors import json_path
+from ._argument_errors import json_path, render_input
 from ._exceptions import ArgumentError
+from ._signature import core_schema_nodes
 
 __all__ = [
     "MAX_REPAIR_ROUNDS",
@@ -31,6 +33,7 @@ __all__ = [
     "ArgumentsValidator",
     "argument_errors",
     "fields_validator",
+    "json_choices",
     "repair_string_encoded",
 ]
 
@@ -76,6 +79,7 @@ class ArgumentsValidator:
     """
 
     __slots__ = (
+        "_choices",
         "_drop_extra",
         "_optional_schema",
         "_repairable_kinds",
@@ -104,6 +108,7 @@ class ArgumentsValidator:
         )
         names = ", ".join(field.alias or name for name, field in args_model.model_fields.items())
         self._unexpected = f"Unexpected argument; this tool takes: {names or 'nothing'}"
+        self._choices = json_choices(args_model.__pydantic_core_schema__)
 
     def validate(self, raw: str | bytes) -> Validated | Invalid:
         """`(arguments, repairs)` when valid, else `(None, repairs, errors)`."""
@@ -199,10 +204,36 @@ class ArgumentsValidator:
         return data, changed
 
     def _errors(self, details: Sequence[ErrorDetails]) -> tuple[ArgumentError, ...]:
-        return argument_errors(details, unexpected_argument=self._unexpected)
+        return argument_errors(details, unexpected_argument=self._unexpected, choices=self._choices)
 
 
 _MISSING = object()
+_NO_CHOICES: Mapping[str, str] = {}
+_CHOICE_KINDS = frozenset({"literal_error", "enum"})
+
+
+def json_choices(core_schema: Any) -> dict[str, str]:
+    """pydantic's message for each `Literal` and `Enum` of a core schema that it words in Python
+    (`Input should be 'a' or True`, an enum member's repr), mapped to the same in JSON
+    (`Input should be "a" or true`): the `choices` of `argument_errors`."""
+    choices = {}
+    for node in core_schema_nodes(core_schema):
+        if node.get("type") == "literal":
+            values = node["expected"]
+        elif node.get("type") == "enum":
+            values = node["members"]
+        else:
+            continue
+        python = _one_of([repr(v.value if node["type"] == "enum" else v) for v in values])
+        json = _one_of([render_input(v.value if isinstance(v, Enum) else v) for v in values])
+        if python != json:
+            choices[f"Input should be {python}"] = f"Input should be {json}"
+    return choices
+
+
+def _one_of(texts: Sequence[str]) -> str:
+    """pydantic's list of choices: `a`, `a or b`, `a, b or c`."""
+    return texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
 
 
 def fields_validator(args_model: type[BaseModel]) -> SchemaValidator:
@@ -230,14 +261,18 @@ def _details(error: ValidationError) -> list[ErrorDetails]:
 
 
 def argument_errors(
-    error: ValidationError | Sequence[ErrorDetails], *, unexpected_argument: str | None = None
+    error: ValidationError | Sequence[ErrorDetails],
+    *,
+    unexpected_argument: str | None = None,
+    choices: Mapping[str, str] = _NO_CHOICES,
 ) -> tuple[ArgumentError, ...]:
     """A `ValidationError` (or its `.errors()`) as `ArgumentError`s: path, message and input.
 
     The path follows pydantic's location, so a union member's tag (e.g. `$.shape.Circle.radius`)
     stays in it: it tells the model which alternative the message is about. `unexpected_argument`
-    replaces pydantic's message for an unknown top-level argument, and the few messages that name
-    Python types (`Decimal`, `UUID`, `bytes`, `complex`) are reworded for JSON.
+    replaces pydantic's message for an unknown top-level argument, the few messages that name
+    Python types (`Decimal`, `UUID`, `bytes`, `complex`) are reworded for JSON, and so are the
+    `Literal` and `Enum` messages found in `choices` (see `json_choices`).
     """
     details = _details(error) if isinstance(error, ValidationError) else error
     # `tuple.__new__` rather than `ArgumentError(...)`: the named tuple's Python-level `__new__`
@@ -248,6 +283,8 @@ def argument_errors(
         kind, loc, message, value = detail["type"], detail["loc"], detail["msg"], detail["input"]
         if kind in _JSON_MESSAGES:
             message = _JSON_MESSAGES[kind]
+        elif kind in _CHOICE_KINDS:
+            message = choices.get(message, message)
         elif unexpected_argument and kind == "extra_forbidden" and len(loc) == 1:
             message = unexpected_argument
         if isinstance(value, (bytes, bytearray)):

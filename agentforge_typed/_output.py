@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create
 from typing_extensions import TypeVar
 
 from ._argument_errors import format_arguments_error
-from ._arguments import argument_errors
+from ._arguments import argument_errors, json_choices
 from ._exceptions import ArgumentError, ToolArgumentsError
 from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._messages import ToolCall
@@ -65,6 +65,7 @@ class OutputSpec(Generic[OutputT]):
             self._adapter = TypeAdapter(wrapper)
             schema = self._adapter.json_schema(schema_generator=ToolJsonSchema)
         schema.pop("title", None)
+        self._choices = json_choices(self._adapter.core_schema)
         self.specification = ToolSpecification(
             name=name, description=_DESCRIPTION, parameters=schema
         )
@@ -80,7 +81,8 @@ class OutputSpec(Generic[OutputT]):
             value = self._adapter.validate_json(raw or "{}", strict=True)
         except ValidationError as error:
             text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-            raise OutputValidationError(self.name, argument_errors(error), text) from None
+            errors = argument_errors(error, choices=self._choices)
+            raise OutputValidationError(self.name, errors, text) from None
         return value.result if self._wrapped else value  # type: ignore[no-any-return]
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:

@@ -11,7 +11,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -260,16 +260,24 @@ _TYPE_ALIAS_TYPES: tuple[type, ...] = (
 )
 
 
+def core_schema_nodes(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every node of a pydantic core schema, depth first (definitions included)."""
+    if isinstance(schema, dict):
+        yield schema
+        for value in schema.values():
+            yield from core_schema_nodes(value)
+    elif isinstance(schema, (list, tuple)):
+        for item in schema:
+            yield from core_schema_nodes(item)
+
+
 def _contains_context(schema: Any) -> bool:
     """Whether a pydantic core schema validates a `ToolContext` anywhere (the JSON Schema may
     not show it: `SkipJsonSchema`)."""
-    if isinstance(schema, dict):
-        if schema.get("type") == "dataclass" and _is_context_class(schema.get("cls")):
-            return True
-        return any(_contains_context(value) for value in schema.values())
-    if isinstance(schema, (list, tuple)):
-        return any(_contains_context(item) for item in schema)
-    return False
+    return any(
+        node.get("type") == "dataclass" and _is_context_class(node.get("cls"))
+        for node in core_schema_nodes(schema)
+    )
 
 
 def _field(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import json
+import typing
 import uuid
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -12,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from agentforge_typed import ToolCall, tool
+from agentforge_typed import ToolCall, ToolContext, tool
 from agentforge_typed._argument_errors import (
     MAX_MESSAGE_CHARS,
     MAX_PATH_CHARS,
@@ -21,6 +23,7 @@ from agentforge_typed._argument_errors import (
     path_step,
 )
 from agentforge_typed._exceptions import ArgumentError
+from agentforge_typed._output import OutputSpec
 
 
 class Cat(BaseModel):
@@ -130,6 +133,53 @@ def test_messages_name_json_not_python_types(name: str, value: Any, message: str
     assert result.text.splitlines()[1] == f"- $.{name}: {message} (input: {json.dumps(value)})"
     assert typed.execute(ToolCall(id="c", name="typed", arguments=json.dumps(valid))).text == (
         "Success"
+    )
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+    BLUE = "blue"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+@pytest.mark.parametrize(
+    ("annotation", "message"),
+    [
+        (Literal["x", "y", "z"], 'Input should be "x", "y" or "z"'),
+        (Literal["o'q", 1], 'Input should be "o\'q" or 1'),
+        (Literal[True, None], "Input should be true or null"),
+        (Literal[Color.RED], 'Input should be "red"'),
+        (Color, 'Input should be "red", "green" or "blue"'),
+        (Level, "Input should be 1 or 2"),
+        (list[Literal["p", "q"]], 'Input should be "p" or "q"'),
+    ],
+)
+def test_choices_are_written_in_json(annotation: Any, message: str) -> None:
+    def pick(choice: Any) -> None:
+        return None
+
+    pick.__annotations__ = {"choice": annotation, "return": None}
+    value = ["nope"] if typing.get_origin(annotation) is list else "nope"
+    result = tool(pick).execute(
+        ToolCall(id="c", name="pick", arguments=json.dumps({"choice": value}))
+    )
+    assert result.text.splitlines()[1].split(": ", 1)[1] == f'{message} (input: "nope")'
+
+
+def test_choices_of_a_structured_output_are_written_in_json() -> None:
+    class Verdict(BaseModel):
+        color: Color
+
+    answer = ToolCall(id="c", name="final_result", arguments='{"color": "teal"}')
+    context = ToolContext(deps=None, tool_call_id="c", tool_name="final_result")
+    result = OutputSpec(Verdict).execute(answer, context)
+    assert result.text.splitlines()[1] == (
+        '- $.color: Input should be "red", "green" or "blue" (input: "teal")'
     )
 
 
