@@ -185,7 +185,9 @@ def _annotated_function(function: Callable[..., Any]) -> tuple[Callable[..., Any
     if inspect.isroutine(function) or inspect.isclass(function):
         return function, function
     call = type(function).__call__
-    return call, call if inspect.getdoc(call) else type(function)
+    # `__call__`'s own docstring: `inspect.getdoc` would find one up the MRO ("Call self as a
+    # function.") before the class's.
+    return call, call if getattr(call, "__doc__", None) else type(function)
 
 
 def _type_hints(annotated: Any, label: str, localns: dict[str, Any]) -> dict[str, Any]:

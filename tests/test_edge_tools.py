@@ -137,6 +137,31 @@ def test_callable_object_becomes_a_tool() -> None:
     assert unnamed.name == "Multiplier" and unnamed.description == "Multiply by a fixed factor."
 
 
+class Greeter:
+    """Greet someone by name."""
+
+    def __call__(self, name: str) -> str:
+        return f"Hello, {name}"
+
+
+class Shouter(Greeter):
+    def __call__(self, name: str) -> str:
+        """Greet someone, loudly.
+
+        Args:
+            name: Who to greet.
+        """
+        return f"HELLO, {name.upper()}"
+
+
+def test_callable_object_is_described_by_its_call_or_its_class() -> None:
+    # At module level, where `inspect.getdoc(Greeter.__call__)` finds "Call self as a function."
+    assert tool(Greeter()).description == "Greet someone by name."
+    shout = tool(Shouter())
+    assert shout.description == "Greet someone, loudly."
+    assert shout.specification.parameters["properties"]["name"]["description"] == "Who to greet."
+
+
 def test_generator_function_is_refused() -> None:
     def numbers(limit: int) -> Iterator[int]:
         yield from range(limit)
