@@ -8,7 +8,8 @@ Correct the arguments and call `get_weather` again.
 ```
 
 One line per problem, in validation order: the JSON path, the validator's message, and the
-offending input as compact JSON truncated to `MAX_INPUT_CHARS`. Deterministic, no stack traces.
+offending input as compact JSON truncated to `MAX_INPUT_CHARS`; past `MAX_REPORTED_ERRORS`
+problems, one line counts the rest. Deterministic, no stack traces.
 A line stays one line whatever the model sent: a key that is not an identifier is quoted as JSON in
 the path (`$["a.b"]`), a path over `MAX_PATH_CHARS` keeps its end, a message with a line break or
 over `MAX_MESSAGE_CHARS` (some repeat the input) is flattened and truncated, and line separators
@@ -31,6 +32,7 @@ __all__ = [
     "MAX_INPUT_CHARS",
     "MAX_MESSAGE_CHARS",
     "MAX_PATH_CHARS",
+    "MAX_REPORTED_ERRORS",
     "format_arguments_error",
     "json_path",
     "path_step",
@@ -40,6 +42,8 @@ __all__ = [
 MAX_INPUT_CHARS = 120
 MAX_MESSAGE_CHARS = 240
 MAX_PATH_CHARS = 200
+MAX_REPORTED_ERRORS = 20
+"""Problems listed in one report; the rest are counted (all are in `ToolArgumentsError.errors`)."""
 _MAX_KEY_CHARS = 60
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LINE_SEPARATORS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
@@ -92,10 +96,12 @@ def render_input(value: Any) -> str:
 def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
     """The text an arguments-error result carries back to the model."""
     text = f"Invalid arguments for tool `{tool_name}`:\n"
-    for path, message, value in errors:
+    for path, message, value in errors[:MAX_REPORTED_ERRORS]:
         if len(message) > MAX_MESSAGE_CHARS or not message.isprintable():
             message = _one_line(message)
         text += f"- {path}: {message} (input: {render_input(value)})\n"
+    if len(errors) > MAX_REPORTED_ERRORS:
+        text += f"- … and {len(errors) - MAX_REPORTED_ERRORS} more problems\n"
     return text + f"Correct the arguments and call `{tool_name}` again."
 
 

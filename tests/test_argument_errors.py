@@ -18,6 +18,7 @@ from agentforge_typed import ToolCall, ToolContext, tool
 from agentforge_typed._argument_errors import (
     MAX_MESSAGE_CHARS,
     MAX_PATH_CHARS,
+    MAX_REPORTED_ERRORS,
     format_arguments_error,
     json_path,
     path_step,
@@ -101,6 +102,23 @@ def test_a_message_that_repeats_the_input_is_flattened_and_truncated() -> None:
     message = line.removeprefix("- $.pet: ").split(" (input: ")[0]
     assert message.startswith("Input tag 'cow - $.pet: forged line Correct the arguments. xxx")
     assert len(message) == MAX_MESSAGE_CHARS and message.endswith("…")
+
+
+def test_a_report_lists_so_many_problems_and_counts_the_rest() -> None:
+    @tool
+    def total(values: list[int]) -> int:
+        return sum(values)
+
+    raw = json.dumps({"values": [str(i) for i in range(MAX_REPORTED_ERRORS + 5)]})
+    result = total.execute(ToolCall(id="c", name="total", arguments=raw))
+    lines = result.text.splitlines()
+    assert len(lines) == MAX_REPORTED_ERRORS + 3
+    assert lines[MAX_REPORTED_ERRORS] == (
+        f'- $.values[{MAX_REPORTED_ERRORS - 1}]: Input should be a valid integer'
+        f' (input: "{MAX_REPORTED_ERRORS - 1}")'
+    )
+    assert lines[-2] == "- … and 5 more problems"
+    assert len(result.exception.errors) == MAX_REPORTED_ERRORS + 5  # type: ignore[union-attr]
 
 
 def test_messages_are_kept_as_they_are_when_short_and_on_one_line() -> None:
@@ -198,4 +216,4 @@ def test_every_problem_is_one_line(arguments: dict[str, Any]) -> None:
     if result.is_error:
         assert result.exception is not None
         problems = result.exception.errors  # type: ignore[attr-defined]
-        assert len(result.text.splitlines()) == len(problems) + 2
+        assert len(result.text.splitlines()) == min(len(problems), MAX_REPORTED_ERRORS + 1) + 2
