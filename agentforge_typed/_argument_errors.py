@@ -96,12 +96,13 @@ def render_input(value: Any) -> str:
 def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
     """The text an arguments-error result carries back to the model."""
     text = f"Invalid arguments for tool `{tool_name}`:\n"
-    for path, message, value in errors[:MAX_REPORTED_ERRORS]:
+    more = len(errors) - MAX_REPORTED_ERRORS
+    for path, message, value in errors if more <= 0 else errors[:MAX_REPORTED_ERRORS]:
         if len(message) > MAX_MESSAGE_CHARS or not message.isprintable():
             message = _one_line(message)
         text += f"- {path}: {message} (input: {render_input(value)})\n"
-    if len(errors) > MAX_REPORTED_ERRORS:
-        text += f"- … and {len(errors) - MAX_REPORTED_ERRORS} more problems\n"
+    if more > 0:
+        text += f"- … and {more} more problems\n"
     return text + f"Correct the arguments and call `{tool_name}` again."
 
 

@@ -114,7 +114,7 @@ def test_a_report_lists_so_many_problems_and_counts_the_rest() -> None:
     lines = result.text.splitlines()
     assert len(lines) == MAX_REPORTED_ERRORS + 3
     assert lines[MAX_REPORTED_ERRORS] == (
-        f'- $.values[{MAX_REPORTED_ERRORS - 1}]: Input should be a valid integer'
+        f"- $.values[{MAX_REPORTED_ERRORS - 1}]: Input should be a valid integer"
         f' (input: "{MAX_REPORTED_ERRORS - 1}")'
     )
     assert lines[-2] == "- … and 5 more problems"
