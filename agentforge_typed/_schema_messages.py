@@ -70,11 +70,42 @@ def _missing(keyword: str, expected: Any, instance: dict[str, Any]) -> Iterable[
             yield from ((name, message) for name in needed if name not in instance)
 
 
+_VALUE_MESSAGES = {
+    "const": "Input should be",
+    "minimum": "Input should be greater than or equal to",
+    "maximum": "Input should be less than or equal to",
+    "exclusiveMinimum": "Input should be greater than",
+    "exclusiveMaximum": "Input should be less than",
+    "multipleOf": "Input should be a multiple of",
+    "pattern": "Input should match the pattern",
+    "format": "Input should match the format",
+    "not": "Input should not match",
+    "anyOf": "Input should match at least one of",
+}
+"""Keywords whose message is a phrase and the schema's value, as JSON."""
+
+_COUNT_MESSAGES = {
+    "minLength": ("at least", "character", "characters"),
+    "maxLength": ("at most", "character", "characters"),
+    "minItems": ("at least", "item", "items"),
+    "maxItems": ("at most", "item", "items"),
+    "minProperties": ("at least", "property", "properties"),
+    "maxProperties": ("at most", "property", "properties"),
+}
+"""Keywords that bound a count: `Input should have at least 2 items`."""
+
+
 def _message(error: ValidationError) -> str:
     """The message for one failed keyword, with the schema's values as JSON."""
     value: Any = error.validator_value
     schema: Any = error.schema
-    match error.validator:
+    keyword = error.validator
+    if keyword in _VALUE_MESSAGES:
+        return f"{_VALUE_MESSAGES[keyword]} {render_input(value)}"
+    if keyword in _COUNT_MESSAGES:
+        bound, singular, plural = _COUNT_MESSAGES[keyword]
+        return f"Input should have {bound} {_count(value, singular, plural)}"
+    match keyword:
         case None:  # the schema `false`
             return "Input is not allowed here"
         case "type":
@@ -82,30 +113,6 @@ def _message(error: ValidationError) -> str:
             return f"Input should be of type {' or '.join(map(str, names))}"
         case "enum":
             return f"Input should be one of {', '.join(map(render_input, value))}"
-        case "const":
-            return f"Input should be {render_input(value)}"
-        case "minimum":
-            return f"Input should be greater than or equal to {render_input(value)}"
-        case "maximum":
-            return f"Input should be less than or equal to {render_input(value)}"
-        case "exclusiveMinimum":
-            return f"Input should be greater than {render_input(value)}"
-        case "exclusiveMaximum":
-            return f"Input should be less than {render_input(value)}"
-        case "multipleOf":
-            return f"Input should be a multiple of {render_input(value)}"
-        case "minLength":
-            return f"Input should have at least {_count(value, 'character')}"
-        case "maxLength":
-            return f"Input should have at most {_count(value, 'character')}"
-        case "pattern":
-            return f"Input should match the pattern {render_input(value)}"
-        case "format":
-            return f"Input should match the format {render_input(value)}"
-        case "minItems":
-            return f"Input should have at least {_count(value, 'item')}"
-        case "maxItems":
-            return f"Input should have at most {_count(value, 'item')}"
         case "items":  # `false`: nothing past `prefixItems`
             return f"Input should have at most {_count(len(schema.get('prefixItems', ())), 'item')}"
         case "uniqueItems":
@@ -117,14 +124,6 @@ def _message(error: ValidationError) -> str:
         case "maxContains":
             matching = render_input(schema["contains"])
             return f"Input should contain at most {_count(value, 'item')} matching {matching}"
-        case "minProperties":
-            return f"Input should have at least {_count(value, 'property', 'properties')}"
-        case "maxProperties":
-            return f"Input should have at most {_count(value, 'property', 'properties')}"
-        case "not":
-            return f"Input should not match {render_input(value)}"
-        case "anyOf":
-            return f"Input should match at least one of {render_input(value)}"
         case "oneOf":
             several = "" if error.context else ", but matches several"
             return f"Input should match exactly one of {render_input(value)}{several}"
@@ -132,7 +131,7 @@ def _message(error: ValidationError) -> str:
             return "Input should have no properties other than those the schema declares"
         case "unevaluatedItems" if value is False:
             return "Input should have no items other than those the schema declares"
-        case keyword:
+        case _:
             return f"Input does not match the schema's `{keyword}`"
 
 
