@@ -70,10 +70,9 @@ def path_step(key: str | int) -> str:
         return f"[{key}]"
     if key == "[key]":  # pydantic's step for a dict key that is itself invalid
         return key
-    if len(key) > _MAX_KEY_CHARS:
-        key = key[: _MAX_KEY_CHARS - 1] + "…"
-    elif _IDENTIFIER.fullmatch(key):
+    if len(key) <= _MAX_KEY_CHARS and _IDENTIFIER.fullmatch(key):
         return f".{key}"
+    key = _shortened(key, _MAX_KEY_CHARS)
     quoted = json.dumps(key, ensure_ascii=False)
     # JSON leaves some line separators (U+2028, U+0085) unescaped: escape everything then.
     return f"[{quoted if quoted.isprintable() else json.dumps(key)}]"
@@ -88,9 +87,7 @@ def render_input(value: Any) -> str:
     if not text.isprintable():
         # JSON strings may hold these line separators raw; escaped, they mean the same.
         text = text.translate(_LINE_SEPARATORS)
-    if len(text) > MAX_INPUT_CHARS:
-        return text[: MAX_INPUT_CHARS - 1] + "…"
-    return text
+    return _shortened(text, MAX_INPUT_CHARS)
 
 
 def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
@@ -107,7 +104,10 @@ def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> s
 
 
 def _one_line(message: str) -> str:
-    flat = " ".join(message.split())  # every kind of line break, tab or run of spaces → one space
-    if len(flat) > MAX_MESSAGE_CHARS:
-        return flat[: MAX_MESSAGE_CHARS - 1] + "…"
-    return flat
+    # Every kind of line break, tab or run of spaces → one space.
+    return _shortened(" ".join(message.split()), MAX_MESSAGE_CHARS)
+
+
+def _shortened(text: str, limit: int) -> str:
+    """`text`, or its first `limit - 1` characters and `…` when it is longer than `limit`."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
