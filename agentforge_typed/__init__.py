@@ -1,5 +1,6 @@
 """agentforge_typed: typed Python functions as LLM tools, validated by pydantic."""
 
+from ._dialects import SchemaDialectError, render_schema
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
     AgentForgeError,
@@ -11,9 +12,7 @@ from ._exceptions import (
     ToolLoopLimitError,
     UnknownToolError,
 )
-from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
 from ._hooks import logging_hook
-from ._http_tool import HttpTool
 from ._loop_events import (
     FinalResultEvent,
     PartialArgumentsEvent,
@@ -21,7 +20,6 @@ from ._loop_events import (
     ToolLoopEvent,
     ToolResultEvent,
 )
-from ._mcp import MCPServer
 from ._messages import (
     AiMessage,
     ChatMessage,
@@ -35,7 +33,6 @@ from ._messages import (
 )
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
-from ._registry import get_model
 from ._request import (
     ChatRequest,
     ChatRequestParameters,
@@ -45,14 +42,17 @@ from ._request import (
 )
 from ._response import ChatResponse, FinishReason, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from ._schema import SchemaDialectError, render_schema
-from ._schema_tool import SchemaTool
 from ._service import ToolService, list_available_tools
-from ._tools import Tool, ToolDecorator, tool
 from .providers._fake import FakeModel
 from .providers._function import FunctionModel
+from .providers._registry import get_model
 from .providers.anthropic import AnthropicChatModel
 from .providers.openai import OpenAIChatModel
+from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
+from .tools._function import Tool, ToolDecorator, tool
+from .tools._http import HttpTool
+from .tools._mcp import MCPServer
+from .tools._schema_tool import SchemaTool
 
 __version__ = "0.1.0"
 

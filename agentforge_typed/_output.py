@@ -16,13 +16,13 @@ from typing import Any, Generic
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
 from typing_extensions import TypeVar
 
-from ._argument_errors import format_arguments_error
-from ._arguments import argument_errors, json_choices
 from ._exceptions import ArgumentError, ToolArgumentsError
-from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._messages import ToolCall
 from ._request import ChatRequestParameters, ResponseFormat, ToolSpecification
-from ._signature import ToolJsonSchema
+from .tools._argument_errors import format_arguments_error
+from .tools._arguments import argument_errors, json_choices
+from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult
+from .tools._signature import ToolJsonSchema
 
 __all__ = ["OutputSpec", "OutputValidationError"]
 

@@ -9,9 +9,9 @@ from typing import Generic
 
 from typing_extensions import TypeVar
 
-from ._execution import ToolExecutionResult
 from ._messages import ChatMessage, ToolCall
 from ._response import ChatResponse, TokenUsage
+from .tools._base import ToolExecutionResult
 
 __all__ = ["ToolChatResult", "ToolExecution"]
 

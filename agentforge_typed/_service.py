@@ -18,7 +18,7 @@ from typing import Any
 import pydantic_core
 from typing_extensions import TypeVar
 
-from ._argument_errors import format_arguments_error
+from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
     ModelError,
@@ -26,14 +26,6 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
-)
-from ._execution import (
-    ErrorKind,
-    ReturnBehavior,
-    ToolContext,
-    ToolExecutionResult,
-    ToolExecutor,
-    ToolLike,
 )
 from ._loop_events import (
     FinalResultEvent,
@@ -48,7 +40,15 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from ._schema import render_schema
+from .tools._argument_errors import format_arguments_error
+from .tools._base import (
+    ErrorKind,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+    ToolExecutor,
+    ToolLike,
+)
 
 __all__ = [
     "AfterToolCall",
@@ -375,7 +375,7 @@ class ToolService:
         """Register a tool defined by a hand-written JSON schema; arguments are validated against
         the schema itself before `handler` (a sync or async callable receiving the arguments
         dict, or a `ToolExecutor`) runs. `options` go to `SchemaTool`."""
-        from ._schema_tool import SchemaTool
+        from .tools._schema_tool import SchemaTool
 
         return self.register(SchemaTool(specification, handler, **options))
 
@@ -642,7 +642,7 @@ def tools_from(source: object) -> list[ToolLike]:
         TypeError: `source` holds no tool.
     """
     if is_tool(source):
-        from ._tools import Tool
+        from .tools._function import Tool
 
         if isinstance(source, Tool):
             source.require_bound()  # a method taken from the class: refused now, not per call
@@ -651,7 +651,7 @@ def tools_from(source: object) -> list[ToolLike]:
     if callable(tools) and not inspect.isclass(source):
         return list(tools())
     if inspect.isfunction(source) or inspect.ismethod(source):
-        from ._tools import tool
+        from .tools._function import tool
 
         return [tool(source)]
     found = [

@@ -19,7 +19,7 @@ from agentforge_typed import (
     ToolSpecification,
     tool,
 )
-from agentforge_typed._execution import ToolExecutor, ToolLike
+from agentforge_typed.tools._base import ToolExecutor, ToolLike
 
 
 class Item(BaseModel):

@@ -23,7 +23,7 @@ from agentforge_typed import (
     ToolSpecification,
     UserMessage,
 )
-from agentforge_typed._schema import render_schema
+from agentforge_typed._dialects import render_schema
 from agentforge_typed.providers._anthropic_wire import build_payload, parse_response
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"

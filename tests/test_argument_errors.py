@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from agentforge_typed import ToolCall, ToolContext, tool
-from agentforge_typed._argument_errors import (
+from agentforge_typed._exceptions import ArgumentError
+from agentforge_typed._output import OutputSpec
+from agentforge_typed.tools._argument_errors import (
     MAX_MESSAGE_CHARS,
     MAX_PATH_CHARS,
     MAX_REPORTED_ERRORS,
@@ -23,8 +25,6 @@ from agentforge_typed._argument_errors import (
     json_path,
     path_step,
 )
-from agentforge_typed._exceptions import ArgumentError
-from agentforge_typed._output import OutputSpec
 
 
 class Cat(BaseModel):

@@ -46,7 +46,7 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
-from agentforge_typed._synthesize import synthesize_arguments
+from agentforge_typed.providers._synthesize import synthesize_arguments
 
 # -- models of every kind, for synthesis ---------------------------------------------------------
 

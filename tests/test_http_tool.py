@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel
 
 from agentforge_typed import HttpTool, ToolCall, ToolContext, ToolExecutionResult
-from agentforge_typed._execution import ToolLike
+from agentforge_typed.tools._base import ToolLike
 
 Mode = Literal["sync", "async"]
 MODES: list[Mode] = ["sync", "async"]

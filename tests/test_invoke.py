@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agentforge_typed import SchemaTool, ToolCall, ToolContext, ToolSpecification, tool
-from agentforge_typed._invoke import HandlerTimeoutError, ainvoke, invoke
+from agentforge_typed.tools._invoke import HandlerTimeoutError, ainvoke, invoke
 
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")
 

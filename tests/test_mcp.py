@@ -34,10 +34,10 @@ from agentforge_typed import (
     ToolCall,
     ToolContext,
     ToolExecutionResult,
-    _schema_arguments,
 )
-from agentforge_typed._execution import ToolLike, ToolSource
-from agentforge_typed._mcp import MCPTool
+from agentforge_typed.tools import _schema_arguments
+from agentforge_typed.tools._base import ToolLike, ToolSource
+from agentforge_typed.tools._mcp import MCPTool
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
 

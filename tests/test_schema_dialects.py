@@ -25,8 +25,8 @@ from pydantic import UUID4, AnyUrl, BaseModel, ConfigDict, Field, create_model
 from typing_extensions import NotRequired, TypedDict
 
 from agentforge_typed import AgentForgeError, SchemaDialectError, render_schema
-from agentforge_typed._schema import Dialect
-from agentforge_typed._synthesize import synthesize_arguments
+from agentforge_typed._dialects import Dialect
+from agentforge_typed.providers._synthesize import synthesize_arguments
 
 DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
 GOLDEN = Path(__file__).parent / "fixtures" / "schema_dialects"

@@ -20,11 +20,11 @@ from agentforge_typed import (
     ToolContext,
     ToolExecutionResult,
     ToolSpecification,
-    _schema_arguments,
     tool,
 )
-from agentforge_typed._execution import ToolLike
-from agentforge_typed._schema_arguments import DecodedArguments, SchemaArguments
+from agentforge_typed.tools import _schema_arguments
+from agentforge_typed.tools._base import ToolLike
+from agentforge_typed.tools._schema_arguments import DecodedArguments, SchemaArguments
 
 SPEC = ToolSpecification(
     name="book",

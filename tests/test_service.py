@@ -40,7 +40,7 @@ from agentforge_typed import (
     logging_hook,
     tool,
 )
-from agentforge_typed._execution import ToolLike
+from agentforge_typed.tools._base import ToolLike
 
 Turn = AiMessage | Callable[[Sequence[ChatMessage]], AiMessage]
 

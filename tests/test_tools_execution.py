@@ -27,8 +27,8 @@ from agentforge_typed import (
     ToolExecutionResult,
     tool,
 )
-from agentforge_typed._execution import ToolLike
-from agentforge_typed._schema import SchemaDialectError
+from agentforge_typed._dialects import SchemaDialectError
+from agentforge_typed.tools._base import ToolLike
 
 
 def call(name: str, arguments: str = "{}", id: str = "call_1") -> ToolCall:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from agentforge_typed import Tool, ToolCall, tool
-from agentforge_typed._arguments import fields_validator
+from agentforge_typed.tools._arguments import fields_validator
 
 
 class Color(enum.Enum):

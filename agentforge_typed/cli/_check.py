@@ -12,9 +12,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._execution import ToolLike
-from .._schema import SchemaDialectError
+from .._dialects import SchemaDialectError
 from .._service import ToolService
+from ..tools._base import ToolLike
 from ._declare import declaration
 from ._target import Target, display_path, source_location, tools_of
 

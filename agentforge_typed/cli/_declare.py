@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._dialects import render_schema
 from .._request import ToolSpecification
-from .._schema import render_schema
 from ..providers import _anthropic_wire, _openai_wire
 
 __all__ = ["declaration", "declarations"]

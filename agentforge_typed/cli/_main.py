@@ -14,10 +14,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
-from .._registry import KNOWN_MODEL_PREFIXES, get_model
-from .._schema import DIALECTS, SchemaDialectError
+from ..providers._registry import KNOWN_MODEL_PREFIXES, get_model
 from ._check import DEFAULT_DIALECTS, check_target
 from ._declare import declarations
 from ._run import LiveDisplay, result_json

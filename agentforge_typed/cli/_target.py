@@ -17,8 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._execution import ToolLike
 from .._service import ToolService, is_tool, tools_from
+from ..tools._base import ToolLike
 
 __all__ = [
     "Target",

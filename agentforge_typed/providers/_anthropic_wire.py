@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
+from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
 from .._messages import (
@@ -33,7 +34,6 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from .._schema import render_schema
 from ._http import error_from_body
 from ._sse import ServerSentEvent
 

@@ -11,8 +11,8 @@ from .._exceptions import ModelError
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from .._request import ChatRequest, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from .._synthesize import synthesize_arguments
 from ._function import response_events
+from ._synthesize import synthesize_arguments
 
 __all__ = ["FakeModel"]
 

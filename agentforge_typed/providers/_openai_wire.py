@@ -14,6 +14,7 @@ from typing import Any
 
 import pydantic_core
 
+from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
 from .._messages import (
@@ -28,7 +29,6 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from .._schema import render_schema
 from ._http import error_from_body
 from ._sse import ServerSentEvent
 

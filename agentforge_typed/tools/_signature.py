@@ -22,8 +22,8 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaError, core_schema
 
+from ._base import ToolContext
 from ._docstrings import parse_docstring
-from ._execution import ToolContext
 
 __all__ = [
     "TOOL_NAME_PATTERN",

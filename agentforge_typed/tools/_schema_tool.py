@@ -12,13 +12,12 @@ from typing import Any, TypeGuard, cast
 
 import pydantic_core
 
-from ._declared import ConfiguredTool
-from ._exceptions import ToolArgumentsError
-from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
+from .._exceptions import ToolArgumentsError
+from .._messages import ToolCall
+from .._request import ToolSpecification
+from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
 from ._invoke import ainvoke, invoke, is_async_callable
-from ._messages import ToolCall
 from ._outcomes import failure_result, success_result, with_repairs
-from ._request import ToolSpecification
 from ._schema_arguments import DecodedArguments, SchemaArguments
 
 __all__ = ["SchemaHandler", "SchemaTool"]

@@ -17,15 +17,15 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, Type
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Self
 
+from .._dialects import render_schema
+from .._exceptions import ToolArgumentsError
+from .._messages import ToolCall
+from .._request import ToolSpecification
 from ._arguments import ArgumentsValidator, fields_validator
-from ._exceptions import ToolArgumentsError
-from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
+from ._base import ReturnBehavior, ToolContext, ToolExecutionResult
 from ._invoke import ainvoke, invoke, is_async_callable
-from ._messages import ToolCall
 from ._outcomes import arguments_error_result, failure_result, success_result
-from ._request import ToolSpecification
 from ._result_text import ResultConverter, result_text_converter
-from ._schema import render_schema
 from ._signature import check_tool_name, inspect_function
 
 __all__ = ["Tool", "ToolDecorator", "tool"]

@@ -20,14 +20,13 @@ import httpx
 import pydantic
 import pydantic_core
 
+from .._exceptions import ArgumentError
+from .._messages import ToolCall
+from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
-from ._declared import ConfiguredTool
-from ._exceptions import ArgumentError
-from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
-from ._messages import ToolCall
+from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult
 from ._outcomes import arguments_error_result, failure_result
-from ._request import ToolSpecification
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
 

@@ -25,8 +25,8 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
-from ._argument_errors import path_step
 from ._exceptions import AgentForgeError
+from .tools._argument_errors import path_step
 
 __all__ = ["DIALECTS", "Dialect", "SchemaDialectError", "render_schema"]
 

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from ._argument_errors import format_arguments_error
-from ._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
-from ._execution import ToolExecutionResult
+from ._base import ToolExecutionResult
 from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
 

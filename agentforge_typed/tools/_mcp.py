@@ -24,16 +24,15 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import pydantic_core
 
-from ._declared import SpecifiedTool
-from ._execution import ReturnBehavior, ToolContext, ToolExecutionResult
-from ._messages import ToolCall
+from .._messages import ToolCall
+from .._request import ToolSpecification
+from ._base import ReturnBehavior, SpecifiedTool, ToolContext, ToolExecutionResult
 from ._outcomes import (
     execution_error_result,
     failure_result,
     timeout_result,
     with_repairs,
 )
-from ._request import ToolSpecification
 from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import SchemaArguments
 

@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._model import ChatModel
+from .._model import ChatModel
 
 __all__ = ["KNOWN_MODEL_PREFIXES", "get_model"]
 
 
 def _openai(model: str, options: dict[str, Any]) -> ChatModel:
-    from .providers.openai import OpenAIChatModel
+    from .openai import OpenAIChatModel
 
     return OpenAIChatModel(model, **options)
 
 
 def _anthropic(model: str, options: dict[str, Any]) -> ChatModel:
-    from .providers.anthropic import AnthropicChatModel
+    from .anthropic import AnthropicChatModel
 
     return AnthropicChatModel(model, **options)
 
@@ -57,7 +57,7 @@ def get_model(name: str, **options: Any) -> ChatModel:
         ModelError: The provider needs an API key and none is set.
     """
     if name == "fake":
-        from .providers._fake import FakeModel
+        from ._fake import FakeModel
 
         if options:
             raise TypeError(f"the fake model takes no options, got {', '.join(sorted(options))}")

@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from ._exceptions import ArgumentError
+from .._exceptions import ArgumentError
 
 __all__ = [
     "MAX_INPUT_CHARS",

@@ -22,8 +22,8 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, SchemaValidator
 
+from .._exceptions import ArgumentError
 from ._argument_errors import json_path, render_input
-from ._exceptions import ArgumentError
 from ._signature import core_schema_nodes
 
 __all__ = [
