@@ -347,7 +347,7 @@ def _bad_findings() -> list[str]:
         "letters, digits, _, . and -, 1 to 64 characters [invalid-parameter-name]",
         f"{BAD}:89: error: tag: not expressible in openai-strict at $.labels: "
         f"{open_object.reason} [unsupported-schema]",
-        f"{BAD}:115: warning: count: not expressible in openai-strict at $.totals: "
+        f"{BAD}:114: warning: count: not expressible in openai-strict at $.totals: "
         f"{counts.reason} [unsupported-schema]",
         "6 errors, 3 warnings",
     ]
