@@ -1,6 +1,9 @@
 """agentforge_typed: typed Python functions as LLM tools, validated by pydantic."""
 
-from ._dialects import SchemaDialectError, render_schema
+import importlib
+from typing import Any
+
+from ._dialects import SchemaDialectError
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
     AgentForgeError,
@@ -49,12 +52,23 @@ from .providers._registry import get_model
 from .providers.anthropic import AnthropicChatModel
 from .providers.openai import OpenAIChatModel
 from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
-from .tools._function import Tool, ToolDecorator, tool
+from .tools._function import Tool, tool
 from .tools._http import HttpTool
 from .tools._mcp import MCPServer
 from .tools._schema_tool import SchemaTool
 
 __version__ = "0.1.0"
+
+# Plumbing that moved to a documented submodule; still importable from here for existing code.
+_MOVED = {"ToolDecorator": "agentforge_typed.tools", "render_schema": "agentforge_typed.providers"}
+
+
+def __getattr__(name: str) -> Any:
+    home = _MOVED.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
 
 __all__ = [
     "AgentForgeError",
@@ -99,7 +113,6 @@ __all__ = [
     "ToolChatResult",
     "ToolChoice",
     "ToolContext",
-    "ToolDecorator",
     "ToolExecution",
     "ToolExecutionError",
     "ToolExecutionResult",
@@ -116,6 +129,5 @@ __all__ = [
     "get_model",
     "list_available_tools",
     "logging_hook",
-    "render_schema",
     "tool",
 ]

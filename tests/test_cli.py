@@ -17,12 +17,11 @@ from agentforge_typed import (
     ChatRequestParameters,
     SchemaDialectError,
     UserMessage,
-    render_schema,
     tool,
 )
 from agentforge_typed.cli._declare import declaration
 from agentforge_typed.cli._target import load_object, load_target
-from agentforge_typed.providers import _anthropic_wire, _openai_wire
+from agentforge_typed.providers import _anthropic_wire, _openai_wire, render_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "tests/fixtures/bad_tools.py"

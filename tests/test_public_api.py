@@ -32,3 +32,17 @@ def test_every_exported_class_and_function_has_a_docstring() -> None:
 def test_import_does_not_load_the_mcp_extra() -> None:
     code = "import sys, agentforge_typed; assert 'mcp' not in sys.modules, 'mcp imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_plumbing_lives_in_documented_submodules_and_stays_importable() -> None:
+    from agentforge_typed import providers, tools
+
+    assert "render_schema" not in agentforge_typed.__all__
+    assert "ToolDecorator" not in agentforge_typed.__all__
+    assert agentforge_typed.render_schema is providers.render_schema
+    assert agentforge_typed.ToolDecorator is tools.ToolDecorator
+    for module in (providers, tools):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type) or (callable(value) and not typing.get_origin(value)):
+                assert (value.__doc__ or "").strip(), (module.__name__, name)
