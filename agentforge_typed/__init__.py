@@ -50,11 +50,14 @@ from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolE
 from .tools._function import Tool, tool
 
 if TYPE_CHECKING:
+    # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
+    from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
     from .providers._function import FunctionModel
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
     from .providers.openai import OpenAIChatModel
+    from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
     from .tools._mcp import MCPServer
     from .tools._schema_tool import SchemaTool
@@ -78,13 +81,15 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _LAZY.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home, __name__), name)
-    globals()[name] = value  # the next lookup is an ordinary attribute
-    return value
+if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
+
+    def __getattr__(name: str) -> Any:
+        home = _LAZY.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home, __name__), name)
+        globals()[name] = value  # the next lookup is an ordinary attribute
+        return value
 
 
 def __dir__() -> list[str]:

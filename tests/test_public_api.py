@@ -52,7 +52,7 @@ def test_unknown_attribute_is_an_attribute_error() -> None:
     import pytest
 
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        agentforge_typed.nope  # noqa: B018
+        agentforge_typed.nope  # type: ignore[attr-defined]  # noqa: B018
 
 
 def test_plumbing_lives_in_documented_submodules_and_stays_importable() -> None:
