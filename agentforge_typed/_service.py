@@ -21,6 +21,7 @@ from typing_extensions import TypeVar
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
+    AgentForgeError,
     ModelError,
     ToolArgumentsError,
     ToolExecutionError,
@@ -109,6 +110,8 @@ def _crashed(exc: Exception) -> ToolExecutionResult:
 class _Planned:
     """A call of the current round: the tool to run, or the result already decided for it."""
 
+    index: int
+    """The call's position in the model's response."""
     call: ToolCall
     context: ToolContext[Any]
     tool: ToolLike | None
@@ -143,6 +146,10 @@ class _Run:
         self.responses: list[ChatResponse] = []
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
+        self.open_calls: Sequence[ToolCall] = ()
+        """The calls of the last response that have no result message yet."""
+        self.finished: dict[int, ToolExecution] = {}
+        """The executions of the open round so far, by call position."""
         self.round_trips = 0
         self.returned_immediately = False
 
@@ -158,7 +165,8 @@ class _Run:
         self.responses.append(response)
         self.messages.append(response.ai_message)
         if response.ai_message.has_tool_calls:
-            return [self._plan(call) for call in response.ai_message.tool_calls]
+            self.open_calls, self.finished = response.ai_message.tool_calls, {}
+            return [self._plan(i, call) for i, call in enumerate(self.open_calls)]
         if self.output is None:
             return None
         return self._on_final_text(self.output, response.ai_message.text or "")
@@ -179,7 +187,7 @@ class _Run:
         self.messages.append(UserMessage(content=output.nudge(errors)))
         return []
 
-    def _plan(self, call: ToolCall) -> _Planned:
+    def _plan(self, index: int, call: ToolCall) -> _Planned:
         service = self.service
         context: ToolContext[Any] = ToolContext(
             deps=self.deps,
@@ -196,19 +204,21 @@ class _Run:
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
                 raise UnknownToolError(call.name, names)
-            return _Planned(call, context, None, _as_result(answer, "unknown_tool"))
+            return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
         if service.before_tool_call is not None:
             answer = service.before_tool_call(call, context)
             if answer is not None:
-                return _Planned(call, context, tool, _as_result(answer, None))
-        return _Planned(call, context, tool)
+                return _Planned(index, call, context, tool, _as_result(answer, None))
+        return _Planned(index, call, context, tool)
 
     def settle(self, plan: _Planned, execution: ToolExecution) -> ToolExecution:
         """Apply the error policies (which may raise) and the `after_tool_call` hook to one
         finished call."""
+        # Recorded before anything may raise, so that a failed run still reports the call.
+        self.finished[plan.index] = execution
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
-            execution = replace(execution, result=result)
+            execution = self.finished[plan.index] = replace(execution, result=result)
         if self.service.after_tool_call is not None:
             self.service.after_tool_call(execution)
         return execution
@@ -218,14 +228,8 @@ class _Run:
         here (a `ReturnBehavior`)."""
         for execution in settled:
             self.executions.append(execution)
-            self.messages.append(
-                ToolResultMessage(
-                    tool_call_id=execution.call.id,
-                    tool_name=execution.call.name,
-                    text=execution.result.text,
-                    is_error=execution.result.is_error,
-                )
-            )
+            self._answer(execution.call, execution.result.text, execution.result.is_error)
+        self.open_calls = ()
         if self.output is not None:
             for execution in settled:
                 if execution.call.name == self.output.name and not execution.failed:
@@ -236,6 +240,40 @@ class _Run:
             bool(planned) and self.output is None and _returns_now(planned, settled)
         )
         return self.returned_immediately
+
+    def __enter__(self) -> _Run:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
+        if isinstance(error, AgentForgeError):
+            self.fail(error)
+
+    def fail(self, error: AgentForgeError) -> None:
+        """Attach the run so far to `error`. Every call of an unfinished round is answered (those
+        that did not run with an error result saying so), so the messages can be resumed."""
+        for index, call in enumerate(self.open_calls):
+            execution = self.finished.get(index)
+            if execution is None:
+                reason = f"the run stopped on {type(error).__name__} first"
+                self._answer(call, f"Tool `{call.name}` was not run: {reason}.", True)
+            else:
+                self.executions.append(execution)
+                self._answer(call, execution.result.text, execution.result.is_error)
+        self.open_calls = ()
+        error.messages = tuple(self.messages)
+        error.tool_executions = tuple(self.executions)
+        error.usage = self._usage()
+
+    def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
+        self.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, text=text, is_error=is_error
+            )
+        )
+
+    def _usage(self) -> TokenUsage:
+        return sum((r.token_usage for r in self.responses if r.token_usage), TokenUsage())
 
     def _apply_policy(self, plan: _Planned, result: ToolExecutionResult) -> ToolExecutionResult:
         service, kind, tool = self.service, result.error_kind, plan.tool
@@ -261,13 +299,12 @@ class _Run:
 
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended."""
-        usage = sum((r.token_usage for r in self.responses if r.token_usage), TokenUsage())
         return ToolChatResult(
             final_response=self.responses[-1],
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
-            usage=usage,
+            usage=self._usage(),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
         )
@@ -416,13 +453,14 @@ class ToolService:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            planned = run.on_response(model.chat(run.next_request()))
-            if planned is None:
-                return run.result()
-            settled = [run.settle(plan, _execute(plan)) for plan in planned]
-            if run.finish_round(planned, settled):
-                return run.result()
+        with run:
+            while True:
+                planned = run.on_response(model.chat(run.next_request()))
+                if planned is None:
+                    return run.result()
+                settled = [run.settle(plan, _execute(plan)) for plan in planned]
+                if run.finish_round(planned, settled):
+                    return run.result()
 
     async def achat(
         self,
@@ -437,15 +475,16 @@ class ToolService:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            planned = run.on_response(await model.achat(run.next_request()))
-            if planned is None:
-                return run.result()
-            settled: list[ToolExecution] = []
-            for batch in _batches(planned, self.parallel):
-                settled += await _settle_batch(run, batch)
-            if run.finish_round(planned, settled):
-                return run.result()
+        with run:
+            while True:
+                planned = run.on_response(await model.achat(run.next_request()))
+                if planned is None:
+                    return run.result()
+                settled: list[ToolExecution] = []
+                for batch in _batches(planned, self.parallel):
+                    settled += await _settle_batch(run, batch)
+                if run.finish_round(planned, settled):
+                    return run.result()
 
     def stream(
         self,
@@ -461,23 +500,24 @@ class ToolService:
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            reader = _RoundReader()
-            for event in model.stream(run.next_request()):
-                yield event
-                if update := reader.feed(event):
-                    yield update
-            planned = run.on_response(reader.response())
-            if planned is None:
-                break
-            settled = []
-            for plan in planned:
-                yield ToolCallEvent(plan.call)
-                settled.append(run.settle(plan, _execute(plan)))
-                yield ToolResultEvent(settled[-1])
-            if run.finish_round(planned, settled):
-                break
-        yield FinalResultEvent(run.result())
+        with run:
+            while True:
+                reader = _RoundReader()
+                for event in model.stream(run.next_request()):
+                    yield event
+                    if update := reader.feed(event):
+                        yield update
+                planned = run.on_response(reader.response())
+                if planned is None:
+                    break
+                settled = []
+                for plan in planned:
+                    yield ToolCallEvent(plan.call)
+                    settled.append(run.settle(plan, _execute(plan)))
+                    yield ToolResultEvent(settled[-1])
+                if run.finish_round(planned, settled):
+                    break
+            yield FinalResultEvent(run.result())
 
     async def astream(
         self,
@@ -492,34 +532,31 @@ class ToolService:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            reader = _RoundReader()
-            async for event in model.astream(run.next_request()):
-                yield event
-                if update := reader.feed(event):
-                    yield update
-            planned = run.on_response(reader.response())
-            if planned is None:
-                break
-            for plan in planned:
-                yield ToolCallEvent(plan.call)
-            # Results arrive in completion order and are recorded in the model's order.
-            position = {id(plan): index for index, plan in enumerate(planned)}
-            settled: dict[int, ToolExecution] = {}
-            for batch in _batches(planned, self.parallel):
-                tasks = [
-                    asyncio.ensure_future(_asettle_at(position[id(plan)], run, plan))
-                    for plan in batch
-                ]
-                try:
-                    for finished in asyncio.as_completed(tasks):
-                        index, settled[index] = await finished
-                        yield ToolResultEvent(settled[index])
-                finally:
-                    await _cancel_unfinished(tasks)
-            if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
-                break
-        yield FinalResultEvent(run.result())
+        with run:
+            while True:
+                reader = _RoundReader()
+                async for event in model.astream(run.next_request()):
+                    yield event
+                    if update := reader.feed(event):
+                        yield update
+                planned = run.on_response(reader.response())
+                if planned is None:
+                    break
+                for plan in planned:
+                    yield ToolCallEvent(plan.call)
+                # Results arrive in completion order and are recorded in the model's order.
+                settled: dict[int, ToolExecution] = {}
+                for batch in _batches(planned, self.parallel):
+                    tasks = [asyncio.ensure_future(_asettle_at(run, plan)) for plan in batch]
+                    try:
+                        for finished in asyncio.as_completed(tasks):
+                            index, settled[index] = await finished
+                            yield ToolResultEvent(settled[index])
+                    finally:
+                        await _cancel_unfinished(tasks)
+                if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
+                    break
+            yield FinalResultEvent(run.result())
 
 
 def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
@@ -560,14 +597,19 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
         task.cancel()
     if pending:
         await asyncio.wait(pending)
+    # Only the first failure propagates; the others are retrieved here, or asyncio logs each
+    # one as "Task exception was never retrieved".
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()
 
 
 async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
     return run.settle(plan, await _aexecute(plan))
 
 
-async def _asettle_at(index: int, run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
-    return index, await _asettle(run, plan)
+async def _asettle_at(run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
+    return plan.index, await _asettle(run, plan)
 
 
 class _RoundReader:
