@@ -146,6 +146,7 @@ class _Run:
         self.responses: list[ChatResponse] = []
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
+        """Consecutive failed calls (invalid arguments, `ModelRetry`) per tool."""
         self.open_calls: Sequence[ToolCall] = ()
         """The calls of the last response that have no result message yet."""
         self.finished: dict[int, ToolExecution] = {}
@@ -279,7 +280,10 @@ class _Run:
         service, kind, tool = self.service, result.error_kind, plan.tool
         if tool is None or plan.preset is not None:
             return result
-        if kind in ("arguments", "retry"):
+        if not result.is_error:
+            # The budget counts consecutive failures: slips far apart do not add up.
+            self.failures.pop(tool.name, None)
+        elif kind in ("arguments", "retry"):
             failures = self.failures[tool.name] = self.failures.get(tool.name, 0) + 1
             error = result.exception
             if kind == "arguments" and service.arguments_error_handler and tool is not self.output:

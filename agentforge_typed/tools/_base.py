@@ -52,7 +52,8 @@ class ToolContext(Generic[DepsT]):
     tool_call_id: str
     tool_name: str
     attempt: int = 1
-    """1 for the first call of this tool in the conversation, +1 after each failed attempt."""
+    """1 for the first call of this tool in the run, +1 after each failed attempt (invalid
+    arguments, `ModelRetry`), and 1 again after a successful call."""
     conversation_id: str | None = None
 
 
