@@ -13,7 +13,7 @@ import os
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, get_args
 
 import pydantic_core
 from typing_extensions import TypeVar
@@ -128,14 +128,14 @@ class _Run:
     def __init__(
         self,
         service: ToolService,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None,
         deps: Any,
         conversation_id: str | None,
         output: OutputSpec[Any] | None = None,
     ) -> None:
         self.service = service
-        self.messages: list[ChatMessage] = list(messages)
+        self.messages = _conversation(messages)
         if not self.messages:
             raise ValueError("ToolService.chat needs at least one message")
         self.output = output
@@ -447,7 +447,7 @@ class ToolService:
     def chat(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -469,7 +469,7 @@ class ToolService:
     async def achat(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -493,7 +493,7 @@ class ToolService:
     def stream(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -526,7 +526,7 @@ class ToolService:
     async def astream(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -561,6 +561,28 @@ class ToolService:
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                     break
             yield FinalResultEvent(run.result())
+
+
+_MESSAGE_TYPES: tuple[type, ...] = get_args(get_args(ChatMessage)[0])
+
+
+def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
+    """The caller's messages as a new list: a string is one user message; anything that is not a
+    message is refused here, before any model call."""
+    if isinstance(messages, str):
+        return [UserMessage(content=messages)]
+    if not isinstance(messages, Iterable):
+        raise TypeError(
+            f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
+        )
+    conversation = list(messages)
+    for position, message in enumerate(conversation):
+        if not isinstance(message, _MESSAGE_TYPES):
+            raise TypeError(
+                f"messages[{position}] is of type {type(message).__name__!r}, not a chat message"
+                f" ({', '.join(t.__name__ for t in _MESSAGE_TYPES)})"
+            )
+    return conversation
 
 
 def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
