@@ -14,8 +14,10 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    ToolCall,
     ToolService,
     UserMessage,
+    tool,
 )
 
 DRIVERS = ["chat", "achat", "stream", "astream"]
@@ -81,3 +83,27 @@ def test_anything_else_is_refused_before_any_model_call(
     with pytest.raises(TypeError, match=re.escape(complaint)):
         drive(driver, ToolService(), recorder.model, messages)
     assert recorder.seen == []
+
+
+def test_a_parameter_colliding_with_a_renamed_one_is_refused_naming_both() -> None:
+    def first(_x: int, arg0_x: str) -> str:
+        return f"{_x} {arg0_x}"
+
+    def second(arg1_json: str, json: int) -> str:
+        return arg1_json
+
+    with pytest.raises(TypeError, match="parameters `_x` and `arg0_x`"):
+        tool(first)
+    with pytest.raises(TypeError, match="parameters `arg1_json` and `json`"):
+        tool(second)
+
+
+def test_renamed_parameters_keep_their_json_names() -> None:
+    @tool
+    def both(_x: int, x: int, json: int) -> int:
+        """Sum."""
+        return _x + x + json
+
+    assert list(both.specification.parameters["properties"]) == ["_x", "x", "json"]
+    result = both.execute(ToolCall(id="1", name="both", arguments='{"_x": 1, "x": 2, "json": 3}'))
+    assert result.text == "6"
