@@ -638,19 +638,43 @@ async def _asettle_at(run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
     return plan.index, await _asettle(run, plan)
 
 
+_EVERY_DELTA_BELOW = 1024
+"""Arguments shorter than this (in characters) are parsed for display on every delta."""
+
+
+class _PartialCall:
+    """One streamed tool call as the loop reads it: its name, and references to the provider's
+    argument deltas (the strings themselves, not a copy), joined only to be parsed."""
+
+    __slots__ = ("chunks", "name", "parsed_size", "size")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.chunks: list[str] = []
+        self.size = 0
+        self.parsed_size = 0
+
+    def due(self) -> bool:
+        """Whether to parse now: on every delta while short, then each time the arguments have
+        grown by a quarter, so that parsing costs a bounded multiple of their size in all."""
+        grown = self.size - self.parsed_size
+        return self.size < _EVERY_DELTA_BELOW or grown >= self.parsed_size // 4
+
+
 class _RoundReader:
     """What the loop reads from one round's model stream: the complete response, and the
     tool-call arguments so far, parsed leniently for display."""
 
     def __init__(self) -> None:
-        self.names: dict[int, str | None] = {}
-        self.buffers: dict[int, str] = {}
+        self.calls: dict[int, _PartialCall] = {}
         self.complete: ChatResponse | None = None
 
     def feed(self, event: StreamEvent) -> PartialArgumentsEvent | None:
-        """Take one stream event; return the arguments parsed so far when it extends them."""
+        """Take one stream event; return the arguments parsed so far when it extends them (and
+        a parse is due)."""
         if isinstance(event, ResponseComplete):
             self.complete = event.response
+            self.calls = {}  # the response holds the arguments now; the deltas can go
         elif isinstance(event, ToolCallDelta):
             return self._arguments(event)
         return None
@@ -662,16 +686,24 @@ class _RoundReader:
         return self.complete
 
     def _arguments(self, delta: ToolCallDelta) -> PartialArgumentsEvent | None:
+        call = self.calls.get(delta.index)
+        if call is None:
+            call = self.calls[delta.index] = _PartialCall()
         if delta.name:
-            self.names[delta.index] = delta.name
+            call.name = delta.name
         if not delta.arguments_delta:
             return None
-        text = self.buffers[delta.index] = self.buffers.get(delta.index, "") + delta.arguments_delta
+        call.chunks.append(delta.arguments_delta)
+        call.size += len(delta.arguments_delta)
+        if not call.due():
+            return None
+        # Counted even when the text does not parse yet, so a broken stream stays linear too.
+        call.parsed_size = call.size
         try:
-            parsed = pydantic_core.from_json(text, allow_partial="trailing-strings")
+            parsed = pydantic_core.from_json("".join(call.chunks), allow_partial="trailing-strings")
         except ValueError:
             return None
-        return PartialArgumentsEvent(delta.index, self.names.get(delta.index), parsed)
+        return PartialArgumentsEvent(delta.index, call.name, parsed)
 
 
 def _execute(plan: _Planned) -> ToolExecution:
