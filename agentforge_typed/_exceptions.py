@@ -102,8 +102,10 @@ class ToolArgumentsError(AgentForgeError):
     def __str__(self) -> str:
         # Built on demand: inside the loop the error usually travels as a result and is never
         # printed.
-        lines = "; ".join(f"{e.path}: {e.message}" for e in self.errors)
-        return f"invalid arguments for tool {self.tool_name!r}: {lines}"
+        return f"invalid arguments for tool {self.tool_name!r}: {self._problems()}"
+
+    def _problems(self) -> str:
+        return "; ".join(f"{e.path}: {e.message}" for e in self.errors)
 
 
 class ToolExecutionError(AgentForgeError):

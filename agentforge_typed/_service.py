@@ -22,6 +22,7 @@ from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
     AgentForgeError,
+    ArgumentError,
     ModelError,
     ToolArgumentsError,
     ToolExecutionError,
@@ -41,7 +42,6 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from .tools._argument_errors import format_arguments_error
 from .tools._base import (
     ErrorKind,
     ReturnBehavior,
@@ -175,16 +175,16 @@ class _Run:
     def _on_final_text(self, output: OutputSpec[Any], text: str) -> list[_Planned] | None:
         # A text answer where structured output is wanted: valid JSON in native mode ends the
         # run; anything else is sent back with a nudge, against the output's retry budget.
-        errors = None
+        errors: Sequence[ArgumentError] = ()
         if output.native:
             try:
                 self.output_value = output.validate(text)
                 return None
             except OutputValidationError as error:
-                errors = format_arguments_error(output.name, error.errors)
+                errors = error.errors
         failures = self.failures[output.name] = self.failures.get(output.name, 0) + 1
         if failures > output.max_retries:
-            raise OutputValidationError(output.name, [], text)
+            raise output.exhausted(errors, text)
         self.messages.append(UserMessage(content=output.nudge(errors)))
         return []
 
