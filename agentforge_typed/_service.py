@@ -252,12 +252,14 @@ class _Run:
 
     def fail(self, error: AgentForgeError) -> None:
         """Attach the run so far to `error`. Every call of an unfinished round is answered (those
-        that did not run with an error result saying so), so the messages can be resumed."""
+        that did not complete with an error result saying so), so the messages can be resumed."""
         for index, call in enumerate(self.open_calls):
             execution = self.finished.get(index)
             if execution is None:
                 reason = f"the run stopped on {type(error).__name__} first"
-                self._answer(call, f"Tool `{call.name}` was not run: {reason}.", True)
+                # "did not complete" rather than "did not run": under `achat` a sibling's failure
+                # cancels calls that may have started, so their side effects are unknown.
+                self._answer(call, f"Tool `{call.name}` did not complete: {reason}.", True)
             else:
                 self.executions.append(execution)
                 self._answer(call, execution.result.text, execution.result.is_error)

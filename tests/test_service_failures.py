@@ -159,7 +159,7 @@ def test_arguments_error_after_retries_keeps_the_side_effect_of_the_round(driver
     ]
     assert "$.bill_id" in results[1].text
     assert results[2].text == (
-        "Tool `transfer` was not run: the run stopped on ToolArgumentsError first."
+        "Tool `transfer` did not complete: the run stopped on ToolArgumentsError first."
     )
     payload = resume_through_openai(error.messages)
     tool_ids = [m["tool_call_id"] for m in payload["messages"] if m["role"] == "tool"]
@@ -178,8 +178,8 @@ def test_unknown_tool_answers_every_call_of_the_round(driver: str) -> None:
     assert error.tool_executions == ()
     assert_resumable(error.messages)
     assert [m.text for m in error.messages if isinstance(m, ToolResultMessage)] == [
-        "Tool `transfer` was not run: the run stopped on UnknownToolError first.",
-        "Tool `hack` was not run: the run stopped on UnknownToolError first.",
+        "Tool `transfer` did not complete: the run stopped on UnknownToolError first.",
+        "Tool `hack` did not complete: the run stopped on UnknownToolError first.",
     ]
 
 
@@ -262,3 +262,34 @@ def test_a_result_of_chat_is_still_a_plain_result() -> None:
     model = scripted(AiMessage(text="Nothing to do."))
     result: ToolChatResult[None] = ToolService([transfer]).chat(model, [UserMessage(content="hi")])
     assert result.text == "Nothing to do."
+
+
+def test_achat_answers_a_cancelled_sibling_as_not_completed() -> None:
+    started: list[str] = []
+
+    @tool
+    async def slow_transfer(to: str) -> str:
+        """Transfer, slowly."""
+        started.append(to)
+        await asyncio.sleep(30)
+        return "sent"
+
+    @tool(max_retries=0)
+    async def check(amount: int) -> str:
+        """Check an amount."""
+        return "ok"
+
+    model = scripted(
+        AiMessage(tool_calls=[call("s", "slow_transfer", to="bank"), call("b", "check")])
+    )
+    service = ToolService([slow_transfer, check])
+    with pytest.raises(ToolArgumentsError) as caught:
+        asyncio.run(service.achat(model, [UserMessage(content="go")]))
+
+    error = caught.value
+    assert started == ["bank"]  # it began, and was cancelled when its sibling failed
+    assert [e.call.id for e in error.tool_executions] == ["b"]
+    assert_resumable(error.messages)
+    assert error.messages[-2].text == (  # type: ignore[union-attr]
+        "Tool `slow_transfer` did not complete: the run stopped on ToolArgumentsError first."
+    )
