@@ -124,7 +124,8 @@ class ToolLike(ToolExecutor, Protocol):
 
     @property
     def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop sends back before raising."""
+        """How many consecutive failed calls (invalid arguments, `ModelRetry`) the loop sends back
+        before raising."""
         ...
 
     @property
@@ -177,7 +178,7 @@ class ConfiguredTool(SpecifiedTool):
 
     @property
     def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop tolerates before raising."""
+        """How many consecutive failed calls the loop tolerates before raising."""
         return self._max_retries
 
     @property
