@@ -12,6 +12,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapte
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import CoreSchema, SchemaError, core_schema
+from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
 
 from ._base import ToolContext
 from ._docstrings import parse_docstring
@@ -30,6 +31,8 @@ __all__ = [
     "ToolJsonSchema",
     "ToolSignature",
     "check_tool_name",
+    "closed_validator",
+    "core_schema_nodes",
     "inspect_function",
 ]
 
@@ -54,6 +57,15 @@ class ToolJsonSchema(GenerateJsonSchema):
         return self.handle_invalid_for_json_schema(
             schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
         )
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """pydantic's, closed (`additionalProperties: false`) where the validator rejects
+        unknown keys: pydantic reads the class's own `extra`, not a `closed_validator` schema."""
+        return _closed(super().model_schema(schema), schema)
+
+    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
+        """Closed like `model_schema`."""
+        return _closed(super().dataclass_schema(schema), schema)
 
 
 @dataclass(frozen=True)
@@ -147,12 +159,14 @@ def inspect_function(
         doc = docstring.parameters.get(parameter.name)
         fields[field_name] = _field(annotation, parameter, doc, alias)
 
-    # Always `extra="forbid"`: the schema tells the model it must not invent arguments; a tool
-    # with `extra_arguments="ignore"` drops them in the validator's repair path instead. JSON has
-    # no NaN or Infinity (and `1e400` parses as infinity): refuse them as a model's numbers.
+    # Always `extra="forbid"`, at every depth (see `_close`): the schema tells the model it must
+    # not invent arguments; a tool with `extra_arguments="ignore"` drops them in the validator's
+    # repair path instead. JSON has no NaN or Infinity (and `1e400` parses as infinity): refuse
+    # them as a model's numbers.
     config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
     try:
         args_model: type[BaseModel] = create_model(f"{name}_arguments", __config__=config, **fields)
+        _close(args_model)
         schema = args_model.model_json_schema(schema_generator=ToolJsonSchema)
     except _UNSUPPORTED_TYPE_ERRORS as exc:
         raise TypeError(_unsupported_type_message(label, fields, renames, exc)) from exc
@@ -278,6 +292,99 @@ def core_schema_nodes(schema: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(schema, (list, tuple)):
         for item in schema:
             yield from core_schema_nodes(item)
+
+
+_FIELDS_NODES = frozenset({"model-fields", "dataclass-args", "typed-dict"})
+"""The core-schema nodes that hold an object's named fields, and its `extra_behavior`."""
+
+
+def _close(args_model: type[BaseModel]) -> None:
+    """Make `args_model` reject unknown keys at every depth, not only at the top.
+
+    Its core schema is replaced by a copy in which every nested model, dataclass and TypedDict
+    forbids extra keys, whatever its own `extra` setting, except a class that explicitly sets
+    `extra="allow"`; the validator is rebuilt from it. The nested classes are left untouched.
+    """
+    schema = _copy(args_model.__pydantic_core_schema__)
+    for node in core_schema_nodes(schema):
+        kind = node.get("type")
+        if kind not in ("model", "dataclass", "typed-dict"):
+            continue
+        fields = _fields_node(node)
+        if fields is None or fields.get("extra_behavior") == "allow":
+            continue
+        cls = node.get("cls")
+        own = (
+            cls.model_config
+            if isinstance(cls, type) and issubclass(cls, BaseModel)
+            else getattr(cls, "__pydantic_config__", None) or {}
+        )
+        if own.get("extra") != "allow":
+            fields["extra_behavior"] = "forbid"
+    args_model.__pydantic_core_schema__ = schema
+    args_model.__pydantic_validator__ = closed_validator(schema)
+
+
+def closed_validator(schema: Any, config: core_schema.CoreConfig | None = None) -> SchemaValidator:
+    """A validator built from `schema` itself, nested classes included.
+
+    pydantic-core otherwise reuses a complete class's own validator for its node ("prebuilt"),
+    which would ignore what `_close` changed there. The classes are marked incomplete only while
+    the validator is built, so pydantic-core builds their nodes from the schema.
+    """
+    classes = {
+        cls
+        for node in core_schema_nodes(schema)
+        if node.get("type") in ("model", "dataclass")
+        and isinstance(cls := node.get("cls"), type)
+        and cls.__dict__.get("__pydantic_complete__") is True
+    }
+    with _incomplete(classes):
+        return SchemaValidator(schema, config)
+
+
+@contextmanager
+def _incomplete(classes: set[type]) -> Iterator[None]:
+    for cls in classes:
+        type.__setattr__(cls, "__pydantic_complete__", False)
+    try:
+        yield
+    finally:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", True)
+
+
+def _fields_node(node: dict[str, Any]) -> dict[str, Any] | None:
+    """The node holding the fields of a `model`, `dataclass` or `typed-dict` node (through the
+    validator functions pydantic may wrap around them); `None` for a root model."""
+    inner: Any = node
+    while inner.get("type") not in _FIELDS_NODES:
+        if inner is not node and not str(inner.get("type")).startswith("function-"):
+            return None
+        inner = inner.get("schema")
+        if not isinstance(inner, dict):
+            return None
+    return inner  # type: ignore[no-any-return]
+
+
+def _closed(json_schema: JsonSchemaValue, schema: Any) -> JsonSchemaValue:
+    fields = _fields_node(schema)
+    if (
+        fields is not None
+        and fields.get("extra_behavior") == "forbid"
+        and "$ref" not in json_schema
+    ):
+        json_schema["additionalProperties"] = False
+    return json_schema
+
+
+def _copy(schema: Any) -> Any:
+    """A copy of a core schema's dicts and lists (what `_close` edits); other values are shared."""
+    if type(schema) is dict:
+        return {key: _copy(value) for key, value in schema.items()}
+    if type(schema) is list:
+        return [_copy(item) for item in schema]
+    return schema
 
 
 def _contains_context(schema: Any) -> bool:
