@@ -13,10 +13,10 @@ import os
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, get_args
+from typing import Any, Generic, get_args, overload
 
 import pydantic_core
-from typing_extensions import TypeVar
+from typing_extensions import Self, TypeVar
 
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -43,6 +43,7 @@ from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
 from .tools._base import (
+    DepsT,
     ErrorKind,
     ReturnBehavior,
     ToolContext,
@@ -50,6 +51,7 @@ from .tools._base import (
     ToolExecutor,
     ToolLike,
 )
+from .tools._signature import deps_accepted, type_name
 
 __all__ = [
     "AfterToolCall",
@@ -127,7 +129,7 @@ class _Run:
 
     def __init__(
         self,
-        service: ToolService,
+        service: ToolService[Any],
         messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None,
         deps: Any,
@@ -141,6 +143,7 @@ class _Run:
         self.output = output
         self.output_value: Any = None
         self.parameters = service._request_parameters(parameters, output)
+        service._check_deps(deps)
         self.deps = deps
         self.conversation_id = conversation_id or os.urandom(16).hex()
         self.responses: list[ChatResponse] = []
@@ -332,8 +335,12 @@ def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution
     return True
 
 
-class ToolService:
+class ToolService(Generic[DepsT]):
     """Registered tools plus the loop that lets a model use them.
+
+    Generic in the type of the `deps` its tools receive through `ToolContext[DepsT]`: annotate
+    (`ToolService[Db]()`) or pass `deps_type=Db`; then `chat` and the other runs require
+    `deps: Db`. `ToolService()` alone takes no deps (`ToolService[None]`).
 
     Args:
         tools: Tools to register now (anything `register` accepts).
@@ -347,6 +354,8 @@ class ToolService:
         parallel: Under `achat`, run the independent calls of a round concurrently.
         before_tool_call: Hook that may answer a call instead of executing it (deny, approve, cache).
         after_tool_call: Hook that sees every execution (audit, metrics); see `logging_hook`.
+        deps_type: The class of the `deps` every run gets (checked with `isinstance` when a run
+            starts); a tool whose `ToolContext[X]` does not accept it is refused at registration.
     """
 
     def __init__(
@@ -360,6 +369,7 @@ class ToolService:
         parallel: bool = True,
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
+        deps_type: type[DepsT] | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -370,6 +380,7 @@ class ToolService:
         self.parallel = parallel
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
+        self.deps_type = deps_type
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
         for item in tools or ():
@@ -390,7 +401,7 @@ class ToolService:
         """What the model is offered."""
         return tuple(t.specification for t in self._tools.values())
 
-    def register(self, source: object) -> ToolService:
+    def register(self, source: object) -> Self:
         """Register a `Tool` (or any `ToolLike`), a plain typed function (decorated on the fly),
         a `ToolSource` such as an entered `MCPServer`, or an object whose methods carry `@tool`.
 
@@ -399,11 +410,18 @@ class ToolService:
             SchemaDialectError: a tool asks for a provider-enforced schema (`strict_schema`)
                 that the OpenAI strict dialect cannot express — refused now, not at the first
                 request.
-            TypeError: `source` holds no tool.
+            TypeError: `source` holds no tool, or a tool's `ToolContext[X]` does not accept the
+                service's `deps_type`.
         """
         for item in tools_from(source):
             if item.name in self._tools:
                 raise ValueError(f"a tool named {item.name!r} is already registered")
+            expected = getattr(item, "deps_type", Any)
+            if self.deps_type is not None and not deps_accepted(expected, self.deps_type):
+                raise TypeError(
+                    f"tool {item.name!r} takes ToolContext[{type_name(expected)}], which does not "
+                    f"accept this service's deps type {type_name(self.deps_type)}"
+                )
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
             self._tools[item.name] = item
@@ -415,13 +433,24 @@ class ToolService:
         specification: ToolSpecification,
         handler: Callable[[dict[str, Any]], Any] | ToolExecutor,
         **options: Any,
-    ) -> ToolService:
+    ) -> Self:
         """Register a tool defined by a hand-written JSON schema; arguments are validated against
         the schema itself before `handler` (a sync or async callable receiving the arguments
         dict, or a `ToolExecutor`) runs. `options` go to `SchemaTool`."""
         from .tools._schema_tool import SchemaTool
 
         return self.register(SchemaTool(specification, handler, **options))
+
+    def _check_deps(self, deps: Any) -> None:
+        """Refuse, before any model call, `deps` that are not an instance of `deps_type` (not an
+        `AttributeError` inside a tool that the model would read)."""
+        expected = self.deps_type
+        if expected is None or deps_accepted(expected, type(deps)):
+            return
+        raise TypeError(
+            f"deps must be an instance of {type_name(expected)} (this service's deps_type), "
+            f"not {type(deps).__qualname__}"
+        )
 
     def _request_parameters(
         self, user: ChatRequestParameters | None, output: OutputSpec[Any] | None
@@ -447,6 +476,30 @@ class ToolService:
 
     # -- the loop ----------------------------------------------------------------------------
 
+    @overload
+    def chat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    def chat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> ToolChatResult[OutputT]: ...
+
     def chat(
         self,
         model: ChatModel,
@@ -468,6 +521,30 @@ class ToolService:
                 settled = [run.settle(plan, _execute(plan)) for plan in planned]
                 if run.finish_round(planned, settled):
                     return run.result()
+
+    @overload
+    async def achat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    async def achat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> ToolChatResult[OutputT]: ...
 
     async def achat(
         self,
@@ -492,6 +569,30 @@ class ToolService:
                     settled += await _settle_batch(run, batch)
                 if run.finish_round(planned, settled):
                     return run.result()
+
+    @overload
+    def stream(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> Generator[ToolLoopEvent, None, None]: ...
+
+    @overload
+    def stream(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> Generator[ToolLoopEvent, None, None]: ...
 
     def stream(
         self,
@@ -525,6 +626,30 @@ class ToolService:
                 if run.finish_round(planned, settled):
                     break
             yield FinalResultEvent(run.result())
+
+    @overload
+    def astream(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> AsyncGenerator[ToolLoopEvent, None]: ...
+
+    @overload
+    def astream(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+    ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     async def astream(
         self,

@@ -19,8 +19,10 @@ from agentforge_typed import (
     ToolChatResult,
     ToolExecution,
     ToolLoopEvent,
+    ToolContext,
     ToolService,
     UserMessage,
+    tool,
 )
 
 
@@ -66,9 +68,9 @@ async def main() -> None:
     # Misuse that must stay a type error.
     city.output.population  # type: ignore[attr-defined]
     service.chat(model, ["hi"])  # type: ignore[list-item]
-    service.chat(model, 42)  # type: ignore[arg-type]
+    service.chat(model, 42)  # type: ignore[call-overload]
     city.output.name.upper(1)  # type: ignore[call-arg]
-    service.chat(prompt, model)  # type: ignore[arg-type]
+    service.chat(prompt, model)  # type: ignore[call-overload]
     ToolService(max_round_trips="3")  # type: ignore[arg-type]
 
 
@@ -77,3 +79,44 @@ def failed(error: AgentForgeError) -> None:
     assert_type(error.messages, tuple[ChatMessage, ...])
     assert_type(error.tool_executions, tuple[ToolExecution, ...])
     assert_type(error.usage, TokenUsage)
+
+
+class Db:
+    def user(self) -> str:
+        return "ada"
+
+
+class Other:
+    pass
+
+
+async def typed_deps(model: FunctionModel) -> None:
+    # The deps type: inferred from `deps_type`, or annotated; none by default.
+    typed = ToolService(deps_type=Db)
+    assert_type(typed, ToolService[Db])
+    assert_type(typed.deps_type, type[Db] | None)
+    annotated: ToolService[Db] = ToolService()
+    assert_type(ToolService(), ToolService[None])
+    assert_type(ToolService().register(get_user), ToolService[None])
+
+    assert_type(typed.chat(model, "hi", deps=Db()), ToolChatResult[None])
+    assert_type(await annotated.achat(model, "hi", deps=Db(), output_type=City), ToolChatResult[City])
+    assert_type(typed.stream(model, "hi", deps=Db()), Generator[ToolLoopEvent, None, None])
+    assert_type(typed.astream(model, "hi", deps=Db()), AsyncGenerator[ToolLoopEvent, None])
+    optional: ToolService[Db | None] = ToolService()
+    optional.chat(model, "hi", deps=None)
+    ToolService().chat(model, "hi", deps=None)
+
+    # A missing or wrong `deps` is a type error.
+    typed.chat(model, "hi")  # type: ignore[call-arg]
+    typed.chat(model, "hi", deps=Other())  # type: ignore[arg-type]
+    await typed.achat(model, "hi", deps=None)  # type: ignore[arg-type]
+    typed.stream(model, "hi")  # type: ignore[call-arg]
+    typed.astream(model, "hi", deps="db")  # type: ignore[arg-type]
+    ToolService().chat(model, "hi", deps=Db())  # type: ignore[call-overload]
+    wrong: ToolService[Db] = ToolService(deps_type=Other)  # type: ignore[arg-type]
+
+
+@tool
+def get_user(ctx: ToolContext[Db]) -> str:
+    return ctx.deps.user()

@@ -33,7 +33,9 @@ __all__ = [
     "check_tool_name",
     "closed_validator",
     "core_schema_nodes",
+    "deps_accepted",
     "inspect_function",
+    "type_name",
 ]
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -78,6 +80,8 @@ class ToolSignature:
     description: str
     context_parameter: str | None
     """The parameter annotated with `ToolContext`, injected at run time."""
+    deps_type: Any
+    """The `X` of that parameter's `ToolContext[X]`: `Any` without one, or for a bare `ToolContext`."""
     positional: tuple[str, ...]
     """Positional-only parameters, in order: passed positionally."""
     renames: Mapping[str, str] | None
@@ -119,6 +123,7 @@ def inspect_function(
     renames: dict[str, str] = {}
     positional: list[str] = []
     context_parameter: str | None = None
+    deps_type: Any = Any
     for parameter in parameters:
         where = f"{label}, parameter `{parameter.name}`"
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
@@ -140,6 +145,7 @@ def inspect_function(
             if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
                 raise TypeError(f"{where}: a `ToolContext` parameter cannot be positional-only")
             context_parameter = parameter.name
+            deps_type = _context_deps(annotation)
             continue
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional.append(parameter.name)
@@ -186,6 +192,7 @@ def inspect_function(
         parameters=schema,
         description=docstring.description,
         context_parameter=context_parameter,
+        deps_type=deps_type,
         positional=tuple(positional),
         renames=renames or None,
         return_annotation=hints.get("return", inspect.Parameter.empty),
@@ -272,6 +279,56 @@ def _is_context(annotation: Any) -> bool:
             )
         return any(contexts)
     return False
+
+
+def _context_deps(annotation: Any) -> Any:
+    """The `X` of a `ToolContext[X]` annotation (as `_is_context` accepts it); `Any` when it has
+    none (a bare `ToolContext`, a subclass)."""
+    origin = typing.get_origin(annotation)
+    if _is_context_class(origin):
+        return typing.get_args(annotation)[0]
+    if origin is Annotated:
+        return _context_deps(annotation.__origin__)
+    if isinstance(annotation, (typing_extensions.TypeAliasType, *_TYPE_ALIAS_TYPES)):
+        aliased: Any = annotation
+        return _context_deps(aliased.__value__)
+    if origin in (typing.Union, types.UnionType):
+        members = [m for m in typing.get_args(annotation) if m is not type(None)]
+        return _context_deps(members[0]) if len(members) == 1 else Any
+    return Any
+
+
+def deps_accepted(expected: Any, deps_type: Any) -> bool:
+    """Whether a `ToolContext[expected]` accepts deps of type `deps_type`: `expected` is that type
+    or a supertype of it (for a union, of each member). `True` where it cannot be told at run time
+    (a `TypeVar`, a protocol that is not runtime-checkable, a forward reference)."""
+    if expected is Any or expected is object or isinstance(expected, typing.TypeVar):
+        return True
+    origin = typing.get_origin(expected)
+    if origin is Annotated:
+        return deps_accepted(typing.get_args(expected)[0], deps_type)
+    if origin in (typing.Union, types.UnionType):
+        return any(deps_accepted(member, deps_type) for member in typing.get_args(expected))
+    given = typing.get_origin(deps_type)
+    if given in (typing.Union, types.UnionType):
+        return all(deps_accepted(expected, member) for member in typing.get_args(deps_type))
+    expected_class = origin or (type(None) if expected is None else expected)
+    given_class = given or (type(None) if deps_type is None else deps_type)
+    if not (isinstance(expected_class, type) and isinstance(given_class, type)):
+        return True
+    try:
+        return issubclass(given_class, expected_class)
+    except TypeError:  # a protocol that is not runtime-checkable
+        return True
+
+
+def type_name(annotation: Any) -> str:
+    """A type as a reader writes it: `Db`, `list[int]`, `None`."""
+    if annotation is None or annotation is type(None):
+        return "None"
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "")
 
 
 def _is_context_class(candidate: Any) -> bool:
