@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, Generic, get_args, overload
 
 import pydantic_core
-from typing_extensions import Self, TypeVar
+from typing_extensions import Self, TypeForm, TypeVar
 
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -485,7 +485,19 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    def chat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -497,7 +509,19 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    def chat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
     def chat(
@@ -508,8 +532,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-    ) -> ToolChatResult[OutputT]:
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
@@ -531,7 +555,19 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    async def achat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -543,7 +579,19 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    async def achat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
     async def achat(
@@ -554,8 +602,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-    ) -> ToolChatResult[OutputT]:
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> ToolChatResult[Any]:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
@@ -579,7 +627,7 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     @overload
@@ -591,7 +639,7 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     def stream(
@@ -602,7 +650,7 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
@@ -636,7 +684,7 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     @overload
@@ -648,7 +696,7 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     async def astream(
@@ -659,7 +707,7 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
@@ -713,7 +761,7 @@ def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
     return conversation
 
 
-def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
+def _output_spec(output_type: TypeForm[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
     if output_type is None or isinstance(output_type, OutputSpec):
         return output_type
     return OutputSpec(output_type)
