@@ -10,10 +10,18 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Generic, get_args, overload
+from typing import Any, Generic, cast, get_args, overload
 
 import pydantic_core
 from typing_extensions import Self, TypeForm, TypeVar
@@ -51,6 +59,7 @@ from .tools._base import (
     ToolExecutor,
     ToolLike,
 )
+from .tools._invoke import is_async_callable
 from .tools._signature import deps_accepted, type_name
 
 __all__ = [
@@ -75,10 +84,16 @@ ExecutionErrorHandler = Callable[[BaseException, ToolContext[Any]], "ToolExecuti
 """Replaces the default execution-error result: return what the model reads, or raise to stop."""
 UnknownToolHandler = Callable[[ToolCall, Sequence[str]], "ToolExecutionResult | str | None"]
 """Answers a call to an unregistered tool (given the registered names); `None` raises."""
-BeforeToolCall = Callable[[ToolCall, ToolContext[Any]], "ToolExecutionResult | str | None"]
-"""Runs before each call; a result (or text) is used instead of executing the tool."""
-AfterToolCall = Callable[[ToolExecution], None]
-"""Sees every execution, after error policies (audit, metrics, logging)."""
+BeforeToolCall = Callable[
+    [ToolCall, ToolContext[Any]],
+    "ToolExecutionResult | str | Awaitable[ToolExecutionResult | str | None] | None",
+]
+"""Runs before each call; a result (or text) is used instead of executing the tool. It may be an
+async function under `achat`/`astream` (an approval that asks a service)."""
+AfterToolCall = Callable[[ToolExecution], "Awaitable[None] | None"]
+"""Sees every execution, after error policies (audit, metrics, logging); it may be an async
+function under `achat`/`astream`."""
+_AsyncAnswer = Awaitable["ToolExecutionResult | str | None"]
 
 
 def list_available_tools(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
@@ -135,8 +150,11 @@ class _Run:
         deps: Any,
         conversation_id: str | None,
         output: OutputSpec[Any] | None = None,
+        *,
+        asynchronous: bool = False,
     ) -> None:
         self.service = service
+        self.async_before, self.async_after = service._async_hooks(asynchronous)
         self.messages = _conversation(messages)
         if not self.messages:
             raise ValueError("ToolService.chat needs at least one message")
@@ -209,8 +227,8 @@ class _Run:
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
-        if service.before_tool_call is not None:
-            answer = service.before_tool_call(call, context)
+        if service.before_tool_call is not None and not self.async_before:
+            answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
             if answer is not None:
                 return _Planned(index, call, context, tool, _as_result(answer, None))
         return _Planned(index, call, context, tool)
@@ -223,8 +241,8 @@ class _Run:
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)
-        if self.service.after_tool_call is not None:
-            self.service.after_tool_call(execution)
+        if self.service.after_tool_call is not None and not self.async_after:
+            _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
         return execution
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
@@ -317,6 +335,18 @@ class _Run:
             returned_immediately=self.returned_immediately,
             output=self.output_value,
         )
+
+
+def _not_awaitable(value: Any, hook: str) -> Any:
+    """`value`, unless a hook gave an awaitable where it is not awaited (a sync function that
+    returns a coroutine): a `TypeError` rather than a coroutine the loop would treat as an answer."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: no "coroutine was never awaited" warning
+        raise TypeError(
+            f"{hook} returned an awaitable; make it an async function (run under achat/astream)"
+        )
+    return value
 
 
 def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution]) -> bool:
@@ -440,6 +470,19 @@ class ToolService(Generic[DepsT]):
         from .tools._schema_tool import SchemaTool
 
         return self.register(SchemaTool(specification, handler, **options))
+
+    def _async_hooks(self, asynchronous: bool) -> tuple[bool, bool]:
+        """Whether `before_tool_call` and `after_tool_call` are async functions; under a blocking
+        run (`chat`, `stream`) one that is is a `TypeError`, before any model call."""
+        hooks = {"before_tool_call": self.before_tool_call, "after_tool_call": self.after_tool_call}
+        found = {name: hook is not None and is_async_callable(hook) for name, hook in hooks.items()}
+        for name, is_async in found.items():
+            if is_async and not asynchronous:
+                raise TypeError(
+                    f"{name} is an async function: it runs only under achat/astream; "
+                    "use a plain function with chat/stream"
+                )
+        return found["before_tool_call"], found["after_tool_call"]
 
     def _check_deps(self, deps: Any) -> None:
         """Refuse, before any model call, `deps` that are not an instance of `deps_type` (not an
@@ -606,7 +649,15 @@ class ToolService(Generic[DepsT]):
     ) -> ToolChatResult[Any]:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            asynchronous=True,
+        )
         with run:
             while True:
                 planned = run.on_response(await model.achat(run.next_request()))
@@ -711,7 +762,15 @@ class ToolService(Generic[DepsT]):
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            asynchronous=True,
+        )
         with run:
             while True:
                 reader = _RoundReader()
@@ -807,7 +866,15 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 
 async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
-    return run.settle(plan, await _aexecute(plan))
+    before, after = run.service.before_tool_call, run.service.after_tool_call
+    if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
+        answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
+        if answer is not None:
+            plan = replace(plan, preset=_as_result(answer, None))
+    execution = run.settle(plan, await _aexecute(plan))
+    if run.async_after and after is not None:
+        await cast(Awaitable[None], after(execution))
+    return execution
 
 
 async def _asettle_at(run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
