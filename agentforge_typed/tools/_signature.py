@@ -136,16 +136,16 @@ def inspect_function(
             raise TypeError(f"{where}: missing type annotation")
         annotation = hints[parameter.name]
         try:
-            is_context = _is_context(annotation)
+            context = _context(annotation)
         except TypeError as exc:
             raise TypeError(f"{where}: {exc}") from None
-        if is_context:
+        if context is not None:
             if context_parameter is not None:
                 raise TypeError(f"{where}: only one parameter may be a `ToolContext`")
             if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
                 raise TypeError(f"{where}: a `ToolContext` parameter cannot be positional-only")
             context_parameter = parameter.name
-            deps_type = _context_deps(annotation)
+            deps_type = _context_deps(context)
             continue
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional.append(parameter.name)
@@ -253,9 +253,10 @@ def _unresolvable_annotation(annotated: Any, localns: dict[str, Any]) -> str | N
     return None
 
 
-def _is_context(annotation: Any) -> bool:
-    """`ToolContext`, `ToolContext[X]` or a subclass, also inside `Annotated[...]`, a type alias
-    or `... | None`.
+def _context(annotation: Any) -> Any:
+    """The `ToolContext` annotation (`ToolContext`, `ToolContext[X]` or a subclass) that
+    `annotation` is, also inside `Annotated[...]`, a type alias or `... | None`; `None` when it is
+    none.
 
     Raises:
         TypeError: A union of a `ToolContext` with an argument type: a parameter is either
@@ -263,39 +264,29 @@ def _is_context(annotation: Any) -> bool:
     """
     origin = typing.get_origin(annotation)
     if _is_context_class(annotation) or _is_context_class(origin):
-        return True
+        return annotation
     if origin is Annotated:
-        return _is_context(annotation.__origin__)
+        return _context(annotation.__origin__)
     if isinstance(annotation, (typing_extensions.TypeAliasType, *_TYPE_ALIAS_TYPES)):
         aliased: Any = annotation
-        return _is_context(aliased.__value__)
+        return _context(aliased.__value__)
     if origin in (typing.Union, types.UnionType):
         members = [m for m in typing.get_args(annotation) if m is not type(None)]
-        contexts = [_is_context(member) for member in members]
-        if any(contexts) and not all(contexts):
+        contexts = [_context(member) for member in members]
+        found = [context for context in contexts if context is not None]
+        if found and len(found) < len(contexts):
             raise TypeError(
                 "a `ToolContext` cannot share a union with argument types: the parameter is "
                 "either injected or filled by the model"
             )
-        return any(contexts)
-    return False
+        # Several contexts in one union: their deps types are not one type.
+        return found[0] if len(found) == 1 else ToolContext if found else None
+    return None
 
 
-def _context_deps(annotation: Any) -> Any:
-    """The `X` of a `ToolContext[X]` annotation (as `_is_context` accepts it); `Any` when it has
-    none (a bare `ToolContext`, a subclass)."""
-    origin = typing.get_origin(annotation)
-    if _is_context_class(origin):
-        return typing.get_args(annotation)[0]
-    if origin is Annotated:
-        return _context_deps(annotation.__origin__)
-    if isinstance(annotation, (typing_extensions.TypeAliasType, *_TYPE_ALIAS_TYPES)):
-        aliased: Any = annotation
-        return _context_deps(aliased.__value__)
-    if origin in (typing.Union, types.UnionType):
-        members = [m for m in typing.get_args(annotation) if m is not type(None)]
-        return _context_deps(members[0]) if len(members) == 1 else Any
-    return Any
+def _context_deps(context: Any) -> Any:
+    """The `X` of a `ToolContext[X]` annotation; `Any` for a bare `ToolContext` or a subclass."""
+    return typing.get_args(context)[0] if _is_context_class(typing.get_origin(context)) else Any
 
 
 def deps_accepted(expected: Any, deps_type: Any) -> bool:
