@@ -147,9 +147,22 @@ def test_missing_key_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None
     assert "api_key=" in str(info.value)
 
 
+def test_gateway_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    recorder = Recorder(httpx.Response(200, json=TEXT_BODY))
+    make(recorder, api_key=None, base_url="https://gateway.test/anthropic").chat(REQUEST)
+    assert str(recorder.requests[0].url) == "https://gateway.test/anthropic/v1/messages"
+    assert "x-api-key" not in recorder.requests[0].headers
+
+
 def test_unknown_default_parameter_is_rejected() -> None:
     with pytest.raises(TypeError, match="temprature"):
-        AnthropicChatModel("claude-sonnet-4-5", api_key=KEY, temprature=0.1)
+        AnthropicChatModel(
+            "claude-sonnet-4-5",
+            api_key=KEY,
+            temprature=0.1,  # type: ignore[call-arg]
+        )
 
 
 def test_key_never_leaks() -> None:

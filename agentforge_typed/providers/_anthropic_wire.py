@@ -14,7 +14,8 @@ turns, as long as the message's `text`, `thinking` and `tool_calls` still say wh
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic_core import from_json, to_json
 
@@ -41,6 +42,7 @@ __all__ = [
     "CONTENT_ATTRIBUTE",
     "MESSAGE_ATTRIBUTE",
     "AnthropicStreamAccumulator",
+    "AnthropicWire",
     "build_payload",
     "map_tool",
     "parse_response",
@@ -477,3 +479,27 @@ class AnthropicStreamAccumulator:
             block["input"] = from_json(partial)
         elif block["type"] in ("tool_use", "server_tool_use"):
             block.setdefault("input", {})
+
+
+@dataclass(frozen=True)
+class AnthropicWire:
+    """The Messages API wire format, as `HttpChatModel` composes it with the HTTP shell."""
+
+    anthropic_version: str = "2023-06-01"
+    """The `anthropic-version` header."""
+
+    provider: ClassVar[str] = "Anthropic"
+    path: ClassVar[str] = "/v1/messages"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com"
+    api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    build_payload = staticmethod(build_payload)
+    parse_response = staticmethod(parse_response)
+    stream_parser = AnthropicStreamAccumulator
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """`x-api-key` (when there is a key) and `anthropic-version`."""
+        headers = {"anthropic-version": self.anthropic_version}
+        if api_key:
+            headers["x-api-key"] = api_key
+        return headers

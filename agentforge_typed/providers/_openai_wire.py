@@ -10,7 +10,8 @@ Only the first choice is read (`n > 1` is not supported).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pydantic_core
 
@@ -32,7 +33,14 @@ from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import error_from_body
 from ._sse import ServerSentEvent
 
-__all__ = ["PROVIDER", "StreamAccumulator", "build_payload", "map_tool", "parse_response"]
+__all__ = [
+    "PROVIDER",
+    "OpenAIWire",
+    "StreamAccumulator",
+    "build_payload",
+    "map_tool",
+    "parse_response",
+]
 
 PROVIDER = "OpenAI"
 
@@ -472,3 +480,33 @@ class StreamAccumulator:
             metadata=dict(self._metadata),
             refusal="".join(self._refusal),
         )
+
+
+@dataclass(frozen=True)
+class OpenAIWire:
+    """The Chat Completions wire format, as `HttpChatModel` composes it with the HTTP shell."""
+
+    organization: str | None = None
+    """Sent as `OpenAI-Organization`."""
+    project: str | None = None
+    """Sent as `OpenAI-Project`."""
+
+    provider: ClassVar[str] = PROVIDER
+    path: ClassVar[str] = "chat/completions"
+    default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
+    build_payload = staticmethod(build_payload)
+    parse_response = staticmethod(parse_response)
+    stream_parser = StreamAccumulator
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """`Authorization: Bearer` (when there is a key), organization and project."""
+        headers: dict[str, str] = {}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        if self.organization:
+            headers["openai-organization"] = self.organization
+        if self.project:
+            headers["openai-project"] = self.project
+        return headers

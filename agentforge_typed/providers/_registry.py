@@ -10,28 +10,18 @@ from collections.abc import Callable
 from typing import Any
 
 from .._model import ChatModel
+from .anthropic import AnthropicChatModel
+from .openai import OpenAIChatModel
 
 __all__ = ["KNOWN_MODEL_PREFIXES", "get_model"]
 
-
-def _openai(model: str, options: dict[str, Any]) -> ChatModel:
-    from .openai import OpenAIChatModel
-
-    return OpenAIChatModel(model, **options)
-
-
-def _anthropic(model: str, options: dict[str, Any]) -> ChatModel:
-    from .anthropic import AnthropicChatModel
-
-    return AnthropicChatModel(model, **options)
-
-
-_PROVIDERS: dict[str, Callable[[str, dict[str, Any]], ChatModel]] = {
-    "openai": _openai,
-    "anthropic": _anthropic,
+_PROVIDERS: dict[str, Callable[..., ChatModel]] = {
+    "openai": OpenAIChatModel,
+    "anthropic": AnthropicChatModel,
 }
+"""One entry per provider prefix: the class `"<prefix>:<model>"` builds."""
 
-KNOWN_MODEL_PREFIXES = ("openai:<model>", "anthropic:<model>", "fake")
+KNOWN_MODEL_PREFIXES = (*(f"{prefix}:<model>" for prefix in _PROVIDERS), "fake")
 """The model names `get_model` understands, as shown in its error message."""
 
 
@@ -69,4 +59,4 @@ def get_model(name: str, **options: Any) -> ChatModel:
         raise ValueError(f"unknown model {name!r}: expected one of {known}")
     if not model.strip():
         raise ValueError(f"model name missing after {provider + ':'!r} in {name!r}")
-    return factory(model.strip(), options)
+    return factory(model.strip(), **options)
