@@ -27,9 +27,8 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
-from ._http import HttpShell
+from ._http import HttpShell, StreamParser
 from ._retry import RetryPolicy
-from ._sse import ServerSentEvent
 
 __all__ = [
     "HttpChatModel",
@@ -39,24 +38,6 @@ __all__ = [
     "Wire",
     "default_parameters",
 ]
-
-
-class StreamParser(Protocol):
-    """A provider's sans-IO stream aggregation, fed decoded server-sent events."""
-
-    @property
-    def done(self) -> bool:
-        """Whether the stream's own end marker arrived (later events are not read)."""
-        ...
-
-    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
-        """The deltas one event carries."""
-        ...
-
-    def end(self) -> list[StreamEvent]:
-        """The events owed once the bytes stop (the final `ResponseComplete`, unless already
-        given); raises `ModelError` for a stream cut off before its answer was complete."""
-        ...
 
 
 class Wire(Protocol):
@@ -226,14 +207,13 @@ class HttpChatModel:
         Raises:
             ModelError: HTTP error status (after retries), network failure, or a malformed answer.
         """
-        return self._wire.parse_response(
-            self._http.post_json(self._wire.path, self._payload(request, stream=False))
-        )
+        payload = self._payload(request, stream=False)
+        return self._http.post_json(self._wire.path, payload, self._wire.parse_response)
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Async `chat`."""
-        body = await self._http.apost_json(self._wire.path, self._payload(request, stream=False))
-        return self._wire.parse_response(body)
+        payload = self._payload(request, stream=False)
+        return await self._http.apost_json(self._wire.path, payload, self._wire.parse_response)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Send `request` as a stream; yield text, thinking and tool-call deltas, then
@@ -243,27 +223,18 @@ class HttpChatModel:
             ModelError: as `chat`, plus an error sent inside the stream, or a stream cut off
                 before the answer was complete.
         """
-        parser = self._wire.stream_parser()
-        for event in self._http.stream_sse(self._wire.path, self._payload(request, stream=True)):
-            yield from parser.take(event)
-            if parser.done:
-                break
-        yield from parser.end()
+        payload = self._payload(request, stream=True)
+        yield from self._http.stream(self._wire.path, payload, self._wire.stream_parser())
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Async `stream`."""
-        parser = self._wire.stream_parser()
-        events = self._http.astream_sse(self._wire.path, self._payload(request, stream=True))
+        payload = self._payload(request, stream=True)
+        events = self._http.astream(self._wire.path, payload, self._wire.stream_parser())
         try:
             async for event in events:
-                for stream_event in parser.take(event):
-                    yield stream_event
-                if parser.done:
-                    break
+                yield event
         finally:
             await events.aclose()
-        for stream_event in parser.end():
-            yield stream_event
 
     def close(self) -> None:
         """Close the HTTP client this model created (an injected one stays open)."""

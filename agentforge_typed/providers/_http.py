@@ -1,9 +1,11 @@
 """The HTTP shell every vendor provider shares: POST JSON, retry transient failures, map errors.
 
-Providers keep their wire logic sans-IO and hand this shell a path and a JSON payload; it owns the
-`httpx` clients, the retry loop and the one boundary where `httpx` errors become `ModelError`.
-Secrets (API keys) live only in the request headers and are scrubbed from every error message,
-error body and log line.
+Providers keep their wire logic sans-IO and hand this shell a path, a JSON payload and the parse
+step (a function for a whole answer, a stream parser for a stream); it owns the `httpx` clients,
+the retry loop and the one boundary every `ModelError` leaves through. Secrets (API keys) live
+only in the request headers, and that boundary scrubs them from every error's message, body and
+code, whichever layer raised it (the shell, or the wire's parsing of a body or a stream), before
+it cuts long text down to size.
 """
 
 from __future__ import annotations
@@ -11,22 +13,53 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
-from typing import Any
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import pydantic_core
 
+from .._events import StreamEvent
 from .._exceptions import ModelError
 from ._retry import RetryPolicy
 from ._sse import ServerSentEvent, aiter_sse, iter_sse
 
-__all__ = ["HttpShell", "error_details", "error_from_body", "logger"]
+__all__ = ["HttpShell", "StreamParser", "error_details", "error_from_body", "logger"]
 
 logger = logging.getLogger("agentforge_typed.providers")
 
 _REDACTED = "[redacted]"
-_MAX_TEXT_BODY = 2000
+_MAX_TEXT = 2000
+"""Characters of error text (a message, a non-JSON body) kept; the rest is replaced by a count."""
+
+ParsedT = TypeVar("ParsedT")
+
+
+class StreamParser(Protocol):
+    """A provider's sans-IO stream aggregation, fed decoded server-sent events."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream's own end marker arrived (later events are not read)."""
+        ...
+
+    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """The deltas one event carries."""
+        ...
+
+    def end(self) -> list[StreamEvent]:
+        """The events owed once the bytes stop (the final `ResponseComplete`, unless already
+        given); raises `ModelError` for a stream cut off before its answer was complete."""
+        ...
 
 
 def error_details(body: Any) -> tuple[str | None, str | None]:
@@ -122,22 +155,50 @@ class HttpShell:
             self._client = httpx.Client(timeout=self.timeout)
         return self._client
 
-    def post_json(self, path: str, payload: Mapping[str, Any]) -> Any:
-        """POST `payload` and return the parsed JSON answer.
+    def post_json(
+        self,
+        path: str,
+        payload: Mapping[str, Any],
+        parse: Callable[[Any], ParsedT] = lambda body: body,
+    ) -> ParsedT:
+        """POST `payload` and return `parse` of the JSON answer (the JSON itself by default).
 
         Raises:
-            ModelError: non-2xx status (after retries), network failure, or malformed JSON.
+            ModelError: non-2xx status (after retries), network failure, malformed JSON, or
+                whatever `parse` raises.
         """
-        response = self._send(path, payload, stream=False)
-        return self._json(response)
+        with self.redacting():
+            return parse(self._json(self._send(path, payload, stream=False)))
+
+    def stream(
+        self, path: str, payload: Mapping[str, Any], parser: StreamParser
+    ) -> Iterator[StreamEvent]:
+        """POST `payload` and yield what `parser` makes of the server-sent events of the answer,
+        up to its end marker, then what it owes at the end.
+
+        Retries happen only before a 2xx response starts; a failure after that raises `ModelError`.
+        """
+        with self.redacting():
+            events = self._events(path, payload)
+            try:
+                for event in events:
+                    yield from parser.take(event)
+                    if parser.done:
+                        break
+            finally:
+                events.close()
+            yield from parser.end()
 
     def stream_sse(
         self, path: str, payload: Mapping[str, Any]
     ) -> Generator[ServerSentEvent, None, None]:
-        """POST `payload` and yield the server-sent events of the answer.
+        """POST `payload` and yield the raw server-sent events of the answer."""
+        with self.redacting():
+            yield from self._events(path, payload)
 
-        Retries happen only before a 2xx response starts; a failure after that raises `ModelError`.
-        """
+    def _events(
+        self, path: str, payload: Mapping[str, Any]
+    ) -> Generator[ServerSentEvent, None, None]:
         response = self._send(path, payload, stream=True)
         try:
             yield from iter_sse(response)
@@ -188,15 +249,48 @@ class HttpShell:
             self._async_client = httpx.AsyncClient(timeout=self.timeout)
         return self._async_client
 
-    async def apost_json(self, path: str, payload: Mapping[str, Any]) -> Any:
+    async def apost_json(
+        self,
+        path: str,
+        payload: Mapping[str, Any],
+        parse: Callable[[Any], ParsedT] = lambda body: body,
+    ) -> ParsedT:
         """Async `post_json`."""
-        response = await self._asend(path, payload, stream=False)
-        return self._json(response)
+        with self.redacting():
+            return parse(self._json(await self._asend(path, payload, stream=False)))
+
+    async def astream(
+        self, path: str, payload: Mapping[str, Any], parser: StreamParser
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Async `stream`."""
+        with self.redacting():
+            events = self._aevents(path, payload)
+            try:
+                async for event in events:
+                    for stream_event in parser.take(event):
+                        yield stream_event
+                    if parser.done:
+                        break
+            finally:
+                await events.aclose()
+            for stream_event in parser.end():
+                yield stream_event
 
     async def astream_sse(
         self, path: str, payload: Mapping[str, Any]
     ) -> AsyncGenerator[ServerSentEvent, None]:
         """Async `stream_sse`."""
+        with self.redacting():
+            events = self._aevents(path, payload)
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                await events.aclose()
+
+    async def _aevents(
+        self, path: str, payload: Mapping[str, Any]
+    ) -> AsyncGenerator[ServerSentEvent, None]:
         response = await self._asend(path, payload, stream=True)
         try:
             async for event in aiter_sse(response):
@@ -284,31 +378,45 @@ class HttpShell:
             return pydantic_core.from_json(response.content)
         except ValueError as exc:
             raise ModelError(
-                f"{self.provider} returned malformed JSON: {self._redact(str(exc))}",
+                f"{self.provider} returned malformed JSON: {exc}",
                 status_code=response.status_code,
-                body=self._redact(response.text[:_MAX_TEXT_BODY]),
+                body=response.text,
             ) from exc
 
     def _status_error(self, response: httpx.Response) -> ModelError:
         try:
             body: Any = pydantic_core.from_json(response.content)
         except ValueError:
-            body = response.text[:_MAX_TEXT_BODY]
-        # The message is taken from the redacted body, so it carries no secret either.
+            body = response.text
         return error_from_body(
-            self.provider,
-            self._redact(body),
-            status_code=response.status_code,
-            fallback=response.reason_phrase,
+            self.provider, body, status_code=response.status_code, fallback=response.reason_phrase
         )
 
     def _transport_error(self, exc: httpx.HTTPError, *, streaming: bool = False) -> ModelError:
         what = "stream was interrupted" if streaming else "request failed"
         detail = str(exc) or type(exc).__name__
-        return ModelError(self._redact(f"{self.provider} {what}: {type(exc).__name__}: {detail}"))
+        return ModelError(f"{self.provider} {what}: {type(exc).__name__}: {detail}")
+
+    # -- the boundary -------------------------------------------------------------------------
+
+    @contextmanager
+    def redacting(self) -> Iterator[None]:
+        """The boundary every `ModelError` leaves the provider through: secrets are replaced in
+        its message, body and code (the error is changed in place, so its traceback and cause
+        stay), then long text is cut to `_MAX_TEXT` characters, so a secret straddling the cut
+        cannot leave half of itself behind."""
+        try:
+            yield
+        except ModelError as error:
+            error.message = _truncate(self._redact(error.message))
+            error.args = (error.message,)
+            body = self._redact(error.body)
+            error.body = _truncate(body) if isinstance(body, str) else body
+            error.code = self._redact(error.code)
+            raise
 
     def _redact(self, value: Any) -> Any:
-        """`value` with every secret replaced, looking inside JSON containers."""
+        """`value` with every secret replaced, looking inside JSON containers, keys included."""
         if not self._secrets:
             return value
         if isinstance(value, str):
@@ -316,7 +424,13 @@ class HttpShell:
                 value = value.replace(secret, _REDACTED)
             return value
         if isinstance(value, dict):
-            return {key: self._redact(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self._redact(item) for item in value]
+            return {self._redact(key): self._redact(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._redact(item) for item in value)
         return value
+
+
+def _truncate(text: str) -> str:
+    if len(text) <= _MAX_TEXT:
+        return text
+    return f"{text[:_MAX_TEXT]}… [{len(text) - _MAX_TEXT} more characters]"
