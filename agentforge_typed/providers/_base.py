@@ -121,6 +121,14 @@ class HttpModelOptions(ParameterDefaults, total=False):
     exponential backoff and jitter, honouring `Retry-After`. Default 2."""
     timeout: float | httpx.Timeout | None
     """Seconds, or an `httpx.Timeout`, for the clients created here. Default 60."""
+    total_timeout: float | None
+    """Seconds one attempt of a model call may take, from sending the request to the last byte
+    of the answer, stream included; each retry starts afresh. Over it, the call raises
+    `ModelError`. `None` (the default) sets no bound beyond `timeout`, whose read timeout a
+    server sending keep-alives or a byte at a time never trips."""
+    max_line_length: int
+    """The most characters one server-sent-event line (or one event's data) may hold before a
+    stream is refused with `ModelError`; default 32 Mi."""
     sleep: Callable[[float], None]
     """How to wait between sync retries (tests pass a recorder)."""
     asleep: Callable[[float], Awaitable[None]]

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import (
     AsyncGenerator,
+    AsyncIterator,
     Awaitable,
     Callable,
     Generator,
@@ -31,7 +32,7 @@ import pydantic_core
 from .._events import StreamEvent
 from .._exceptions import ModelError
 from ._retry import RetryPolicy
-from ._sse import ServerSentEvent, aiter_sse, iter_sse
+from ._sse import DEFAULT_MAX_LINE_LENGTH, ServerSentEvent, aiter_sse, iter_sse
 
 __all__ = ["HttpShell", "StreamParser", "error_details", "error_from_body", "logger"]
 
@@ -129,6 +130,8 @@ class HttpShell:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        total_timeout: float | None = None,
+        max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
@@ -142,6 +145,9 @@ class HttpShell:
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
         self._asleep = asleep
+        self.total_timeout = total_timeout
+        """Seconds one attempt may take, from sending the request to the last byte read."""
+        self.max_line_length = max_line_length
 
     def __repr__(self) -> str:
         return f"HttpShell(provider={self.provider!r}, base_url={self.base_url!r})"
@@ -201,7 +207,9 @@ class HttpShell:
     ) -> Generator[ServerSentEvent, None, None]:
         response = self._send(path, payload, stream=True)
         try:
-            yield from iter_sse(response)
+            yield from iter_sse(
+                response, max_line_length=self.max_line_length, source=self.provider
+            )
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, streaming=True) from exc
         finally:
@@ -217,12 +225,10 @@ class HttpShell:
         content = pydantic_core.to_json(payload)
         retries = 0
         while True:
-            request = self.client.build_request(
-                "POST", self._url(path), content=content, headers=self._headers
-            )
+            request, deadline = self._request(self.client, path, content)
             try:
-                response = self.client.send(request, stream=stream)
-                if not response.is_success:
+                response = self._bounded(self.client.send(request, stream=True), deadline)
+                if not (stream and response.is_success):
                     try:
                         response.read()
                     finally:
@@ -293,7 +299,9 @@ class HttpShell:
     ) -> AsyncGenerator[ServerSentEvent, None]:
         response = await self._asend(path, payload, stream=True)
         try:
-            async for event in aiter_sse(response):
+            async for event in aiter_sse(
+                response, max_line_length=self.max_line_length, source=self.provider
+            ):
                 yield event
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, streaming=True) from exc
@@ -313,12 +321,11 @@ class HttpShell:
         content = pydantic_core.to_json(payload)
         retries = 0
         while True:
-            request = self.async_client.build_request(
-                "POST", self._url(path), content=content, headers=self._headers
-            )
+            request, deadline = self._request(self.async_client, path, content)
             try:
-                response = await self.async_client.send(request, stream=stream)
-                if not response.is_success:
+                response = await self.async_client.send(request, stream=True)
+                response = self._bounded(response, deadline)
+                if not (stream and response.is_success):
                     try:
                         await response.aread()
                     finally:
@@ -340,6 +347,41 @@ class HttpShell:
 
     def _url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
+
+    def _request(
+        self, client: httpx.Client | httpx.AsyncClient, path: str, content: bytes
+    ) -> tuple[httpx.Request, float | None]:
+        """One attempt's request, and its deadline when `total_timeout` is set.
+
+        Every phase's timeout is capped at `total_timeout`, so that no single wait (for the
+        headers, or for the next bytes) can outlast it; between reads, `_bounded` checks the
+        deadline itself.
+        """
+        timeout = client.timeout
+        deadline = None
+        if self.total_timeout is not None:
+            deadline = time.monotonic() + self.total_timeout
+            timeout = httpx.Timeout(
+                **{
+                    phase: self.total_timeout if limit is None else min(limit, self.total_timeout)
+                    for phase, limit in timeout.as_dict().items()
+                }
+            )
+        request = client.build_request(
+            "POST", self._url(path), content=content, headers=self._headers, timeout=timeout
+        )
+        return request, deadline
+
+    def _bounded(self, response: httpx.Response, deadline: float | None) -> httpx.Response:
+        """`response`, its body raising `ModelError` once `deadline` has passed."""
+        if deadline is not None:
+            response.stream = _DeadlineStream(response.stream, deadline, self._overtime)
+        return response
+
+    def _overtime(self) -> ModelError:
+        return ModelError(
+            f"{self.provider} call took longer than total_timeout={self.total_timeout}s"
+        )
 
     def _retry_delay(
         self,
@@ -434,3 +476,40 @@ def _truncate(text: str) -> str:
     if len(text) <= _MAX_TEXT:
         return text
     return f"{text[:_MAX_TEXT]}… [{len(text) - _MAX_TEXT} more characters]"
+
+
+class _DeadlineStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body that raises once its call's deadline has passed: a server trickling
+    keep-alives or single bytes never trips a read timeout, so the time is checked per read."""
+
+    def __init__(
+        self,
+        stream: httpx.SyncByteStream | httpx.AsyncByteStream,
+        deadline: float,
+        overtime: Callable[[], ModelError],
+    ) -> None:
+        self._stream = stream
+        self._deadline = deadline
+        self._overtime = overtime
+
+    def __iter__(self) -> Iterator[bytes]:
+        assert isinstance(self._stream, httpx.SyncByteStream)
+        for chunk in self._stream:
+            if time.monotonic() > self._deadline:
+                raise self._overtime()
+            yield chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        assert isinstance(self._stream, httpx.AsyncByteStream)
+        async for chunk in self._stream:
+            if time.monotonic() > self._deadline:
+                raise self._overtime()
+            yield chunk
+
+    def close(self) -> None:
+        if isinstance(self._stream, httpx.SyncByteStream):
+            self._stream.close()
+
+    async def aclose(self) -> None:
+        if isinstance(self._stream, httpx.AsyncByteStream):
+            await self._stream.aclose()
