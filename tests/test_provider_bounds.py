@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from openai_support import call
 
 from agentforge_typed import ChatRequest, ModelError, UserMessage
 from agentforge_typed.providers._base import HttpChatModel
@@ -65,17 +66,6 @@ def _model(provider: str, body: SlowStream, **options: Any) -> HttpChatModel:
     )
 
 
-async def _run(model: HttpChatModel, mode: str) -> None:
-    if mode == "chat":
-        model.chat(REQUEST)
-    elif mode == "achat":
-        await model.achat(REQUEST)
-    elif mode == "stream":
-        list(model.stream(REQUEST))
-    else:
-        [event async for event in model.astream(REQUEST)]
-
-
 CASES = [
     ("keep-alives", KEEP_ALIVES, "stream"),
     ("keep-alives", KEEP_ALIVES, "astream"),
@@ -94,7 +84,7 @@ async def test_total_timeout_ends_a_call_that_never_finishes(
     model = _model(provider, SlowStream(pieces), total_timeout=0.2)
     started = time.monotonic()
     with pytest.raises(ModelError, match=r"call took longer than total_timeout=0\.2s"):
-        await _run(model, mode)
+        await call(model, REQUEST, mode)
     elapsed = time.monotonic() - started
     assert 0.2 <= elapsed < 3.0, elapsed
 

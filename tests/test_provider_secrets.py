@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from openai_support import call
 
 from agentforge_typed import ChatRequest, ModelError, UserMessage
 from agentforge_typed.providers._base import HttpChatModel
@@ -113,14 +114,7 @@ def _model(provider: str, answer: Callable[[], Answer]) -> HttpChatModel:
 
 async def _error(model: HttpChatModel, mode: str) -> ModelError:
     with pytest.raises(ModelError) as info:
-        if mode == "chat":
-            model.chat(REQUEST)
-        elif mode == "achat":
-            await model.achat(REQUEST)
-        elif mode == "stream":
-            list(model.stream(REQUEST))
-        else:
-            [event async for event in model.astream(REQUEST)]
+        await call(model, REQUEST, mode)
     return info.value
 
 
