@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from anthropic_support import streamed_arguments, with_arguments
 
 from agentforge_typed import (
     AnthropicChatModel,
@@ -227,6 +228,7 @@ def test_stream_over_http() -> None:
     events = list(make(recorder).stream(REQUEST))
     assert recorder.json()["stream"] is True
     expected = parse_response(json.loads((FIXTURES / "text_two_tools.json").read_text()))
+    expected = with_arguments(expected, streamed_arguments(stream))
     assert events[-1] == ResponseComplete(response=expected)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == expected.ai_message.text
 
@@ -240,7 +242,9 @@ async def test_astream_over_http_after_a_529() -> None:
     assert events == list(make(Recorder(sse_response([stream]))).stream(REQUEST))
     final = events[-1]
     assert isinstance(final, ResponseComplete)
-    assert final.response.ai_message.tool_calls[0].arguments == '{"city":"杭州","unit":"celsius"}'
+    assert (
+        final.response.ai_message.tool_calls[0].arguments == '{"city": "杭州", "unit": "celsius"}'
+    )
 
 
 ERROR_FRAME = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n'

@@ -86,17 +86,23 @@ def error_from_body(
     body: Any,
     *,
     status_code: int | None = None,
+    streaming: bool = False,
     fallback: str = "unknown error",
 ) -> ModelError:
-    """A `ModelError` for an error body, sent as an HTTP error response or inside a stream.
+    """A `ModelError` for an error body: an HTTP error response, an error sent inside a stream
+    (`streaming`), or an error object in a successful response.
 
-    The message reads `"<provider> API error <status>: <provider's message>"` (or
-    `"<provider> stream error: ..."` without a status); `code` is the provider's error code or type.
+    The message reads `"<provider> API error <status>: <provider's message>"`, `"<provider> stream
+    error: ..."` or `"<provider> returned an error: ..."`; `code` is the provider's error code or
+    type.
     """
     message, code = error_details(body)
     if message is None:
         message = (body if isinstance(body, str) else "") or fallback
-    where = "stream error" if status_code is None else f"API error {status_code}"
+    if status_code is not None:
+        where = f"API error {status_code}"
+    else:
+        where = "stream error" if streaming else "returned an error"
     return ModelError(
         f"{provider} {where}: {message}", status_code=status_code, body=body, code=code
     )
@@ -206,6 +212,12 @@ class HttpShell:
         self, path: str, payload: Mapping[str, Any]
     ) -> Generator[ServerSentEvent, None, None]:
         response = self._send(path, payload, stream=True)
+        if _not_an_event_stream(response):
+            try:
+                response.read()
+            finally:
+                response.close()
+            raise self._not_a_stream_error(response)
         try:
             yield from iter_sse(
                 response, max_line_length=self.max_line_length, source=self.provider
@@ -298,6 +310,12 @@ class HttpShell:
         self, path: str, payload: Mapping[str, Any]
     ) -> AsyncGenerator[ServerSentEvent, None]:
         response = await self._asend(path, payload, stream=True)
+        if _not_an_event_stream(response):
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            raise self._not_a_stream_error(response)
         try:
             async for event in aiter_sse(
                 response, max_line_length=self.max_line_length, source=self.provider
@@ -346,7 +364,10 @@ class HttpShell:
     # -- shared decisions ---------------------------------------------------------------------
 
     def _url(self, path: str) -> str:
-        return f"{self.base_url}/{path.lstrip('/')}"
+        path = path.lstrip("/")
+        if self.base_url.endswith("/v1") and path.startswith("v1/"):
+            path = path[len("v1/") :]  # a base URL given with the version the path repeats
+        return f"{self.base_url}/{path}"
 
     def _request(
         self, client: httpx.Client | httpx.AsyncClient, path: str, content: bytes
@@ -434,6 +455,22 @@ class HttpShell:
             self.provider, body, status_code=response.status_code, fallback=response.reason_phrase
         )
 
+    def _not_a_stream_error(self, response: httpx.Response) -> ModelError:
+        kind = response.headers.get("content-type", "")
+        try:
+            body: Any = pydantic_core.from_json(response.content)
+        except ValueError:
+            body = response.text
+        message, code = error_details(body)
+        what = message if message is not None else body if isinstance(body, str) else "a JSON body"
+        return ModelError(
+            f"{self.provider} answered a stream request with {kind} instead of server-sent "
+            f"events: {what}",
+            status_code=response.status_code,
+            body=body,
+            code=code,
+        )
+
     def _transport_error(self, exc: httpx.HTTPError, *, streaming: bool = False) -> ModelError:
         what = "stream was interrupted" if streaming else "request failed"
         detail = str(exc) or type(exc).__name__
@@ -470,6 +507,14 @@ class HttpShell:
         if isinstance(value, list | tuple):
             return type(value)(self._redact(item) for item in value)
         return value
+
+
+def _not_an_event_stream(response: httpx.Response) -> bool:
+    """Whether a successful answer to a stream request is a whole JSON or HTML document (an error
+    page, a gateway's message) instead of an event stream. Other types are decoded as events:
+    some compatible servers label their streams loosely."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind in ("application/json", "text/html") or kind.endswith("+json")
 
 
 def _truncate(text: str) -> str:
