@@ -6,20 +6,20 @@ read by the provider itself, so a name is safe to put in configuration files and
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
 from .._model import ChatModel
-from .anthropic import AnthropicChatModel
-from .openai import OpenAIChatModel
 
 __all__ = ["KNOWN_MODEL_PREFIXES", "get_model"]
 
-_PROVIDERS: dict[str, Callable[..., ChatModel]] = {
-    "openai": OpenAIChatModel,
-    "anthropic": AnthropicChatModel,
+_PROVIDERS: dict[str, tuple[str, str]] = {
+    "openai": (".openai", "OpenAIChatModel"),
+    "anthropic": (".anthropic", "AnthropicChatModel"),
 }
-"""One entry per provider prefix: the class `"<prefix>:<model>"` builds."""
+"""One entry per provider prefix: the module and class `"<prefix>:<model>"` builds, imported on
+first use (so that listing the prefixes, as `--help` does, loads no provider and no httpx)."""
 
 KNOWN_MODEL_PREFIXES = (*(f"{prefix}:<model>" for prefix in _PROVIDERS), "fake")
 """The model names `get_model` understands, as shown in its error message."""
@@ -53,10 +53,14 @@ def get_model(name: str, **options: Any) -> ChatModel:
             raise TypeError(f"the fake model takes no options, got {', '.join(sorted(options))}")
         return FakeModel()
     provider, colon, model = name.partition(":")
-    factory = _PROVIDERS.get(provider.strip().lower()) if colon else None
-    if factory is None:
+    entry = _PROVIDERS.get(provider.strip().lower()) if colon else None
+    if entry is None:
         known = ", ".join(repr(prefix) for prefix in KNOWN_MODEL_PREFIXES)
         raise ValueError(f"unknown model {name!r}: expected one of {known}")
     if not model.strip():
         raise ValueError(f"model name missing after {provider + ':'!r} in {name!r}")
+    module, class_name = entry
+    factory: Callable[..., ChatModel] = getattr(
+        importlib.import_module(module, __package__), class_name
+    )
     return factory(model.strip(), **options)
