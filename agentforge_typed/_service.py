@@ -274,8 +274,9 @@ class _Run:
 
 
 def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution]) -> bool:
-    """Seed 000 §3.2.5: stop when every call of the round may end the loop — `IMMEDIATE`, or
-    `IMMEDIATE_IF_LAST` as the round's last call — and none of them failed."""
+    """Stop when every call of the round may end the loop — `IMMEDIATE`, or `IMMEDIATE_IF_LAST`
+    as the round's last call — and none of them failed (a failure goes back to the model, which
+    must see it)."""
     if any(e.failed for e in executions):
         return False
     last = len(planned) - 1

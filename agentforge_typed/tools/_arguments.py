@@ -2,7 +2,7 @@
 
 The fast path is one `validate_json` on the raw string, so a valid call costs what pydantic
 costs. Only when it fails do we look at the input again, for the envelope quirks models are
-known to produce (seed 004 §3.5), each repair recorded:
+known to produce, each repair recorded:
 
 - an empty (or whitespace) string for "no arguments" → `{}`;
 - the whole arguments object double-encoded as a JSON string;

@@ -33,7 +33,11 @@ unknown tool name, or a `before_tool_call` hook that refused the call."""
 
 
 class ReturnBehavior(enum.Enum):
-    """What happens to a tool's result (seed 000 §3.2.5)."""
+    """What happens to a tool's result: back to the model, or the end of the loop.
+
+    Any failed call in a round forces another round, whatever the behaviours say: the model must
+    see its mistake.
+    """
 
     TO_LLM = "to_llm"
     """Send the result back to the model for another round (the default)."""
