@@ -8,6 +8,7 @@ One table of hostile answers, fed to both providers on every client path: the ke
 from __future__ import annotations
 
 import json
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ ALL = BLOCKING + STREAMING
 
 ERROR_OBJECT = {"type": "error", "error": {"type": "invalid_request_error", "message": KEY}}
 PAD = 2000 - len(KEY) + 4
+OK_COMPLETION = {"choices": [{"index": 0, "message": {"content": "hi"}, "finish_reason": "stop"}]}
 LONG = "x" * PAD + KEY + "y" * 5000  # the key straddles the 2000-character cut: 4 characters over
 
 
@@ -69,6 +71,43 @@ CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
     ("200 unexpected body", BLOCKING, lambda: httpx.Response(200, json=[KEY])),
     ("200 key as object key", BLOCKING, lambda: httpx.Response(200, json={KEY: 1})),
     ("200 no choices", BLOCKING, lambda: httpx.Response(200, json={"id": KEY, "choices": []})),
+    (
+        "200 key as a token count",
+        BLOCKING,
+        lambda: {
+            "openai": httpx.Response(
+                200, json={**OK_COMPLETION, "usage": {"prompt_tokens": KEY, "total_tokens": 5}}
+            ),
+            "anthropic": httpx.Response(
+                200, json={"content": [], "usage": {"input_tokens": KEY, "output_tokens": KEY}}
+            ),
+        },
+    ),
+    (
+        "stream key as a token count",
+        STREAMING,
+        lambda: {
+            "openai": _sse(
+                json.dumps({**OK_COMPLETION, "usage": {"prompt_tokens": KEY, "total_tokens": 5}})
+            ),
+            "anthropic": httpx.Response(
+                200,
+                headers=SSE,
+                content=b"".join(
+                    f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                    for e in (
+                        {"type": "message_start", "message": {"content": [], "usage": {}}},
+                        {
+                            "type": "message_delta",
+                            "delta": {},
+                            "usage": {"input_tokens": KEY, "output_tokens": KEY},
+                        },
+                        {"type": "message_stop"},
+                    )
+                ),
+            ),
+        },
+    ),
     (
         "200 malformed message",
         BLOCKING,
@@ -127,6 +166,7 @@ async def test_the_key_never_leaves_in_a_model_error(
         error = await _error(_model(provider, answer), mode)
         seen = [str(error), repr(error), error.message, repr(error.body), str(error.code)]
         seen.append(json.dumps(error.body, default=str))
+        seen.append("".join(traceback.format_exception(error)))  # what a logged error prints
         for text in seen:
             for piece in (KEY, KEY[: len(KEY) // 2], KEY[len(KEY) // 2 :]):
                 assert piece not in text, (case, mode, text[:300])
@@ -147,3 +187,20 @@ async def test_redaction_keeps_the_error_usable() -> None:
     assert isinstance(long.body, str)
     assert long.body.startswith("x" * PAD + "[redacted]yyy")
     assert long.body.endswith(f"… [{PAD + len('[redacted]') + 5000 - 2000} more characters]")
+
+
+@pytest.mark.parametrize("key", ["k9", "sk-7chars", "sk-ant-" + "x" * 100 + "-tail"])
+async def test_short_and_long_keys_are_redacted_alike(key: str) -> None:
+    """A key shorter than a fragment, and a long one that pydantic's error text shortens."""
+    body = {key: key, "usage": {"input_tokens": key, "output_tokens": key}, "content": []}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=body)
+
+    transport = httpx.MockTransport(handler)
+    model = AnthropicChatModel("m", api_key=key, http_client=httpx.Client(transport=transport))
+    error = await _error(model, "chat")
+    text = f"{error}{error!r}{error.body}" + "".join(traceback.format_exception(error))
+    assert key not in text
+    if len(key) > 24:
+        assert key[: len(key) // 2] not in text and key[-12:] not in text

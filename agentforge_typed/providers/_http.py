@@ -40,7 +40,11 @@ logger = logging.getLogger("agentforge_typed.providers")
 
 _REDACTED = "[redacted]"
 _MAX_TEXT = 2000
-"""Characters of error text (a message, a non-JSON body) kept; the rest is replaced by a count."""
+"""Characters kept of each text an error carries (its message, a non-JSON body, each string in a
+JSON body); the rest is replaced by a count."""
+_FRAGMENT = 12
+"""A run of this many characters of a secret is redacted like the whole secret: libraries that
+shorten long values (pydantic quoting an input, a server's `...`) must not leave most of a key."""
 
 ParsedT = TypeVar("ParsedT")
 
@@ -142,7 +146,16 @@ class HttpShell:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self._headers = {"content-type": "application/json", **headers}
-        self._secrets = tuple(secret for secret in secrets if secret)
+        whole = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
+        self._needles = (
+            *whole,
+            *dict.fromkeys(
+                s[i : i + _FRAGMENT] for s in whole for i in range(len(s) - _FRAGMENT + 1)
+            ),
+        )
+        """What redaction replaces: each secret, then every run of `_FRAGMENT` of its characters."""
+        self._shortest = min(map(len, self._needles), default=0)
+        self._margin = max(map(len, whole), default=0) + _FRAGMENT
         self._client = http_client
         self._owns_client = http_client is None
         self._async_client = async_http_client
@@ -482,31 +495,54 @@ class HttpShell:
     def redacting(self) -> Iterator[None]:
         """The boundary every `ModelError` leaves the provider through: secrets are replaced in
         its message, body and code (the error is changed in place, so its traceback and cause
-        stay), then long text is cut to `_MAX_TEXT` characters, so a secret straddling the cut
-        cannot leave half of itself behind."""
+        stay), then each text is cut to `_MAX_TEXT` characters, so a secret straddling the cut
+        cannot leave half of itself behind. A cause whose own text holds a secret (a parse
+        error quoting the body) is dropped from the chain: a logged traceback prints it."""
         try:
             yield
         except ModelError as error:
-            error.message = _truncate(self._redact(error.message))
+            error.message = self._scrub(error.message)
             error.args = (error.message,)
-            body = self._redact(error.body)
-            error.body = _truncate(body) if isinstance(body, str) else body
+            error.body = self._redact(error.body)
             error.code = self._redact(error.code)
+            if self._chain_mentions_secret(error):
+                error.__cause__ = error.__context__ = None
+                error.__suppress_context__ = True
             raise
 
+    def _chain_mentions_secret(self, error: BaseException) -> bool:
+        seen: set[int] = set()
+        cause = error.__cause__ or error.__context__
+        while cause is not None and id(cause) not in seen:
+            seen.add(id(cause))
+            text = f"{cause!s}{cause!r}"
+            if any(needle in text for needle in self._needles):
+                return True
+            cause = cause.__cause__ or cause.__context__
+        return False
+
     def _redact(self, value: Any) -> Any:
-        """`value` with every secret replaced, looking inside JSON containers, keys included."""
-        if not self._secrets:
-            return value
+        """`value` with every text scrubbed, looking inside JSON containers, keys included."""
         if isinstance(value, str):
-            for secret in self._secrets:
-                value = value.replace(secret, _REDACTED)
-            return value
+            return self._scrub(value)
         if isinstance(value, dict):
             return {self._redact(key): self._redact(item) for key, item in value.items()}
         if isinstance(value, list | tuple):
             return type(value)(self._redact(item) for item in value)
         return value
+
+    def _scrub(self, text: str) -> str:
+        """`text` with secrets replaced, then cut to `_MAX_TEXT` characters (in that order)."""
+        shown = _MAX_TEXT + self._margin  # past this nothing is shown, so nothing can leak
+        head = text[:shown]
+        if self._needles and len(head) >= self._shortest:
+            for needle in self._needles:
+                if needle in head:
+                    head = head.replace(needle, _REDACTED)
+            while _REDACTED * 2 in head:
+                head = head.replace(_REDACTED * 2, _REDACTED)
+        more = len(head) - _MAX_TEXT + max(len(text) - shown, 0)
+        return head if more <= 0 else f"{head[:_MAX_TEXT]}… [{more} more characters]"
 
 
 def _not_an_event_stream(response: httpx.Response) -> bool:
@@ -515,12 +551,6 @@ def _not_an_event_stream(response: httpx.Response) -> bool:
     some compatible servers label their streams loosely."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     return kind in ("application/json", "text/html") or kind.endswith("+json")
-
-
-def _truncate(text: str) -> str:
-    if len(text) <= _MAX_TEXT:
-        return text
-    return f"{text[:_MAX_TEXT]}… [{len(text) - _MAX_TEXT} more characters]"
 
 
 class _DeadlineStream(httpx.SyncByteStream, httpx.AsyncByteStream):
