@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import cycle
 from typing import Any
 
@@ -118,3 +120,58 @@ def test_a_call_within_its_total_timeout_is_untouched() -> None:
     client = httpx.Client(transport=httpx.MockTransport(lambda r: httpx.Response(200, json=body)))
     model = OpenAIChatModel("m", api_key="sk-test", http_client=client, total_timeout=30)
     assert model.chat(REQUEST).ai_message.text == "ok"
+
+
+class _KeepAliveForever(BaseHTTPRequestHandler):
+    """A real server that answers every request with an event stream of keep-alives only."""
+
+    stop = threading.Event()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.end_headers()
+        started = time.monotonic()
+        try:
+            while not self.stop.is_set() and time.monotonic() - started < GIVE_UP:
+                self.wfile.write(b": keep-alive\n\n")
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:
+            pass  # the client gave up and closed the connection
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def keep_alive_server() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveForever)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        _KeepAliveForever.stop.set()
+        server.shutdown()
+        server.server_close()
+        _KeepAliveForever.stop.clear()
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+async def test_total_timeout_over_a_real_socket(
+    keep_alive_server: str, provider: str, mode: str
+) -> None:
+    """With the clients the model creates itself, over a real connection."""
+    cls = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    model = cls("m", base_url=keep_alive_server, total_timeout=0.4, max_retries=0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelError, match=r"took longer than total_timeout=0\.4s"):
+            await call(model, REQUEST, mode)
+    finally:
+        await model.aclose()
+    assert 0.4 <= time.monotonic() - started < 3.0
