@@ -149,7 +149,7 @@ class _KeepAliveForever(BaseHTTPRequestHandler):
 def keep_alive_server() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveForever)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
