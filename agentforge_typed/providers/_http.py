@@ -460,20 +460,16 @@ class HttpShell:
             ) from exc
 
     def _status_error(self, response: httpx.Response) -> ModelError:
-        try:
-            body: Any = pydantic_core.from_json(response.content)
-        except ValueError:
-            body = response.text
         return error_from_body(
-            self.provider, body, status_code=response.status_code, fallback=response.reason_phrase
+            self.provider,
+            _parsed_body(response),
+            status_code=response.status_code,
+            fallback=response.reason_phrase,
         )
 
     def _not_a_stream_error(self, response: httpx.Response) -> ModelError:
         kind = response.headers.get("content-type", "")
-        try:
-            body: Any = pydantic_core.from_json(response.content)
-        except ValueError:
-            body = response.text
+        body = _parsed_body(response)
         message, code = error_details(body)
         what = message if message is not None else body if isinstance(body, str) else "a JSON body"
         return ModelError(
@@ -543,6 +539,14 @@ class HttpShell:
                 head = head.replace(_REDACTED * 2, _REDACTED)
         more = len(head) - _MAX_TEXT + max(len(text) - shown, 0)
         return head if more <= 0 else f"{head[:_MAX_TEXT]}… [{more} more characters]"
+
+
+def _parsed_body(response: httpx.Response) -> Any:
+    """The body of a response read in full: its JSON when it parses, else its text."""
+    try:
+        return pydantic_core.from_json(response.content)
+    except ValueError:
+        return response.text
 
 
 def _not_an_event_stream(response: httpx.Response) -> bool:
