@@ -175,3 +175,24 @@ async def test_total_timeout_over_a_real_socket(
     finally:
         await model.aclose()
     assert 0.4 <= time.monotonic() - started < 3.0
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+async def test_max_line_length_reaches_the_decoder(provider: str, mode: str) -> None:
+    line = b"data: " + b"x" * 100 + b"\n\n"
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=line
+        )
+    )
+    cls = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    model = cls(
+        "m",
+        api_key="sk-test",
+        max_line_length=50,
+        http_client=httpx.Client(transport=transport),
+        async_http_client=httpx.AsyncClient(transport=transport),
+    )
+    with pytest.raises(ModelError, match="line longer than the limit of 50 characters"):
+        await call(model, REQUEST, mode)
