@@ -194,3 +194,24 @@ def test_an_event_whose_data_is_over_the_cap_is_a_model_error() -> None:
 
 def test_the_default_cap_is_tens_of_megabytes() -> None:
     assert 10_000_000 <= DEFAULT_MAX_LINE_LENGTH <= 100_000_000
+
+
+@pytest.mark.parametrize("tail", [b"data: last\n", b"data: last\r\n", b"data: last\r"])
+def test_end_dispatches_a_complete_event_without_its_blank_line(tail: bytes) -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: first\n\nevent: final\n" + tail) == [ServerSentEvent(data="first")]
+    assert decoder.end() == [ServerSentEvent("final", "last")]
+
+
+def test_end_after_a_blank_line_or_a_comment_gives_nothing() -> None:
+    decoder = SSEDecoder()
+    decoder.feed(b"data: 1\n\n: bye\n")
+    assert decoder.end() == []
+
+
+@pytest.mark.parametrize("cut", [b'data: {"a": ', b"data: x\n\ndata", "data: 杭".encode()[:-1]])
+def test_end_inside_a_line_is_a_model_error(cut: bytes) -> None:
+    decoder = SSEDecoder(source="Acme")
+    decoder.feed(cut)
+    with pytest.raises(ModelError, match="Acme stream ended inside a line"):
+        decoder.end()
