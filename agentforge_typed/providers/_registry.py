@@ -20,6 +20,12 @@ def _openai(model: str, options: dict[str, Any]) -> ChatModel:
     return OpenAIChatModel(model, **options)
 
 
+def _openai_responses(model: str, options: dict[str, Any]) -> ChatModel:
+    from .openai_responses import OpenAIResponsesModel
+
+    return OpenAIResponsesModel(model, **options)
+
+
 def _anthropic(model: str, options: dict[str, Any]) -> ChatModel:
     from .anthropic import AnthropicChatModel
 
@@ -28,10 +34,16 @@ def _anthropic(model: str, options: dict[str, Any]) -> ChatModel:
 
 _PROVIDERS: dict[str, Callable[[str, dict[str, Any]], ChatModel]] = {
     "openai": _openai,
+    "openai-responses": _openai_responses,
     "anthropic": _anthropic,
 }
 
-KNOWN_MODEL_PREFIXES = ("openai:<model>", "anthropic:<model>", "fake")
+KNOWN_MODEL_PREFIXES = (
+    "openai:<model>",
+    "openai-responses:<model>",
+    "anthropic:<model>",
+    "fake",
+)
 """The model names `get_model` understands, as shown in its error message."""
 
 
@@ -40,6 +52,8 @@ def get_model(name: str, **options: Any) -> ChatModel:
 
     - `"openai:<model>"`: `OpenAIChatModel(<model>)`; the key and endpoint come from
       `OPENAI_API_KEY` and `OPENAI_BASE_URL` (any OpenAI-compatible server).
+    - `"openai-responses:<model>"`: `OpenAIResponsesModel(<model>)`, OpenAI's Responses API;
+      the same environment variables.
     - `"anthropic:<model>"`: `AnthropicChatModel(<model>)`; `ANTHROPIC_API_KEY`,
       `ANTHROPIC_BASE_URL`.
     - `"fake"`: `FakeModel()`, offline and deterministic.
