@@ -9,6 +9,7 @@ import logging
 import httpx
 import pytest
 from openai_support import API_KEY, call, sse_response
+from pydantic import BaseModel
 from responses_support import ResponsesServer, fixture_bytes, fixture_json
 
 from agentforge_typed import (
@@ -17,6 +18,7 @@ from agentforge_typed import (
     FinalResultEvent,
     ModelError,
     OpenAIResponsesModel,
+    OutputSpec,
     SystemMessage,
     ToolService,
     UserMessage,
@@ -189,3 +191,24 @@ async def test_tool_service_loop_carries_reasoning_to_the_next_turn(mode: str) -
     ]
     assert json.dumps(second).count("gAAAAABosaPzFINAL") == 1
     assert result.usage is not None and result.usage.total_tokens == 531 + 493
+
+
+async def test_native_structured_output_through_text_format() -> None:
+    class City(BaseModel):
+        name: str
+        population: int
+
+    body = fixture_json("incomplete.json")
+    body["status"], body["incomplete_details"] = "completed", None
+    body["output"][0]["content"][0]["text"] = '{"name": "Paris", "population": 2102650}'
+    server = ResponsesServer(httpx.Response(200, json=body))
+    result = await ToolService().achat(
+        server.model(),
+        [UserMessage(content="Largest French city?")],
+        output_type=OutputSpec(City, native=True),
+    )
+    assert result.output == City(name="Paris", population=2102650)
+    text_format = server.bodies[0]["text"]["format"]
+    assert (text_format["type"], text_format["strict"]) == ("json_schema", True)
+    assert text_format["schema"]["required"] == ["name", "population"]
+    assert "tools" not in server.bodies[0]

@@ -379,3 +379,8 @@ def test_malformed_output_attribute_is_a_model_error() -> None:
     answer = AiMessage(text="hi", attributes={OUTPUT_ATTRIBUTE: [{"type": "message"}]})
     with pytest.raises(ModelError, match="malformed 'openai_responses_output' attribute"):
         payload([UserMessage(content="x"), answer])
+
+
+def test_a_non_message_is_a_type_error_naming_it() -> None:
+    with pytest.raises(TypeError, match="not a chat message: str"):
+        payload(["hi"])  # type: ignore[list-item]

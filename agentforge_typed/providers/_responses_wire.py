@@ -152,8 +152,10 @@ def _map_messages(messages: Sequence[ChatMessage]) -> tuple[str, list[_Item]]:
                     "output": message.text,
                 }
             )
-        else:
+        elif isinstance(message, CustomMessage):
             items.extend(_map_custom(message))
+        else:
+            raise TypeError(f"not a chat message: {type(message).__name__}")
     return "\n\n".join(instructions), items
 
 
