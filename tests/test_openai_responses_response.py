@@ -16,7 +16,9 @@ from agentforge_typed import (
     ModelError,
     TokenUsage,
     ToolCall,
+    ToolService,
     UserMessage,
+    tool,
 )
 from agentforge_typed.providers._responses_wire import OUTPUT_ATTRIBUTE, parse_response
 
@@ -163,3 +165,39 @@ async def test_malformed_bodies_are_model_errors(body: Any, mode: str) -> None:
         else:
             await model.achat(REQUEST)
     assert info.value.body == body
+
+
+def test_hosted_or_custom_calls_named_like_a_registered_tool_never_run() -> None:
+    ran: list[str] = []
+
+    @tool
+    def get_weather(city: str) -> str:
+        """Weather."""
+        ran.append(city)
+        return "sunny"
+
+    body = fixture_json("web_search.json")
+    body["output"][:1] = [
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "server_label": "weather",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+            "output": "sunny",
+        },
+        {
+            "type": "custom_tool_call",
+            "id": "ctc_1",
+            "call_id": "call_custom",
+            "name": "get_weather",
+            "input": "Paris",
+        },
+        {"type": "local_shell_call", "id": "lsh_1", "call_id": "call_sh", "action": {}},
+    ]
+    server = ResponsesServer(httpx.Response(200, json=body))
+    result = ToolService([get_weather]).chat(server.model(), [UserMessage(content="Paris?")])
+    assert ran == [] and result.tool_executions == ()
+    answer = result.final_response.ai_message
+    assert answer.tool_calls == ()
+    assert answer.attributes[OUTPUT_ATTRIBUTE][:3] == body["output"][:3]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -85,6 +86,23 @@ def test_any_rechunking_gives_the_same_events(name: str, cuts: list[int]) -> Non
     events, response = sans_io(pieces)
     assert (events, response) == sans_io([data])
     assert response == parse_response(fixture_json(f"{name}.json"))
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(name=st.sampled_from(NAMES), cuts=st.lists(st.integers(min_value=0), max_size=30))
+def test_any_rechunking_through_both_clients(name: str, cuts: list[int]) -> None:
+    data = fixture_bytes(f"{name}.sse")
+    points = sorted({cut % (len(data) + 1) for cut in cuts})
+    pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    expected = sans_io([data])[0]
+
+    def answer() -> httpx.Response:
+        return httpx.Response(200, stream=ChunkedStream(pieces))
+
+    server = ResponsesServer(answer, answer)
+    model = server.model()
+    assert list(model.stream(REQUEST)) == expected
+    assert asyncio.run(collect(model, REQUEST, is_async=True)) == expected
 
 
 def test_reasoning_and_call_deltas() -> None:
