@@ -207,6 +207,29 @@ def test_arguments_sent_only_with_done_and_items_found_by_id() -> None:
     )
 
 
+def test_arguments_sent_only_with_the_finished_item() -> None:
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c1", "name": "f"}
+    data = sse(
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**item, "arguments": ""},
+        },
+        {
+            "type": "response.output_item.done",
+            "output_index": 0,
+            "item": {**item, "arguments": "{}"},
+        },
+        {"type": "response.completed", "response": {"status": "completed", "output": []}},
+    )
+    events, response = sans_io([data])
+    assert events[:2] == [
+        ToolCallDelta(index=0, id="c1", name="f"),
+        ToolCallDelta(index=0, arguments_delta="{}"),
+    ]
+    assert response.ai_message.tool_calls == (ToolCall(id="c1", name="f", arguments="{}"),)
+
+
 def test_events_after_completion_and_done_marker_are_ignored() -> None:
     data = (
         fixture_bytes("reasoning_text.sse")

@@ -499,7 +499,10 @@ class ResponsesStreamAccumulator:
         elif kind == "response.output_item.added":
             yield from self._item_added(data["output_index"], data["item"])
         elif kind == "response.output_item.done":
-            self._items[data["output_index"]] = data["item"]
+            index, item = data["output_index"], data["item"]
+            self._items[index] = item
+            if index in self._tool_positions:
+                yield from self._arguments_done(index, _arguments(item))
         elif kind in ("response.completed", "response.incomplete"):
             response = data["response"]
             if not response.get("output") and self._items:
@@ -526,7 +529,8 @@ class ResponsesStreamAccumulator:
         )
 
     def _arguments_done(self, index: int, arguments: str) -> Iterator[StreamEvent]:
-        # Some servers send the arguments only here, or only their end: give what is missing.
+        # Some servers send the arguments only with the finished call, or only their end: give
+        # what the deltas have not.
         streamed = "".join(self._arguments[index])
         if arguments != streamed and arguments.startswith(streamed):
             rest = arguments[len(streamed) :]
