@@ -23,6 +23,12 @@ def fixture_json(name: str) -> Any:
     return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
 
 
+def rechunk(data: bytes, cuts: list[int]) -> list[bytes]:
+    """`data` cut at the given offsets (taken modulo its length)."""
+    points = sorted({cut % (len(data) + 1) for cut in cuts})
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+
+
 class ResponsesServer(Server):
     """`Server`, answering an `OpenAIResponsesModel`."""
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openai_support import ChunkedStream, call, collect, sse_response
-from responses_support import NAMES, ResponsesServer, fixture_bytes, fixture_json
+from responses_support import NAMES, ResponsesServer, fixture_bytes, fixture_json, rechunk
 
 from agentforge_typed import (
     AiMessage,
@@ -81,8 +81,7 @@ async def test_streamed_response_equals_blocking_parse(name: str, mode: str) -> 
 )
 def test_any_rechunking_gives_the_same_events(name: str, cuts: list[int]) -> None:
     data = fixture_bytes(f"{name}.sse")
-    points = sorted({cut % (len(data) + 1) for cut in cuts})
-    pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    pieces = rechunk(data, cuts)
     events, response = sans_io(pieces)
     assert (events, response) == sans_io([data])
     assert response == parse_response(fixture_json(f"{name}.json"))
@@ -92,8 +91,7 @@ def test_any_rechunking_gives_the_same_events(name: str, cuts: list[int]) -> Non
 @given(name=st.sampled_from(NAMES), cuts=st.lists(st.integers(min_value=0), max_size=30))
 def test_any_rechunking_through_both_clients(name: str, cuts: list[int]) -> None:
     data = fixture_bytes(f"{name}.sse")
-    points = sorted({cut % (len(data) + 1) for cut in cuts})
-    pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+    pieces = rechunk(data, cuts)
     expected = sans_io([data])[0]
 
     def answer() -> httpx.Response:
