@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
     from .providers.openai import OpenAIChatModel
+    from .providers.openai_responses import OpenAIResponsesModel
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
     from .tools._mcp import MCPServer
@@ -73,6 +74,7 @@ _LAZY = {
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
     "OpenAIChatModel": ".providers.openai",
+    "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
     "get_model": ".providers._registry",
     # Plumbing that moved to a documented submodule; still importable from here.
@@ -117,6 +119,7 @@ __all__ = [
     "ModelError",
     "ModelRetry",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",
