@@ -690,3 +690,26 @@ async def test_a_url_too_long_for_httpx_is_an_execution_error(srv: Server, mode:
         "Tool `get_item` failed: InvalidURL: URL too long",
     )
     assert srv.requests == []
+
+
+# -- regular expressions ---------------------------------------------------------------------------
+
+
+def test_a_pattern_the_linear_engine_cannot_run_is_refused() -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(?!admin)"}}}
+    with pytest.raises(ValueError, match="cannot run on the linear-time regex engine"):
+        HttpTool("search", url="https://x.example/search", parameters=schema)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_catastrophic_pattern_answers_at_once(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "search",
+        url=srv.base + "/search",
+        parameters={"type": "object", "properties": {"q": {"pattern": r"^(\w+\s?)*$"}}},
+    )
+    started = time.monotonic()
+    result = await run(tool, json.dumps({"q": "a" * 30 + "!"}), mode)
+    assert time.monotonic() - started < 1.0  # a backtracking engine takes minutes
+    assert result.error_kind == "arguments"
+    assert srv.requests == []

@@ -408,3 +408,26 @@ async def test_a_schema_that_fails_at_validation_is_an_execution_error(
         "Tool `broken` failed: its JSON schema has a `$ref` that cannot be resolved "
         "(/$defs/Missing)",
     )
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_a_tool_whose_pattern_the_linear_engine_cannot_run_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lookahead = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(?!x)"}}}
+    redos = {"type": "object", "properties": {"q": {"type": "string", "pattern": r"^(\w+\s?)*$"}}}
+    server = listing_server(
+        Tool(name="lookahead", input_schema=lookahead), Tool(name="search", input_schema=redos)
+    )
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        (search,) = server.tools()
+        started = time.monotonic()
+        result = search.execute(call("search", {"q": "a" * 30 + "!"}), CONTEXT)
+        assert time.monotonic() - started < 1.0  # a backtracking engine takes minutes
+    assert result.error_kind == "arguments"
+    assert caplog.messages == [
+        "MCP server in-memory: tool 'lookahead' skipped: invalid JSON schema for tool "
+        "'lookahead': pattern \"^(?!x)\" cannot run on the linear-time regex engine (no "
+        "look-around, no back-references): look-around, including look-ahead and look-behind, "
+        "is not supported"
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from typing import Any
 
@@ -775,4 +776,146 @@ async def test_async_handler_raising_timeout_error_is_an_execution_error() -> No
     assert (result.error_kind, result.text) == (
         "execution",
         "Tool `book` failed: TimeoutError: upstream",
+    )
+
+
+# -- regular expressions run in linear time ------------------------------------------------------
+
+REDOS = r"^(\w+\s?)*$"
+"""Exponential on a backtracking engine: each extra character doubles the work."""
+HOSTILE = "a" * 30 + "!"
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments"),
+    [
+        ({"properties": {"x": {"type": "string", "pattern": REDOS}}}, {"x": HOSTILE}),
+        (
+            {"patternProperties": {REDOS: {"type": "integer"}}, "additionalProperties": False},
+            {HOSTILE: 1},
+        ),
+        ({"patternProperties": {REDOS: False, "^a": {"type": "string"}}}, {HOSTILE: 1}),
+        ({"propertyNames": {"pattern": REDOS}}, {HOSTILE: 1}),
+        (
+            {"properties": {"x": {"$ref": "#/$defs/Word"}}, "$defs": {"Word": {"pattern": REDOS}}},
+            {"x": HOSTILE},
+        ),
+    ],
+)
+def test_patterns_run_in_linear_time(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    spec = ToolSpecification(name="check", parameters={"type": "object", **schema})
+    tool = SchemaTool(spec, dict)
+    started = time.monotonic()
+    result = tool.execute(
+        ToolCall(id="1", name="check", arguments=json.dumps(arguments)), context()
+    )
+    assert time.monotonic() - started < 1.0  # a backtracking engine takes minutes
+    assert result.error_kind == "arguments"
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"pattern": "b"}, "abc", "ac"),  # not anchored, as JSON Schema says
+        ({"pattern": "^b"}, "bc", "abc"),
+        ({"pattern": r"^\p{L}+$"}, "héllo", "h3llo"),  # ECMA-262 `u` classes
+        ({"pattern": REDOS}, "a b c", HOSTILE),
+    ],
+)
+def test_patterns_keep_their_meaning(schema: dict[str, Any], valid: str, invalid: str) -> None:
+    spec = ToolSpecification(
+        name="check", parameters={"type": "object", "properties": {"x": schema}}
+    )
+    tool = SchemaTool(spec, dict)
+    assert tool.validate_arguments(json.dumps({"x": valid})) == {"x": valid}
+    assert errors_for(schema, json.dumps(invalid)) == [
+        ("$.x", f"Input should match the pattern {json.dumps(schema['pattern'])}")
+    ]
+
+
+def test_a_pattern_property_keeps_its_meaning() -> None:
+    spec = ToolSpecification(
+        name="check",
+        parameters={
+            "type": "object",
+            "patternProperties": {"^x_": {"type": "integer"}},
+            "additionalProperties": False,
+        },
+    )
+    tool = SchemaTool(spec, dict)
+    assert tool.validate_arguments('{"x_a": 1}') == {"x_a": 1}
+    with pytest.raises(ToolArgumentsError) as raised:
+        tool.validate_arguments('{"x_a": "1", "y": 2}')
+    assert [(e.path, e.message) for e in raised.value.errors] == [
+        ("$.x_a", "Input should be of type integer"),
+        ("$.y", "Unexpected argument"),
+    ]
+
+
+def test_a_regex_the_model_writes_cannot_exhaust_the_stack() -> None:
+    # `"format": "regex"`: CPython's `re.compile` raises `RecursionError` on deep nesting.
+    assert errors_for({"type": "string", "format": "regex"}, json.dumps("(" * 100_000)) == [
+        ("$.x", 'Input should match the format "regex"')
+    ]
+    assert errors_for({"format": "regex"}, json.dumps("(?=a)")) == [
+        ("$.x", 'Input should match the format "regex"')
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(?=a)b", "look-around, including look-ahead and look-behind, is not supported"),
+        ("(?<!x)y", "look-around, including look-ahead and look-behind, is not supported"),
+        (r"(a)\1", "backreferences are not supported"),
+        ("a{1000}{1000}", "Compiled regex exceeds size limit of 10485760 bytes."),
+    ],
+)
+@pytest.mark.parametrize("where", ["pattern", "patternProperties", "nested"])
+def test_a_pattern_the_linear_engine_cannot_run_is_refused_at_construction(
+    pattern: str, reason: str, where: str
+) -> None:
+    schemas: dict[str, dict[str, Any]] = {
+        "pattern": {"properties": {"x": {"type": "string", "pattern": pattern}}},
+        "patternProperties": {"patternProperties": {pattern: {}}},
+        "nested": {"$defs": {"A": {"items": {"propertyNames": {"pattern": pattern}}}}},
+    }
+    spec = ToolSpecification(name="bad", parameters={"type": "object", **schemas[where]})
+    with pytest.raises(ValueError) as refused:
+        SchemaTool(spec, dict)
+    assert str(refused.value) == (
+        f"invalid JSON schema for tool 'bad': pattern {json.dumps(pattern)} cannot run on the "
+        f"linear-time regex engine (no look-around, no back-references): {reason}"
+    )
+
+
+def test_unevaluated_properties_with_pattern_properties_is_refused_at_construction() -> None:
+    spec = ToolSpecification(
+        name="bad",
+        parameters={
+            "type": "object",
+            "allOf": [{"patternProperties": {REDOS: {}}}],
+            "unevaluatedProperties": False,
+        },
+    )
+    with pytest.raises(
+        ValueError, match="`unevaluatedProperties` together with `patternProperties`"
+    ):
+        SchemaTool(spec, dict)
+
+
+def test_a_pattern_refused_at_validation_is_an_execution_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Should the check when the tool is built miss a pattern the engine cannot run.
+    spec = ToolSpecification(
+        name="check", parameters={"type": "object", "properties": {"x": {"pattern": "a"}}}
+    )
+    tool = SchemaTool(spec, dict)
+    monkeypatch.setitem(spec.parameters["properties"]["x"], "pattern", "(?=a)")
+    result = tool.execute(ToolCall(id="1", name="check", arguments='{"x": "a"}'), context())
+    assert (result.error_kind, result.text) == (
+        "execution",
+        "Tool `check` failed: its JSON schema has a pattern the linear-time regex engine "
+        "cannot run",
     )

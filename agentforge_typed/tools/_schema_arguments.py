@@ -8,7 +8,8 @@ empty arguments read as `{}`, the arguments object double-encoded as a JSON stri
 object or array sent as a string where the schema wants an object or array.
 
 Three parts, in order: the validator (every problem reported at the path of the value it is about,
-references resolved as jsonschema resolves them, from its bundled metaschemas and nothing fetched);
+references resolved as jsonschema resolves them, from its bundled metaschemas and nothing fetched,
+regular expressions run in linear time);
 the wording of its errors (as pydantic words them, `Input should ...`, with the schema's values
 written as JSON: jsonschema's own messages embed Python reprs and the model reads JSON); and the
 decoding, repairs and validation of one call's arguments.
@@ -16,18 +17,19 @@ decoding, repairs and validation of one call's arguments.
 
 from __future__ import annotations
 
+import functools
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
+from pydantic_core import core_schema
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, Schema, SchemaRegistry, SchemaResource
 
@@ -56,7 +58,86 @@ __all__ = [
 
 # -- the validator ----------------------------------------------------------------------------
 
-_KEYWORDS = Draft202012Validator.VALIDATORS
+# Patterns may come from a third party (an MCP server) and are matched against text the model
+# writes: Python's backtracking `re` can take exponential time on both, so every pattern runs on
+# pydantic-core's Rust engine, which is linear in the text and has no look-around and no
+# back-references. A schema with a pattern it cannot compile is refused when the tool is built.
+
+
+def _linear_regex(pattern: str) -> pydantic_core.SchemaValidator:
+    """A validator of strings that contain a match of `pattern` (JSON Schema's `pattern` is not
+    anchored), on the linear-time engine.
+
+    Raises:
+        pydantic_core.SchemaError: `pattern` does not compile on that engine.
+    """
+    schema = core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")
+    return pydantic_core.SchemaValidator(schema)
+
+
+_compiled_regex = functools.lru_cache(maxsize=4096)(_linear_regex)
+"""`_linear_regex`, compiled once per pattern of a tool's schema."""
+
+
+def matches_any(name: str, patterns: Iterable[str]) -> bool:
+    """Whether `name` contains a match of one of `patterns`, found in linear time."""
+    return any(_compiled_regex(pattern).isinstance_python(name) for pattern in patterns)
+
+
+def _is_linear_regex(instance: object) -> bool:
+    # Model-written text (`"format": "regex"`): compiled, never cached. CPython's `re.compile`
+    # can exhaust the stack on deeply nested groups.
+    if isinstance(instance, str):
+        _linear_regex(instance)
+    return True
+
+
+def _pattern(
+    validator: Validator, pattern: str, instance: Any, schema: Schema
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not matches_any(instance, (pattern,)):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# `descend` is jsonschema's, missing from its `Validator` protocol.
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "object"):
+        for pattern, subschema in patterns.items():
+            for name, value in instance.items():
+                if matches_any(name, (pattern,)):
+                    yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    declared = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    extras = [n for n in instance if n not in declared and not matches_any(n, patterns)]
+    if validator.is_type(additional, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], additional, path=name)
+    elif additional is False and extras:
+        yield ValidationError(f"Additional properties are not allowed ({extras!r} unexpected)")
+
+
+FORMAT_CHECKER = FormatChecker(formats=())
+"""Draft 2020-12's format checker, with `regex` meaning "compiles on the linear-time engine"."""
+FORMAT_CHECKER.checkers = {
+    **Draft202012Validator.FORMAT_CHECKER.checkers,
+    "regex": (_is_linear_regex, pydantic_core.SchemaError),
+}
+
+_KEYWORDS = {
+    **Draft202012Validator.VALIDATORS,
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+}
 
 
 def _false_reported_in_place(
@@ -110,14 +191,18 @@ def _prefix_items_under_false(prefix_items: list[Any], instance: Any) -> Iterabl
 ToolSchemaValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
     Draft202012Validator,
     {
+        "pattern": _pattern,
+        "additionalProperties": _additional_properties,
         "properties": _false_reported_in_place("properties", _properties_under_false),
         "patternProperties": _false_reported_in_place(
             "patternProperties", _pattern_properties_under_false
         ),
         "prefixItems": _false_reported_in_place("prefixItems", _prefix_items_under_false),
     },
+    format_checker=FORMAT_CHECKER,
 )
-"""Draft 2020-12, with every problem reported at the path of the value it is about."""
+"""Draft 2020-12, with every problem reported at the path of the value it is about, and regular
+expressions matched in linear time."""
 
 SCHEMA_REGISTRY: SchemaRegistry = REGISTRY
 """The specifications jsonschema ships (its metaschemas), which a `$ref` may name; nothing else
@@ -154,10 +239,6 @@ def value_at(data: Any, path: Sequence[str | int]) -> Any:
     for step in path:
         data = data[step]
     return data
-
-
-def matches_any(name: str, patterns: Iterable[str]) -> bool:
-    return any(re.search(pattern, name) for pattern in patterns)
 
 
 # -- the wording of its errors ------------------------------------------------------------------
@@ -359,16 +440,25 @@ class SchemaArguments:
     (`additionalProperties`). Numbers must be finite, as for typed tools.
 
     Raises:
-        ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema, or has a
+        ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema, has a
             `$ref` (or `$dynamicRef`) that points nowhere (nothing is fetched: a remote `$ref`
-            points nowhere too, except to the JSON Schema metaschemas).
+            points nowhere too, except to the JSON Schema metaschemas), or has a pattern the
+            linear-time regex engine cannot run (look-around, back-references).
     """
 
     def __init__(self, schema: dict[str, Any], *, tool_name: str) -> None:
         try:
-            ToolSchemaValidator.check_schema(schema)
+            Draft202012Validator.check_schema(schema, format_checker=FORMAT_CHECKER)
         except SchemaError as exc:
-            raise ValueError(f"invalid JSON schema for tool {tool_name!r}: {exc.message}") from exc
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: {_schema_problem(exc)}"
+            ) from exc
+        if {"unevaluatedProperties", "patternProperties"} <= set(_keywords_in(schema)):
+            # jsonschema matches `patternProperties` with `re` when it looks for evaluated keys.
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: `unevaluatedProperties` together "
+                "with `patternProperties` is not supported; use `additionalProperties`"
+            )
         unresolvable = next(unresolvable_references(schema), None)
         if unresolvable is not None:
             keyword, reference = unresolvable
@@ -377,7 +467,7 @@ class SchemaArguments:
                 f"`{keyword}` {reference!r} points nowhere"
             )
         self._validator = ToolSchemaValidator(
-            schema, registry=SCHEMA_REGISTRY, format_checker=Draft202012Validator.FORMAT_CHECKER
+            schema, registry=SCHEMA_REGISTRY, format_checker=FORMAT_CHECKER
         )
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
@@ -396,6 +486,9 @@ class SchemaArguments:
             arguments, errors = self._repaired(arguments, recorded)
         except Unresolvable as exc:  # the build-time check missed it: never raise on a call
             failure = f"its JSON schema has a `$ref` that cannot be resolved ({exc.ref})"
+            return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
+        except pydantic_core.SchemaError:  # likewise, a pattern the regex engine refuses
+            failure = "its JSON schema has a pattern the linear-time regex engine cannot run"
             return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
         non_finite = list(_non_finite_numbers(arguments, []))
         if not errors and not non_finite:
@@ -422,6 +515,26 @@ class SchemaArguments:
                 break
             errors = list(self._validator.iter_errors(arguments))
         return arguments, errors
+
+
+def _schema_problem(error: SchemaError) -> str:
+    """What is wrong with a tool's schema; for a pattern, in the regex engine's own words."""
+    if error.validator == "format" and isinstance(error.cause, pydantic_core.SchemaError):
+        reason = str(error.cause).strip().splitlines()[-1].strip()
+        reason = reason.removeprefix("error: ").removeprefix("SchemaError: ")
+        return (
+            f"pattern {render_input(error.instance)} cannot run on the linear-time regex engine "
+            f"(no look-around, no back-references): {reason}"
+        )
+    return error.message
+
+
+def _keywords_in(schema: Schema) -> Iterator[str]:
+    """The keywords of `schema` and of every subschema in it."""
+    if isinstance(schema, dict):
+        yield from schema
+    for subschema in DRAFT202012.subresources_of(schema):
+        yield from _keywords_in(subschema)
 
 
 def _non_finite_numbers(container: Any, location: list[str | int]) -> Iterator[ArgumentError]:
