@@ -484,11 +484,11 @@ class SchemaArguments:
         recorded = list(repairs)
         try:
             arguments, errors = self._repaired(arguments, recorded)
+        except pydantic_core.SchemaError:  # the build-time check missed a pattern: never raise
+            failure = "its JSON schema has a pattern the linear-time regex engine cannot run"
+            return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
         except Unresolvable as exc:  # the build-time check missed it: never raise on a call
             failure = f"its JSON schema has a `$ref` that cannot be resolved ({exc.ref})"
-            return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
-        except pydantic_core.SchemaError:  # likewise, a pattern the regex engine refuses
-            failure = "its JSON schema has a pattern the linear-time regex engine cannot run"
             return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
         non_finite = list(_non_finite_numbers(arguments, []))
         if not errors and not non_finite:
