@@ -713,3 +713,64 @@ async def test_a_catastrophic_pattern_answers_at_once(srv: Server, mode: Mode) -
     assert time.monotonic() - started < 1.0  # a backtracking engine takes minutes
     assert result.error_kind == "arguments"
     assert srv.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "create_order",
+        url=srv.base + "/orders",
+        method="POST",
+        parameters={
+            "type": "object",
+            "properties": {
+                "item": {"type": "string"},
+                "options": {"type": "object", "properties": {"gift": {"type": "boolean"}}},
+            },
+        },
+        extra_arguments="ignore",
+    )
+    result = await run(
+        tool, '{"item": "pen", "price": 0, "options": {"gift": true, "discount": 100}}', mode
+    )
+    assert json.loads(srv.requests[0].body) == {"item": "pen", "options": {"gift": True}}
+    assert sorted(result.repairs) == [
+        "dropped unknown argument `options.discount`",
+        "dropped unknown argument `price`",
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_nested_undeclared_arguments_are_an_arguments_error(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "create_order",
+        url=srv.base + "/orders",
+        method="POST",
+        parameters={
+            "type": "object",
+            "properties": {
+                "options": {"type": "object", "properties": {"gift": {"type": "boolean"}}}
+            },
+        },
+    )
+    result = await run(tool, '{"options": {"gift": true, "discount": 100}}', mode)
+    assert result.error_kind == "arguments"
+    assert "- $.options.discount: Unexpected argument (input: 100)" in result.text
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_args_model_extra_arguments_ignore(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "search", url=srv.base + "/search", args_model=SearchArgs, extra_arguments="ignore"
+    )
+    result = await run(tool, '{"q": "pens", "admin": true}', mode)
+    assert srv.requests[0].raw_path == "/search?q=pens&limit=10"
+    assert result.repairs == ("dropped unknown argument `admin`",)
+    refused = await run(
+        HttpTool("search", url=srv.base + "/search", args_model=SearchArgs),
+        '{"q": "pens", "admin": true}',
+        mode,
+    )
+    assert refused.error_kind == "arguments"
+    assert len(srv.requests) == 1

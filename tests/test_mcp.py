@@ -515,3 +515,23 @@ def test_registering_a_source_holding_one_name_twice_registers_nothing() -> None
     with pytest.raises(ValueError, match="two of its tools are named 'same'; nothing from"):
         service.register(Twice())
     assert service.tools == ()
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+async def test_arguments_a_server_schema_does_not_declare_never_reach_it() -> None:
+    # Many servers omit `additionalProperties: false`, and the SDK drops unknown arguments
+    # silently: the tool would run on its defaults.
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "options": {"properties": {"n": {}}}},
+    }
+    async with listing_server(Tool(name="read", input_schema=schema)) as server:
+        (read,) = server.tools()
+        result = await read.aexecute(
+            call("read", {"path": "a", "recursive": True, "options": {"n": 1, "all": 1}}), CONTEXT
+        )
+    assert result.error_kind == "arguments"
+    assert sorted(result.text.splitlines()[1:-1]) == [
+        "- $.options.all: Unexpected argument (input: 1)",
+        "- $.recursive: Unexpected argument (input: true)",
+    ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import time
 from typing import Any
@@ -485,7 +486,9 @@ def test_repairs_copy_each_container_once(monkeypatch: pytest.MonkeyPatch, count
     monkeypatch.setattr(_schema_arguments, "_shallow_copy", counted)
     schema = {
         "type": "object",
-        "properties": {"m": {"properties": {"xs": {"items": {"type": "array"}}}}},
+        "properties": {
+            "m": {"properties": {"xs": {"items": {"type": "array"}}}, "additionalProperties": True}
+        },
     }
     arguments = {"m": {"xs": ["[1]"] * count, "other": 1}}
     decoded = SchemaArguments(schema, tool_name="t").validate_object(arguments)
@@ -495,9 +498,14 @@ def test_repairs_copy_each_container_once(monkeypatch: pytest.MonkeyPatch, count
     assert arguments == {"m": {"xs": ["[1]"] * count, "other": 1}}
 
 
-def test_additional_keys_follow_the_schema() -> None:
+def test_additional_keys_are_accepted_only_where_the_schema_allows_them() -> None:
     open_spec = ToolSpecification(
-        name="echo", parameters={"type": "object", "properties": {"a": {"type": "integer"}}}
+        name="echo",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "additionalProperties": True,
+        },
     )
     result = SchemaTool(open_spec, lambda args: args).execute(
         ToolCall(id="1", name="echo", arguments='{"a": 1, "extra": true}'), context()
@@ -912,10 +920,131 @@ def test_a_pattern_refused_at_validation_is_an_execution_error(
         name="check", parameters={"type": "object", "properties": {"x": {"pattern": "a"}}}
     )
     tool = SchemaTool(spec, dict)
-    monkeypatch.setitem(spec.parameters["properties"]["x"], "pattern", "(?=a)")
+    refusing = functools.partial(_schema_arguments._linear_regex, "(?=a)")
+    monkeypatch.setattr(_schema_arguments, "_compiled_regex", lambda pattern: refusing())
     result = tool.execute(ToolCall(id="1", name="check", arguments='{"x": "a"}'), context())
     assert (result.error_kind, result.text) == (
         "execution",
         "Tool `check` failed: its JSON schema has a pattern the linear-time regex engine "
         "cannot run",
     )
+
+
+# -- keys the schema does not declare --------------------------------------------------------------
+
+BOOKING = {
+    "type": "object",
+    "properties": {
+        "guest": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "rooms": {"type": "array", "items": {"$ref": "#/$defs/Room"}},
+        "transfer": {"anyOf": [{"$ref": "#/$defs/Room"}, {"type": "null"}]},
+        "notes": {"type": "object"},  # declares no properties: a free-form map
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+    "$defs": {"Room": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+}
+
+
+def test_undeclared_keys_are_refused_at_every_depth() -> None:
+    tool = SchemaTool(ToolSpecification(name="book", parameters=BOOKING), dict)
+    arguments = {
+        "guest": {"name": "Ann", "vip": True},
+        "rooms": [{"size": 2}, {"size": 1, "view": "sea"}],
+        "transfer": {"size": 4, "limo": True},
+        "notes": {"anything": [1]},
+        "labels": {"k": "v"},
+        "discount": 100,
+    }
+    with pytest.raises(ToolArgumentsError) as raised:
+        tool.validate_arguments(json.dumps(arguments))
+    assert [(e.path, e.message, e.input) for e in raised.value.errors] == [
+        ("$.guest.vip", "Unexpected argument", True),
+        ("$.rooms[1].view", "Unexpected argument", "sea"),
+        ("$.transfer.limo", "Unexpected argument", True),
+        ("$.discount", "Unexpected argument", 100),
+    ]
+    # What the model is offered is unchanged.
+    assert tool.specification.parameters == BOOKING
+    assert "additionalProperties" not in tool.specification.parameters["$defs"]["Room"]
+
+
+def test_undeclared_keys_are_dropped_and_recorded_with_extra_arguments_ignore() -> None:
+    tool = SchemaTool(
+        ToolSpecification(name="book", parameters=BOOKING), lambda a: a, extra_arguments="ignore"
+    )
+    raw = json.dumps(
+        {
+            "guest": {"name": "Ann", "vip": True},
+            "rooms": [{"size": 1, "view": "sea"}],
+            "transfer": {"size": 4, "limo": True},
+            "notes": {"anything": [1]},
+            "discount": 100,
+        }
+    )
+    result = tool.execute(ToolCall(id="1", name="book", arguments=raw), context())
+    assert result.value == {
+        "guest": {"name": "Ann"},
+        "rooms": [{"size": 1}],
+        "transfer": {"size": 4},
+        "notes": {"anything": [1]},
+    }
+    assert sorted(result.repairs) == [
+        "dropped unknown argument `discount`",
+        "dropped unknown argument `guest.vip`",
+        "dropped unknown argument `rooms[0].view`",
+        "dropped unknown argument `transfer.limo`",
+    ]
+    # Other problems are still reported.
+    invalid = tool.execute(
+        ToolCall(id="1", name="book", arguments='{"guest": {"name": 5, "vip": true}}'), context()
+    )
+    assert invalid.error_kind == "arguments"
+    assert invalid.text.splitlines()[1:-1] == [
+        "- $.guest.name: Input should be of type string (input: 5)"
+    ]
+    assert invalid.repairs == ("dropped unknown argument `guest.vip`",)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {}}, "additionalProperties": True},
+        {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+        {"type": "object", "properties": {"a": {}}, "patternProperties": {"^e": {}}},
+        {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}},
+        # Keys one branch of `allOf` declares are declared for the object.
+        {"allOf": [{"properties": {"a": {}}}, {"properties": {"extra": {}}}]},
+        {
+            "allOf": [{"$ref": "#/$defs/A"}],
+            "properties": {"extra": {}},
+            "$defs": {"A": {"properties": {"a": {}}}},
+        },
+        {
+            "type": "object",
+            "properties": {"a": {}},
+            "if": {"properties": {"a": {"const": 1}}},
+            "then": {"properties": {"extra": {"type": "integer"}}},
+        },
+    ],
+)
+def test_schemas_that_allow_or_combine_keys_keep_them(schema: dict[str, Any]) -> None:
+    tool = SchemaTool(ToolSpecification(name="t", parameters=schema), dict)
+    assert tool.validate_arguments('{"a": 1, "extra": 2}') == {"a": 1, "extra": 2}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "object"}, {"type": "object", "properties": {}}, {"properties": {"a": {}}}],
+)
+def test_a_tool_schema_that_declares_no_such_argument_refuses_it(schema: dict[str, Any]) -> None:
+    tool = SchemaTool(ToolSpecification(name="t", parameters=schema), dict)
+    with pytest.raises(ToolArgumentsError) as raised:
+        tool.validate_arguments('{"extra": 2}')
+    assert [(e.path, e.message) for e in raised.value.errors] == [
+        ("$.extra", "Unexpected argument")
+    ]
+
+
+def test_extra_arguments_must_be_forbid_or_ignore() -> None:
+    with pytest.raises(ValueError, match="extra_arguments must be 'forbid' or 'ignore'"):
+        SchemaTool(SPEC, dict, extra_arguments="allow")  # type: ignore[arg-type]

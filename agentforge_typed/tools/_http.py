@@ -26,6 +26,7 @@ from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
 from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult
+from ._function import ExtraArguments
 from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
@@ -116,6 +117,8 @@ class HttpTool(ConfiguredTool):
         return_behavior: What the loop does with the result.
         max_retries: How many invalid-arguments attempts the loop tolerates.
         sequential: Never run this tool concurrently with other calls of its round.
+        extra_arguments: `"forbid"` (default) reports arguments the schema does not declare;
+            `"ignore"` drops them before the request is built, each drop recorded in `repairs`.
 
     Raises:
         ValueError: On an inconsistent declaration: a placeholder outside the path, an argument
@@ -145,6 +148,7 @@ class HttpTool(ConfiguredTool):
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
+        extra_arguments: ExtraArguments = "forbid",
     ) -> None:
         self.method = method.upper()
         self.url = url
@@ -154,11 +158,13 @@ class HttpTool(ConfiguredTool):
         self._validator: SchemaArguments | _ModelArguments
         if args_model is not None:
             parameters = args_model.model_json_schema()
-            self._validator = _ModelArguments(args_model)
+            self._validator = _ModelArguments(args_model, extra_arguments)
         else:
             if parameters is None:
                 parameters = _path_only_schema(self._path_parameters)
-            self._validator = SchemaArguments(parameters, tool_name=name)
+            self._validator = SchemaArguments(
+                parameters, tool_name=name, extra_arguments=extra_arguments
+            )
         self._specification = ToolSpecification(
             name=name, description=description, parameters=parameters
         )
@@ -524,8 +530,14 @@ class _BodyReader:
 class _ModelArguments:
     """Strict pydantic validation of arguments declared by an `args_model` (as typed tools do)."""
 
-    def __init__(self, model: type[pydantic.BaseModel]) -> None:
-        self._validator = ArgumentsValidator(model, strict=True)
+    def __init__(self, model: type[pydantic.BaseModel], extra_arguments: ExtraArguments) -> None:
+        if model.model_config.get("extra") is None:
+            # pydantic ignores unknown keys by default; as for `@tool` functions, they are
+            # refused (or dropped and recorded, under "ignore"), never silently.
+            config = pydantic.ConfigDict(extra="forbid")
+            namespace = {"model_config": config, "__module__": model.__module__}
+            model = type(model.__name__, (model,), namespace)
+        self._validator = ArgumentsValidator(model, strict=True, extra_arguments=extra_arguments)
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
         outcome = self._validator.validate(raw)

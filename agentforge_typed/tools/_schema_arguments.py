@@ -42,6 +42,7 @@ from ._arguments import (
     repair_string_encoded,
 )
 from ._base import ToolExecutionResult
+from ._function import ExtraArguments
 from ._outcomes import arguments_error_result, execution_error_result
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ __all__ = [
     "DecodedArguments",
     "SchemaArguments",
     "ToolSchemaValidator",
+    "closed_schema",
     "decode_arguments",
     "unresolvable_references",
 ]
@@ -254,7 +256,6 @@ def argument_errors(
     for error in errors:
         location = list(error.absolute_path)
         expected: Any = error.validator_value
-        schema: Any = error.schema
         if error.validator in ("required", "dependentRequired") and isinstance(
             error.instance, dict
         ):
@@ -263,17 +264,52 @@ def argument_errors(
                 if path not in reported:
                     reported.add(path)
                     yield ArgumentError(path, message, error.instance)
-        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            declared = schema.get("properties", {})
-            patterns = schema.get("patternProperties", {})
-            for name, value in error.instance.items():
-                if name not in declared and not matches_any(name, patterns):
-                    yield ArgumentError(json_path([*location, name]), "Unexpected argument", value)
+        elif _is_undeclared(error):
+            instance: Any = error.instance
+            for name in _undeclared_names(error):
+                value = instance[name]
+                yield ArgumentError(json_path([*location, name]), "Unexpected argument", value)
+        elif (alternative := _undeclared_only_alternative(error)) is not None:
+            # `anyOf`/`oneOf` whose one near miss has only keys it does not declare (an
+            # optional object, say): those keys are the problem, not the whole alternative.
+            yield from argument_errors(alternative, arguments)
         elif _checks_a_property_name(error, arguments):
             message = f"Invalid property name: {_message(error)}"
             yield ArgumentError(json_path(location), message, error.instance)
         else:
             yield ArgumentError(json_path(location), _message(error), error.instance)
+
+
+def _is_undeclared(error: ValidationError) -> bool:
+    """Whether `error` is about keys an object schema does not declare and refuses."""
+    return (
+        error.validator == "additionalProperties"
+        and error.validator_value is False
+        and isinstance(error.instance, dict)
+    )
+
+
+def _undeclared_names(error: ValidationError) -> Iterator[str]:
+    """The keys of an `_is_undeclared` error's object that its schema does not declare."""
+    schema: Any = error.schema
+    instance: Any = error.instance
+    declared = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    for name in instance:
+        if name not in declared and not matches_any(name, patterns):
+            yield name
+
+
+def _undeclared_only_alternative(error: ValidationError) -> list[ValidationError] | None:
+    """The errors of the one alternative of an `anyOf`/`oneOf` `error` that fails only because
+    of undeclared keys, or `None` when there is no such alternative or more than one."""
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return None
+    by_alternative: dict[Any, list[ValidationError]] = {}
+    for inner in error.context:
+        by_alternative.setdefault(inner.relative_schema_path[0], []).append(inner)
+    candidates = [errors for errors in by_alternative.values() if all(map(_is_undeclared, errors))]
+    return candidates[0] if len(candidates) == 1 else None
 
 
 def _checks_a_property_name(error: ValidationError, arguments: dict[str, Any]) -> bool:
@@ -436,8 +472,9 @@ class SchemaArguments:
     """Validates arguments against one JSON Schema; the validator is compiled once.
 
     Format checking is on (`"format": "date"`, `"email"`, … are enforced where `jsonschema`
-    supports them). Keys the schema does not declare are accepted or rejected as the schema says
-    (`additionalProperties`). Numbers must be finite, as for typed tools.
+    supports them). Keys the schema does not declare are refused unless it explicitly allows them
+    (see `closed_schema`); with `extra_arguments="ignore"` they are dropped instead, each drop
+    recorded. Numbers must be finite, as for typed tools.
 
     Raises:
         ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema, has a
@@ -446,7 +483,18 @@ class SchemaArguments:
             linear-time regex engine cannot run (look-around, back-references).
     """
 
-    def __init__(self, schema: dict[str, Any], *, tool_name: str) -> None:
+    def __init__(
+        self,
+        schema: dict[str, Any],
+        *,
+        tool_name: str,
+        extra_arguments: ExtraArguments = "forbid",
+    ) -> None:
+        if extra_arguments not in ("forbid", "ignore"):
+            raise ValueError(
+                f"extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
+            )
+        self._drop_undeclared = extra_arguments == "ignore"
         try:
             Draft202012Validator.check_schema(schema, format_checker=FORMAT_CHECKER)
         except SchemaError as exc:
@@ -467,7 +515,7 @@ class SchemaArguments:
                 f"`{keyword}` {reference!r} points nowhere"
             )
         self._validator = ToolSchemaValidator(
-            schema, registry=SCHEMA_REGISTRY, format_checker=FORMAT_CHECKER
+            closed_schema(schema), registry=SCHEMA_REGISTRY, format_checker=FORMAT_CHECKER
         )
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
@@ -503,14 +551,18 @@ class SchemaArguments:
     def _repaired(
         self, arguments: dict[str, Any], recorded: list[str]
     ) -> tuple[dict[str, Any], list[ValidationError]]:
-        """`arguments` with the strings the schema wanted as objects or arrays decoded (each
-        repair appended to `recorded`), and the schema's errors for them."""
+        """`arguments` with the strings the schema wanted as objects or arrays decoded (and,
+        under `extra_arguments="ignore"`, the undeclared keys dropped; each repair appended to
+        `recorded`), and the schema's errors for them."""
         errors = list(self._validator.iter_errors(arguments))
         copies: set[int] = set()
         for _ in range(MAX_REPAIR_ROUNDS):
             if not errors:
                 break
             arguments, changed = _decode_string_encoded(arguments, errors, recorded, copies)
+            if self._drop_undeclared:
+                arguments, dropped = _dropped_undeclared(arguments, errors, recorded, copies)
+                changed = changed or dropped
             if not changed:
                 break
             errors = list(self._validator.iter_errors(arguments))
@@ -531,10 +583,79 @@ def _schema_problem(error: SchemaError) -> str:
 
 def _keywords_in(schema: Schema) -> Iterator[str]:
     """The keywords of `schema` and of every subschema in it."""
+    for subschema in _subschemas(schema):
+        yield from subschema
+
+
+def _subschemas(schema: Schema) -> Iterator[dict[str, Any]]:
+    """`schema` and every subschema in it that is an object (not `true`/`false`), depth first."""
     if isinstance(schema, dict):
-        yield from schema
+        yield schema
     for subschema in DRAFT202012.subresources_of(schema):
-        yield from _keywords_in(subschema)
+        yield from _subschemas(subschema)
+
+
+_OPENING = frozenset({"additionalProperties", "unevaluatedProperties", "patternProperties"})
+"""Keywords by which an object schema says what it does with keys `properties` does not name."""
+_MERGING = frozenset({"allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "dependentSchemas"})
+"""Keywords by which other schemas may declare more keys of the same object."""
+
+
+def closed_schema(schema: Schema) -> Schema:
+    """A copy of `schema` in which object schemas that do not say what happens to other keys
+    refuse them (`"additionalProperties": false`).
+
+    The model must not slip arguments past a tool (servers that ignore unknown arguments run on
+    defaults instead). Closed: the root when it is an object schema, and every object schema
+    that declares `properties` (one that declares none, `{"type": "object"}`, is a free-form
+    map). Left as written: schemas with `additionalProperties`, `unevaluatedProperties` or
+    `patternProperties`; schemas that merge others (`allOf`, `anyOf`, `oneOf`, `$ref`, `if`,
+    `dependentSchemas`), which may declare more keys; and everything inside `allOf`, `if`,
+    `then`, `else`, `not` and `dependentSchemas` (with what they reference), whose keys add to
+    (or invert) another schema's.
+    """
+    resolver = SCHEMA_REGISTRY.resolver_with_root(DRAFT202012.create_resource(schema))
+    combined: set[int] = set()
+
+    def mark(subschema: Schema) -> None:
+        for node in _subschemas(subschema):
+            if id(node) in combined:
+                continue
+            combined.add(id(node))
+            reference = node.get("$ref")
+            if isinstance(reference, str):
+                try:
+                    mark(resolver.lookup(reference).contents)
+                except Unresolvable:
+                    pass
+
+    for node in _subschemas(schema):
+        for member in (*node.get("allOf", ()), *node.get("dependentSchemas", {}).values()):
+            mark(member)
+        for keyword in ("if", "then", "else", "not"):
+            if keyword in node:
+                mark(node[keyword])
+    closable = {
+        id(node)
+        for node in _subschemas(schema)
+        if ("properties" in node or (node is schema and node.get("type") == "object"))
+        and not node.keys() & (_OPENING | _MERGING)
+        and id(node) not in combined
+    }
+    closed: Schema = _copy_closing(schema, closable)
+    return closed
+
+
+def _copy_closing(node: Any, closable: set[int]) -> Any:
+    """A deep copy of `node`, each dict whose id is in `closable` refusing undeclared keys."""
+    if isinstance(node, dict):
+        copy = {key: _copy_closing(value, closable) for key, value in node.items()}
+        if id(node) in closable:
+            copy["additionalProperties"] = False
+        return copy
+    if isinstance(node, list):
+        return [_copy_closing(value, closable) for value in node]
+    return node
 
 
 def _non_finite_numbers(container: Any, location: list[str | int]) -> Iterator[ArgumentError]:
@@ -586,6 +707,44 @@ def _decode_string_encoded(
         repairs.append(repair_string_encoded(json_path(path), kind))
         changed = True
     return arguments, changed
+
+
+def _dropped_undeclared(
+    arguments: dict[str, Any],
+    errors: Iterable[ValidationError],
+    repairs: list[str],
+    copies: set[int],
+) -> tuple[dict[str, Any], bool]:
+    """`arguments` without the keys the schema does not declare (`extra_arguments="ignore"`),
+    each drop appended to `repairs`; copied as `_decode_string_encoded` copies."""
+    changed = False
+    for error in _undeclared_errors(errors):
+        path = list(error.absolute_path)
+        try:
+            container = value_at(arguments, path)
+        except (KeyError, IndexError, TypeError):  # an earlier drop took it away
+            continue
+        names = [name for name in _undeclared_names(error) if name in container]
+        if not isinstance(container, dict) or not names:
+            continue
+        kept = {key: value for key, value in container.items() if key not in names}
+        arguments = _replaced(arguments, path, kept, copies)
+        copies.add(id(kept))
+        for name in names:
+            dropped = json_path([*path, name]).removeprefix("$.")
+            repairs.append(f"dropped unknown argument `{dropped}`")
+        changed = True
+    return arguments, changed
+
+
+def _undeclared_errors(errors: Iterable[ValidationError]) -> Iterator[ValidationError]:
+    """The errors about undeclared keys, also those of the near-miss alternative of an
+    `anyOf`/`oneOf` (see `_undeclared_only_alternative`)."""
+    for error in errors:
+        if _is_undeclared(error):
+            yield error
+        elif (alternative := _undeclared_only_alternative(error)) is not None:
+            yield from _undeclared_errors(alternative)
 
 
 def _with_context(errors: Iterable[ValidationError]) -> Iterable[ValidationError]:
