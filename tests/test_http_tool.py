@@ -715,11 +715,11 @@ async def test_a_catastrophic_pattern_answers_at_once(srv: Server, mode: Mode) -
     assert srv.requests == []
 
 
-@pytest.mark.parametrize("mode", MODES)
-async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mode: Mode) -> None:
-    tool = HttpTool(
+def order_tool(base: str, **options: Any) -> HttpTool:
+    """POST /orders of an item with options, whose schema leaves `additionalProperties` out."""
+    return HttpTool(
         "create_order",
-        url=srv.base + "/orders",
+        url=base + "/orders",
         method="POST",
         parameters={
             "type": "object",
@@ -728,8 +728,13 @@ async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mo
                 "options": {"type": "object", "properties": {"gift": {"type": "boolean"}}},
             },
         },
-        extra_arguments="ignore",
+        **options,
     )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mode: Mode) -> None:
+    tool = order_tool(srv.base, extra_arguments="ignore")
     result = await run(
         tool, '{"item": "pen", "price": 0, "options": {"gift": true, "discount": 100}}', mode
     )
@@ -742,18 +747,7 @@ async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mo
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_nested_undeclared_arguments_are_an_arguments_error(srv: Server, mode: Mode) -> None:
-    tool = HttpTool(
-        "create_order",
-        url=srv.base + "/orders",
-        method="POST",
-        parameters={
-            "type": "object",
-            "properties": {
-                "options": {"type": "object", "properties": {"gift": {"type": "boolean"}}}
-            },
-        },
-    )
-    result = await run(tool, '{"options": {"gift": true, "discount": 100}}', mode)
+    result = await run(order_tool(srv.base), '{"options": {"gift": true, "discount": 100}}', mode)
     assert result.error_kind == "arguments"
     assert "- $.options.discount: Unexpected argument (input: 100)" in result.text
     assert srv.requests == []
