@@ -535,3 +535,21 @@ async def test_arguments_a_server_schema_does_not_declare_never_reach_it() -> No
         "- $.options.all: Unexpected argument (input: 1)",
         "- $.recursive: Unexpected argument (input: true)",
     ]
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_a_tool_whose_schema_is_nested_too_deeply_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(120):  # deeper than jsonschema can check, not than the SDK can send
+        deep = {"type": "object", "properties": {"a": deep}}
+    server = listing_server(
+        Tool(name="deep", input_schema=deep), Tool(name="echo", input_schema={"type": "object"})
+    )
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        assert [tool.name for tool in server.tools()] == ["echo"]
+    assert caplog.messages == [
+        "MCP server in-memory: tool 'deep' skipped: invalid JSON schema for tool 'deep': "
+        "nested too deeply to check"
+    ]

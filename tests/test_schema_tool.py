@@ -1048,3 +1048,37 @@ def test_a_tool_schema_that_declares_no_such_argument_refuses_it(schema: dict[st
 def test_extra_arguments_must_be_forbid_or_ignore() -> None:
     with pytest.raises(ValueError, match="extra_arguments must be 'forbid' or 'ignore'"):
         SchemaTool(SPEC, dict, extra_arguments="allow")  # type: ignore[arg-type]
+
+
+# -- depth -----------------------------------------------------------------------------------------
+
+
+def nested_schema(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+def test_a_schema_nested_too_deeply_to_check_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError) as refused:
+        SchemaTool(ToolSpecification(name="deep", parameters=nested_schema(300)), dict)
+    assert str(refused.value) == "invalid JSON schema for tool 'deep': nested too deeply to check"
+
+
+async def test_arguments_nested_too_deeply_to_validate_are_an_arguments_error() -> None:
+    recursive = {
+        "type": "object",
+        "properties": {"n": {"$ref": "#/$defs/Node"}},
+        "$defs": {"Node": {"type": "object", "properties": {"n": {"$ref": "#/$defs/Node"}}}},
+    }
+    tool = SchemaTool(ToolSpecification(name="tree", parameters=recursive), lambda a: "ok")
+    raw = '{"n": ' * 200 + "{}" + "}" * 200  # within what the JSON parser accepts
+    call = ToolCall(id="1", name="tree", arguments=raw)
+    for result in (tool.execute(call, context()), await tool.aexecute(call, context())):
+        assert result.error_kind == "arguments"
+        assert result.text.splitlines()[1].startswith(
+            '- $: Input is nested too deeply to validate (input: {"n":{"n":'
+        )
+    shallow = ToolCall(id="1", name="tree", arguments='{"n": ' * 20 + "{}" + "}" * 20)
+    assert tool.execute(shallow, context()).text == "ok"

@@ -501,6 +501,10 @@ class SchemaArguments:
             raise ValueError(
                 f"invalid JSON schema for tool {tool_name!r}: {_schema_problem(exc)}"
             ) from exc
+        except RecursionError:  # a third party's schema must not take its server down
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: nested too deeply to check"
+            ) from None
         if {"unevaluatedProperties", "patternProperties"} <= set(_keywords_in(schema)):
             # jsonschema matches `patternProperties` with `re` when it looks for evaluated keys.
             raise ValueError(
@@ -535,6 +539,9 @@ class SchemaArguments:
         except pydantic_core.SchemaError:  # the build-time check missed a pattern: never raise
             failure = "its JSON schema has a pattern the linear-time regex engine cannot run"
             return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
+        except RecursionError:  # jsonschema recurses per level of the arguments
+            error = ArgumentError("$", "Input is nested too deeply to validate", arguments)
+            return DecodedArguments(None, (error,), tuple(recorded))
         except Unresolvable as exc:  # the build-time check missed it: never raise on a call
             failure = f"its JSON schema has a `$ref` that cannot be resolved ({exc.ref})"
             return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
