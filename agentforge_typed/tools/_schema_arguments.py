@@ -42,11 +42,12 @@ from ._arguments import (
     repair_string_encoded,
 )
 from ._base import ToolExecutionResult
-from ._function import ExtraArguments
 from ._outcomes import arguments_error_result, execution_error_result
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
+
+    from ._function import ExtraArguments
 
 __all__ = [
     "SCHEMA_REGISTRY",

@@ -8,7 +8,7 @@ the validated arguments as a plain `dict`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import pydantic_core
 
@@ -16,10 +16,12 @@ from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
-from ._function import ExtraArguments
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import failure_result, success_result, with_repairs
 from ._schema_arguments import DecodedArguments, SchemaArguments
+
+if TYPE_CHECKING:
+    from ._function import ExtraArguments
 
 __all__ = ["SchemaHandler", "SchemaTool"]
 
