@@ -135,12 +135,7 @@ FORMAT_CHECKER.checkers = {
     "regex": (_is_linear_regex, pydantic_core.SchemaError),
 }
 
-_KEYWORDS = {
-    **Draft202012Validator.VALIDATORS,
-    "pattern": _pattern,
-    "patternProperties": _pattern_properties,
-    "additionalProperties": _additional_properties,
-}
+_KEYWORDS = {**Draft202012Validator.VALIDATORS, "patternProperties": _pattern_properties}
 
 
 def _false_reported_in_place(
@@ -308,7 +303,8 @@ def _undeclared_only_alternative(error: ValidationError) -> list[ValidationError
         return None
     by_alternative: dict[Any, list[ValidationError]] = {}
     for inner in error.context:
-        by_alternative.setdefault(inner.relative_schema_path[0], []).append(inner)
+        alternative = next(iter(inner.relative_schema_path), None)
+        by_alternative.setdefault(alternative, []).append(inner)
     candidates = [errors for errors in by_alternative.values() if all(map(_is_undeclared, errors))]
     return candidates[0] if len(candidates) == 1 else None
 
