@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -394,19 +395,33 @@ class ToolService:
         """Register a `Tool` (or any `ToolLike`), a plain typed function (decorated on the fly),
         a `ToolSource` such as an entered `MCPServer`, or an object whose methods carry `@tool`.
 
+        A source registers whole or not at all: when one of its tools cannot be registered,
+        none is.
+
         Raises:
-            ValueError: a tool with the same name is already registered.
+            ValueError: a tool with the same name is already registered, or `source` holds two
+                tools of one name.
             SchemaDialectError: a tool asks for a provider-enforced schema (`strict_schema`)
                 that the OpenAI strict dialect cannot express — refused now, not at the first
                 request.
             TypeError: `source` holds no tool.
         """
-        for item in tools_from(source):
-            if item.name in self._tools:
-                raise ValueError(f"a tool named {item.name!r} is already registered")
+        items = tools_from(source)
+        counts = Counter(item.name for item in items)
+        clash = next((name for name in counts if name in self._tools or counts[name] > 1), None)
+        if clash is not None:
+            problem = (
+                f"a tool named {clash!r} is already registered"
+                if clash in self._tools
+                else f"two of its tools are named {clash!r}"
+            )
+            raise ValueError(
+                problem if len(items) == 1 else f"{problem}; nothing from {source!r} was registered"
+            )
+        for item in items:
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
-            self._tools[item.name] = item
+        self._tools.update((item.name, item) for item in items)
         self._default_parameters = None
         return self
 
