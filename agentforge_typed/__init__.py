@@ -52,6 +52,7 @@ from ._service import (
     ExecutionErrorHandler,
     ToolService,
     UnknownToolHandler,
+    available_tools_handler,
     list_available_tools,
 )
 from .tools._base import (
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
     from .providers.openai import OpenAIChatModel
+    from .providers.openai_responses import OpenAIResponsesModel
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
     from .tools._mcp import MCPServer, MCPTool
@@ -91,6 +93,7 @@ _LAZY = {
     "MCPTool": ".tools._mcp",
     "ModelFunction": ".providers._function",
     "OpenAIChatModel": ".providers.openai",
+    "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
     "get_model": ".providers._registry",
     # Plumbing that moved to a documented submodule; still importable from here.
@@ -144,6 +147,7 @@ __all__ = [
     "ModelFunction",
     "ModelRetry",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",
@@ -181,6 +185,7 @@ __all__ = [
     "UnknownToolHandler",
     "UserMessage",
     "__version__",
+    "available_tools_handler",
     "get_model",
     "list_available_tools",
     "logging_hook",
