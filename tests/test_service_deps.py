@@ -116,8 +116,14 @@ def test_methods_of_an_object_are_checked_too() -> None:
         def cached(self, ctx: ToolContext[Cache]) -> str:
             return "c"
 
+        @tool
+        def stored(self, ctx: ToolContext[Db]) -> str:
+            return "s"
+
+    service = ToolService(deps_type=Db)
     with pytest.raises(TypeError, match="'cached' takes ToolContext\\[Cache\\]"):
-        ToolService(deps_type=Db).register(Tools())
+        service.register(Tools())
+    assert service.tools == ()  # a source registers whole or not at all
 
 
 def test_without_deps_type_nothing_is_checked() -> None:
