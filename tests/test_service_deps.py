@@ -171,8 +171,7 @@ def test_deps_of_a_subclass_are_accepted() -> None:
 
 def test_a_protocol_deps_type_is_not_checked_at_run_time() -> None:
     # `isinstance` cannot check a protocol that is not runtime-checkable: mypy does.
-    service: ToolService[HasUser] = ToolService([by_protocol])
-    service.deps_type = HasUser
+    service = ToolService([by_protocol], deps_type=HasUser)
     model, _ = _counting_model("by_protocol")
     assert service.chat(model, "hi", deps=Db()).text == "done"
 
