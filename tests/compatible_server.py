@@ -190,7 +190,7 @@ def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("content-length", 0))
             body = json.loads(self.rfile.read(length))
             state.requests.append(body)
-            if not self.path.endswith("/chat/completions"):
+            if self.path != "/v1/chat/completions":
                 return self.send_json(404, {"error": {"message": "not found"}})
             refusal = state.refusal(body)
             if refusal is not None:

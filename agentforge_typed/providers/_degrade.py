@@ -25,7 +25,7 @@ from .._messages import ChatMessage, SystemMessage, TextContent, UserMessage
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from ._profiles import STRUCTURAL_KEYWORDS, Feature, ModelProfile, ToolChoiceMode
 
-__all__ = ["Adapted", "adapt_request"]
+__all__ = ["Adapted", "adapt_request", "move_keywords"]
 
 REQUIRED_NOTE = "You must call one of the offered tools in your next answer, not answer in text."
 ONE_CALL_NOTE = "Call at most one tool per answer."
@@ -172,7 +172,7 @@ class _Adapter:
 
     def keywords(self, spec: ToolSpecification, refused: frozenset[str]) -> ToolSpecification:
         moved: list[str] = []
-        parameters = _move_keywords(spec.parameters, refused, moved, spec.name)
+        parameters = move_keywords(spec.parameters, refused, moved, spec.name)
         if not moved:
             return spec
         self.change(
@@ -231,7 +231,7 @@ def _with_system_note(messages: list[ChatMessage], note: str) -> list[ChatMessag
     return [SystemMessage(text=note), *messages]
 
 
-def _move_keywords(node: Any, refused: frozenset[str], moved: list[str], where: str) -> Any:
+def move_keywords(node: Any, refused: frozenset[str], moved: list[str], where: str) -> Any:
     """`node` with each refused constraint keyword moved into its description (so the model still
     reads it); a refused keyword that carries a type cannot move and is refused."""
     if not isinstance(node, dict):
@@ -249,11 +249,11 @@ def _move_keywords(node: Any, refused: frozenset[str], moved: list[str], where: 
             moved.append(key)
             notes.append(_note(key, value))
         elif key in _SCHEMA_MAP_KEYS and isinstance(value, dict):
-            out[key] = {k: _move_keywords(v, refused, moved, where) for k, v in value.items()}
+            out[key] = {k: move_keywords(v, refused, moved, where) for k, v in value.items()}
         elif key in _SCHEMA_LIST_KEYS and isinstance(value, list):
-            out[key] = [_move_keywords(v, refused, moved, where) for v in value]
+            out[key] = [move_keywords(v, refused, moved, where) for v in value]
         elif key in _SCHEMA_VALUE_KEYS:
-            out[key] = _move_keywords(value, refused, moved, where)
+            out[key] = move_keywords(value, refused, moved, where)
         else:
             out[key] = value
     _describe(out, notes)

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_serializer
 
 from .._frozen import FrozenModel
 
@@ -99,6 +99,11 @@ class ModelProfile(FrozenModel):
     policy: dict[Feature, Policy] = Field(default_factory=dict)
     """Per feature, `"adapt"` or `"error"`; a feature not named takes its default (`"adapt"`,
     except `tools` and `max_tools`, which have no adaptation and always raise)."""
+
+    @field_serializer("tool_choice", "refused_schema_keywords")
+    def _sorted(self, value: frozenset[str]) -> list[str]:
+        # Sets as sorted lists: a profile file written twice reads the same.
+        return sorted(value)
 
     def policy_for(self, feature: Feature) -> Policy:
         """The policy this profile applies to `feature`."""
