@@ -28,6 +28,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._degrade import ONE_CALL_NOTE, REQUIRED_NOTE
 from agentforge_typed.providers._profiles import PROFILES, resolve_profile
+from agentforge_typed.providers._registry import _OPENAI, COMPATIBLE
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 WEATHER = ToolSpecification(
@@ -373,6 +374,41 @@ def test_compatible_prefix_talks_to_the_server_with_its_profile(
 
 
 def test_every_builtin_profile_is_reachable_by_a_prefix() -> None:
-    from agentforge_typed.providers._registry import COMPATIBLE
-
     assert {server.label for server in COMPATIBLE.values()} == set(PROFILES) - {"openai"}
+
+
+def profile_table() -> str:
+    """The table of docs/compatible-servers.md, from the code."""
+    prefixes: dict[str, list[str]] = {}
+    for prefix, server in COMPATIBLE.items():
+        prefixes.setdefault(server.label, []).append(prefix)
+    rows = [
+        "| profile | `get_model` prefix | base URL | base URL variable | key variable | tool_choice | parallel_tool_calls | streamed tool deltas | strict | refused keywords | reasoning | stream usage | max tools | system messages |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, p in PROFILES.items():
+        server = COMPATIBLE.get(name, _OPENAI)
+        cells = [
+            f"`{name}`",
+            ", ".join(f"`{x}:`" for x in prefixes.get(name, ["openai"])),
+            f"`{server.base_url}`",
+            f"`{server.base_url_env}`",
+            f"`{server.api_key_env}`" if server.api_key_env else "-",
+            ", ".join(m for m in ("auto", "required", "named", "none") if m in p.tool_choice),
+            "yes" if p.parallel_tool_calls_parameter else "no",
+            ("yes" if p.stream_tool_deltas else "no (buffered)")
+            + ("" if p.stream_tool_index else ", no index"),
+            "yes" if p.strict_schema else "no",
+            ", ".join(f"`{k}`" for k in sorted(p.refused_schema_keywords)) or "-",
+            f"`{p.reasoning_field}`" if p.reasoning_field else "-",
+            "yes" if p.stream_usage else "no",
+            str(p.max_tools) if p.max_tools is not None else "-",
+            p.system_message,
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def test_the_documented_table_is_the_built_in_profiles() -> None:
+    page = (Path(__file__).parent.parent / "docs" / "compatible-servers.md").read_text()
+    assert profile_table() in page
