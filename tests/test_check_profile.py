@@ -126,3 +126,13 @@ def test_unknown_profile_is_a_usage_error(capsys: pytest.CaptureFixture[str], ta
     status, _, err = check(capsys, target, "--profile", "nope")
     assert status == 2
     assert "--profile: unknown profile 'nope'" in err
+
+
+def test_malformed_profile_file_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], target: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text('{"tool_choice": ["auto", "sometimes"]}', encoding="utf-8")
+    status, _, err = check(capsys, target, "--profile", str(path))
+    assert status == 2
+    assert err.startswith("agentforge-typed: error: --profile: 1 validation error for ModelProfile")

@@ -17,6 +17,7 @@ from agentforge_typed import (
     ModelError,
     ModelProfile,
     ResponseComplete,
+    ResponseFormat,
     StreamEvent,
     SystemMessage,
     ToolCallDelta,
@@ -139,6 +140,17 @@ def test_none_unsupported_sends_no_tools() -> None:
     assert answer.ai_message.text == "Done."
 
 
+def test_auto_unsupported_is_left_out_and_recorded_async() -> None:
+    with compatible_server() as server:
+        answer = asyncio.run(
+            model(server.url, tool_choice={"required"}).achat(request(tool_choice=ToolChoice.AUTO))
+        )
+    assert "tool_choice" not in server.requests[0]
+    assert answer.metadata["adaptations"] == [
+        {"feature": "tool_choice", "rule": "auto → not sent (the server's default)"}
+    ]
+
+
 # -- parallel_tool_calls, strict, schema keywords --------------------------------------------------
 
 
@@ -166,6 +178,20 @@ def test_strict_schema_sent_plain_when_the_server_refuses_strict() -> None:
     }
     assert answer.ai_message.tool_calls[0].arguments == '{"city": "Paris"}'
     assert answer.metadata["adaptations"][0]["feature"] == "strict_schema"
+
+
+def test_strict_response_format_sent_plain() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}}
+    response_format = ResponseFormat(name="answer", json_schema=schema)
+    with compatible_server() as server:
+        answer = model(server.url, strict_schema=False).chat(
+            request(tools=None, response_format=response_format)
+        )
+    sent = server.requests[0]["response_format"]["json_schema"]
+    assert sent == {"name": "answer", "schema": schema, "strict": False}
+    assert answer.metadata["adaptations"] == [
+        {"feature": "strict_schema", "rule": "response_format sent without strict"}
+    ]
 
 
 def test_refused_keywords_move_into_descriptions() -> None:

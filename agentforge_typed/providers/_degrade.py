@@ -62,6 +62,7 @@ def adapt_request(
     """
     run = _Adapter(profile, Adapted(list(messages), parameters))
     run.tools()
+    run.response_format()
     run.system_placement()
     if stream:
         run.stream()
@@ -161,14 +162,17 @@ class _Adapter:
                 "locally",
             )
             specs = [spec.model_copy(update={"strict_schema": False}) for spec in specs]
-        response_format = self.out.parameters.response_format
-        if response_format is not None and response_format.strict and not profile.strict_schema:
-            self.change("strict_schema", "response_format sent without strict")
-            self.update(response_format=response_format.model_copy(update={"strict": False}))
         refused = profile.refused_schema_keywords
         if refused:
             specs = [self.keywords(spec, refused) for spec in specs]
         self.update(tools=specs)
+
+    def response_format(self) -> None:
+        response_format = self.out.parameters.response_format
+        if response_format is None or not response_format.strict or self.profile.strict_schema:
+            return
+        self.change("strict_schema", "response_format sent without strict")
+        self.update(response_format=response_format.model_copy(update={"strict": False}))
 
     def keywords(self, spec: ToolSpecification, refused: frozenset[str]) -> ToolSpecification:
         moved: list[str] = []
