@@ -9,7 +9,7 @@ says. Nothing is degraded silently.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,7 +174,7 @@ class _Adapter:
         self.change("strict_schema", "response_format sent without strict")
         self.update(response_format=response_format.model_copy(update={"strict": False}))
 
-    def keywords(self, spec: ToolSpecification, refused: frozenset[str]) -> ToolSpecification:
+    def keywords(self, spec: ToolSpecification, refused: Set[str]) -> ToolSpecification:
         moved: list[str] = []
         parameters = move_keywords(spec.parameters, refused, moved, spec.name)
         if not moved:
@@ -235,7 +235,7 @@ def _with_system_note(messages: list[ChatMessage], note: str) -> list[ChatMessag
     return [SystemMessage(text=note), *messages]
 
 
-def move_keywords(node: Any, refused: frozenset[str], moved: list[str], where: str) -> Any:
+def move_keywords(node: Any, refused: Set[str], moved: list[str], where: str) -> Any:
     """`node` with each refused constraint keyword moved into its description (so the model still
     reads it); a refused keyword that carries a type cannot move and is refused."""
     if not isinstance(node, dict):

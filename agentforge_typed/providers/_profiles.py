@@ -11,10 +11,11 @@ a documented rule or refused before it is sent (see `_degrade.py`), never silent
 from __future__ import annotations
 
 import os
+from collections.abc import Set
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal, TypeVar
 
-from pydantic import Field, field_serializer
+from pydantic import AfterValidator, Field, field_serializer
 
 from .._frozen import FrozenModel
 
@@ -51,6 +52,11 @@ Policy = Literal["adapt", "error"]
 """What to do with a request that asks for an unsupported feature: adapt it by the feature's
 documented rule (and record that on the response), or raise `UnsupportedFeatureError`."""
 
+T = TypeVar("T")
+
+_FrozenSet = Annotated[Set[T], AfterValidator(frozenset)]
+"""Accepts any set (a plain `set` is fine for callers and mypy) and stores a `frozenset`."""
+
 _ALL_CHOICES: frozenset[ToolChoiceMode] = frozenset({"auto", "required", "named", "none"})
 
 STRUCTURAL_KEYWORDS = frozenset(
@@ -71,7 +77,7 @@ class ModelProfile(FrozenModel):
     """A label for error messages and the recorded adaptations."""
     tools: bool = True
     """Whether tool calling works at all."""
-    tool_choice: frozenset[ToolChoiceMode] = _ALL_CHOICES
+    tool_choice: _FrozenSet[ToolChoiceMode] = _ALL_CHOICES
     """The `tool_choice` modes the endpoint accepts."""
     parallel_tool_calls_parameter: bool = True
     """Whether the `parallel_tool_calls` parameter is accepted and honoured."""
@@ -85,7 +91,7 @@ class ModelProfile(FrozenModel):
     without it)."""
     strict_schema: bool = True
     """Whether `strict: true` tool schemas are accepted and enforced."""
-    refused_schema_keywords: frozenset[str] = frozenset()
+    refused_schema_keywords: _FrozenSet[str] = frozenset()
     """JSON Schema keywords the endpoint rejects in tool schemas."""
     reasoning_field: Literal["reasoning_content", "reasoning"] | None = None
     """Where the model's reasoning arrives (informational: both are read)."""
@@ -101,7 +107,7 @@ class ModelProfile(FrozenModel):
     except `tools` and `max_tools`, which have no adaptation and always raise)."""
 
     @field_serializer("tool_choice", "refused_schema_keywords")
-    def _sorted(self, value: frozenset[str]) -> list[str]:
+    def _sorted(self, value: Set[str]) -> list[str]:
         # Sets as sorted lists: a profile file written twice reads the same.
         return sorted(value)
 
