@@ -35,6 +35,7 @@ QUIRKS = frozenset(
         "reject_stream_options",  # 400 for `stream_options`
         "system_first",  # 400 for a system message after the first message
         "no_system",  # 400 for any system message
+        "no_choices",  # a 200 answer without choices
     }
 )
 CITIES = ("Paris", "London")
@@ -196,6 +197,8 @@ def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
             if refusal is not None:
                 error = {"message": refusal, "type": "invalid_request_error"}
                 return self.send_json(400, {"error": error})
+            if "no_choices" in state.quirks:
+                return self.send_json(200, {"object": "chat.completion", "choices": []})
             if not body.get("stream"):
                 return self.send_json(200, state.completion(body))
             self.send_response(200)

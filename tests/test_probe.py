@@ -166,3 +166,11 @@ def test_probe_refuses_a_non_compatible_prefix(capsys: pytest.CaptureFixture[str
     status = main(["probe", "--model", "anthropic:claude-x"])
     assert status == 2
     assert "is not an OpenAI-compatible model" in capsys.readouterr().err
+
+
+def test_probe_stops_on_an_answer_without_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with compatible_server("no_choices") as server:
+        status, out, err = run_probe(capsys, server.url, "--json")
+    assert (status, out) == (1, "")
+    assert "probe failed: probe tools: unexpected answer" in err
+    assert len(server.requests) == 1

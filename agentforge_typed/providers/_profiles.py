@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Set
 from pathlib import Path
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, Field, field_serializer
 
@@ -45,7 +45,7 @@ Feature = Literal[
 ]
 """A feature a request may ask for that a profile may lack; the keys of `ModelProfile.policy`."""
 
-FEATURES: tuple[Feature, ...] = Feature.__args__  # type: ignore[attr-defined]
+FEATURES: tuple[Feature, ...] = get_args(Feature)
 """Every `Feature`, in declaration order."""
 
 Policy = Literal["adapt", "error"]
