@@ -174,3 +174,17 @@ def test_probe_stops_on_an_answer_without_choices(capsys: pytest.CaptureFixture[
     assert (status, out) == (1, "")
     assert "probe failed: probe tools: unexpected answer" in err
     assert len(server.requests) == 1
+
+
+def test_probe_of_a_compatible_prefix_keeps_what_it_does_not_measure(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with compatible_server("whole_calls") as server:
+        monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
+        status = main(["probe", "--model", "ollama:qwen3", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert result["profile"]["name"] == "qwen3"
+    assert result["profile"]["max_tools"] is None  # from the built-in ollama profile
+    assert result["profile"]["tool_choice"] == ["auto", "named", "none", "required"]
+    assert result["profile"]["stream_tool_deltas"] is False

@@ -438,3 +438,35 @@ def profile_table() -> str:
 def test_the_documented_table_is_the_built_in_profiles() -> None:
     page = (Path(__file__).parent.parent / "docs" / "compatible-servers.md").read_text()
     assert profile_table() in page
+
+
+def test_the_tool_loop_runs_through_a_profiled_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentforge_typed import ToolService, tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The weather in a city.
+
+        Args:
+            city: The city.
+        """
+        return f"Sunny in {city}"
+
+    with compatible_server("reject_required", "whole_calls", "no_index") as server:
+        monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
+        ollama = get_model("ollama:qwen3", max_retries=0)
+        events = list(
+            ToolService([get_weather]).stream(
+                ollama,
+                [UserMessage(content="Weather in Paris and London?")],
+                ChatRequestParameters(tool_choice=ToolChoice.REQUIRED),
+            )
+        )
+    final = [e for e in events if isinstance(e, ResponseComplete)][-1]
+    assert final.response.ai_message.text == "Done."
+    first, second = server.requests
+    assert "stream" not in first and first["tool_choice"] == "auto"
+    assert [m["content"] for m in second["messages"] if m["role"] == "tool"] == [
+        "Sunny in Paris",
+        "Sunny in London",
+    ]
