@@ -144,14 +144,15 @@ def resolve_profile(profile: ModelProfile | str | os.PathLike[str] | None) -> Mo
 
 
 def _profile(name: str, **fields: object) -> ModelProfile:
-    return ModelProfile.model_validate({"name": name, **fields})
+    """A compatible server's profile: strict schemas are OpenAI's own, so off unless stated."""
+    return ModelProfile.model_validate({"name": name, "strict_schema": False, **fields})
 
 
 _LOCAL = {"max_tools": None}
 """Local servers set no tool limit of their own (the context window is the limit)."""
 
 PROFILES: dict[str, ModelProfile] = {
-    "openai": _profile("openai"),
+    "openai": ModelProfile(name="openai"),
     # https://api-docs.deepseek.com/api/create-chat-completion: tools "a max of 128 functions",
     # tool_choice none/auto/required/named, no `parallel_tool_calls` field; strict mode only on
     # the /beta base URL (https://api-docs.deepseek.com/guides/function_calling); reasoning in
@@ -159,7 +160,6 @@ PROFILES: dict[str, ModelProfile] = {
     "deepseek": _profile(
         "deepseek",
         parallel_tool_calls_parameter=False,
-        strict_schema=False,
         reasoning_field="reasoning_content",
     ),
     # https://help.aliyun.com/zh/model-studio/qwen-function-calling: tool_choice auto, none and
@@ -168,7 +168,6 @@ PROFILES: dict[str, ModelProfile] = {
     "dashscope": _profile(
         "dashscope",
         tool_choice={"auto", "none", "named"},
-        strict_schema=False,
         reasoning_field="reasoning_content",
         system_message="first",
     ),
@@ -178,7 +177,6 @@ PROFILES: dict[str, ModelProfile] = {
         "moonshot",
         tool_choice={"auto", "none"},
         parallel_tool_calls_parameter=False,
-        strict_schema=False,
         reasoning_field="reasoning_content",
     ),
     # https://platform.minimax.io/docs/api-reference/text-openai-api: tools with tool_choice
@@ -187,21 +185,20 @@ PROFILES: dict[str, ModelProfile] = {
         "minimax",
         tool_choice={"auto", "none"},
         parallel_tool_calls_parameter=False,
-        strict_schema=False,
     ),
     # https://console.groq.com/docs/tool-use and /docs/openai: tool_choice and
     # parallel_tool_calls supported, at most 128 tools, `strict` not enforced on tools;
     # reasoning models send `reasoning` (reasoning_format "parsed").
-    "groq": _profile("groq", strict_schema=False, reasoning_field="reasoning"),
+    "groq": _profile("groq", reasoning_field="reasoning"),
     # https://docs.together.ai/docs/function-calling: auto/required/named/none; no strict mode.
-    "together": _profile("together", strict_schema=False, reasoning_field="reasoning"),
+    "together": _profile("together", reasoning_field="reasoning"),
     # https://docs.mistral.ai/capabilities/function_calling/: tool_choice auto/none/any/required
     # and named, parallel_tool_calls accepted; no strict tool schemas (reasoning arrives as
     # `thinking` content parts, which the wire reads).
-    "mistral": _profile("mistral", strict_schema=False),
+    "mistral": _profile("mistral"),
     # https://openrouter.ai/docs/features/tool-calling: passes tool_choice/parallel_tool_calls to
     # the routed provider; reasoning as `reasoning` (https://openrouter.ai/docs/use-cases/reasoning-tokens).
-    "openrouter": _profile("openrouter", strict_schema=False, reasoning_field="reasoning"),
+    "openrouter": _profile("openrouter", reasoning_field="reasoning"),
     # https://github.com/ollama/ollama/blob/main/docs/openai.md: `tool_choice` and
     # `parallel_tool_calls` are not among the supported fields; tool calls are sent whole in
     # one chunk, not as argument deltas (ollama/ollama#7886); reasoning as `reasoning`.
@@ -210,7 +207,6 @@ PROFILES: dict[str, ModelProfile] = {
         tool_choice={"auto"},
         parallel_tool_calls_parameter=False,
         stream_tool_deltas=False,
-        strict_schema=False,
         reasoning_field="reasoning",
         **_LOCAL,
     ),
@@ -221,7 +217,6 @@ PROFILES: dict[str, ModelProfile] = {
     "vllm": _profile(
         "vllm",
         parallel_tool_calls_parameter=False,
-        strict_schema=False,
         reasoning_field="reasoning_content",
         system_message="first",
         **_LOCAL,
@@ -232,7 +227,6 @@ PROFILES: dict[str, ModelProfile] = {
     "llamacpp": _profile(
         "llamacpp",
         tool_choice={"auto", "required", "none"},
-        strict_schema=False,
         reasoning_field="reasoning_content",
         system_message="first",
         **_LOCAL,
@@ -240,14 +234,15 @@ PROFILES: dict[str, ModelProfile] = {
     # https://docs.litellm.ai/docs/completion/function_call: the proxy forwards tool fields to
     # the backend and normalises reasoning to `reasoning_content`
     # (https://docs.litellm.ai/docs/reasoning_content); limits are the backend's.
-    "litellm": _profile("litellm", reasoning_field="reasoning_content", **_LOCAL),
+    "litellm": _profile(
+        "litellm", strict_schema=True, reasoning_field="reasoning_content", **_LOCAL
+    ),
     # https://lmstudio.ai/docs/app/api/tools: tool_choice auto/none/required; no
     # parallel_tool_calls; reasoning in `reasoning_content` when separated (app setting).
     "lmstudio": _profile(
         "lmstudio",
         tool_choice={"auto", "required", "none"},
         parallel_tool_calls_parameter=False,
-        strict_schema=False,
         reasoning_field="reasoning_content",
         **_LOCAL,
     ),
@@ -260,7 +255,6 @@ PROFILES: dict[str, ModelProfile] = {
         parallel_tool_calls_parameter=False,
         stream_tool_deltas=False,
         stream_tool_index=False,
-        strict_schema=False,
         refused_schema_keywords={
             "additionalProperties",
             "exclusiveMinimum",
