@@ -357,6 +357,10 @@ def test_profile_file_round_trip_and_names(tmp_path: Path) -> None:
     assert resolve_profile("gemini-openai") is PROFILES["gemini-openai"]
     with pytest.raises(ValueError, match="unknown profile 'nope'"):
         resolve_profile("nope")
+    with pytest.raises(ValueError, match="max_tools"):
+        ModelProfile(max_tools=-1)
+    with pytest.raises(ValueError, match="colour"):
+        ModelProfile.model_validate({"colour": "blue"})
     with pytest.raises(ValueError, match="policy"):
         ModelProfile(policy={"tool_choice": "ignore"})  # type: ignore[dict-item]
 

@@ -97,7 +97,7 @@ class ModelProfile(FrozenModel):
     """Where the model's reasoning arrives (informational: both are read)."""
     stream_usage: bool = True
     """Whether `stream_options: {"include_usage": true}` is accepted (token usage in streams)."""
-    max_tools: int | None = 128
+    max_tools: Annotated[int, Field(ge=0)] | None = 128
     """The most tools one request may offer; `None`: no known limit."""
     system_message: Literal["any", "first", "none"] = "any"
     """Where system messages may stand: anywhere, only first (many chat templates raise on a
