@@ -14,6 +14,7 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
+    UnsupportedFeatureError,
 )
 from ._hooks import logging_hook
 from ._loop_events import (
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
     from .providers._function import FunctionModel
+    from .providers._profiles import ModelProfile
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
     from .providers.openai import OpenAIChatModel
@@ -73,6 +75,7 @@ _LAZY = {
     "FunctionModel": ".providers._function",
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
+    "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",
     "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
@@ -117,6 +120,7 @@ __all__ = [
     "ImageContent",
     "MCPServer",
     "ModelError",
+    "ModelProfile",
     "ModelRetry",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
@@ -153,6 +157,7 @@ __all__ = [
     "ToolService",
     "ToolSpecification",
     "UnknownToolError",
+    "UnsupportedFeatureError",
     "UserMessage",
     "__version__",
     "available_tools_handler",
