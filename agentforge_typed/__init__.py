@@ -14,6 +14,7 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
+    UnsupportedFeatureError,
 )
 from ._hooks import logging_hook
 from ._loop_events import (
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
     from .providers._function import FunctionModel, ModelFunction
+    from .providers._profiles import ModelProfile
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
     from .providers.openai import OpenAIChatModel
@@ -92,6 +94,7 @@ _LAZY = {
     "MCPServer": ".tools._mcp",
     "MCPTool": ".tools._mcp",
     "ModelFunction": ".providers._function",
+    "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",
     "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
@@ -145,6 +148,7 @@ __all__ = [
     "MCPTool",
     "ModelError",
     "ModelFunction",
+    "ModelProfile",
     "ModelRetry",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
@@ -183,6 +187,7 @@ __all__ = [
     "ToolSpecification",
     "UnknownToolError",
     "UnknownToolHandler",
+    "UnsupportedFeatureError",
     "UserMessage",
     "__version__",
     "available_tools_handler",
