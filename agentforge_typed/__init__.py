@@ -56,6 +56,7 @@ from ._service import (
     available_tools_handler,
     list_available_tools,
 )
+from ._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from .tools._base import (
     ErrorKind,
     ReturnBehavior,
@@ -155,6 +156,8 @@ __all__ = [
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",
+    "PrepareContext",
+    "PrepareTools",
     "ResponseComplete",
     "ResponseFormat",
     "ReturnBehavior",
@@ -183,6 +186,8 @@ __all__ = [
     "ToolLoopLimitError",
     "ToolResultEvent",
     "ToolResultMessage",
+    "ToolSearch",
+    "ToolSelection",
     "ToolService",
     "ToolSpecification",
     "UnknownToolError",

@@ -18,6 +18,7 @@ from collections.abc import (
     Generator,
     Iterable,
     Iterator,
+    Mapping,
     Sequence,
 )
 from dataclasses import dataclass, replace
@@ -51,6 +52,7 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
+from ._toolsets import Offer, PrepareTools, ToolSearch, ToolSelection, add_to_groups
 from .tools._base import (
     DepsT,
     ErrorKind,
@@ -158,6 +160,7 @@ class _Run:
         output: OutputSpec[Any] | None = None,
         *,
         asynchronous: bool = False,
+        tools: ToolSelection | None = None,
     ) -> None:
         self.service = service
         self.async_before, self.async_after = service._async_hooks(asynchronous)
@@ -170,6 +173,7 @@ class _Run:
         service._check_deps(deps)
         self.deps = deps
         self.conversation_id = conversation_id or os.urandom(16).hex()
+        self.offer = service._offer(tools, deps, self.conversation_id)
         self.responses: list[ChatResponse] = []
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
@@ -186,6 +190,9 @@ class _Run:
         if self.round_trips >= self.service.max_round_trips:
             raise ToolLoopLimitError(self.service.max_round_trips)
         self.round_trips += 1
+        if self.offer is not None:
+            parameters = self.offer.parameters(self.parameters, self.round_trips, self.messages)
+            return ChatRequest.of(self.messages, parameters)
         return ChatRequest.of(self.messages, self.parameters)
 
     def on_response(self, response: ChatResponse) -> list[_Planned] | None:
@@ -224,11 +231,11 @@ class _Run:
             attempt=self.failures.get(call.name, 0) + 1,
             conversation_id=self.conversation_id,
         )
-        tool = service._tools.get(call.name)
+        tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
             tool = self.output
         if tool is None:
-            names = list(service._tools)
+            names = list(service._tools) if self.offer is None else self.offer.names()
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
                 raise UnknownToolError(call.name, names)
@@ -392,6 +399,9 @@ class ToolService(Generic[DepsT]):
         after_tool_call: Hook that sees every execution (audit, metrics); see `logging_hook`.
         deps_type: The class of the `deps` every run gets (checked with `isinstance` when a run
             starts); a tool whose `ToolContext[X]` does not accept it is refused at registration.
+        groups: Named groups to register: `{"billing": [charge, refund]}` (see `register`).
+        prepare_tools: Hook choosing each round's tools from the run's deps (see `PrepareTools`).
+        tool_search: Offer a core set plus a search tool instead of every tool (`ToolSearch`).
     """
 
     def __init__(
@@ -406,6 +416,9 @@ class ToolService(Generic[DepsT]):
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         deps_type: type[DepsT] | None = None,
+        groups: Mapping[str, Iterable[object]] | None = None,
+        prepare_tools: PrepareTools | None = None,
+        tool_search: ToolSearch | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -419,8 +432,14 @@ class ToolService(Generic[DepsT]):
         self.deps_type = deps_type
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
+        self.prepare_tools = prepare_tools
+        self.tool_search = tool_search
+        self._groups: dict[str, list[str]] = {}
         for item in tools or ():
             self.register(item)
+        for group, sources in (groups or {}).items():
+            for source in sources:
+                self.register(source, group=group)
 
     def __repr__(self) -> str:
         return f"ToolService(tools={list(self._tools)!r})"
@@ -437,12 +456,19 @@ class ToolService(Generic[DepsT]):
         """What the model is offered."""
         return tuple(t.specification for t in self._tools.values())
 
-    def register(self, source: object) -> Self:
+    @property
+    def groups(self) -> Mapping[str, Sequence[str]]:
+        """The named groups and the names of their tools, in registration order."""
+        return {group: tuple(names) for group, names in self._groups.items()}
+
+    def register(self, source: object, *, group: str | Iterable[str] | None = None) -> Self:
         """Register a `Tool` (or any `ToolLike`), a plain typed function (decorated on the fly),
         a `ToolSource` such as an entered `MCPServer`, or an object whose methods carry `@tool`.
 
         A source registers whole or not at all: when one of its tools cannot be registered,
-        none is.
+        none is. `group` puts its tools into one or several named groups, which a run selects
+        with `tools=["group:NAME"]`; registering the same tool object again with a
+        `group` adds it to that group.
 
         Raises:
             ValueError: a tool with the same name is already registered, or `source` holds two
@@ -454,6 +480,9 @@ class ToolService(Generic[DepsT]):
                 service's `deps_type`.
         """
         items = tools_from(source)
+        if group is not None and all(self._tools.get(item.name) is item for item in items):
+            add_to_groups(self._groups, group, [item.name for item in items])
+            return self
         counts = Counter(item.name for item in items)
         clash = next((name for name in counts if name in self._tools or counts[name] > 1), None)
         if clash is not None:
@@ -474,9 +503,25 @@ class ToolService(Generic[DepsT]):
                 )
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
+        add_to_groups(self._groups, group, [item.name for item in items])
         self._tools.update((item.name, item) for item in items)
         self._default_parameters = None
         return self
+
+    def _offer(self, tools: ToolSelection | None, deps: Any, conversation_id: str) -> Offer | None:
+        """What a run offers when it selects, searches or prepares its tools; `None` when it
+        offers every registered tool (the fast path)."""
+        if tools is None and self.tool_search is None and self.prepare_tools is None:
+            return None
+        return Offer(
+            self._tools,
+            self._groups,
+            tools,
+            self.tool_search,
+            self.prepare_tools,
+            deps,
+            conversation_id,
+        )
 
     def register_spec(
         self,
@@ -547,6 +592,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
@@ -559,6 +605,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
@@ -571,6 +618,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
@@ -583,6 +631,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
@@ -594,12 +643,21 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            tools=tools,
+        )
         with run:
             while True:
                 planned = run.on_response(model.chat(run.next_request()))
@@ -617,6 +675,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
@@ -629,6 +688,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
@@ -641,6 +701,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
@@ -653,6 +714,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
@@ -664,6 +726,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> ToolChatResult[Any]:
@@ -677,6 +740,7 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
+            tools=tools,
         )
         with run:
             while True:
@@ -697,6 +761,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
@@ -709,6 +774,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
@@ -720,13 +786,22 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            tools=tools,
+        )
         with run:
             while True:
                 reader = _RoundReader()
@@ -754,6 +829,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
@@ -766,6 +842,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
@@ -777,6 +854,7 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
+        tools: ToolSelection | None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
@@ -790,6 +868,7 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
+            tools=tools,
         )
         with run:
             while True:

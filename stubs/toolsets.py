@@ -1,0 +1,67 @@
+"""Static-typing contract of tool groups, per-run selection, `prepare_tools` and tool search."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from typing_extensions import assert_type
+
+from agentforge_typed import (
+    AiMessage,
+    ChatMessage,
+    ChatRequestParameters,
+    FunctionModel,
+    PrepareContext,
+    PrepareTools,
+    ToolChatResult,
+    ToolSearch,
+    ToolSelection,
+    ToolService,
+    ToolSpecification,
+    tool,
+)
+
+
+def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    return AiMessage(text="ok")
+
+
+@tool
+def charge(customer: str, cents: int) -> str:
+    """Charge a customer."""
+    return "charged"
+
+
+class User:
+    admin: bool = False
+
+
+def permitted(
+    ctx: PrepareContext[User], specifications: Sequence[ToolSpecification]
+) -> list[ToolSpecification]:
+    assert_type(ctx.deps, User)
+    assert_type(ctx.round_trip, int)
+    return [s for s in specifications if ctx.deps.admin or s.name != "charge"]
+
+
+def usage() -> None:
+    model = FunctionModel(reply)
+    hook: PrepareTools = permitted
+    service = ToolService(groups={"billing": [charge]}, prepare_tools=hook, deps_type=User)
+    service.register(charge, group=["billing", "payments"])
+    assert_type(service.groups, Mapping[str, Sequence[str]])
+    selection: ToolSelection = ["group:billing"]
+    assert_type(service.chat(model, "hi", deps=User(), tools=selection), ToolChatResult[None])
+    search = ToolSearch(core=["charge"], max_results=3)
+    assert_type(service.chat(model, "hi", deps=User(), tools=search), ToolChatResult[None])
+    ToolService(tool_search=search)
+
+
+def misuse() -> None:
+    model = FunctionModel(reply)
+    service = ToolService()
+    service.chat(model, "hi", tools=[charge])  # type: ignore[list-item]
+    service.chat(model, "hi", tools=42)  # type: ignore[call-overload]
+    service.register(charge, group=7)  # type: ignore[arg-type]
+    ToolSearch(core=[1])  # type: ignore[list-item]
+    ToolService(prepare_tools=lambda ctx: [])  # type: ignore[arg-type, misc]
