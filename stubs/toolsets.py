@@ -14,6 +14,7 @@ from agentforge_typed import (
     PrepareContext,
     PrepareTools,
     ToolChatResult,
+    ToolContext,
     ToolSearch,
     ToolSelection,
     ToolService,
@@ -27,8 +28,9 @@ def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) ->
 
 
 @tool
-def charge(customer: str, cents: int) -> str:
+def charge(ctx: ToolContext[None], customer: str, cents: int) -> str:
     """Charge a customer."""
+    assert_type(ctx.idempotency_key, str)
     return "charged"
 
 

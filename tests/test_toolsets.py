@@ -18,10 +18,12 @@ from agentforge_typed import (
     ChatRequestParameters,
     FinalResultEvent,
     FunctionModel,
+    ModelError,
     PrepareContext,
     SchemaTool,
     ToolCall,
     ToolChatResult,
+    ToolContext,
     ToolLike,
     ToolResultMessage,
     ToolSearch,
@@ -474,3 +476,46 @@ def test_search_saves_request_bytes_with_500_tools() -> None:
     assert full > 100_000
     assert small < 1_500
     assert full / small > 100
+
+
+# -- idempotency key -----------------------------------------------------------------------------
+
+keys: list[str] = []
+
+
+@tool
+def pay(ctx: ToolContext[None], customer: str, cents: int) -> str:
+    """Pay a customer (the payment API deduplicates by idempotency key)."""
+    keys.append(ctx.idempotency_key)
+    return "paid"
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_the_idempotency_key_is_stable_across_a_resume(driver: str) -> None:
+    keys.clear()
+
+    def broken(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        raise ModelError("the provider went away")
+
+    turns: list[Turn] = [call("c1", "pay", customer="ada", cents=5)]
+    first = Script(*turns)
+    first.turns.append(lambda messages: broken(messages, ChatRequestParameters()))
+    service = ToolService([pay])
+    with pytest.raises(ModelError) as failed:
+        drive(driver, service, first, "pay ada", conversation_id="conv-7")
+    # The resumed run replays the same call (as a durable worker does after a crash).
+    again = Script(call("c1", "pay", customer="ada", cents=5), AiMessage(text="paid"))
+    drive(driver, service, again, list(failed.value.messages), conversation_id="conv-7")
+    other = Script(call("c1", "pay", customer="ada", cents=5), AiMessage(text="paid"))
+    drive(driver, service, other, "pay ada", conversation_id="conv-8")
+    assert keys[0] == keys[1] != keys[2]
+    assert len(keys[0]) == 32 and int(keys[0], 16) >= 0
+
+
+def test_the_idempotency_key_keeps_its_parts_apart() -> None:
+    def key(conversation_id: str | None, call_id: str) -> str:
+        return ToolContext(None, call_id, "pay", conversation_id=conversation_id).idempotency_key
+
+    assert key("a:b", "c") != key("a", "b:c")
+    assert key(None, "c") != key("", "c") != key("null", "c")
+    assert key("conv", "c1") == key("conv", "c1") != key("conv", "c2")

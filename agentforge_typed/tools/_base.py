@@ -4,6 +4,8 @@ protocol and the return behaviour."""
 from __future__ import annotations
 
 import enum
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol
@@ -59,6 +61,19 @@ class ToolContext(Generic[DepsT]):
     """1 for the first call of this tool in the run, +1 after each failed attempt (invalid
     arguments, `ModelRetry`), and 1 again after a successful call."""
     conversation_id: str | None = None
+
+    @property
+    def idempotency_key(self) -> str:
+        """A key for this call that stays the same when the call is executed again, to pass to
+        payment or messaging APIs so that a retried or resumed call has no second effect.
+
+        Derived from `conversation_id` and `tool_call_id` only (a SHA-256 prefix, 32 hex
+        digits): stable across a resumed run as long as it keeps its `conversation_id` (pass
+        `conversation_id=` to `chat`; a run without one gets a random id).
+        """
+        # JSON keeps the two parts apart: ("a:b", "c") and ("a", "b:c") give different keys.
+        parts = json.dumps([self.conversation_id, self.tool_call_id]).encode()
+        return hashlib.sha256(parts).hexdigest()[:32]
 
 
 @dataclass(slots=True)
