@@ -80,7 +80,7 @@ if TYPE_CHECKING:
     from .providers.openai_responses import OpenAIResponsesModel
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
-    from .tools._mcp import MCPServer, MCPTool
+    from .tools._mcp import MCPServer, MCPTool, MCPToolFilter
     from .tools._schema_tool import SchemaTool
 
 __version__ = "0.1.0"
@@ -94,6 +94,7 @@ _LAZY = {
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
     "MCPTool": ".tools._mcp",
+    "MCPToolFilter": ".tools._mcp",
     "ModelFunction": ".providers._function",
     "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",
@@ -147,6 +148,7 @@ __all__ = [
     "ImageContent",
     "MCPServer",
     "MCPTool",
+    "MCPToolFilter",
     "ModelError",
     "ModelFunction",
     "ModelProfile",

@@ -11,6 +11,9 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    MCPServer,
+    MCPTool,
+    MCPToolFilter,
     PrepareContext,
     PrepareTools,
     ToolChatResult,
@@ -57,6 +60,13 @@ def usage() -> None:
     search = ToolSearch(core=["charge"], max_results=3)
     assert_type(service.chat(model, "hi", deps=User(), tools=search), ToolChatResult[None])
     ToolService(tool_search=search)
+    deny = MCPToolFilter(deny=["delete_repository"])
+    MCPServer.http("http://localhost/mcp", tool_filter=deny, tool_prefix="github_")
+
+    def readonly(tool: MCPTool) -> bool:
+        return tool.remote_name.startswith("get_")
+
+    MCPServer.stdio("server", tool_filter=readonly)
 
 
 def misuse() -> None:
@@ -67,3 +77,5 @@ def misuse() -> None:
     service.register(charge, group=7)  # type: ignore[arg-type]
     ToolSearch(core=[1])  # type: ignore[list-item]
     ToolService(prepare_tools=lambda ctx: [])  # type: ignore[arg-type, misc]
+    MCPServer.stdio("server", tool_filter=["get_time"])  # type: ignore[arg-type]
+    MCPToolFilter(allow=[1])  # type: ignore[list-item]

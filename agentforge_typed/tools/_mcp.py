@@ -17,7 +17,15 @@ import concurrent.futures
 import contextlib
 import logging
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TextIO
@@ -41,7 +49,7 @@ if TYPE_CHECKING:
     import anyio.from_thread
     from mcp import ClientSession
 
-__all__ = ["MCPServer", "MCPTool"]
+__all__ = ["MCPServer", "MCPTool", "MCPToolFilter"]
 
 logger = logging.getLogger("agentforge_typed.mcp")
 
@@ -92,6 +100,8 @@ class MCPServer:
         connect_timeout: Seconds for connecting, initializing and listing the tools.
         tool_prefix: Prepended to every tool name offered to the model (to keep two servers'
             tools apart); the server still receives its own names.
+        tool_filter: Which listed tools to use (`MCPToolFilter(allow=..., deny=...)` or any
+            callable taking an `MCPTool`); the others are never offered nor callable.
         return_behavior: Given to every tool of this server.
         max_retries: Given to every tool of this server.
         sequential: Given to every tool of this server.
@@ -105,6 +115,7 @@ class MCPServer:
         timeout: float = 30.0,
         connect_timeout: float = 30.0,
         tool_prefix: str = "",
+        tool_filter: Callable[[MCPTool], bool] | None = None,
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
@@ -114,6 +125,7 @@ class MCPServer:
         self.timeout = timeout
         self.connect_timeout = connect_timeout
         self.tool_prefix = tool_prefix
+        self.tool_filter = tool_filter
         self.return_behavior = return_behavior
         self.max_retries = max_retries
         self.sequential = sequential
@@ -133,6 +145,7 @@ class MCPServer:
         timeout: float = 30.0,
         connect_timeout: float = 30.0,
         tool_prefix: str = "",
+        tool_filter: Callable[[MCPTool], bool] | None = None,
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
@@ -148,6 +161,7 @@ class MCPServer:
             timeout: Seconds each tool call may take.
             connect_timeout: Seconds for connecting, initializing and listing the tools.
             tool_prefix: Prepended to every tool name offered to the model.
+            tool_filter: Which listed tools to use (see `MCPToolFilter`).
             return_behavior: Given to every tool of this server.
             max_retries: Given to every tool of this server.
             sequential: Given to every tool of this server.
@@ -170,6 +184,7 @@ class MCPServer:
             timeout=timeout,
             connect_timeout=connect_timeout,
             tool_prefix=tool_prefix,
+            tool_filter=tool_filter,
             return_behavior=return_behavior,
             max_retries=max_retries,
             sequential=sequential,
@@ -184,6 +199,7 @@ class MCPServer:
         timeout: float = 30.0,
         connect_timeout: float = 30.0,
         tool_prefix: str = "",
+        tool_filter: Callable[[MCPTool], bool] | None = None,
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
@@ -196,6 +212,7 @@ class MCPServer:
             timeout: Seconds each tool call may take.
             connect_timeout: Seconds for connecting, initializing and listing the tools.
             tool_prefix: Prepended to every tool name offered to the model.
+            tool_filter: Which listed tools to use (see `MCPToolFilter`).
             return_behavior: Given to every tool of this server.
             max_retries: Given to every tool of this server.
             sequential: Given to every tool of this server.
@@ -233,6 +250,7 @@ class MCPServer:
             timeout=timeout,
             connect_timeout=connect_timeout,
             tool_prefix=tool_prefix,
+            tool_filter=tool_filter,
             return_behavior=return_behavior,
             max_retries=max_retries,
             sequential=sequential,
@@ -349,7 +367,18 @@ class MCPServer:
                 )
                 continue
             seen.add(usable.remote_name)
-            yield usable
+            if self.tool_filter is None or self.tool_filter(usable):
+                yield usable
+        allowed = getattr(self.tool_filter, "allow", None)
+        if isinstance(self.tool_filter, MCPToolFilter) and allowed is not None:
+            # A typo in an allow list would otherwise silently leave a tool out.
+            missing = sorted(set(allowed) - {listed.get("name") for listed in self._listed})
+            if missing:
+                logger.warning(
+                    "MCP server %s: tool_filter allows %s, which the server does not list",
+                    self.label,
+                    ", ".join(map(repr, missing)),
+                )
 
     def _stop(self) -> tuple[_Connection | None, Callable[[], Any] | None]:
         connection, close = self._connection, self._exit
@@ -494,6 +523,40 @@ class MCPTool(SpecifiedTool):
             return decoded.error_result(self.name)
         result = await self.server._call_async(self, decoded.arguments)
         return with_repairs(result, decoded.repairs)
+
+
+@dataclass(frozen=True)
+class MCPToolFilter:
+    """Allow and deny lists of a server's tools, by the names the server lists them under
+    (without `tool_prefix`); pass as `MCPServer(..., tool_filter=...)`.
+
+    A tool is used when `allow` is `None` or names it, `deny` does not name it, and `where` (if
+    given) returns `True` for it. A filtered-out tool is never offered, and a call to it is a call
+    to an unknown tool: it never reaches the server.
+
+    Args:
+        allow: The only tools to use (`None`: all of them).
+        deny: Tools never to use; wins over `allow`.
+        where: A further test on each `MCPTool` (its `remote_name`, `description`,
+            `specification`).
+    """
+
+    allow: Collection[str] | None = None
+    deny: Collection[str] = ()
+    where: Callable[[MCPTool], bool] | None = None
+
+    def __post_init__(self) -> None:
+        for name, names in (("allow", self.allow), ("deny", self.deny)):
+            # A lone string is a collection of its characters: "delete" would deny "d", "e", ...
+            if isinstance(names, str):
+                raise TypeError(f"MCPToolFilter.{name} must be a collection of names, not a str")
+
+    def __call__(self, tool: MCPTool) -> bool:
+        """Whether `tool` is used."""
+        name = tool.remote_name
+        if self.allow is not None and name not in self.allow:
+            return False
+        return name not in self.deny and (self.where is None or self.where(tool))
 
 
 async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
