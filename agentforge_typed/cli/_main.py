@@ -18,6 +18,8 @@ from typing import Any
 from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
+from .._service import ToolService
+from .._toolsets import GROUP_PREFIX, resolve
 from ..providers._registry import KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import deps_accepted, type_name
@@ -92,6 +94,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--json", action="store_true", help="print the whole ToolChatResult as JSON instead"
+    )
+    run.add_argument(
+        "--tools",
+        metavar="NAMES",
+        action="append",
+        help="offer only these tools (comma-separated names; repeatable; with --group, both)",
+    )
+    run.add_argument(
+        "--group",
+        metavar="NAME",
+        action="append",
+        help="offer the tools of this group of a ToolService TARGET (repeatable)",
     )
     run.set_defaults(handler=_run)
 
@@ -181,8 +195,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_rounds is not None:
         service.max_round_trips = args.max_rounds
     deps = _deps(target, args.deps)
+    selection = _selection(service, args.tools, args.group)
     if deps is None:
-        _refuse_missing_deps(service.tools)
+        _refuse_missing_deps([t for t in service.tools if selection is None or t.name in selection])
     try:
         model = get_model(args.model)
     except (ValueError, AgentForgeError) as exc:
@@ -193,15 +208,34 @@ def _run(args: argparse.Namespace) -> int:
     messages.append(UserMessage(content=args.prompt))
     try:
         if args.json:
-            print(result_json(service.chat(model, messages, deps=deps)))
+            print(result_json(service.chat(model, messages, deps=deps, tools=selection)))
         else:
-            events = service.stream(model, messages, deps=deps)
+            events = service.stream(model, messages, deps=deps, tools=selection)
             LiveDisplay(sys.stdout).show(events, time.perf_counter())
     except AgentForgeError as exc:
         sys.stdout.flush()
         print(f"agentforge-typed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _selection(
+    service: ToolService, names: Sequence[str] | None, groups: Sequence[str] | None
+) -> list[str] | None:
+    """The tool names `--tools` and `--group` select (`None`: no selection, every tool)."""
+    if names is None and groups is None:
+        return None
+    tools = {t.name: t for t in service.tools}
+    chosen: set[str] = set()
+    for option, selectors in (
+        ("--tools", [n.strip() for text in names or () for n in text.split(",") if n.strip()]),
+        ("--group", [GROUP_PREFIX + group for group in groups or ()]),
+    ):
+        try:
+            chosen.update(resolve(selectors, tools, service.groups))
+        except ValueError as exc:
+            raise _UsageError(f"{option}: {exc}") from None
+    return [name for name in tools if name in chosen]
 
 
 def _deps(target: Target, spec: str | None) -> Any:
