@@ -11,7 +11,15 @@ import asyncio
 import inspect
 import os
 from collections import Counter
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, get_args
@@ -497,16 +505,7 @@ class ToolService:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        with run:
-            while True:
-                planned = run.on_response(await model.achat(run.next_request()))
-                if planned is None:
-                    return run.result()
-                settled: list[ToolExecution] = []
-                for batch in _batches(planned, self.parallel):
-                    settled += await _settle_batch(run, batch)
-                if run.finish_round(planned, settled):
-                    return run.result()
+        return await _adrive(run, model.achat, _aexecute)
 
     def stream(
         self,
@@ -609,6 +608,10 @@ def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[
     return OutputSpec(output_type)
 
 
+_Execute = Callable[[_Planned], Awaitable[ToolExecution]]
+"""Runs one planned call of a round (the tool itself, or a durable activity)."""
+
+
 def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Planned]]:
     """Group a round's calls for concurrent execution: runs of independent calls together,
     each `sequential` call alone, in the model's order."""
@@ -625,8 +628,30 @@ def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Plan
         yield batch
 
 
-async def _settle_batch(run: _Run, batch: Sequence[_Planned]) -> list[ToolExecution]:
-    tasks = [asyncio.ensure_future(_asettle(run, plan)) for plan in batch]
+async def _adrive(
+    run: _Run,
+    request: Callable[[ChatRequest], Awaitable[ChatResponse]],
+    execute: _Execute,
+) -> ToolChatResult[Any]:
+    """The async loop over `run`: `request` answers each model call and `execute` runs each
+    planned call. `achat` passes the model and the tools themselves; a durable driver passes
+    activities."""
+    with run:
+        while True:
+            planned = run.on_response(await request(run.next_request()))
+            if planned is None:
+                return run.result()
+            settled: list[ToolExecution] = []
+            for batch in _batches(planned, run.service.parallel):
+                settled += await _settle_batch(run, batch, execute)
+            if run.finish_round(planned, settled):
+                return run.result()
+
+
+async def _settle_batch(
+    run: _Run, batch: Sequence[_Planned], execute: _Execute
+) -> list[ToolExecution]:
+    tasks = [asyncio.ensure_future(_asettle(run, plan, execute)) for plan in batch]
     try:
         return await asyncio.gather(*tasks)
     finally:
@@ -648,8 +673,8 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
             task.exception()
 
 
-async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
-    return run.settle(plan, await _aexecute(plan))
+async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -> ToolExecution:
+    return run.settle(plan, await (execute or _aexecute)(plan))
 
 
 async def _asettle_at(run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
