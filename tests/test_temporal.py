@@ -341,3 +341,31 @@ async def test_a_refused_model_request_fails_the_workflow_without_retries(
     assert cause.type == "ModelError"
     assert "Invalid 'messages': empty" in cause.message
     assert "TESTKEY" not in str(cause)
+
+
+async def test_the_durable_example_runs_each_tool_once_across_two_workers() -> None:
+    _binary("temporal")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "examples/durable_temporal.py",
+        cwd=TESTS.parent,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    lines = [
+        line
+        for line in out.decode().splitlines()
+        if line.startswith(("worker", "reserve", "pay", "final"))
+    ]
+    assert lines == [
+        "reserve_table: reserving for 1 at example",
+        "worker-1: first tool call under way; stopping worker-1",
+        "worker-2: started",
+        "pay_deposit: paying 1 EUR",
+        "reserve_table ran 1 time(s)",
+        "pay_deposit ran 1 time(s)",
+        "final answer: reserve_table: table for 1 reserved at example",
+        "pay_deposit: deposit of 1 EUR paid",
+    ]
