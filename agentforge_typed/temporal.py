@@ -342,6 +342,16 @@ class TemporalToolService(Generic[OutputT]):
                 "TemporalToolService.chat runs inside a Temporal workflow; outside one, use "
                 "ToolService.achat"
             )
+        try:
+            pydantic_core.to_jsonable_python(deps)
+        except pydantic_core.PydanticSerializationError as error:
+            # Tools run in activities, so deps travel; failing the workflow now beats failing
+            # its task at the first tool call, which Temporal would retry forever.
+            raise ApplicationError(
+                f"deps must be serialisable with pydantic to reach tools in activities: {error}",
+                type="TypeError",
+                non_retryable=True,
+            ) from None
         conversation_id = conversation_id or workflow.uuid4().hex
         spec = _output_spec(output_type)
         run = _Run(self.service, messages, parameters, deps, conversation_id, spec)

@@ -97,6 +97,14 @@ async def stall(ctx: ToolContext[Ledger]) -> str:
     return "stalled"
 
 
+@tool
+async def survey(ctx: ToolContext[Ledger]) -> str:
+    """Take a while (longer than the activity's heartbeat timeout)."""
+    await asyncio.sleep(1.5)
+    record(ctx.deps, "survey")
+    return "surveyed"
+
+
 def _call(call_id: str, name: str, arguments: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
@@ -108,6 +116,7 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
         [_call("c2", "reserve", '{"city":"Oslo"}')],
     ],
     "timeout": [[_call("c1", "linger", '{"seconds":30}'), _call("c2", "stall", "{}")]],
+    "heartbeat": [[_call("c1", "survey", "{}")]],
     "durable": [
         [_call("c1", "reserve", '{"city":"Paris"}')],
         [_call("c2", "pay", '{"amount":12}')],
@@ -126,7 +135,7 @@ def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -
     return AiMessage(text="; ".join(results))
 
 
-service = ToolService([reserve, pay, linger, stall])
+service = ToolService([reserve, pay, linger, stall, survey])
 durable = TemporalToolService(
     service,
     FunctionModel(script),
@@ -136,7 +145,11 @@ durable = TemporalToolService(
         "stall": ActivityOptions(
             start_to_close_timeout=timedelta(seconds=1),
             retry_policy=RetryPolicy(maximum_attempts=1),
-        )
+        ),
+        "survey": ActivityOptions(
+            heartbeat_timeout=timedelta(seconds=0.5),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        ),
     },
 )
 
@@ -150,6 +163,16 @@ class BookingWorkflow:
         result = await durable.chat(scenario, deps=ledger)
         failed = [e.call.id for e in result.tool_executions if e.failed]
         return [result.text or "", ",".join(failed)]
+
+
+@workflow.defn
+class OpaqueDepsWorkflow:
+    """Passes deps pydantic cannot serialise."""
+
+    @workflow.run
+    async def run(self) -> str:
+        result = await durable.chat("parallel", deps=object())
+        return result.text or ""
 
 
 OPENAI_REPLIES: list[httpx.Response] = []

@@ -27,9 +27,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from agentforge_typed.temporal import installed_binary
+from agentforge_typed import FakeModel, OpenAIChatModel, ToolService
+from agentforge_typed.temporal import ActivityOptions, TemporalToolService, installed_binary
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+on_module_loop = pytest.mark.asyncio(loop_scope="module")
+"""The tests that use the module's server run on its event loop."""
 
 TESTS = Path(__file__).resolve().parent
 
@@ -106,6 +108,7 @@ async def _activities(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]
     return started
 
 
+@on_module_loop
 async def test_two_rounds_with_parallel_calls_run_each_as_an_activity(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -143,6 +146,7 @@ async def test_two_rounds_with_parallel_calls_run_each_as_an_activity(
     assert scheduled[2] < completed[1]
 
 
+@on_module_loop
 async def test_invalid_arguments_are_retried_in_the_workflow_without_an_activity(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -159,6 +163,7 @@ async def test_invalid_arguments_are_retried_in_the_workflow_without_an_activity
     assert names == ["booking.model", "booking.model", "booking.tool.reserve", "booking.model"]
 
 
+@on_module_loop
 async def test_a_tool_timeout_and_an_activity_timeout_are_error_results(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -176,6 +181,7 @@ async def test_a_tool_timeout_and_an_activity_timeout_are_error_results(
     assert sorted(support.entries(tmp_path / "ledger")) == ["linger", "stall"]
 
 
+@on_module_loop
 async def test_a_run_replays_from_its_recorded_history(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -235,6 +241,7 @@ def _exactly_once(ledger_path: Path) -> None:
     assert [e.split()[0] for e in entries] == ["reserve", "pay"], entries
 
 
+@on_module_loop
 async def test_a_new_worker_finishes_a_run_whose_worker_stopped(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -253,6 +260,7 @@ async def test_a_new_worker_finishes_a_run_whose_worker_stopped(
     ]
 
 
+@on_module_loop
 async def test_a_new_worker_process_finishes_a_run_whose_worker_stopped(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -315,6 +323,7 @@ async def _model_attempts(handle: WorkflowHandle[Any, Any]) -> list[int]:
     ]
 
 
+@on_module_loop
 async def test_a_transient_model_failure_is_retried_by_temporal_not_by_the_provider(
     env: WorkflowEnvironment,
 ) -> None:
@@ -328,6 +337,7 @@ async def test_a_transient_model_failure_is_retried_by_temporal_not_by_the_provi
     assert await _model_attempts(handle) == [2]
 
 
+@on_module_loop
 async def test_a_refused_model_request_fails_the_workflow_without_retries(
     env: WorkflowEnvironment,
 ) -> None:
@@ -343,6 +353,7 @@ async def test_a_refused_model_request_fails_the_workflow_without_retries(
     assert "TESTKEY" not in str(cause)
 
 
+@on_module_loop
 async def test_the_durable_example_runs_each_tool_once_across_two_workers() -> None:
     _binary("temporal")
     process = await asyncio.create_subprocess_exec(
@@ -369,3 +380,64 @@ async def test_the_durable_example_runs_each_tool_once_across_two_workers() -> N
         "final answer: reserve_table: table for 1 reserved at example",
         "pay_deposit: deposit of 1 EUR paid",
     ]
+
+
+@on_module_loop
+async def test_the_worker_heartbeats_a_long_tool_within_its_heartbeat_timeout(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    async with _worker(client, queue):
+        handle = await _start(client, "heartbeat", ledger, queue)
+        text, failed = await asyncio.wait_for(handle.result(), 20)
+    # Three times its 0.5 s heartbeat timeout, on one attempt: only heartbeats kept it alive.
+    assert (text, failed) == ("survey: surveyed", "")
+    assert support.entries(tmp_path / "ledger") == ["survey"]
+
+
+@on_module_loop
+async def test_deps_pydantic_cannot_serialise_fail_the_workflow_at_once(
+    env: WorkflowEnvironment,
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[support.OpaqueDepsWorkflow],
+        activities=support.durable.activities,
+    ):
+        handle = await client.start_workflow(
+            support.OpaqueDepsWorkflow.run, id=f"opaque-{uuid.uuid4()}", task_queue=queue
+        )
+        with pytest.raises(WorkflowFailureError) as failure:
+            await asyncio.wait_for(handle.result(), 20)
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert "deps must be serialisable with pydantic" in cause.message
+    assert await _activities(handle) == []
+
+
+async def test_chat_outside_a_workflow_says_where_it_runs() -> None:
+    with pytest.raises(RuntimeError, match=r"inside a Temporal workflow.*ToolService\.achat"):
+        await support.durable.chat("hello")
+
+
+def test_names_and_options_are_checked_when_built() -> None:
+    service = ToolService([support.pay])
+    with pytest.raises(ValueError, match="prefixes activity names"):
+        TemporalToolService(service, FakeModel(), name="my agent")
+    with pytest.raises(ValueError, match="not registered: paid"):
+        TemporalToolService(
+            service, FakeModel(), name="x", tool_options={"paid": ActivityOptions()}
+        )
+    durable = TemporalToolService(service, FakeModel(), name="x")
+    names = [activity.__temporal_activity_definition.name for activity in durable.activities]  # type: ignore[attr-defined]
+    assert names == ["x.model", "x.tool.pay"]
+
+
+def test_the_activities_do_not_change_the_callers_model() -> None:
+    model = support.openai_durable.model
+    assert isinstance(model, OpenAIChatModel)
+    support.openai_durable.activities  # noqa: B018
+    assert model._http.retry.max_retries == 2
