@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Generic, Literal, overload
+from typing import Any, Literal
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, TypeAdapter
@@ -184,7 +184,7 @@ class ToolActivityResult(BaseModel):
         )
 
 
-class TemporalToolService(Generic[OutputT]):
+class TemporalToolService:
     """A `ToolService` and a `ChatModel` made durable: `chat` runs the loop inside a workflow,
     each model call and each tool body as an activity.
 
@@ -295,37 +295,15 @@ class TemporalToolService(Generic[OutputT]):
 
     # -- the workflow's side -------------------------------------------------------------------
 
-    @overload
     async def chat(
         self,
         messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
-        output_type: None = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
         conversation_id: str | None = None,
-    ) -> ToolChatResult[None]: ...
-
-    @overload
-    async def chat(
-        self,
-        messages: str | Iterable[ChatMessage],
-        parameters: ChatRequestParameters | None = None,
-        *,
-        deps: Any = None,
-        output_type: type[OutputT] | OutputSpec[OutputT],
-        conversation_id: str | None = None,
-    ) -> ToolChatResult[OutputT]: ...
-
-    async def chat(
-        self,
-        messages: str | Iterable[ChatMessage],
-        parameters: ChatRequestParameters | None = None,
-        *,
-        deps: Any = None,
-        output_type: type[Any] | OutputSpec[Any] | None = None,
-        conversation_id: str | None = None,
-    ) -> ToolChatResult[Any]:
+    ) -> ToolChatResult[OutputT]:
         """Run the loop as workflow code; call it from a `@workflow.defn`'s run method.
 
         Each model call and each tool body is an activity; validating arguments, the error

@@ -92,6 +92,19 @@ async def _start(
     )
 
 
+async def _run(
+    env: WorkflowEnvironment, scenario: str, tmp_path: Path
+) -> tuple[WorkflowHandle[Any, list[str]], str, str, list[str]]:
+    """Run `scenario` on a worker of its own: the handle, the answer, the ids of the failed
+    calls, and the ledger's lines."""
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    async with _worker(client, queue):
+        handle = await _start(client, scenario, ledger, queue)
+        text, failed = await asyncio.wait_for(handle.result(), 20)
+    return handle, text, failed, support.entries(tmp_path / "ledger")
+
+
 async def _activities(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]:
     """`(activity type, identity of the worker that started it)` of every activity, in order."""
     history = await handle.fetch_history()
@@ -112,14 +125,9 @@ async def _activities(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]
 async def test_two_rounds_with_parallel_calls_run_each_as_an_activity(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
-    ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await _start(client, "parallel", ledger, queue)
-        text, failed = await handle.result()
+    handle, text, failed, entries = await _run(env, "parallel", tmp_path)
     assert text == "reserve: table reserved in Paris; pay: paid 12 EUR"
     assert failed == ""
-    entries = support.entries(tmp_path / "ledger")
     assert sorted(e.split()[0] for e in entries) == ["pay", "reserve"]
     # The conversation id reached the tool, and came from the workflow (a UUID's hex).
     assert len(entries[[e.split()[0] for e in entries].index("reserve")].split()[2]) == 32
@@ -150,15 +158,11 @@ async def test_two_rounds_with_parallel_calls_run_each_as_an_activity(
 async def test_invalid_arguments_are_retried_in_the_workflow_without_an_activity(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
-    ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await _start(client, "invalid", ledger, queue)
-        text, failed = await handle.result()
+    handle, text, failed, entries = await _run(env, "invalid", tmp_path)
     assert failed == "c1"
     assert "$.city: Input should be a valid string (input: 5)" in text
     assert text.endswith("reserve: table reserved in Oslo")
-    assert [e.split()[:2] for e in support.entries(tmp_path / "ledger")] == [["reserve", "Oslo"]]
+    assert [e.split()[:2] for e in entries] == [["reserve", "Oslo"]]
     names = [name for name, _ in await _activities(handle)]
     assert names == ["booking.model", "booking.model", "booking.tool.reserve", "booking.model"]
 
@@ -167,29 +171,21 @@ async def test_invalid_arguments_are_retried_in_the_workflow_without_an_activity
 async def test_a_tool_timeout_and_an_activity_timeout_are_error_results(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
-    ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await _start(client, "timeout", ledger, queue)
-        text, failed = await asyncio.wait_for(handle.result(), 20)
+    _, text, failed, entries = await _run(env, "timeout", tmp_path)
     assert failed == "c1,c2"
     assert text == (
         "linger: Tool `linger` timed out after 0.3 seconds.; "
         "stall: Tool `stall` did not finish: its start-to-close timeout passed."
     )
     # `stall` allows one attempt: it was not retried.
-    assert sorted(support.entries(tmp_path / "ledger")) == ["linger", "stall"]
+    assert sorted(entries) == ["linger", "stall"]
 
 
 @on_module_loop
 async def test_a_run_replays_from_its_recorded_history(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
-    ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await _start(client, "parallel", ledger, queue)
-        await handle.result()
+    handle, *_ = await _run(env, "parallel", tmp_path)
     history = await handle.fetch_history()
     replayer = Replayer(workflows=[support.BookingWorkflow], plugins=[support.PLUGIN])
     replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
@@ -229,7 +225,7 @@ async def _stop_after_first_tool(
         await asyncio.sleep(0.025)
     assert [e.split()[0] for e in support.entries(ledger_path)] == ["reserve"]
     stopping = asyncio.ensure_future(first.shutdown())
-    await asyncio.sleep(0.2)  # the worker stops polling before the activity completes
+    await asyncio.sleep(0.5)  # the worker stops polling before the activity completes
     gate.touch()
     await stopping
     await running
@@ -386,14 +382,10 @@ async def test_the_durable_example_runs_each_tool_once_across_two_workers() -> N
 async def test_the_worker_heartbeats_a_long_tool_within_its_heartbeat_timeout(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
-    ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await _start(client, "heartbeat", ledger, queue)
-        text, failed = await asyncio.wait_for(handle.result(), 20)
+    _, text, failed, entries = await _run(env, "heartbeat", tmp_path)
     # Three times its 0.5 s heartbeat timeout, on one attempt: only heartbeats kept it alive.
     assert (text, failed) == ("survey: surveyed", "")
-    assert support.entries(tmp_path / "ledger") == ["survey"]
+    assert entries == ["survey"]
 
 
 @on_module_loop
