@@ -16,6 +16,7 @@ instead of starting the dev server (see docs/durable.md).
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import uuid
 from collections import Counter
@@ -116,4 +117,9 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    code = asyncio.run(main())
+    # The Temporal SDK's native threads can abort the interpreter's teardown (a known temporalio
+    # issue, "PyGILState_Release ... finalizing"): everything is done, so skip the teardown.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
