@@ -105,6 +105,34 @@ async def survey(ctx: ToolContext[Ledger]) -> str:
     return "surveyed"
 
 
+class Receipt:
+    """A return value pydantic cannot serialise."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def __str__(self) -> str:
+        return f"receipt #{self.number}"
+
+
+@tool(result_converter=str)
+def receipt(number: int, ctx: ToolContext[Ledger]) -> Receipt:
+    """Issue a receipt.
+
+    Args:
+        number: The receipt's number.
+    """
+    record(ctx.deps, "receipt")
+    return Receipt(number)
+
+
+class Reservation(BaseModel):
+    """The structured answer of the `output` scenario."""
+
+    city: str
+    guests: int
+
+
 def _call(call_id: str, name: str, arguments: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments)
 
@@ -117,6 +145,12 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
     ],
     "timeout": [[_call("c1", "linger", '{"seconds":30}'), _call("c2", "stall", "{}")]],
     "heartbeat": [[_call("c1", "survey", "{}")]],
+    "receipt": [[_call("c1", "receipt", '{"number":7}')]],
+    "output": [
+        [_call("c1", "reserve", '{"city":"Paris"}')],
+        [_call("c2", "final_result", '{"city":"Paris","guests":"two"}')],
+        [_call("c3", "final_result", '{"city":"Paris","guests":2}')],
+    ],
     "durable": [
         [_call("c1", "reserve", '{"city":"Paris"}')],
         [_call("c2", "pay", '{"amount":12}')],
@@ -135,7 +169,7 @@ def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -
     return AiMessage(text="; ".join(results))
 
 
-service = ToolService([reserve, pay, linger, stall, survey])
+service = ToolService([reserve, pay, linger, stall, survey, receipt])
 durable = TemporalToolService(
     service,
     FunctionModel(script),
@@ -163,6 +197,27 @@ class BookingWorkflow:
         result = await durable.chat(scenario, deps=ledger)
         failed = [e.call.id for e in result.tool_executions if e.failed]
         return [result.text or "", ",".join(failed)]
+
+
+@workflow.defn
+class ReservationWorkflow:
+    """Asks for a structured answer; returns it with the values the tools returned."""
+
+    @workflow.run
+    async def run(self, ledger: Ledger) -> tuple[Reservation, list[str]]:
+        result = await durable.chat("output", deps=ledger, output_type=Reservation)
+        return result.output, [e.call.name for e in result.tool_executions]
+
+
+@workflow.defn
+class ReceiptWorkflow:
+    """Returns what the loop recorded as the `receipt` tool's value."""
+
+    @workflow.run
+    async def run(self, ledger: Ledger) -> list[str]:
+        result = await durable.chat("receipt", deps=ledger)
+        value = result.tool_executions[0].result.value
+        return [result.text or "", repr(value)]
 
 
 @workflow.defn

@@ -75,7 +75,12 @@ def _worker(client: Client, queue: str, **options: Any) -> Worker:
     return Worker(
         client,
         task_queue=queue,
-        workflows=[support.BookingWorkflow],
+        workflows=[
+            support.BookingWorkflow,
+            support.ReservationWorkflow,
+            support.ReceiptWorkflow,
+            support.OpaqueDepsWorkflow,
+        ],
         activities=support.durable.activities,
         **options,
     )
@@ -393,12 +398,7 @@ async def test_deps_pydantic_cannot_serialise_fail_the_workflow_at_once(
     env: WorkflowEnvironment,
 ) -> None:
     client, queue = _client(env), f"q-{uuid.uuid4()}"
-    async with Worker(
-        client,
-        task_queue=queue,
-        workflows=[support.OpaqueDepsWorkflow],
-        activities=support.durable.activities,
-    ):
+    async with _worker(client, queue):
         handle = await client.start_workflow(
             support.OpaqueDepsWorkflow.run, id=f"opaque-{uuid.uuid4()}", task_queue=queue
         )
@@ -408,6 +408,39 @@ async def test_deps_pydantic_cannot_serialise_fail_the_workflow_at_once(
     assert isinstance(cause, ApplicationError)
     assert "deps must be serialisable with pydantic" in cause.message
     assert await _activities(handle) == []
+
+
+@on_module_loop
+async def test_structured_output_is_validated_in_the_workflow(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    async with _worker(client, queue):
+        handle = await client.start_workflow(
+            support.ReservationWorkflow.run, ledger, id=f"output-{uuid.uuid4()}", task_queue=queue
+        )
+        output, calls = await asyncio.wait_for(handle.result(), 20)
+    assert output == support.Reservation(city="Paris", guests=2)
+    assert calls == ["reserve", "final_result", "final_result"]
+    names = [name for name, _ in await _activities(handle)]
+    assert names == ["booking.model", "booking.tool.reserve", "booking.model", "booking.model"]
+
+
+@on_module_loop
+async def test_a_value_pydantic_cannot_serialise_comes_back_as_text_and_runs_once(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    async with _worker(client, queue):
+        handle = await client.start_workflow(
+            support.ReceiptWorkflow.run, ledger, id=f"receipt-{uuid.uuid4()}", task_queue=queue
+        )
+        text, value = await asyncio.wait_for(handle.result(), 20)
+    assert text == "receipt: receipt #7"
+    assert value == "'receipt #7'"  # the JSON form of an unknown type is its str()
+    assert support.entries(tmp_path / "ledger") == ["receipt"]
 
 
 async def test_chat_outside_a_workflow_says_where_it_runs() -> None:
