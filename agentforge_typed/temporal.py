@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 from typing_extensions import TypeVar
 
 try:
@@ -279,7 +279,13 @@ class TemporalToolService:
         async def run_tool(payload: ToolActivityInput) -> ToolActivityResult:
             deps = payload.deps
             if deps_adapter is not None and deps is not None:
-                deps = deps_adapter.validate_python(deps)
+                try:
+                    deps = deps_adapter.validate_python(deps)
+                except ValidationError as error:
+                    # The same input fails the same way on every attempt.
+                    raise ApplicationError(
+                        f"deps do not validate as deps_type: {error}", non_retryable=True
+                    ) from None
             context: ToolContext[Any] = ToolContext(
                 deps=deps,
                 tool_call_id=payload.call.id,

@@ -221,6 +221,16 @@ class ReceiptWorkflow:
 
 
 @workflow.defn
+class WrongDepsWorkflow:
+    """Passes deps that are not a `Ledger`."""
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        result = await durable.chat("receipt", deps={"ledger": "nowhere"})
+        return [result.text or "", ",".join(e.call.id for e in result.tool_executions if e.failed)]
+
+
+@workflow.defn
 class OpaqueDepsWorkflow:
     """Passes deps pydantic cannot serialise."""
 

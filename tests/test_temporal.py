@@ -80,6 +80,7 @@ def _worker(client: Client, queue: str, **options: Any) -> Worker:
             support.ReservationWorkflow,
             support.ReceiptWorkflow,
             support.OpaqueDepsWorkflow,
+            support.WrongDepsWorkflow,
         ],
         activities=support.durable.activities,
         **options,
@@ -441,6 +442,25 @@ async def test_a_value_pydantic_cannot_serialise_comes_back_as_text_and_runs_onc
     assert text == "receipt: receipt #7"
     assert value == "'receipt #7'"  # the JSON form of an unknown type is its str()
     assert support.entries(tmp_path / "ledger") == ["receipt"]
+
+
+@on_module_loop
+async def test_deps_that_do_not_validate_as_deps_type_fail_the_call_once(
+    env: WorkflowEnvironment,
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    async with _worker(client, queue):
+        handle = await client.start_workflow(
+            support.WrongDepsWorkflow.run, id=f"wrong-{uuid.uuid4()}", task_queue=queue
+        )
+        text, failed = await asyncio.wait_for(handle.result(), 20)
+    assert failed == "c1"
+    assert text.startswith(
+        "receipt: Tool `receipt` failed: its activity failed (ApplicationError: "
+    )
+    assert "deps do not validate as deps_type" in text
+    # Not retried: one attempt of the tool's activity.
+    assert [name for name, _ in await _activities(handle)].count("booking.tool.receipt") == 1
 
 
 async def test_chat_outside_a_workflow_says_where_it_runs() -> None:
