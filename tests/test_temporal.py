@@ -98,16 +98,29 @@ async def _start(
     )
 
 
+async def _execute(
+    env: WorkflowEnvironment, workflow: type, *args: Any
+) -> tuple[WorkflowHandle[Any, Any], Any]:
+    """Run `workflow` with `args` on a worker of its own: its handle, and its result (or the
+    `WorkflowFailureError` it failed with)."""
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    async with _worker(client, queue):
+        handle: WorkflowHandle[Any, Any] = await client.start_workflow(
+            workflow.__name__, args=args, id=f"{workflow.__name__}-{uuid.uuid4()}", task_queue=queue
+        )
+        try:
+            return handle, await asyncio.wait_for(handle.result(), 20)
+        except WorkflowFailureError as failure:
+            return handle, failure
+
+
 async def _run(
     env: WorkflowEnvironment, scenario: str, tmp_path: Path
-) -> tuple[WorkflowHandle[Any, list[str]], str, str, list[str]]:
+) -> tuple[WorkflowHandle[Any, Any], str, str, list[str]]:
     """Run `scenario` on a worker of its own: the handle, the answer, the ids of the failed
     calls, and the ledger's lines."""
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
     ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await _start(client, scenario, ledger, queue)
-        text, failed = await asyncio.wait_for(handle.result(), 20)
+    handle, (text, failed) = await _execute(env, support.BookingWorkflow, scenario, ledger)
     return handle, text, failed, support.entries(tmp_path / "ledger")
 
 
@@ -398,14 +411,9 @@ async def test_the_worker_heartbeats_a_long_tool_within_its_heartbeat_timeout(
 async def test_deps_pydantic_cannot_serialise_fail_the_workflow_at_once(
     env: WorkflowEnvironment,
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
-    async with _worker(client, queue):
-        handle = await client.start_workflow(
-            support.OpaqueDepsWorkflow.run, id=f"opaque-{uuid.uuid4()}", task_queue=queue
-        )
-        with pytest.raises(WorkflowFailureError) as failure:
-            await asyncio.wait_for(handle.result(), 20)
-    cause = failure.value.cause
+    handle, failure = await _execute(env, support.OpaqueDepsWorkflow)
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
     assert isinstance(cause, ApplicationError)
     assert "deps must be serialisable with pydantic" in cause.message
     assert await _activities(handle) == []
@@ -415,14 +423,9 @@ async def test_deps_pydantic_cannot_serialise_fail_the_workflow_at_once(
 async def test_structured_output_is_validated_in_the_workflow(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
     ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await client.start_workflow(
-            support.ReservationWorkflow.run, ledger, id=f"output-{uuid.uuid4()}", task_queue=queue
-        )
-        output, calls = await asyncio.wait_for(handle.result(), 20)
-    assert output == support.Reservation(city="Paris", guests=2)
+    handle, (output, calls) = await _execute(env, support.ReservationWorkflow, ledger)
+    assert output == {"city": "Paris", "guests": 2}  # a `Reservation`, as JSON
     assert calls == ["reserve", "final_result", "final_result"]
     names = [name for name, _ in await _activities(handle)]
     assert names == ["booking.model", "booking.tool.reserve", "booking.model", "booking.model"]
@@ -432,13 +435,8 @@ async def test_structured_output_is_validated_in_the_workflow(
 async def test_a_value_pydantic_cannot_serialise_comes_back_as_text_and_runs_once(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
     ledger = support.Ledger(path=str(tmp_path / "ledger"))
-    async with _worker(client, queue):
-        handle = await client.start_workflow(
-            support.ReceiptWorkflow.run, ledger, id=f"receipt-{uuid.uuid4()}", task_queue=queue
-        )
-        text, value = await asyncio.wait_for(handle.result(), 20)
+    _, (text, value) = await _execute(env, support.ReceiptWorkflow, ledger)
     assert text == "receipt: receipt #7"
     assert value == "'receipt #7'"  # the JSON form of an unknown type is its str()
     assert support.entries(tmp_path / "ledger") == ["receipt"]
@@ -448,12 +446,7 @@ async def test_a_value_pydantic_cannot_serialise_comes_back_as_text_and_runs_onc
 async def test_deps_that_do_not_validate_as_deps_type_fail_the_call_once(
     env: WorkflowEnvironment,
 ) -> None:
-    client, queue = _client(env), f"q-{uuid.uuid4()}"
-    async with _worker(client, queue):
-        handle = await client.start_workflow(
-            support.WrongDepsWorkflow.run, id=f"wrong-{uuid.uuid4()}", task_queue=queue
-        )
-        text, failed = await asyncio.wait_for(handle.result(), 20)
+    handle, (text, failed) = await _execute(env, support.WrongDepsWorkflow)
     assert failed == "c1"
     assert text.startswith(
         "receipt: Tool `receipt` failed: its activity failed (ApplicationError: "
