@@ -145,6 +145,7 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
     ],
     "timeout": [[_call("c1", "linger", '{"seconds":30}'), _call("c2", "stall", "{}")]],
     "heartbeat": [[_call("c1", "survey", "{}")]],
+    "exhausted": [[_call(f"c{i}", "reserve", '{"city":5}')] for i in range(1, 4)],
     "receipt": [[_call("c1", "receipt", '{"number":7}')]],
     "output": [
         [_call("c1", "reserve", '{"city":"Paris"}')],

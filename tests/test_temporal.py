@@ -420,6 +420,26 @@ async def test_deps_pydantic_cannot_serialise_fail_the_workflow_at_once(
 
 
 @on_module_loop
+async def test_an_error_that_ends_the_run_fails_the_workflow(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, failure = await _execute(env, support.BookingWorkflow, "exhausted", ledger)
+    # `AgentForgePlugin` makes the loop's errors fail the workflow; without it the workflow task
+    # would be retried forever.
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "ToolArgumentsError"
+    assert (
+        "invalid arguments for tool 'reserve': $.city: Input should be a valid string"
+        in cause.message
+    )
+    assert [name for name, _ in await _activities(handle)] == ["booking.model"] * 3
+    assert support.entries(tmp_path / "ledger") == []
+
+
+@on_module_loop
 async def test_structured_output_is_validated_in_the_workflow(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
