@@ -50,6 +50,7 @@ from .providers._fake import FakeModel
 from .providers._function import FunctionModel
 from .providers._registry import get_model
 from .providers.anthropic import AnthropicChatModel
+from .providers.gemini import GeminiChatModel
 from .providers.openai import OpenAIChatModel
 from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
 from .tools._function import Tool, tool
@@ -85,6 +86,7 @@ __all__ = [
     "FinalResultEvent",
     "FinishReason",
     "FunctionModel",
+    "GeminiChatModel",
     "HttpTool",
     "ImageContent",
     "MCPServer",

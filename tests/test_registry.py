@@ -131,12 +131,13 @@ def test_missing_key_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None
         get_model("anthropic:claude-sonnet-4-5")
 
 
-@pytest.mark.parametrize("name", ["gpt-4o", "gemini:gemini-2.0-flash", "Fake", "", "openai"])
+@pytest.mark.parametrize("name", ["gpt-4o", "palm:text-bison", "Fake", "", "openai"])
 def test_unknown_names_list_the_known_prefixes(name: str) -> None:
     with pytest.raises(ValueError) as info:
         get_model(name)
     assert str(info.value) == (
-        f"unknown model {name!r}: expected one of 'openai:<model>', 'anthropic:<model>', 'fake'"
+        f"unknown model {name!r}: expected one of "
+        "'openai:<model>', 'anthropic:<model>', 'google:<model>', 'fake'"
     )
 
 

@@ -26,12 +26,20 @@ def _anthropic(model: str, options: dict[str, Any]) -> ChatModel:
     return AnthropicChatModel(model, **options)
 
 
+def _google(model: str, options: dict[str, Any]) -> ChatModel:
+    from .gemini import GeminiChatModel
+
+    return GeminiChatModel(model, **options)
+
+
 _PROVIDERS: dict[str, Callable[[str, dict[str, Any]], ChatModel]] = {
     "openai": _openai,
     "anthropic": _anthropic,
+    "google": _google,
+    "gemini": _google,
 }
 
-KNOWN_MODEL_PREFIXES = ("openai:<model>", "anthropic:<model>", "fake")
+KNOWN_MODEL_PREFIXES = ("openai:<model>", "anthropic:<model>", "google:<model>", "fake")
 """The model names `get_model` understands, as shown in its error message."""
 
 
@@ -42,6 +50,8 @@ def get_model(name: str, **options: Any) -> ChatModel:
       `OPENAI_API_KEY` and `OPENAI_BASE_URL` (any OpenAI-compatible server).
     - `"anthropic:<model>"`: `AnthropicChatModel(<model>)`; `ANTHROPIC_API_KEY`,
       `ANTHROPIC_BASE_URL`.
+    - `"google:<model>"` (or `"gemini:<model>"`): `GeminiChatModel(<model>)`; `GEMINI_API_KEY`
+      (or `GOOGLE_API_KEY`), `GEMINI_BASE_URL`.
     - `"fake"`: `FakeModel()`, offline and deterministic.
 
     Only the first `:` separates the provider, so fine-tuned names such as
