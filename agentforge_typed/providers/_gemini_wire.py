@@ -40,7 +40,7 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from ._http import error_from_body
+from ._http import error_details
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -461,17 +461,33 @@ def _map_usage(usage: Any) -> TokenUsage | None:
 
 
 def error_from_gemini(
-    body: Any, *, status_code: int | None = None, fallback: str = "unknown error"
+    body: Any,
+    *,
+    status_code: int | None = None,
+    stream: bool = False,
+    fallback: str = "unknown error",
 ) -> ModelError:
-    """A `ModelError` for a Gemini error body `{"error": {"code", "message", "status"}}`.
+    """A `ModelError` for a Gemini error body `{"error": {"code", "message", "status"}}`: an HTTP
+    error answer (`status_code`), a chunk of a stream (`stream`), or a 200 answer.
 
     Its `code` is Gemini's `status` (`RESOURCE_EXHAUSTED`, `INVALID_ARGUMENT`, …) when present.
     """
-    error = error_from_body(PROVIDER, body, status_code=status_code, fallback=fallback)
+    message, code = error_details(body)
     status = _error_field(body, "status")
     if isinstance(status, str) and status:
-        error.code = status
-    return error
+        code = status
+    if message is None:
+        message = (body if isinstance(body, str) else "") or fallback
+    where = (
+        f"API error {status_code}"
+        if status_code is not None
+        else "stream error"
+        if stream
+        else "error"
+    )
+    return ModelError(
+        f"{PROVIDER} {where}: {message}", status_code=status_code, body=body, code=code
+    )
 
 
 def retry_delay(body: Any) -> float | None:
@@ -535,7 +551,7 @@ class GeminiStreamAccumulator:
         if not isinstance(chunk, dict):
             raise ModelError(f"{PROVIDER} sent an unexpected stream chunk", body=chunk)
         if chunk.get("error") is not None:
-            raise error_from_gemini(chunk)
+            raise error_from_gemini(chunk, stream=True)
         try:
             return self._chunk(chunk)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
