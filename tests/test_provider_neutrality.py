@@ -1,5 +1,5 @@
-"""The same `ToolService` conversation over OpenAI- and Anthropic-shaped transports gives the same
-tool executions and the same final text: the providers only translate the wire format."""
+"""The same `ToolService` conversation over OpenAI-, Anthropic- and Gemini-shaped transports gives
+the same tool executions and the same final text: the providers only translate the wire format."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from agentforge_typed import (
     AnthropicChatModel,
     ChatMessage,
     ChatModel,
+    GeminiChatModel,
     SystemMessage,
     ToolChatResult,
     ToolService,
@@ -82,10 +83,36 @@ def anthropic_body(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
     }
 
 
+def gemini_body(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
+    # Newer Gemini models send short call ids; they come back in `functionResponse.id`.
+    parts: list[dict[str, Any]] = [
+        {"functionCall": {"id": i, "name": n, "args": json.loads(a)}} for i, n, a in calls
+    ] or [{"text": FINAL}]
+    return {
+        "candidates": [
+            {"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 80,
+            "candidatesTokenCount": 20,
+            "totalTokenCount": 100,
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "gEm1n1Neutral",
+    }
+
+
 def tool_results_sent(provider: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     """The (call id, text) of every tool result in a request body."""
     if provider == "openai":
         return [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    if provider == "gemini":
+        return [
+            (part["functionResponse"]["id"], *part["functionResponse"]["response"].values())
+            for content in body["contents"]
+            for part in content["parts"]
+            if "functionResponse" in part
+        ]
     return [
         (block["tool_use_id"], block["content"])
         for m in body["messages"]
@@ -97,9 +124,11 @@ def tool_results_sent(provider: str, body: dict[str, Any]) -> list[tuple[str, st
 
 def scripted(provider: str) -> tuple[ChatModel, list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
-    to_body: Callable[[list[tuple[str, str, str]]], dict[str, Any]] = (
-        openai_body if provider == "openai" else anthropic_body
-    )
+    to_body: Callable[[list[tuple[str, str, str]]], dict[str, Any]] = {
+        "openai": openai_body,
+        "anthropic": anthropic_body,
+        "gemini": gemini_body,
+    }[provider]
 
     def handler(request: httpx.Request) -> httpx.Response:
         sent.append(json.loads(request.content))
@@ -111,6 +140,8 @@ def scripted(provider: str) -> tuple[ChatModel, list[dict[str, Any]]]:
     }
     if provider == "openai":
         return OpenAIChatModel("gpt-4o-mini", api_key="sk-test", **clients), sent
+    if provider == "gemini":
+        return GeminiChatModel("gemini-2.5-flash", api_key="AIza-test", **clients), sent
     return AnthropicChatModel("claude-sonnet-4-5", api_key="sk-ant-test", **clients), sent
 
 
@@ -131,7 +162,7 @@ MESSAGES: list[ChatMessage] = [
 async def test_same_conversation_same_outcome(mode: str) -> None:
     service = ToolService([get_weather])
     outcomes = {}
-    for provider in ("openai", "anthropic"):
+    for provider in ("openai", "anthropic", "gemini"):
         model, sent = scripted(provider)
         if mode == "sync":
             result = service.chat(model, MESSAGES)
@@ -143,11 +174,18 @@ async def test_same_conversation_same_outcome(mode: str) -> None:
             # The arguments error travels as an error result on Anthropic's wire.
             blocks = sent[1]["messages"][-1]["content"]
             assert [b.get("is_error", False) for b in blocks] == [False, True]
+        if provider == "gemini":
+            # ... and on Gemini's as an `error` response, both results in one user turn.
+            parts = sent[1]["contents"][-1]["parts"]
+            assert [list(p["functionResponse"]["response"]) for p in parts] == [
+                ["output"],
+                ["error"],
+            ]
         # The results the model got back, as each wire format carries them.
         results_sent = tool_results_sent(provider, sent[-1])
         outcomes[provider] = (summary(result), results_sent, len(result.messages))
 
-    assert outcomes["openai"] == outcomes["anthropic"]
+    assert outcomes["openai"] == outcomes["anthropic"] == outcomes["gemini"]
     executions, results_sent, _ = outcomes["anthropic"]
     assert [(e[0], e[4]) for e in executions] == [("c1", False), ("c2", True), ("c3", False)]
     assert executions[0][3] == "Paris: 18°C, sunny"
