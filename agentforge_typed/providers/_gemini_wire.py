@@ -578,49 +578,25 @@ class GeminiStreamAccumulator:
         return [ResponseComplete(response=parse_response(body, call_id_prefix=self._prefix))]
 
     def _chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        # Usage and prompt counts change in the last chunk: the last word wins. (`candidates`
+        # and `content` are taken along here and replaced by the reassembled ones at the end.)
+        self._top.update(chunk)
         candidates = chunk.get("candidates") or ()
-        for key, value in chunk.items():
-            if key != "candidates":
-                # Usage and prompt counts change in the last chunk: the last word wins.
-                self._top[key] = value
         events: list[StreamEvent] = []
         for candidate in candidates[:1]:
-            for key, value in candidate.items():
-                if key != "content":
-                    self._candidate[key] = value
-            parts = (candidate.get("content") or {}).get("parts") or ()
-            for part in parts:
-                events.extend(self._part(dict(part), chunk))
+            self._candidate.update(candidate)
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                events.extend(self._part(part, chunk))
         return events
 
     def _part(self, part: _Part, chunk: Mapping[str, Any]) -> list[StreamEvent]:
-        if "functionCall" in part:
+        text = part.get("text")
+        if text is None or not _TEXT_KEYS.issuperset(part):
             self._open = None
             self._parts.append(part)
-            call = part["functionCall"]
-            args = call.get("args") or {}
-            if not isinstance(call["name"], str) or not isinstance(args, dict):
-                raise TypeError(f"malformed functionCall: {call!r}")
-            if self._prefix is None:
-                self._prefix = _call_id_prefix(chunk)
-            position = self._calls
-            self._calls += 1
-            wire_id = call.get("id")
-            if wire_id is not None and not isinstance(wire_id, str):
-                raise TypeError(f"functionCall id is not a string: {wire_id!r}")
-            return [
-                ToolCallDelta(
-                    index=position,
-                    id=wire_id or f"{self._prefix}_{position}",
-                    name=call["name"],
-                    arguments_delta=to_json(args).decode(),
-                )
-            ]
-        if "text" not in part or set(part) - _TEXT_KEYS:
-            self._open = None
-            self._parts.append(part)
-            return []
-        text = part["text"]
+            return (
+                self._function_call(part["functionCall"], chunk) if "functionCall" in part else []
+            )
         if not isinstance(text, str):
             raise TypeError(f"text part is not a string: {text!r}")
         thought = part.get("thought") is True
@@ -632,7 +608,8 @@ class GeminiStreamAccumulator:
         ):
             self._texts[self._open].append(text)  # type: ignore[index]
         else:
-            self._parts.append(part)
+            # A copy: its text is replaced by the joined text at the end.
+            self._parts.append(dict(part))
             index = len(self._parts) - 1
             self._texts[index] = [text]
             # A signed part is kept as sent: nothing is joined to it.
@@ -640,3 +617,23 @@ class GeminiStreamAccumulator:
         if not text:
             return []
         return [ThinkingDelta(text=text) if thought else TextDelta(text=text)]
+
+    def _function_call(self, call: Any, chunk: Mapping[str, Any]) -> list[StreamEvent]:
+        args = call.get("args") or {}
+        wire_id = call.get("id")
+        if not isinstance(call["name"], str) or not isinstance(args, dict):
+            raise TypeError(f"malformed functionCall: {call!r}")
+        if wire_id is not None and not isinstance(wire_id, str):
+            raise TypeError(f"functionCall id is not a string: {wire_id!r}")
+        if self._prefix is None:
+            self._prefix = _call_id_prefix(chunk)
+        position = self._calls
+        self._calls += 1
+        return [
+            ToolCallDelta(
+                index=position,
+                id=wire_id or f"{self._prefix}_{position}",
+                name=call["name"],
+                arguments_delta=to_json(args).decode(),
+            )
+        ]
