@@ -21,7 +21,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.cli._declare import declaration
 from agentforge_typed.cli._target import load_object, load_target
-from agentforge_typed.providers import _anthropic_wire, _openai_wire, render_schema
+from agentforge_typed.providers import _anthropic_wire, _gemini_wire, _openai_wire, render_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "tests/fixtures/bad_tools.py"
@@ -225,13 +225,10 @@ def _strict(parameters: ChatRequestParameters) -> Any:
 
 
 def _gemini(parameters: ChatRequestParameters) -> Any:
-    assert parameters.tools is not None
-    declarations = []
-    for s in parameters.tools:
-        schema = render_schema(s.parameters, "gemini")
-        entry = {"name": s.name, "description": s.description}
-        declarations.append(entry | ({"parameters": schema} if schema["properties"] else {}))
-    return declarations
+    payload = _gemini_wire.build_payload(
+        [UserMessage(content="x")], parameters, function_schema="gemini"
+    )
+    return payload["tools"][0]["functionDeclarations"]
 
 
 EXPECTED: dict[str, Callable[[ChatRequestParameters], Any]] = {

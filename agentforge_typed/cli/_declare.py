@@ -1,8 +1,8 @@
 """Tool declarations exactly as each provider sends them (`agentforge-typed schema`).
 
-OpenAI and Anthropic declarations come from the providers' own wire mappers, so what is shown
-is what goes over the wire. Gemini has no provider here; its entry is a `functionDeclarations`
-item with the schema rendered in the Gemini dialect.
+Declarations come from the providers' own wire mappers, so what is shown is what goes over the
+wire. The `gemini` entry is what `GeminiChatModel(function_schema="gemini")` declares (the OpenAPI
+subset); by default that provider sends the `anthropic` rendering as `parametersJsonSchema`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._dialects import render_schema
 from .._request import ToolSpecification
-from ..providers import _anthropic_wire, _openai_wire
+from ..providers import _anthropic_wire, _gemini_wire, _openai_wire
 
 __all__ = ["declaration", "declarations"]
 
@@ -23,14 +22,7 @@ def _openai_strict(spec: ToolSpecification) -> dict[str, Any]:
 
 
 def _gemini(spec: ToolSpecification) -> dict[str, Any]:
-    declaration: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        declaration["description"] = spec.description
-    parameters = render_schema(spec.parameters, "gemini")
-    # Gemini refuses an object schema without properties: a tool without parameters has none.
-    if parameters.get("properties") or parameters.get("type") != "object":
-        declaration["parameters"] = parameters
-    return declaration
+    return _gemini_wire.map_tool(spec, "gemini")
 
 
 _RENDERERS: dict[str, Callable[[ToolSpecification], dict[str, Any]]] = {
