@@ -4,12 +4,13 @@ retries honouring `RetryInfo`, the registry, and a `ToolService` loop."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from openai_support import ChunkedStream
 
 from agentforge_typed import (
     ChatModel,
@@ -76,20 +77,8 @@ class Recorder:
         return json.loads(self.requests[index].content)
 
 
-class Chunks(httpx.SyncByteStream, httpx.AsyncByteStream):
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.chunks
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for chunk in self.chunks:
-            yield chunk
-
-
 def sse_response(chunks: list[bytes]) -> httpx.Response:
-    return httpx.Response(200, headers=SSE, stream=Chunks(chunks))
+    return httpx.Response(200, headers=SSE, stream=ChunkedStream(chunks))
 
 
 def fixture(name: str) -> bytes:

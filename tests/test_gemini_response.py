@@ -107,7 +107,7 @@ def test_missing_candidates_token_count() -> None:
         ("BLOCKLIST", FinishReason.CONTENT_FILTER),
         ("PROHIBITED_CONTENT", FinishReason.CONTENT_FILTER),
         ("SPII", FinishReason.CONTENT_FILTER),
-        ("MALFORMED_FUNCTION_CALL", FinishReason.OTHER),
+        ("UNEXPECTED_TOOL_CALL", FinishReason.OTHER),
         ("SOMETHING_NEW", FinishReason.OTHER),
     ],
 )
@@ -122,7 +122,7 @@ def test_finish_reasons(raw: str, reason: FinishReason) -> None:
     assert response.metadata.get("finish_reason") == (None if raw == "STOP" else raw)
 
 
-def test_malformed_function_call_keeps_gemini_message() -> None:
+def test_malformed_function_call_is_an_error_carrying_gemini_message() -> None:
     answer = {
         "candidates": [
             {
@@ -133,10 +133,20 @@ def test_malformed_function_call_keeps_gemini_message() -> None:
         ],
         "responseId": "r",
     }
+    with pytest.raises(ModelError) as info:
+        parse_response(answer)
+    assert str(info.value) == (
+        "Gemini produced a malformed function call: "
+        "Malformed function call: print(default_api.get_weather(city=))"
+    )
+    assert (info.value.code, info.value.body) == ("MALFORMED_FUNCTION_CALL", answer)
+
+
+def test_finish_message_is_kept() -> None:
+    answer = body([{"text": "partial"}], "SAFETY")
+    answer["candidates"][0]["finishMessage"] = "Blocked for safety."
     response = parse_response(answer)
-    assert response.finish_reason is FinishReason.OTHER
-    assert response.ai_message.text is None and not response.ai_message.tool_calls
-    assert response.metadata["finish_message"].startswith("Malformed function call")
+    assert response.metadata["finish_message"] == "Blocked for safety."
 
 
 def test_blocked_prompt() -> None:

@@ -181,6 +181,16 @@ def test_signed_text_parts_are_never_joined_to_others() -> None:
     ]
 
 
+def test_malformed_function_call_in_the_last_chunk() -> None:
+    accumulator, events = feed(
+        text_chunk({"text": "Let me check."}),
+        {"candidates": [{"finishReason": "MALFORMED_FUNCTION_CALL", "finishMessage": "bad"}]},
+    )
+    assert events == [TextDelta(text="Let me check.")]
+    with pytest.raises(ModelError, match="malformed function call: bad"):
+        accumulator.end()
+
+
 def test_blocked_prompt_stream_ends_without_candidates() -> None:
     accumulator, events = feed({"promptFeedback": {"blockReason": "SAFETY"}, "responseId": "r"})
     assert events == []

@@ -201,18 +201,19 @@ def _map_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     contents: list[dict[str, Any]] = []
     # Gemini's id of each call, by our id: `None` for ids generated here, never sent back.
     wire_ids: dict[str, str | None] = {}
+    # The user turn gathering the results of one round, while results keep coming.
+    results: list[_Part] | None = None
     for message in messages:
         if isinstance(message, SystemMessage):
             continue
         if isinstance(message, ToolResultMessage):
             part = _map_tool_result(message, wire_ids.get(message.tool_call_id))
-            previous = contents[-1] if contents else None
-            # The results of one round travel together, in one user turn.
-            if previous is not None and previous.get("_results"):
-                previous["parts"].append(part)
-            else:
-                contents.append({"role": "user", "parts": [part], "_results": True})
+            if results is None:
+                results = []
+                contents.append({"role": "user", "parts": results})
+            results.append(part)
             continue
+        results = None
         if isinstance(message, UserMessage):
             contents.append({"role": "user", "parts": _map_user(message)})
         elif isinstance(message, AiMessage):
@@ -225,8 +226,6 @@ def _map_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         else:
             assert isinstance(message, CustomMessage)
             contents.append(_map_custom(message))
-    for content in contents:
-        content.pop("_results", None)
     return contents
 
 
@@ -341,7 +340,8 @@ def parse_response(body: Any, *, call_id_prefix: str | None = None) -> ChatRespo
     or a random one when the answer has no id.
 
     Raises:
-        ModelError: the body is an error object, or not shaped like a `GenerateContentResponse`.
+        ModelError: the body is an error object, not shaped like a `GenerateContentResponse`, or
+            its finish reason is `MALFORMED_FUNCTION_CALL` (Gemini failed to write a call).
     """
     if not isinstance(body, dict):
         raise ModelError(f"{PROVIDER} returned an unexpected body", body=body)
@@ -350,6 +350,8 @@ def parse_response(body: Any, *, call_id_prefix: str | None = None) -> ChatRespo
     try:
         candidates = body.get("candidates") or [{}]
         candidate = candidates[0]
+        if candidate.get("finishReason") == "MALFORMED_FUNCTION_CALL":
+            raise _malformed_call(candidate, body)
         parts = (candidate.get("content") or {}).get("parts") or []
         if not isinstance(parts, list):
             raise TypeError("content parts are not a list")
@@ -375,6 +377,17 @@ def parse_response(body: Any, *, call_id_prefix: str | None = None) -> ChatRespo
         raise ModelError(f"malformed {PROVIDER} response: {exc}", body=body) from exc
     return ChatResponse(
         ai_message=message, token_usage=usage, finish_reason=reason, metadata=metadata
+    )
+
+
+def _malformed_call(candidate: Mapping[str, Any], body: Any) -> ModelError:
+    # Gemini tried to call a function and could not write the call: there is nothing to run
+    # and no answer, so saying so beats an empty answer that would end a tool loop quietly.
+    detail = candidate.get("finishMessage") or "no details"
+    return ModelError(
+        f"{PROVIDER} produced a malformed function call: {detail}",
+        body=body,
+        code="MALFORMED_FUNCTION_CALL",
     )
 
 
