@@ -248,6 +248,14 @@ def test_custom_merges_into_existing_objects() -> None:
     assert body["safetySettings"] == [{"category": "HARM_CATEGORY_HARASSMENT", "threshold": "OFF"}]
 
 
+def test_custom_tools_join_the_function_declarations() -> None:
+    search: dict[str, Any] = {"googleSearch": {}}
+    body = payload([UserMessage(content="Hi")], tools=[WEATHER], custom={"tools": [search]})
+    assert [list(entry) for entry in body["tools"]] == [["functionDeclarations"], ["googleSearch"]]
+    alone = payload([UserMessage(content="Hi")], custom={"tools": [search]})
+    assert alone["tools"] == [search]
+
+
 def test_signatures_survive_json_and_go_back_on_the_same_parts() -> None:
     """Only the first of two parallel calls is signed: each part goes back exactly as received."""
     answer = fixture("parallel_calls.json")

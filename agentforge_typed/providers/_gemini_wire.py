@@ -111,7 +111,7 @@ def build_payload(
     `parallel_tool_calls` has no Gemini switch and is not sent. `custom` is merged last at the top
     level; a mapping value for a key the payload already has (`generationConfig`, `toolConfig`)
     is merged into it key by key, so `custom={"generationConfig": {"thinkingConfig": ...}}` keeps
-    the temperature.
+    the temperature, and a `tools` list is appended to the function declarations.
 
     Raises:
         ModelError: a message this provider cannot send (an image URL it cannot read, a foreign
@@ -136,6 +136,9 @@ def build_payload(
         current = payload.get(key)
         if isinstance(current, dict) and isinstance(value, Mapping):
             payload[key] = {**current, **value}
+        elif key == "tools" and current is not None and isinstance(value, list):
+            # Gemini's own tools (`googleSearch`, `codeExecution`, …) join the functions.
+            payload[key] = [*current, *value]
         else:
             payload[key] = value
     return payload
