@@ -24,7 +24,9 @@ Level = Literal["error", "warning"]
 DEFAULT_DIALECTS: tuple[Dialect, ...] = DIALECTS
 """Checked unless `--dialect` says otherwise. `openai` renders `strict_schema` tools strict, as the
 provider sends them; `openai-strict` renders every tool strict, and what it cannot express is a
-warning for a tool that did not ask for `strict_schema` (an error for one that did)."""
+warning for a tool that did not ask for `strict_schema` (an error for one that did). What the
+`gemini` subset cannot express is a warning: `GeminiChatModel` sends full JSON Schema unless told
+to use the subset."""
 
 
 @dataclass(frozen=True)
@@ -112,8 +114,12 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
         try:
             declaration(spec, dialect)
         except SchemaDialectError as exc:
+            # Both are opt-in renderings: strict mode, and the OpenAPI subset of
+            # `GeminiChatModel(function_schema="gemini")` (by default it sends full JSON Schema).
             report = (
-                at.warning if dialect == "openai-strict" and not spec.strict_schema else at.error
+                at.warning
+                if (dialect == "openai-strict" and not spec.strict_schema) or dialect == "gemini"
+                else at.error
             )
             report(
                 "unsupported-schema",
