@@ -204,7 +204,7 @@ def test_key_never_leaks() -> None:
                 {
                     "@type": "type.googleapis.com/google.rpc.ErrorInfo",
                     "reason": "API_KEY_INVALID",
-                    "metadata": {"key": KEY},
+                    "metadata": {"key": KEY, KEY: "echoed as an object key"},
                 }
             ],
         }
@@ -219,6 +219,58 @@ def test_key_never_leaks() -> None:
     assert str(error).startswith("Gemini API error 400: API key not valid.")
     assert KEY not in str(error) and KEY not in repr(error) and KEY not in json.dumps(error.body)
     assert len(recorder.requests) == 1  # 400 is not retried
+
+
+ECHO = {"error": {"code": 400, "message": f"bad key {KEY}", "status": "INVALID_ARGUMENT"}}
+
+
+def assert_clean(error: ModelError) -> None:
+    assert KEY not in str(error) and KEY not in repr(error) and KEY not in error.message
+    assert KEY not in json.dumps(error.body)
+    assert error.__cause__ is None and error.__suppress_context__
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        ECHO,  # an error object in a 200 answer
+        {"candidates": [{"content": {"parts": [{"functionCall": {"name": KEY, "args": [1]}}]}}]},
+        {"candidates": [{"content": {"parts": [{"text": 5}]}}], KEY: "as a key"},
+    ],
+)
+async def test_key_never_leaks_from_a_200_answer(answer: Any) -> None:
+    for model in (make(Recorder(httpx.Response(200, json=answer))),):
+        with pytest.raises(ModelError) as info:
+            model.chat(REQUEST)
+        assert_clean(info.value)
+    with pytest.raises(ModelError) as info:
+        await make(Recorder(httpx.Response(200, json=answer))).achat(REQUEST)
+    assert_clean(info.value)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        f"data: {json.dumps(ECHO)}\r\n\r\n",
+        f'data: {{"candidates": [{{"content": {{"parts": [{{"text": "{KEY}", "thought": 1}}, 5]}}}}]}}\r\n\r\n',
+        f"data: {{{KEY}\r\n\r\n",
+    ],
+    ids=["error-chunk", "malformed-part", "malformed-json"],
+)
+async def test_key_never_leaks_from_a_stream(frame: str) -> None:
+    with pytest.raises(ModelError) as info:
+        list(make(Recorder(sse_response([frame.encode()]))).stream(REQUEST))
+    assert_clean(info.value)
+    with pytest.raises(ModelError) as info:
+        async for _ in make(Recorder(sse_response([frame.encode()]))).astream(REQUEST):
+            pass
+    assert_clean(info.value)
+
+
+def test_an_error_without_secrets_keeps_its_cause() -> None:
+    with pytest.raises(ModelError) as info:
+        make(Recorder(httpx.Response(200, json={"candidates": "x"}))).chat(REQUEST)
+    assert isinstance(info.value.__cause__, AttributeError)
 
 
 def test_429_waits_the_retry_delay_gemini_asks_for() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -29,6 +30,7 @@ from ._gemini_wire import (
 )
 from ._http import HttpShell
 from ._retry import RetryPolicy, retry_after
+from ._sse import ServerSentEvent
 
 __all__ = ["GeminiChatModel"]
 
@@ -60,8 +62,56 @@ class _GeminiShell(HttpShell):
     def _status_error(self, response: httpx.Response) -> ModelError:
         error = super()._status_error(response)
         return error_from_gemini(
-            error.body, status_code=error.status_code, fallback=response.reason_phrase
+            self._scrub(error.body), status_code=error.status_code, fallback=response.reason_phrase
         )
+
+    def scrubbed(self, error: ModelError) -> ModelError:
+        """`error` with every secret replaced in its message and body (`error` itself when it
+        holds none): for errors the wire core raises from what the server sent."""
+        message, body = self._redact(error.message), self._scrub(error.body)
+        if message == error.message and body == error.body:
+            return error
+        return ModelError(message, status_code=error.status_code, body=body, code=error.code)
+
+    def _scrub(self, value: Any) -> Any:
+        # As `_redact`, and object keys too: a server may echo the key anywhere.
+        if isinstance(value, dict):
+            return {self._redact(str(k)): self._scrub(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self._scrub(item) for item in value]
+        return self._redact(value)
+
+    @contextmanager
+    def scrubbing(self) -> Iterator[None]:
+        """Re-raise a `ModelError` raised inside without the secrets it echoes (and without its
+        cause, which may echo them too)."""
+        try:
+            yield
+        except ModelError as exc:
+            clean = self.scrubbed(exc)
+            if clean is exc:
+                raise
+            raise clean from None
+
+
+class _ScrubbingParser:
+    """The Gemini stream accumulator behind the shell's `scrubbing`."""
+
+    def __init__(self, parser: GeminiStreamAccumulator, shell: _GeminiShell) -> None:
+        self._parser = parser
+        self._shell = shell
+
+    @property
+    def done(self) -> bool:
+        return self._parser.done
+
+    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
+        with self._shell.scrubbing():
+            return self._parser.take(event)
+
+    def end(self) -> list[StreamEvent]:
+        with self._shell.scrubbing():
+            return self._parser.end()
 
 
 class GeminiChatModel(HttpChatModel):
@@ -122,7 +172,7 @@ class GeminiChatModel(HttpChatModel):
                 "no Gemini API key: pass api_key=... to GeminiChatModel or set the "
                 "GEMINI_API_KEY (or GOOGLE_API_KEY) environment variable"
             )
-        self._http = _GeminiShell(
+        self._http: _GeminiShell = _GeminiShell(
             provider=PROVIDER,
             base_url=base_url,
             headers={"x-goog-api-key": api_key} if api_key else {},
@@ -140,11 +190,15 @@ class GeminiChatModel(HttpChatModel):
     ) -> dict[str, Any]:
         return build_payload(messages, parameters, function_schema=self.function_schema)
 
-    def _parse_response(self, body: Any) -> ChatResponse:
-        return parse_response(body)
+    # A server may echo the key in a 200 answer or inside a stream; the wire core does not know
+    # the key, so what it raises is scrubbed here, like the shell's own HTTP errors.
 
-    def _stream_parser(self) -> GeminiStreamAccumulator:
-        return GeminiStreamAccumulator()
+    def _parse_response(self, body: Any) -> ChatResponse:
+        with self._http.scrubbing():
+            return parse_response(body)
+
+    def _stream_parser(self) -> _ScrubbingParser:
+        return _ScrubbingParser(GeminiStreamAccumulator(), self._http)
 
     # The model name is part of the path, and streaming has a path of its own, so each call
     # works out its path before handing the payload to the shared shell.
