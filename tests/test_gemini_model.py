@@ -4,6 +4,9 @@ retries honouring `RetryInfo`, the registry, and a `ToolService` loop."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -467,3 +470,19 @@ async def test_tool_service_stream_loop(mode: str) -> None:
     assert isinstance(final, FinalResultEvent)
     assert final.result.final_response.ai_message.text == "Paris 18°, Zürich 18°."
     check_second_request(recorder)
+
+
+@pytest.mark.parametrize("name", ["google:gemini-2.5-flash", "gemini:gemini-2.5-flash"])
+def test_cli_model_option_reaches_the_provider(name: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GEMINI_", "GOOGLE_"))}
+    command = [sys.executable, "-m", "agentforge_typed", "run", "examples/weather.py:tools", "hi"]
+    done = subprocess.run(
+        [*command, "--model", name],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONIOENCODING": "utf-8"},
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith("agentforge-typed: error: no Gemini API key")
