@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 from openai_support import ChunkedStream
+from pydantic import BaseModel
 
 from agentforge_typed import (
     ChatModel,
@@ -22,6 +23,7 @@ from agentforge_typed import (
     FinalResultEvent,
     GeminiChatModel,
     ModelError,
+    OutputSpec,
     ResponseComplete,
     StreamEvent,
     TextDelta,
@@ -486,3 +488,29 @@ def test_cli_model_option_reaches_the_provider(name: str) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.startswith("agentforge-typed: error: no Gemini API key")
+
+
+def test_native_structured_output_over_gemini() -> None:
+    class City(BaseModel):
+        name: str
+        population: int
+
+    answer = {
+        **TEXT_BODY,
+        "candidates": [
+            {
+                "content": {"parts": [{"text": '{"name": "Paris", "population": 2102650}'}]},
+                "finishReason": "STOP",
+            }
+        ],
+    }
+    recorder = Recorder(httpx.Response(200, json=answer))
+    result = ToolService().chat(
+        make(recorder),
+        [UserMessage(content="Biggest French city?")],
+        output_type=OutputSpec(City, native=True),
+    )
+    assert result.output == City(name="Paris", population=2102650)
+    config = recorder.json()["generationConfig"]
+    assert config["responseMimeType"] == "application/json"
+    assert config["responseJsonSchema"]["properties"]["population"] == {"type": "integer"}
