@@ -24,6 +24,7 @@ from agentforge_typed import (
     GeminiChatModel,
     ModelError,
     OutputSpec,
+    PartialArgumentsEvent,
     ResponseComplete,
     StreamEvent,
     TextDelta,
@@ -461,6 +462,13 @@ async def test_tool_service_stream_loop(mode: str) -> None:
         events = list(service.stream(model, messages))
     else:
         events = [event async for event in service.astream(model, messages)]
+    partial = [
+        (e.index, e.name, e.arguments) for e in events if isinstance(e, PartialArgumentsEvent)
+    ]
+    assert partial == [
+        (0, "get_weather", {"city": "Paris", "unit": "celsius"}),
+        (1, "get_weather", {"city": "Zürich", "unit": "celsius"}),
+    ]
     calls = [e.call for e in events if isinstance(e, ToolCallEvent)]
     results = [e.execution.result.text for e in events if isinstance(e, ToolResultEvent)]
     assert [c.id for c in calls] == [
