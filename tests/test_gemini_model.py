@@ -3,6 +3,7 @@ retries honouring `RetryInfo`, the registry, and a `ToolService` loop."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai_support import ChunkedStream
 from pydantic import BaseModel
 
@@ -522,3 +525,21 @@ def test_native_structured_output_over_gemini() -> None:
     config = recorder.json()["generationConfig"]
     assert config["responseMimeType"] == "application/json"
     assert config["responseJsonSchema"]["properties"]["population"] == {"type": "integer"}
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_any_rechunking_over_http_sync_and_async(data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(["parallel_calls", "text_signed", "call_with_id"]))
+    stream = fixture(f"{name}.sse")
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(stream) - 1), max_size=30)))
+    pieces = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+    expected = ResponseComplete(response=parse_response(json.loads(fixture(f"{name}.json"))))
+
+    async def collect() -> list[StreamEvent]:
+        model = make(Recorder(sse_response(pieces)))
+        return [event async for event in model.astream(REQUEST)]
+
+    events = list(make(Recorder(sse_response(pieces))).stream(REQUEST))
+    assert events[-1] == expected
+    assert asyncio.run(collect()) == events
