@@ -56,7 +56,8 @@ class ToolContext(Generic[DepsT]):
     tool_call_id: str
     tool_name: str
     attempt: int = 1
-    """1 for the first call of this tool in the conversation, +1 after each failed attempt."""
+    """1 for the first call of this tool in the run, +1 after each failed attempt (invalid
+    arguments, `ModelRetry`), and 1 again after a successful call."""
     conversation_id: str | None = None
 
 
@@ -127,7 +128,8 @@ class ToolLike(ToolExecutor, Protocol):
 
     @property
     def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop sends back before raising."""
+        """How many consecutive failed calls (invalid arguments, `ModelRetry`) the loop sends back
+        before raising."""
         ...
 
     @property
@@ -180,7 +182,7 @@ class ConfiguredTool(SpecifiedTool):
 
     @property
     def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop tolerates before raising."""
+        """How many consecutive failed calls the loop tolerates before raising."""
         return self._max_retries
 
     @property

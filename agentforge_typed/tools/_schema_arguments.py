@@ -37,7 +37,9 @@ from ._arguments import (
     MAX_REPAIR_ROUNDS,
     REPAIR_DOUBLE_ENCODED,
     REPAIR_EMPTY,
+    REPAIR_TRAILING_COMMAS,
     repair_string_encoded,
+    without_trailing_commas,
 )
 from ._base import ToolExecutionResult
 from ._outcomes import arguments_error_result, execution_error_result
@@ -311,25 +313,28 @@ class DecodedArguments:
 def decode_arguments(raw: str | bytes) -> DecodedArguments:
     """Parse the raw JSON a model sent into an object, repairing the envelope quirks we tolerate.
 
-    An empty (or blank) string means `{}`; an object double-encoded as a JSON string is decoded
-    once more. Each repair is recorded so it is never silent. Text that is not UTF-8 (bytes, or a
+    An empty (or blank) string means `{}`; trailing commas are removed; an object double-encoded
+    as a JSON string is decoded once more. Each repair is recorded so it is never silent. Text that is not UTF-8 (bytes, or a
     `str` holding a lone surrogate) is invalid JSON.
     """
     if not raw.strip():
         return DecodedArguments({}, repairs=(REPAIR_EMPTY,))
+    repairs: tuple[str, ...] = ()
     try:
         value = _from_json(raw)
     except ValueError as exc:
-        text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-        return DecodedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
-    repairs: tuple[str, ...] = ()
+        fixed = without_trailing_commas(raw, str(exc))
+        if fixed is None:
+            text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            return DecodedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
+        value, repairs = _from_json(fixed), (REPAIR_TRAILING_COMMAS,)
     if isinstance(value, str):
         try:
             inner = _from_json(value)
         except ValueError:
             inner = None
         if isinstance(inner, dict):
-            value, repairs = inner, (REPAIR_DOUBLE_ENCODED,)
+            value, repairs = inner, (*repairs, REPAIR_DOUBLE_ENCODED)
     if not isinstance(value, dict):
         return DecodedArguments(
             None, (ArgumentError("$", "Input should be a JSON object", value),), repairs
