@@ -225,9 +225,7 @@ def _strict(parameters: ChatRequestParameters) -> Any:
 
 
 def _gemini(parameters: ChatRequestParameters) -> Any:
-    payload = _gemini_wire.build_payload(
-        [UserMessage(content="x")], parameters, function_schema="gemini"
-    )
+    payload = _gemini_wire.build_payload([UserMessage(content="x")], parameters)
     return payload["tools"][0]["functionDeclarations"]
 
 
@@ -311,13 +309,22 @@ def _dialect_error(target: str, dialect: str) -> SchemaDialectError:
 
 
 def test_schema_a_dialect_cannot_express() -> None:
-    done = cli("schema", f"{BAD}:total", "--dialect", "gemini")
+    done = cli("schema", f"{BAD}:count", "--dialect", "openai-strict")
     assert done.returncode == 1
     assert done.stdout == ""
-    error = _dialect_error(f"{BAD}:total", "gemini")
-    assert (error.dialect, error.path) == ("gemini", "$.tree.children[*]")
-    assert "recursive" in error.reason
+    error = _dialect_error(f"{BAD}:count", "openai-strict")
+    assert (error.dialect, error.path) == ("openai-strict", "$.totals")
     assert done.stderr == f"agentforge-typed: {error}\n"
+
+
+def test_schema_gemini_is_what_the_provider_sends_recursion_included() -> None:
+    # The Gemini subset cannot express recursion; the JSON Schema Gemini is sent by default can.
+    done = cli("schema", f"{BAD}:total", "--dialect", "gemini")
+    assert done.returncode == 0, done.stderr
+    [declaration] = json.loads(done.stdout)
+    schema = declaration["parametersJsonSchema"]
+    assert schema["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert "recursive" in _dialect_error(f"{BAD}:total", "gemini").reason
 
 
 # -- check -------------------------------------------------------------------------------------

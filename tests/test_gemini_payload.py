@@ -186,6 +186,11 @@ def test_recursive_schema_is_sent_whole_by_default_and_refused_by_the_subset() -
         map_tool(tree, "gemini")
 
 
+def test_a_tool_without_parameters_declares_none() -> None:
+    ping = ToolSpecification(name="ping", parameters={"type": "object", "properties": {}})
+    assert map_tool(ping) == map_tool(ping, "gemini") == {"name": "ping"}
+
+
 def test_the_openapi_subset_option() -> None:
     body = build_payload(
         [UserMessage(content="Hi")],

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules
+from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules, render_schema
 from .._service import ToolService
 from ..tools._base import ToolLike
 from ._declare import declaration
@@ -113,14 +113,14 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
             continue
         try:
             declaration(spec, dialect)
+            if dialect == "gemini":
+                # What `GeminiChatModel(function_schema="gemini")` sends: the OpenAPI subset.
+                render_schema(spec.parameters, "gemini")
         except SchemaDialectError as exc:
-            # Both are opt-in renderings: strict mode, and the OpenAPI subset of
-            # `GeminiChatModel(function_schema="gemini")` (by default it sends full JSON Schema).
-            report = (
-                at.warning
-                if (dialect == "openai-strict" and not spec.strict_schema) or dialect == "gemini"
-                else at.error
-            )
+            # Opt-in renderings warn: strict mode for a tool that did not ask for it, and the
+            # Gemini subset (by default that provider sends full JSON Schema).
+            opt_in = dialect == "gemini" or (dialect == "openai-strict" and not spec.strict_schema)
+            report = at.warning if opt_in else at.error
             report(
                 "unsupported-schema",
                 f"not expressible in {exc.dialect} at {exc.path}: {exc.reason}",

@@ -1,8 +1,9 @@
 """Tool declarations exactly as each provider sends them (`agentforge-typed schema`).
 
 Declarations come from the providers' own wire mappers, so what is shown is what goes over the
-wire. The `gemini` entry is what `GeminiChatModel(function_schema="gemini")` declares (the OpenAPI
-subset); by default that provider sends the `anthropic` rendering as `parametersJsonSchema`.
+wire. The `gemini` entry is what `GeminiChatModel` declares by default: full JSON Schema as
+`parametersJsonSchema`. (Its `function_schema="gemini"` option sends the OpenAPI subset that the
+`gemini` schema dialect renders; `check` lints that as well.)
 """
 
 from __future__ import annotations
@@ -21,16 +22,12 @@ def _openai_strict(spec: ToolSpecification) -> dict[str, Any]:
     return _openai_wire.map_tool(spec.model_copy(update={"strict_schema": True}))
 
 
-def _gemini(spec: ToolSpecification) -> dict[str, Any]:
-    return _gemini_wire.map_tool(spec, "gemini")
-
-
 _RENDERERS: dict[str, Callable[[ToolSpecification], dict[str, Any]]] = {
     # As the OpenAI provider sends them: strict only for tools with `strict_schema=True`.
     "openai": _openai_wire.map_tool,
     "openai-strict": _openai_strict,
     "anthropic": _anthropic_wire.map_tool,
-    "gemini": _gemini,
+    "gemini": _gemini_wire.map_tool,
 }
 
 

@@ -179,13 +179,15 @@ def map_tool(spec: ToolSpecification, function_schema: FunctionSchema = "json-sc
         declaration["description"] = spec.description
     if function_schema == "json-schema":
         # Plain JSON Schema, `$defs` and all: the rendering the anthropic dialect also uses.
-        declaration["parametersJsonSchema"] = render_schema(spec.parameters, "anthropic")
-        return declaration
-    parameters = render_schema(spec.parameters, "gemini")
-    # The OpenAPI subset refuses an object schema without properties: a tool without
-    # parameters declares none.
+        parameters = render_schema(spec.parameters, "anthropic")
+        key = "parametersJsonSchema"
+    else:
+        parameters = render_schema(spec.parameters, "gemini")
+        key = "parameters"
+    # The OpenAPI subset refuses an object schema without properties, so a tool without
+    # parameters declares none (in both forms, alike).
     if parameters.get("properties"):
-        declaration["parameters"] = parameters
+        declaration[key] = parameters
     return declaration
 
 
