@@ -356,6 +356,12 @@ def test_error_chunk_mid_stream_over_http() -> None:
     assert events == [TextDelta(text="Paris: 18°C and sunny. ")]
 
 
+def test_a_json_answer_to_a_stream_request_says_no_event_arrived() -> None:
+    model = make(Recorder(httpx.Response(200, json=TEXT_BODY)))
+    with pytest.raises(ModelError, match="no event arrived at all"):
+        list(model.stream(REQUEST))
+
+
 async def test_truncated_stream_over_http_async() -> None:
     stream = fixture("parallel_calls.sse")
     head = stream[: stream.rindex(b"data: ")]

@@ -237,6 +237,7 @@ def test_error_from_gemini() -> None:
         ("-3s", None),
         ("soon", None),
         (5, None),
+        ("9" * 400 + "s", None),
     ],
 )
 def test_retry_delay(delay: Any, seconds: float | None) -> None:

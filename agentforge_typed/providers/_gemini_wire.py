@@ -15,6 +15,7 @@ are never sent). A message from another provider carries no parts and so sends n
 
 from __future__ import annotations
 
+import math
 import mimetypes
 import re
 import uuid
@@ -517,8 +518,9 @@ def retry_delay(body: Any) -> float | None:
         if isinstance(detail, dict) and str(detail.get("@type", "")).endswith(".RetryInfo"):
             delay = detail.get("retryDelay")
             match = _DURATION.fullmatch(delay) if isinstance(delay, str) else None
-            if match is not None:
-                return float(match.group(1))
+            seconds = float(match.group(1)) if match is not None else math.inf
+            if math.isfinite(seconds):
+                return seconds
     return None
 
 
@@ -583,6 +585,11 @@ class GeminiStreamAccumulator:
         Raises:
             ModelError: the stream ended before a chunk with a finish reason (it was cut off).
         """
+        if not self._top:
+            raise ModelError(
+                f"{PROVIDER} stream ended before a finish reason: no event arrived at all "
+                "(the answer was not a server-sent event stream, or was empty)"
+            )
         blocked = (self._top.get("promptFeedback") or {}).get("blockReason") is not None
         if self._candidate.get("finishReason") is None and not blocked:
             raise ModelError(f"{PROVIDER} stream ended before a finish reason (cut off)")
