@@ -34,3 +34,4 @@ assert_type(gemini.base_url, str)
 GeminiChatModel(model=42)  # type: ignore[arg-type]
 GeminiChatModel("gemini-2.5-flash", function_schema="openapi")  # type: ignore[arg-type]
 GeminiChatModel("gemini-2.5-flash", async_http_client=httpx.Client())  # type: ignore[arg-type]
+GeminiChatModel("gemini-2.5-flash", temprature=0.2)  # type: ignore[call-arg]

@@ -200,7 +200,7 @@ def test_a_gateway_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_unknown_default_parameter_is_rejected() -> None:
     with pytest.raises(TypeError, match="temprature"):
-        GeminiChatModel("gemini-2.5-flash", api_key=KEY, temprature=0.1)
+        GeminiChatModel("gemini-2.5-flash", api_key=KEY, temprature=0.1)  # type: ignore[call-arg]
 
 
 def test_key_never_leaks() -> None:
@@ -236,7 +236,11 @@ ECHO = {"error": {"code": 400, "message": f"bad key {KEY}", "status": "INVALID_A
 def assert_clean(error: ModelError) -> None:
     assert KEY not in str(error) and KEY not in repr(error) and KEY not in error.message
     assert KEY not in json.dumps(error.body)
-    assert error.__cause__ is None and error.__suppress_context__
+    # Nor in the chain of causes a logged traceback would print.
+    cause = error.__cause__ or error.__context__
+    while cause is not None:
+        assert KEY not in f"{cause!s}{cause!r}"
+        cause = cause.__cause__ or cause.__context__
 
 
 @pytest.mark.parametrize(
@@ -356,10 +360,15 @@ def test_error_chunk_mid_stream_over_http() -> None:
     assert events == [TextDelta(text="Paris: 18°C and sunny. ")]
 
 
-def test_a_json_answer_to_a_stream_request_says_no_event_arrived() -> None:
-    model = make(Recorder(httpx.Response(200, json=TEXT_BODY)))
-    with pytest.raises(ModelError, match="no event arrived at all"):
+def test_a_json_answer_to_a_stream_request_says_what_arrived() -> None:
+    model = make(Recorder(httpx.Response(200, json=quota())))
+    with pytest.raises(ModelError, match="instead of server-sent events: Resource has been"):
         list(model.stream(REQUEST))
+
+
+def test_an_empty_event_stream_says_no_event_arrived() -> None:
+    with pytest.raises(ModelError, match="no event arrived at all"):
+        list(make(Recorder(sse_response([b": keep-alive\r\n\r\n"]))).stream(REQUEST))
 
 
 async def test_truncated_stream_over_http_async() -> None:

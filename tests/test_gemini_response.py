@@ -62,6 +62,14 @@ def test_parallel_calls_without_ids() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "answer", [{}, {"candidates": []}, {"responseId": "r", "usageMetadata": {}}]
+)
+def test_an_answer_without_candidates_or_block_reason_is_an_error(answer: Any) -> None:
+    with pytest.raises(ModelError, match="Gemini returned no candidates"):
+        parse_response(answer)
+
+
 def test_ids_without_a_response_id_are_unique_per_answer() -> None:
     calls = [{"functionCall": {"name": "f", "args": {}}}] * 2
     first, second = (
@@ -213,18 +221,25 @@ def test_error_body_in_a_200_answer() -> None:
     with pytest.raises(ModelError) as info:
         parse_response(QUOTA)
     assert str(info.value) == (
-        "Gemini error: You exceeded your current quota, please check your plan and billing details."
+        "Gemini returned an error: You exceeded your current quota, please check your plan and "
+        "billing details."
     )
     assert (info.value.status_code, info.value.code) == (None, "RESOURCE_EXHAUSTED")
 
 
-def test_error_from_gemini() -> None:
-    error = error_from_gemini(QUOTA, status_code=429)
+def test_error_from_gemini_in_a_stream() -> None:
+    error = error_from_gemini(QUOTA, streaming=True)
     assert str(error) == (
-        "Gemini API error 429: You exceeded your current quota, please check your plan and "
+        "Gemini stream error: You exceeded your current quota, please check your plan and "
         "billing details."
     )
-    assert (error.status_code, error.code, error.body) == (429, "RESOURCE_EXHAUSTED", QUOTA)
+    assert (error.status_code, error.code, error.body) == (None, "RESOURCE_EXHAUSTED", QUOTA)
+
+
+@pytest.mark.parametrize("status", [None, "", 7])
+def test_gemini_status_only_when_there_is_one(status: Any) -> None:
+    body = {"error": {"code": 500, "message": "boom", "status": status}}
+    assert error_from_gemini(body).code == "500"
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,7 @@ def test_unknown_names_list_the_known_prefixes(name: str) -> None:
         get_model(name)
     assert str(info.value) == (
         f"unknown model {name!r}: expected one of "
-        "'openai:<model>', 'anthropic:<model>', 'google:<model>', 'fake'"
+        "'openai:<model>', 'anthropic:<model>', 'google:<model>', 'gemini:<model>', 'fake'"
     )
 
 

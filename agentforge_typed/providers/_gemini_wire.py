@@ -20,7 +20,8 @@ import mimetypes
 import re
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 from urllib.parse import quote
 
 from pydantic_core import from_json, to_json
@@ -41,24 +42,28 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from ._http import error_details
+from ._http import error_from_body
 from ._sse import ServerSentEvent
 
 __all__ = [
     "CONTENT_ATTRIBUTE",
+    "DEFAULT_BASE_URL",
     "PARTS_ATTRIBUTE",
     "PROVIDER",
     "FunctionSchema",
     "GeminiStreamAccumulator",
+    "GeminiWire",
     "build_payload",
     "error_from_gemini",
     "map_tool",
     "parse_response",
     "request_path",
     "retry_delay",
+    "with_gemini_status",
 ]
 
 PROVIDER = "Gemini"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
 
 PARTS_ATTRIBUTE = "gemini_parts"
 """`AiMessage.attributes` key holding the answer's raw parts, sent back verbatim on replay."""
@@ -353,9 +358,11 @@ def parse_response(body: Any, *, call_id_prefix: str | None = None) -> ChatRespo
         raise ModelError(f"{PROVIDER} returned an unexpected body", body=body)
     if body.get("error") is not None:
         raise error_from_gemini(body)
+    candidates = body.get("candidates")
+    if not candidates and not _blocked(body):
+        raise ModelError(f"{PROVIDER} returned no candidates", body=body)
     try:
-        candidates = body.get("candidates") or [{}]
-        candidate = candidates[0]
+        candidate = (candidates or [{}])[0]
         if candidate.get("finishReason") == "MALFORMED_FUNCTION_CALL":
             raise _malformed_call(candidate, body)
         parts = (candidate.get("content") or {}).get("parts") or []
@@ -441,10 +448,9 @@ def _map_finish_reason(
     if candidate.get("finishMessage") is not None:
         metadata["finish_message"] = candidate["finishMessage"]
     if raw is None:
-        feedback = body.get("promptFeedback") or {}
-        if feedback.get("blockReason") is not None:
+        if _blocked(body):
             # The prompt itself was blocked: there is no candidate at all.
-            metadata["block_reason"] = feedback["blockReason"]
+            metadata["block_reason"] = body["promptFeedback"]["blockReason"]
             return FinishReason.CONTENT_FILTER
         return FinishReason.TOOL_EXECUTION if has_calls else None
     if has_calls and raw == "STOP":
@@ -454,6 +460,12 @@ def _map_finish_reason(
     if reason is not FinishReason.STOP:
         metadata["finish_reason"] = raw
     return reason
+
+
+def _blocked(body: Mapping[str, Any]) -> bool:
+    """Whether the prompt was blocked (`promptFeedback.blockReason`), so no candidate came."""
+    feedback = body.get("promptFeedback")
+    return isinstance(feedback, dict) and feedback.get("blockReason") is not None
 
 
 def _map_usage(usage: Any) -> TokenUsage | None:
@@ -479,34 +491,19 @@ def _map_usage(usage: Any) -> TokenUsage | None:
 # -- errors -------------------------------------------------------------------------------------
 
 
-def error_from_gemini(
-    body: Any,
-    *,
-    status_code: int | None = None,
-    stream: bool = False,
-    fallback: str = "unknown error",
-) -> ModelError:
-    """A `ModelError` for a Gemini error body `{"error": {"code", "message", "status"}}`: an HTTP
-    error answer (`status_code`), a chunk of a stream (`stream`), or a 200 answer.
+def error_from_gemini(body: Any, *, streaming: bool = False) -> ModelError:
+    """A `ModelError` for a Gemini error body `{"error": {"code", "message", "status"}}` sent
+    in a successful answer or inside a stream; see `with_gemini_status`."""
+    return with_gemini_status(error_from_body(PROVIDER, body, streaming=streaming))
 
-    Its `code` is Gemini's `status` (`RESOURCE_EXHAUSTED`, `INVALID_ARGUMENT`, …) when present.
-    """
-    message, code = error_details(body)
-    status = _error_field(body, "status")
+
+def with_gemini_status(error: ModelError) -> ModelError:
+    """`error` with Gemini's `status` (`RESOURCE_EXHAUSTED`, `INVALID_ARGUMENT`, …) as its `code`,
+    when its body has one: more telling than the HTTP status repeated in `error.code`."""
+    status = _error_field(error.body, "status")
     if isinstance(status, str) and status:
-        code = status
-    if message is None:
-        message = (body if isinstance(body, str) else "") or fallback
-    where = (
-        f"API error {status_code}"
-        if status_code is not None
-        else "stream error"
-        if stream
-        else "error"
-    )
-    return ModelError(
-        f"{PROVIDER} {where}: {message}", status_code=status_code, body=body, code=code
-    )
+        error.code = status
+    return error
 
 
 def retry_delay(body: Any) -> float | None:
@@ -571,7 +568,7 @@ class GeminiStreamAccumulator:
         if not isinstance(chunk, dict):
             raise ModelError(f"{PROVIDER} sent an unexpected stream chunk", body=chunk)
         if chunk.get("error") is not None:
-            raise error_from_gemini(chunk, stream=True)
+            raise error_from_gemini(chunk, streaming=True)
         try:
             return self._chunk(chunk)
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
@@ -590,8 +587,7 @@ class GeminiStreamAccumulator:
                 f"{PROVIDER} stream ended before a finish reason: no event arrived at all "
                 "(the answer was not a server-sent event stream, or was empty)"
             )
-        blocked = (self._top.get("promptFeedback") or {}).get("blockReason") is not None
-        if self._candidate.get("finishReason") is None and not blocked:
+        if self._candidate.get("finishReason") is None and not _blocked(self._top):
             raise ModelError(f"{PROVIDER} stream ended before a finish reason (cut off)")
         for index, texts in self._texts.items():
             self._parts[index]["text"] = "".join(texts)
@@ -662,3 +658,33 @@ class GeminiStreamAccumulator:
                 arguments_delta=to_json(args).decode(),
             )
         ]
+
+
+@dataclass(frozen=True)
+class GeminiWire:
+    """The Gemini API wire format, as `GeminiChatModel` composes it with the HTTP shell.
+
+    Its endpoint depends on the request: `request_path(model, stream=...)` gives it (`path` is
+    only its shape).
+    """
+
+    function_schema: FunctionSchema = "json-schema"
+    """How function parameters are declared; see `FunctionSchema`."""
+
+    provider: ClassVar[str] = PROVIDER
+    path: ClassVar[str] = "models/{model}:generateContent"
+    default_base_url: ClassVar[str] = DEFAULT_BASE_URL
+    api_key_env: ClassVar[str] = "GEMINI_API_KEY"
+    base_url_env: ClassVar[str] = "GEMINI_BASE_URL"
+    parse_response = staticmethod(parse_response)
+    stream_parser = GeminiStreamAccumulator
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """`x-goog-api-key`, when there is a key: never a `key=` query, which URLs leak to logs."""
+        return {"x-goog-api-key": api_key} if api_key else {}
+
+    def build_payload(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool
+    ) -> dict[str, Any]:
+        """`build_payload` with this wire's `function_schema` (a stream has the same body)."""
+        return build_payload(messages, parameters, function_schema=self.function_schema)
