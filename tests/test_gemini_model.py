@@ -498,6 +498,10 @@ async def test_tool_service_stream_loop(mode: str) -> None:
     assert isinstance(final, FinalResultEvent)
     assert final.result.final_response.ai_message.text == "Paris 18°, Zürich 18°."
     check_second_request(recorder)
+    # The streamed run is the blocking run: same history (signatures and all), same usage.
+    blocking = service.chat(make(loop_recorder(stream=False)), messages)
+    assert final.result.messages == blocking.messages
+    assert final.result.usage == blocking.usage
 
 
 @pytest.mark.parametrize("name", ["google:gemini-2.5-flash", "gemini:gemini-2.5-flash"])
