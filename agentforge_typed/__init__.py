@@ -45,7 +45,7 @@ from ._request import (
 )
 from ._response import ChatResponse, FinishReason, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from ._service import ToolService, list_available_tools
+from ._service import ToolService, available_tools_handler, list_available_tools
 from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
 from .tools._function import Tool, tool
 
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from .providers.anthropic import AnthropicChatModel
     from .providers.gemini import GeminiChatModel
     from .providers.openai import OpenAIChatModel
+    from .providers.openai_responses import OpenAIResponsesModel
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
     from .tools._mcp import MCPServer
@@ -75,6 +76,7 @@ _LAZY = {
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
     "OpenAIChatModel": ".providers.openai",
+    "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
     "get_model": ".providers._registry",
     # Plumbing that moved to a documented submodule; still importable from here.
@@ -120,6 +122,7 @@ __all__ = [
     "ModelError",
     "ModelRetry",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",
@@ -155,6 +158,7 @@ __all__ = [
     "UnknownToolError",
     "UserMessage",
     "__version__",
+    "available_tools_handler",
     "get_model",
     "list_available_tools",
     "logging_hook",

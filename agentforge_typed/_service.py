@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -59,6 +60,7 @@ __all__ = [
     "ToolService",
     "UnknownToolHandler",
     "is_tool",
+    "available_tools_handler",
     "list_available_tools",
     "tools_from",
 ]
@@ -79,12 +81,16 @@ AfterToolCall = Callable[[ToolExecution], None]
 """Sees every execution, after error policies (audit, metrics, logging)."""
 
 
-def list_available_tools(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
+def available_tools_handler(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
     """An `unknown_tool_handler` that tells the model which tools exist, so it can correct itself."""
     names = ", ".join(f"`{name}`" for name in available) or "none"
     return ToolExecutionResult.error(
         f"There is no tool named `{call.name}`. Available tools: {names}.", "unknown_tool"
     )
+
+
+list_available_tools = available_tools_handler
+"""The former name of `available_tools_handler`, kept for existing code."""
 
 
 def _as_result(
@@ -343,7 +349,7 @@ class ToolService:
         execution_error_handler: Replaces the default for a tool that raised (send
             "ExceptionType: message" to the model).
         unknown_tool_handler: Answers calls to unregistered tools; by default they raise
-            `UnknownToolError`. `list_available_tools` is a ready one.
+            `UnknownToolError`. `available_tools_handler` is a ready one.
         parallel: Under `achat`, run the independent calls of a round concurrently.
         before_tool_call: Hook that may answer a call instead of executing it (deny, approve, cache).
         after_tool_call: Hook that sees every execution (audit, metrics); see `logging_hook`.
@@ -394,19 +400,33 @@ class ToolService:
         """Register a `Tool` (or any `ToolLike`), a plain typed function (decorated on the fly),
         a `ToolSource` such as an entered `MCPServer`, or an object whose methods carry `@tool`.
 
+        A source registers whole or not at all: when one of its tools cannot be registered,
+        none is.
+
         Raises:
-            ValueError: a tool with the same name is already registered.
+            ValueError: a tool with the same name is already registered, or `source` holds two
+                tools of one name.
             SchemaDialectError: a tool asks for a provider-enforced schema (`strict_schema`)
                 that the OpenAI strict dialect cannot express — refused now, not at the first
                 request.
             TypeError: `source` holds no tool.
         """
-        for item in tools_from(source):
-            if item.name in self._tools:
-                raise ValueError(f"a tool named {item.name!r} is already registered")
+        items = tools_from(source)
+        counts = Counter(item.name for item in items)
+        clash = next((name for name in counts if name in self._tools or counts[name] > 1), None)
+        if clash is not None:
+            problem = (
+                f"a tool named {clash!r} is already registered"
+                if clash in self._tools
+                else f"two of its tools are named {clash!r}"
+            )
+            raise ValueError(
+                problem if len(items) == 1 else f"{problem}; nothing from {source!r} was registered"
+            )
+        for item in items:
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
-            self._tools[item.name] = item
+        self._tools.update((item.name, item) for item in items)
         self._default_parameters = None
         return self
 

@@ -192,7 +192,8 @@ def test_run_unknown_model() -> None:
     assert done.returncode == 2
     assert done.stderr == (
         "agentforge-typed: error: unknown model 'gpt-4o': expected one of "
-        "'openai:<model>', 'anthropic:<model>', 'google:<model>', 'gemini:<model>', 'fake'\n"
+        "'openai:<model>', 'openai-responses:<model>', 'anthropic:<model>', "
+        "'google:<model>', 'gemini:<model>', 'fake'\n"
     )
 
 

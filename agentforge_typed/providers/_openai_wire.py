@@ -39,6 +39,7 @@ __all__ = [
     "StreamAccumulator",
     "build_payload",
     "map_tool",
+    "openai_headers",
     "parse_response",
 ]
 
@@ -520,11 +521,18 @@ class OpenAIWire:
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """`Authorization: Bearer` (when there is a key), organization and project."""
-        headers: dict[str, str] = {}
-        if api_key:
-            headers["authorization"] = f"Bearer {api_key}"
-        if self.organization:
-            headers["openai-organization"] = self.organization
-        if self.project:
-            headers["openai-project"] = self.project
-        return headers
+        return openai_headers(api_key, self.organization, self.project)
+
+
+def openai_headers(
+    api_key: str | None, organization: str | None, project: str | None
+) -> dict[str, str]:
+    """The headers of every OpenAI API (Chat Completions and Responses alike)."""
+    headers: dict[str, str] = {}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    if organization:
+        headers["openai-organization"] = organization
+    if project:
+        headers["openai-project"] = project
+    return headers

@@ -16,6 +16,7 @@ __all__ = ["KNOWN_MODEL_PREFIXES", "get_model"]
 
 _PROVIDERS: dict[str, tuple[str, str]] = {
     "openai": (".openai", "OpenAIChatModel"),
+    "openai-responses": (".openai_responses", "OpenAIResponsesModel"),
     "anthropic": (".anthropic", "AnthropicChatModel"),
     "google": (".gemini", "GeminiChatModel"),
     "gemini": (".gemini", "GeminiChatModel"),
@@ -32,6 +33,8 @@ def get_model(name: str, **options: Any) -> ChatModel:
 
     - `"openai:<model>"`: `OpenAIChatModel(<model>)`; the key and endpoint come from
       `OPENAI_API_KEY` and `OPENAI_BASE_URL` (any OpenAI-compatible server).
+    - `"openai-responses:<model>"`: `OpenAIResponsesModel(<model>)`, OpenAI's Responses API;
+      the same environment variables.
     - `"anthropic:<model>"`: `AnthropicChatModel(<model>)`; `ANTHROPIC_API_KEY`,
       `ANTHROPIC_BASE_URL`.
     - `"google:<model>"` (or `"gemini:<model>"`): `GeminiChatModel(<model>)`; `GEMINI_API_KEY`
