@@ -14,6 +14,7 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
+    UnsupportedFeatureError,
 )
 from ._hooks import logging_hook
 from ._loop_events import (
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
     from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
     from .providers._function import FunctionModel
+    from .providers._profiles import ModelProfile
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
     from .providers.gemini import GeminiChatModel
@@ -75,6 +77,7 @@ _LAZY = {
     "GeminiChatModel": ".providers.gemini",
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
+    "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",
     "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
@@ -120,6 +123,7 @@ __all__ = [
     "ImageContent",
     "MCPServer",
     "ModelError",
+    "ModelProfile",
     "ModelRetry",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
@@ -156,6 +160,7 @@ __all__ = [
     "ToolService",
     "ToolSpecification",
     "UnknownToolError",
+    "UnsupportedFeatureError",
     "UserMessage",
     "__version__",
     "available_tools_handler",

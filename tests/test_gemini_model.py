@@ -177,7 +177,7 @@ def test_key_from_the_environment(
 
 
 def test_missing_key_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL"):
+    for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ModelError, match="GEMINI_API_KEY") as info:
         GeminiChatModel("gemini-2.5-flash")
@@ -187,7 +187,7 @@ def test_missing_key_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_gateway_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("GEMINI_BASE_URL", "https://gateway.test/gemini/v1beta/")
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "https://gateway.test/gemini/v1beta/")
     recorder = Recorder(httpx.Response(200, json=TEXT_BODY))
     make(recorder, api_key=None).chat(REQUEST)
     request = recorder.requests[0]
@@ -196,6 +196,15 @@ def test_a_gateway_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
         == "https://gateway.test/gemini/v1beta/models/gemini-2.5-flash:generateContent"
     )
     assert "x-goog-api-key" not in request.headers
+
+
+def test_the_compatibility_endpoint_base_url_is_not_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `GEMINI_BASE_URL` belongs to the `gemini-openai:` prefix (the OpenAI-compatible endpoint).
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
+    monkeypatch.setenv("GEMINI_BASE_URL", f"{ROOT}/openai")
+    recorder = Recorder(httpx.Response(200, json=TEXT_BODY))
+    make(recorder).chat(REQUEST)
+    assert str(recorder.requests[0].url) == f"{ROOT}/models/gemini-2.5-flash:generateContent"
 
 
 def test_unknown_default_parameter_is_rejected() -> None:

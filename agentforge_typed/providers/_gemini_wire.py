@@ -675,7 +675,7 @@ class GeminiWire:
     path: ClassVar[str] = "models/{model}:generateContent"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     api_key_env: ClassVar[str] = "GEMINI_API_KEY"
-    base_url_env: ClassVar[str] = "GEMINI_BASE_URL"
+    base_url_env: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
     parse_response = staticmethod(parse_response)
     stream_parser = GeminiStreamAccumulator
 

@@ -54,7 +54,7 @@ class GeminiChatModel(HttpChatModel):
 
     `api_key` is sent as `x-goog-api-key` (never in the URL); it defaults to `GEMINI_API_KEY`, then
     `GOOGLE_API_KEY`, and is required only for Google's endpoint. `base_url` (the API root with
-    its version) defaults to `GEMINI_BASE_URL`, then
+    its version) defaults to `GOOGLE_GEMINI_BASE_URL`, then
     `https://generativelanguage.googleapis.com/v1beta`. Retries of 429 and 5xx honour the
     `retryDelay` of Gemini's `RetryInfo` when no `Retry-After` header is sent.
 
