@@ -96,3 +96,12 @@ try:
     get_weather.validate_arguments("{}")
 except ToolArgumentsError as error:
     assert_type(error.errors[0].path, str)
+
+# The options are declared once (`ToolOptions`); mypy still sees each keyword and its type.
+tool(name="x", timeout=None, extra_arguments="ignore")
+tool(timeout="5")  # type: ignore[call-overload]
+tool(extra_arguments="allow")  # type: ignore[call-overload]
+tool(nmae="x")  # type: ignore[call-overload]
+direct = Tool(get_weather.__wrapped__, name="weather", max_retries=1)
+assert_type(direct("Paris"), str)
+Tool(get_weather.__wrapped__, retries=1)  # type: ignore[call-arg]

@@ -15,20 +15,20 @@ from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
-from typing_extensions import Self
+from typing_extensions import Self, TypedDict, Unpack
 
 from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._arguments import ArgumentsValidator, fields_validator
-from ._base import ReturnBehavior, ToolContext, ToolExecutionResult
+from ._base import ReturnBehavior, ToolContext, ToolExecutionResult, check_options
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
 from ._signature import check_tool_name, inspect_function
 
-__all__ = ["Tool", "ToolDecorator", "tool"]
+__all__ = ["Tool", "ToolDecorator", "ToolOptions", "tool"]
 
 P = ParamSpec("P")
 P2 = ParamSpec("P2")
@@ -40,10 +40,35 @@ ExtraArguments = Literal["forbid", "ignore"]
 _Binding = Literal["function", "instance", "class"]
 
 
+class ToolOptions(TypedDict, total=False):
+    """The keyword options of `@tool(...)` and `Tool(...)`, each optional (defaults below)."""
+
+    name: str | None
+    """The name the model calls the tool by; the function's name by default."""
+    description: str | None
+    """Overrides the docstring's summary and long description."""
+    strict: bool
+    """Validate arguments in pydantic's strict mode (default `True`); `False` allows lax coercion."""
+    strict_schema: bool
+    """Ask the provider to enforce the schema (OpenAI `strict: true`); default `False`."""
+    return_behavior: ReturnBehavior
+    """What happens to the result (see `ReturnBehavior`); default `TO_LLM`."""
+    max_retries: int
+    """Invalid-argument attempts the model gets before `ToolArgumentsError` (default 2)."""
+    timeout: float | None
+    """Seconds a call may run before it becomes a timeout error result; `None` (default): no limit."""
+    sequential: bool
+    """Never run concurrently with the other calls of a round (default `False`)."""
+    result_converter: Callable[[Any], str] | None
+    """`result -> str` for the model, instead of the default conversion."""
+    extra_arguments: ExtraArguments
+    """`"forbid"` (default) reports unknown arguments; `"ignore"` drops them (recorded)."""
+
+
 class Tool(Generic[P, R]):
     """A function the model can call, still callable exactly like the function.
 
-    Build it with `@tool`. Accessed through an instance, a method tool is bound: `self` is neither
+    Build it with `@tool` (or `Tool(function, **options)`, see `ToolOptions`). Accessed through an instance, a method tool is bound: `self` is neither
     in its schema nor in its arguments.
 
     Attributes:
@@ -100,18 +125,17 @@ class Tool(Generic[P, R]):
         self,
         function: Callable[P, R],
         *,
-        name: str | None = None,
-        description: str | None = None,
-        strict: bool = True,
-        strict_schema: bool = False,
-        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-        max_retries: int = 2,
-        timeout: float | None = None,
-        sequential: bool = False,
-        result_converter: Callable[[R], str] | None = None,
-        extra_arguments: ExtraArguments = "forbid",
         namespace: Mapping[str, Any] | None = None,
+        **options: Unpack[ToolOptions],
     ) -> None:
+        check_options(options, ToolOptions, "@tool")
+        name = options.get("name")
+        description = options.get("description")
+        strict = options.get("strict", True)
+        strict_schema = options.get("strict_schema", False)
+        timeout = options.get("timeout")
+        extra_arguments = options.get("extra_arguments", "forbid")
+        result_converter = options.get("result_converter")
         binding: _Binding = "function"
         target: Any = function
         if isinstance(target, staticmethod):
@@ -150,10 +174,10 @@ class Tool(Generic[P, R]):
             # Refuse at decoration what OpenAI's strict mode cannot express (e.g. `dict[str, X]`).
             render_schema(signature.parameters, "openai-strict")
         self.strict = strict
-        self.return_behavior = return_behavior
-        self.max_retries = max_retries
+        self.return_behavior = options.get("return_behavior", ReturnBehavior.TO_LLM)
+        self.max_retries = options.get("max_retries", 2)
         self.timeout = timeout
-        self.sequential = sequential
+        self.sequential = options.get("sequential", False)
         self.extra_arguments = extra_arguments
 
         self._function: Callable[..., Any] = target
@@ -170,7 +194,7 @@ class Tool(Generic[P, R]):
         self._validate_fields = fields_validator(signature.args_model).validate_json
         self._strict = self._validator.strict
         self._convert: ResultConverter = (
-            cast(ResultConverter, result_converter)
+            result_converter
             if result_converter is not None
             else result_text_converter(signature.return_annotation)
         )
@@ -375,49 +399,14 @@ def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
 
 
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    strict: bool = True,
-    strict_schema: bool = False,
-    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-    max_retries: int = 2,
-    timeout: float | None = None,
-    sequential: bool = False,
-    result_converter: Callable[[Any], str] | None = None,
-    extra_arguments: ExtraArguments = "forbid",
-) -> ToolDecorator: ...
+def tool(**options: Unpack[ToolOptions]) -> ToolDecorator: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    strict: bool = True,
-    strict_schema: bool = False,
-    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-    max_retries: int = 2,
-    timeout: float | None = None,
-    sequential: bool = False,
-    result_converter: Callable[[Any], str] | None = None,
-    extra_arguments: ExtraArguments = "forbid",
+    function: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
 ) -> Tool[Any, Any] | ToolDecorator:
-    """Turn a typed function or method into a `Tool`; use bare (`@tool`) or with options.
-
-    Args:
-        name: The name the model calls it by; the function's name by default.
-        description: Overrides the docstring's summary and long description.
-        strict: Validate arguments in pydantic's strict mode; `False` allows lax coercion.
-        strict_schema: Ask the provider to enforce the schema (OpenAI `strict: true`).
-        return_behavior: What happens to the result (see `ReturnBehavior`).
-        max_retries: Invalid-argument attempts the model gets before `ToolArgumentsError`.
-        timeout: Seconds a call may run before it becomes a timeout error result.
-        sequential: Never run concurrently with the other calls of a round.
-        result_converter: `result -> str` for the model, instead of the default conversion.
-        extra_arguments: `"forbid"` (default) reports unknown arguments; `"ignore"` drops them.
+    """Turn a typed function or method into a `Tool`; use bare (`@tool`) or with options
+    (`@tool(timeout=5)`, see `ToolOptions`).
 
     Raises:
         TypeError: A parameter is `*args`/`**kwargs`, unannotated, or of a type that cannot be
@@ -425,21 +414,10 @@ def tool(
         ValueError: The name is not a valid tool name (`^[a-zA-Z0-9_-]{1,64}$`).
     """
 
+    check_options(options, ToolOptions, "@tool")
+
     def decorate(target: Callable[..., Any], namespace: Mapping[str, Any] | None) -> Tool[Any, Any]:
-        return Tool(
-            target,
-            name=name,
-            description=description,
-            strict=strict,
-            strict_schema=strict_schema,
-            return_behavior=return_behavior,
-            max_retries=max_retries,
-            timeout=timeout,
-            sequential=sequential,
-            result_converter=result_converter,
-            extra_arguments=extra_arguments,
-            namespace=namespace,
-        )
+        return Tool(target, namespace=namespace, **options)
 
     if function is not None:
         return decorate(function, _caller_namespace())
