@@ -100,3 +100,82 @@ def test_mcp_server_options_are_declared_once() -> None:
     assert (defaults.timeout, defaults.connect_timeout, defaults.max_retries) == (30.0, 30.0, 2)
     with pytest.raises(TypeError, match="unknown MCPServer option"):
         MCPServer.stdio("server-cmd", retries=1)  # type: ignore[call-arg]
+
+
+# --- validated arguments: one shape, one validator ---------------------------------------------------
+
+
+def test_typed_and_schema_tools_share_one_validated_arguments_shape() -> None:
+    from agentforge_typed import SchemaTool, ToolSpecification
+    from agentforge_typed.tools._outcomes import ValidatedArguments
+
+    @tool
+    def add(a: int, b: int = 0) -> int:
+        return a + b
+
+    spec = ToolSpecification(
+        name="add",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a"],
+        },
+    )
+    schema_add = SchemaTool(spec, lambda arguments: arguments["a"])
+    for raw in ('{"a": 1}', '"{\\"a\\": 1}"', '{"a": "x"}', "[1]"):
+        typed = add._validator.validate(raw)
+        declared = schema_add._arguments.validate(raw)
+        assert type(typed) is type(declared) is ValidatedArguments
+        assert (typed.arguments is None) == (declared.arguments is None)
+        assert typed.repairs == declared.repairs
+        assert bool(typed.errors) == bool(declared.errors)
+    assert add._validator.validate('"{\\"a\\": 1}"') == ValidatedArguments(
+        {"a": 1, "b": 0}, repairs=("arguments were double-encoded as a JSON string: decoded",)
+    )
+    invalid = add._validator.validate('{"a": "x"}')
+    assert invalid.error_result("add").error_kind == "arguments"
+
+
+CASES = [
+    '{"a": 2, "b": 3}',
+    '{"a": 2}',
+    "",
+    '"{\\"a\\": 2}"',
+    '{"a": "2"}',
+    '{"a": 2, "c": 1}',
+    '{"a": 1e400}',
+    "not json",
+]
+
+
+@pytest.mark.parametrize("raw", CASES)
+async def test_execute_and_aexecute_validate_alike(raw: str) -> None:
+    @tool
+    def add(a: int = 1, b: int = 0) -> int:
+        return a + b
+
+    sync = add.execute(call("add", raw))
+    asynchronous = await add.aexecute(call("add", raw))
+    assert sync == asynchronous
+    if not sync.is_error:
+        assert (
+            add.validate_arguments(raw).model_dump()["a"]
+            + add.validate_arguments(raw).model_dump()["b"]
+            == sync.value
+        )
+
+
+def test_validate_arguments_returns_the_model_with_its_fields() -> None:
+    class Point(typing.NamedTuple):
+        x: int
+        y: int
+
+    @tool
+    def move(point: Point, label: str = "p") -> str:
+        return label
+
+    validated = move.validate_arguments('{"point": [1, 2]}')
+    assert isinstance(validated, move.args_model)
+    assert validated.model_dump() == {"point": Point(1, 2), "label": "p"}
+    # Every tool call validates through the one fields validator, whichever driver.
+    assert move._validate_fields == move._validator.validate_json

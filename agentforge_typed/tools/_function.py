@@ -21,10 +21,10 @@ from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
-from ._arguments import ArgumentsValidator, fields_validator
+from ._arguments import ArgumentsValidator
 from ._base import ReturnBehavior, ToolContext, ToolExecutionResult, check_options
 from ._invoke import ainvoke, invoke, is_async_callable
-from ._outcomes import arguments_error_result, failure_result, success_result
+from ._outcomes import failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
 from ._signature import check_tool_name, inspect_function
 
@@ -190,8 +190,9 @@ class Tool(Generic[P, R]):
             strict=strict,
             extra_arguments=extra_arguments,
             null_means_default=signature.parameters if strict_schema else None,
+            fields_only=True,
         )
-        self._validate_fields = fields_validator(signature.args_model).validate_json
+        self._validate_fields = self._validator.validate_json
         self._strict = self._validator.strict
         self._convert: ResultConverter = (
             result_converter
@@ -260,9 +261,9 @@ class Tool(Generic[P, R]):
             ToolArgumentsError: listing each problem with its JSON path, message and input.
         """
         outcome = self._validator.validate(arguments)
-        if len(outcome) == 3:
-            raise ToolArgumentsError(self.name, outcome[2])
-        return outcome[0]
+        if outcome.arguments is None:
+            raise ToolArgumentsError(self.name, outcome.errors)
+        return self.args_model.model_construct(**outcome.arguments)
 
     def _call_arguments(
         self, fields: dict[str, Any], context: ToolContext[Any] | None
@@ -296,9 +297,9 @@ class Tool(Generic[P, R]):
             fields = self._validate_fields(call.arguments, strict=self._strict)[0]
         except ValidationError as error:
             outcome = self._validator.repair(call.arguments, error)
-            if len(outcome) == 3:
-                return arguments_error_result(self.name, outcome[2], outcome[1])
-            return self._run(outcome[0].__dict__, outcome[1], call, context, deps)
+            if outcome.arguments is None:
+                return outcome.error_result(self.name)
+            return self._run(outcome.arguments, outcome.repairs, call, context, deps)
         if not self._direct_call:
             return self._run(fields, (), call, context, deps)
         try:
@@ -315,13 +316,14 @@ class Tool(Generic[P, R]):
         """Like `execute`, without blocking the event loop: a sync tool runs in a worker thread."""
         if not self._bound:
             self._refuse_unbound()
+        # The same validator as `execute`'s (the fields of the arguments model).
         outcome = self._validator.validate(call.arguments)
-        if len(outcome) == 3:
-            return arguments_error_result(self.name, outcome[2], outcome[1])
-        arguments, repairs = outcome
+        if outcome.arguments is None:
+            return outcome.error_result(self.name)
+        repairs = outcome.repairs
         try:
             args, kwargs = self._call_arguments(
-                arguments.__dict__, self._context(call, context, deps)
+                outcome.arguments, self._context(call, context, deps)
             )
             value = await ainvoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async

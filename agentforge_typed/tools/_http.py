@@ -459,10 +459,10 @@ class _ModelArguments:
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
         outcome = self._validator.validate(raw)
-        if outcome[0] is None:
-            return DecodedArguments(None, tuple(outcome[2]), outcome[1])
-        arguments = outcome[0].model_dump(mode="json", by_alias=True)
-        return DecodedArguments(arguments, repairs=outcome[1])
+        if outcome.arguments is None:
+            return outcome
+        arguments = outcome.arguments.model_dump(mode="json", by_alias=True)
+        return DecodedArguments(arguments, repairs=outcome.repairs)
 
 
 def _check_url_template(tool: str, url: str) -> tuple[str, ...]:

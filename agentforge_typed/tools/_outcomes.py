@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from ._argument_errors import format_arguments_error
@@ -19,6 +20,7 @@ from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
 
 __all__ = [
+    "ValidatedArguments",
     "arguments_error_result",
     "execution_error_result",
     "failure_result",
@@ -28,6 +30,34 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agentforge_typed")
+
+ArgsT = TypeVar("ArgsT")
+
+
+@dataclass(slots=True)
+class ValidatedArguments(Generic[ArgsT]):
+    """The outcome of decoding and validating one call's arguments, whatever kind of tool.
+
+    Treat it as immutable; a plain slotted dataclass as it is built on every call.
+    """
+
+    arguments: ArgsT | None
+    """The validated arguments (a dict of fields, a model, or a JSON object, as the validator
+    says), or `None` when there are `errors` or a `schema_failure`."""
+    errors: tuple[ArgumentError, ...] = ()
+    """Each problem with the arguments, for the model to correct."""
+    repairs: tuple[str, ...] = ()
+    """Envelope repairs applied before validation (and dropped extra arguments)."""
+    schema_failure: str | None = None
+    """Why the tool's own schema could not check the arguments: the tool's fault, which the
+    model cannot fix by correcting them."""
+
+    def error_result(self, tool_name: str) -> ToolExecutionResult:
+        """The error result of arguments that did not pass (`arguments` is `None`): an
+        `"arguments"` error, or an `"execution"` error when the schema itself failed."""
+        if self.schema_failure is not None:
+            return execution_error_result(tool_name, self.schema_failure, repairs=self.repairs)
+        return arguments_error_result(tool_name, self.errors, self.repairs)
 
 
 def success_result(
