@@ -179,3 +179,44 @@ def test_validate_arguments_returns_the_model_with_its_fields() -> None:
     assert validated.model_dump() == {"point": Point(1, 2), "label": "p"}
     # Every tool call validates through the one fields validator, whichever driver.
     assert move._validate_fields == move._validator.validate_json
+
+
+# --- one event-loop policy ---------------------------------------------------------------------------
+
+
+async def test_async_tool_and_async_model_function_behave_alike_under_a_running_loop() -> None:
+    import asyncio
+    import threading
+
+    from agentforge_typed import AiMessage, ChatRequest, FunctionModel, UserMessage
+
+    threads: list[str] = []
+
+    async def model_fn(messages: object, parameters: object) -> AiMessage:
+        await asyncio.sleep(0)
+        threads.append(threading.current_thread().name)
+        return AiMessage(text="ok")
+
+    @tool
+    async def ping() -> str:
+        await asyncio.sleep(0)
+        threads.append(threading.current_thread().name)
+        return "pong"
+
+    # Blocking calls made from inside this test's running loop.
+    assert ping.execute(call("ping")).text == "pong"
+    request = ChatRequest(messages=[UserMessage(content="hi")])
+    assert FunctionModel(model_fn).chat(request).ai_message.text == "ok"
+    main = threading.current_thread().name
+    assert len(threads) == 2 and main not in threads
+
+
+def test_run_sync_without_a_loop_runs_in_this_thread() -> None:
+    import threading
+
+    from agentforge_typed._sync import run_sync
+
+    async def where() -> str:
+        return threading.current_thread().name
+
+    assert run_sync(where) == threading.current_thread().name

@@ -2,7 +2,8 @@
 
 The one implementation behind every tool kind (`Tool`, `SchemaTool`). Sync handlers never block
 an event loop (they run in a worker thread under `ainvoke`); async handlers called from blocking
-code get an event loop of their own (on a thread when one is already running here). A timed-out
+code get an event loop of their own (`run_sync`'s policy: on a thread when one is already running
+here). A timed-out
 async handler is cancelled and may run its cleanup; a timed-out sync handler cannot be killed: its
 thread is abandoned (a daemon thread, so it never blocks interpreter exit), which the raised
 `HandlerTimeoutError` says (`abandoned`) so that the caller can log it.
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import functools
 import inspect
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
+
+from .._sync import run_sync, start_daemon_thread
 
 __all__ = ["HandlerTimeoutError", "ainvoke", "invoke", "is_async_callable"]
 
@@ -72,11 +73,11 @@ def invoke(
         HandlerTimeoutError: The handler ran past `timeout`.
     """
     if is_async if is_async is not None else is_async_callable(fn):
-        return _run_coroutine(lambda: _with_timeout(fn(*args, **kwargs), timeout))
+        return run_sync(lambda: _with_timeout(fn(*args, **kwargs), timeout))
     if timeout is None:
         result = fn(*args, **kwargs)
-        return _run_coroutine(lambda: result) if inspect.isawaitable(result) else result
-    future = _start_daemon_thread(invoke, (fn, args, kwargs), {"is_async": False})
+        return run_sync(lambda: result) if inspect.isawaitable(result) else result
+    future = start_daemon_thread(invoke, (fn, args, kwargs), {"is_async": False})
     # `wait`, not `result(timeout)`: a `TimeoutError` the handler raises must stay its own.
     concurrent.futures.wait([future], timeout)
     if not future.done():
@@ -107,7 +108,7 @@ async def ainvoke(
     started = loop.time()
     # A daemon thread, not `to_thread`: the loop's executor would wait for an abandoned handler
     # when the loop shuts down.
-    future = _start_daemon_thread(fn, args, kwargs)
+    future = start_daemon_thread(fn, args, kwargs)
     done, _ = await asyncio.wait({asyncio.wrap_future(future)}, timeout=timeout)
     if not done:
         raise HandlerTimeoutError(timeout, abandoned=True)
@@ -131,37 +132,3 @@ async def _with_timeout(
         await asyncio.wait({task})  # let the handler run its cleanup, as `wait_for` would
         raise HandlerTimeoutError(reported if reported is not None else timeout)
     return task.result()
-
-
-def _run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        return await factory()
-
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(main())
-    # Called from inside a running loop (blocking code under async code): that loop is busy
-    # waiting for us, so the coroutine gets a loop on another thread.
-    future: concurrent.futures.Future[T] = _start_daemon_thread(asyncio.run, (main(),), _NO_KWARGS)
-    return future.result()
-
-
-def _start_daemon_thread(
-    fn: Callable[..., T], args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> concurrent.futures.Future[T]:
-    """Run `fn` in a daemon thread, in a copy of this context: a thread that timed out can be
-    abandoned without blocking interpreter exit."""
-    future: concurrent.futures.Future[T] = concurrent.futures.Future()
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(context.run(fn, *args, **kwargs))
-        except BaseException as exc:  # handed to the waiting caller
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="agentforge-handler", daemon=True).start()
-    return future

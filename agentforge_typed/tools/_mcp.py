@@ -27,6 +27,7 @@ from typing_extensions import TypedDict, Unpack
 
 from .._messages import ToolCall
 from .._request import ToolSpecification
+from .._sync import running_loop
 from ._base import DeclaredTool, ReturnBehavior, ToolContext, ToolExecutionResult, check_options
 from ._outcomes import (
     execution_error_result,
@@ -338,7 +339,7 @@ class MCPServer:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
-        if connection.portal is None and _running_loop() is connection.loop:
+        if connection.portal is None and running_loop() is connection.loop:
             return execution_error_result(
                 tool.name,
                 "the MCP server was entered with `async with`; "
@@ -518,10 +519,3 @@ def _single(exc: BaseException) -> BaseException:
 
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:
     return execution_error_result(tool.name, "the MCP server is not connected")
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
