@@ -5,6 +5,7 @@ from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, To
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
+    ArgumentProblem,
     ModelError,
     ModelRetry,
     ToolArgumentsError,
@@ -61,6 +62,7 @@ __all__ = [
     "AiMessage",
     "AnthropicChatModel",
     "ArgumentError",
+    "ArgumentProblem",
     "ChatMessage",
     "ChatModel",
     "ChatRequest",

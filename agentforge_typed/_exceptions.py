@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 __all__ = [
     "AgentForgeError",
     "ArgumentError",
+    "ArgumentProblem",
     "ModelError",
     "ModelRetry",
     "ToolArgumentsError",
@@ -60,15 +61,21 @@ class ModelError(AgentForgeError):
         return f"{type(self).__name__}({self.message!r}, status_code={self.status_code!r})"
 
 
-class ArgumentError(NamedTuple):
-    """One problem with a tool call's arguments (an immutable named tuple: one is built per
-    problem, on the path every invalid call takes)."""
+class ArgumentProblem(NamedTuple):
+    """One problem with a tool call's arguments: a record, not an exception (an immutable named
+    tuple: one is built per problem, on the path every invalid call takes).
+
+    `ArgumentError` is the same class under its first name.
+    """
 
     path: str
     """JSON path of the offending value, e.g. `$.order.items[0].quantity` (`$` for the whole object)."""
     message: str
     input: Any
     """The offending value as the model sent it."""
+
+
+ArgumentError = ArgumentProblem
 
 
 class ToolArgumentsError(AgentForgeError):

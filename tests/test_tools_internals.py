@@ -220,3 +220,20 @@ def test_run_sync_without_a_loop_runs_in_this_thread() -> None:
         return threading.current_thread().name
 
     assert run_sync(where) == threading.current_thread().name
+
+
+def test_argument_problem_is_the_documented_name_of_the_argument_error_record() -> None:
+    import agentforge_typed
+    from agentforge_typed import ArgumentError, ArgumentProblem, ToolArgumentsError
+
+    assert ArgumentProblem is ArgumentError
+    assert not issubclass(ArgumentProblem, BaseException)
+    assert "ArgumentProblem" in agentforge_typed.__all__
+
+    @tool
+    def f(n: int) -> int:
+        return n
+
+    with pytest.raises(ToolArgumentsError) as raised:
+        f.validate_arguments('{"n": "1"}')
+    assert raised.value.errors == (ArgumentProblem("$.n", "Input should be a valid integer", "1"),)
