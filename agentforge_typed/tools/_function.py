@@ -307,7 +307,7 @@ class Tool(Generic[P, R]):
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
             return ToolExecutionResult(self._convert(value), value)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc)
 
     async def aexecute(
@@ -329,7 +329,7 @@ class Tool(Generic[P, R]):
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, repairs, self._convert)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
 
     def _run(
@@ -347,7 +347,7 @@ class Tool(Generic[P, R]):
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, repairs, self._convert)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
 
     def _context(

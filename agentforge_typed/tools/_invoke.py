@@ -3,10 +3,15 @@
 The one implementation behind every tool kind (`Tool`, `SchemaTool`). Sync handlers never block
 an event loop (they run in a worker thread under `ainvoke`); async handlers called from blocking
 code get an event loop of their own (`run_sync`'s policy: on a thread when one is already running
-here). A timed-out
-async handler is cancelled and may run its cleanup; a timed-out sync handler cannot be killed: its
-thread is abandoned (a daemon thread, so it never blocks interpreter exit), which the raised
-`HandlerTimeoutError` says (`abandoned`) so that the caller can log it.
+here).
+
+`timeout` bounds the call from the caller's side. A timed-out async handler is cancelled and gets
+`CANCEL_GRACE` seconds for its cleanup; one that ignores the cancellation is abandoned (left to
+finish on its loop). An async handler that blocks its event loop (`time.sleep` in `async def`)
+cannot be interrupted at all, but when it finishes past its limit its result is discarded: the
+call timed out all the same. A timed-out sync handler cannot be killed: its thread is abandoned (a
+daemon thread, so it never blocks interpreter exit). The raised `HandlerTimeoutError` says what
+was abandoned, so that the caller can log it.
 """
 
 from __future__ import annotations
@@ -16,15 +21,18 @@ import concurrent.futures
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from .._sync import run_sync, start_daemon_thread
 
-__all__ = ["HandlerTimeoutError", "ainvoke", "invoke", "is_async_callable"]
+__all__ = ["CANCEL_GRACE", "HandlerTimeoutError", "ainvoke", "invoke", "is_async_callable"]
 
 T = TypeVar("T")
 
 _NO_KWARGS: Mapping[str, Any] = {}
+
+CANCEL_GRACE = 0.25
+"""Seconds a timed-out async handler gets, once cancelled, to finish before it is abandoned."""
 
 
 class HandlerTimeoutError(Exception):
@@ -33,11 +41,13 @@ class HandlerTimeoutError(Exception):
 
     Attributes:
         timeout: The limit, in seconds.
-        abandoned: Whether the handler still runs on a worker thread nobody waits for (a sync
-            handler; an async one is cancelled instead).
+        abandoned: What still runs that nobody waits for: `"thread"` (a sync handler's worker
+            thread), `"task"` (an async handler that ignored its cancellation), or `None`.
     """
 
-    def __init__(self, timeout: float, *, abandoned: bool = False) -> None:
+    def __init__(
+        self, timeout: float, *, abandoned: Literal["thread", "task"] | None = None
+    ) -> None:
         super().__init__(f"timed out after {timeout:g} seconds")
         self.timeout = timeout
         self.abandoned = abandoned
@@ -73,15 +83,25 @@ def invoke(
         HandlerTimeoutError: The handler ran past `timeout`.
     """
     if is_async if is_async is not None else is_async_callable(fn):
-        return run_sync(lambda: _with_timeout(fn(*args, **kwargs), timeout))
+        if timeout is None:
+            return run_sync(lambda: fn(*args, **kwargs))
+        # On a thread of its own, so that a handler that ignores its cancellation cannot hold
+        # us: its loop would wait for it when it shuts down.
+        limit = timeout + CANCEL_GRACE
+        factory = functools.partial(_with_timeout, fn(*args, **kwargs), timeout)
+        return _wait_thread(start_daemon_thread(run_sync, (factory,), _NO_KWARGS), limit, timeout)
     if timeout is None:
         result = fn(*args, **kwargs)
         return run_sync(lambda: result) if inspect.isawaitable(result) else result
     future = start_daemon_thread(invoke, (fn, args, kwargs), {"is_async": False})
+    return _wait_thread(future, timeout, timeout)
+
+
+def _wait_thread(future: concurrent.futures.Future[T], limit: float, timeout: float) -> T:
     # `wait`, not `result(timeout)`: a `TimeoutError` the handler raises must stay its own.
-    concurrent.futures.wait([future], timeout)
+    concurrent.futures.wait([future], limit)
     if not future.done():
-        raise HandlerTimeoutError(timeout, abandoned=True)
+        raise HandlerTimeoutError(timeout, abandoned="thread")
     return future.result()
 
 
@@ -102,17 +122,21 @@ async def ainvoke(
     if is_async if is_async is not None else is_async_callable(fn):
         return await _with_timeout(fn(*args, **kwargs), timeout)
     if timeout is None:
-        result = await asyncio.to_thread(fn, *args, **kwargs)
+        returned, result = await asyncio.to_thread(_settled_call, fn, args, kwargs)
+        if not returned:
+            raise result
         return await result if inspect.isawaitable(result) else result
     loop = asyncio.get_running_loop()
     started = loop.time()
     # A daemon thread, not `to_thread`: the loop's executor would wait for an abandoned handler
     # when the loop shuts down.
-    future = start_daemon_thread(fn, args, kwargs)
-    done, _ = await asyncio.wait({asyncio.wrap_future(future)}, timeout=timeout)
+    future = asyncio.wrap_future(start_daemon_thread(_settled_call, (fn, args, kwargs), _NO_KWARGS))
+    done, _ = await asyncio.wait({future}, timeout=timeout)
     if not done:
-        raise HandlerTimeoutError(timeout, abandoned=True)
-    result = future.result()
+        raise HandlerTimeoutError(timeout, abandoned="thread")
+    returned, result = future.result()
+    if not returned:
+        raise result
     if not inspect.isawaitable(result):
         return result
     # Whatever the sync part left of the limit bounds the awaitable it returned.
@@ -124,11 +148,61 @@ async def _with_timeout(
 ) -> T:
     if timeout is None:
         return await awaitable
-    # `asyncio.wait`, not `wait_for`: a `TimeoutError` the handler raises must stay its own.
-    task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
+    reported = reported if reported is not None else timeout
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    task = asyncio.ensure_future(_settled(awaitable, loop))
+    try:
+        # `asyncio.wait`, not `wait_for`: a `TimeoutError` the handler raises must stay its own.
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE)  # its cleanup
+    except asyncio.CancelledError:
         task.cancel()
-        await asyncio.wait({task})  # let the handler run its cleanup, as `wait_for` would
-        raise HandlerTimeoutError(reported if reported is not None else timeout)
-    return task.result()
+        raise
+    if not done:
+        _ABANDONED.add(task)
+        task.add_done_callback(_ABANDONED.discard)
+        raise HandlerTimeoutError(reported, abandoned="task")
+    if task.cancelled():
+        raise HandlerTimeoutError(reported)
+    finished, ok, value = task.result()
+    if finished > deadline:
+        # It blocked the loop past its limit, so nothing could interrupt it: late is timed out.
+        raise HandlerTimeoutError(reported)
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
+
+
+def _settled_call(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[bool, Any]:
+    """`(True, value)` or `(False, exception)`: an exception crosses to the awaiting coroutine as
+    a value, since an asyncio future holding a `GeneratorExit` closes the coroutines awaiting it
+    instead of raising it in them."""
+    try:
+        return True, fn(*args, **kwargs)
+    except BaseException as exc:
+        return False, exc
+
+
+_ABANDONED: set[asyncio.Future[Any]] = set()
+"""Tasks of handlers that ignored their cancellation: held until they end, as the loop does not."""
+
+
+async def _settled(
+    awaitable: Awaitable[Any], loop: asyncio.AbstractEventLoop
+) -> tuple[float, bool, Any]:
+    """`(finish time, whether it returned, value or exception)`: even a `SystemExit` is returned,
+    as raised out of a task it would stop the event loop, and a `GeneratorExit` would close the
+    awaiting coroutines (`_with_timeout` re-raises it in the caller, where the tool's containment
+    applies)."""
+    try:
+        value = await awaitable
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        return loop.time(), False, exc
+    return loop.time(), True, value

@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 import pydantic_core
 from typing_extensions import TypedDict, Unpack
 
+from .._exceptions import ToolExecutionError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from .._sync import running_loop
 from ._base import DeclaredTool, ReturnBehavior, ToolContext, ToolExecutionResult, check_options
 from ._outcomes import (
+    capped_error_text,
     execution_error_result,
     failure_result,
     timeout_result,
@@ -482,7 +484,11 @@ def _map_call_result(tool_name: str, result: Mapping[str, Any]) -> ToolExecution
     if not parts and structured is not None:
         text = pydantic_core.to_json(structured).decode()
     if result.get("isError"):
-        return ToolExecutionResult.error(text or f"Tool `{tool_name}` failed", "execution")
+        if not text:
+            return ToolExecutionResult.error(f"Tool `{tool_name}` failed", "execution")
+        # The model reads a capped text; the program finds the server's whole text on the exception.
+        error = ToolExecutionError(tool_name, text)
+        return ToolExecutionResult.error(capped_error_text(text), "execution", exception=error)
     value = structured if structured is not None else text or None
     return ToolExecutionResult(text=text or SUCCESS_TEXT, value=value)
 

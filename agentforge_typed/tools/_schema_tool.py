@@ -107,7 +107,7 @@ class SchemaTool(DeclaredTool):
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, decoded.repairs)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
@@ -124,7 +124,7 @@ class SchemaTool(DeclaredTool):
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, decoded.repairs)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 
 
