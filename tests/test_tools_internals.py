@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import typing
+from typing import Any
 
 import pytest
 
@@ -237,3 +238,101 @@ def test_argument_problem_is_the_documented_name_of_the_argument_error_record() 
     with pytest.raises(ToolArgumentsError) as raised:
         f.validate_arguments('{"n": "1"}')
     assert raised.value.errors == (ArgumentProblem("$.n", "Input should be a valid integer", "1"),)
+
+
+# --- a sync tool that returns an awaitable ---------------------------------------------------------
+
+
+def sync_wrapper_tools() -> list[Any]:
+    import asyncio
+    import functools
+
+    async def fetch(city: str) -> str:
+        await asyncio.sleep(0)
+        return f"sunny in {city}"
+
+    async def broken(city: str) -> str:
+        await asyncio.sleep(0)
+        raise LookupError(city)
+
+    def logged(fn: Any) -> Any:
+        # A sync decorator around an async function: calling it returns a coroutine.
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return [tool(logged(fetch)), tool(logged(broken)), tool(timeout=5)(logged(fetch))]
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+async def test_a_sync_tool_returning_an_awaitable_is_awaited_under_every_driver(index: int) -> None:
+    import asyncio
+
+    from agentforge_typed import (
+        AiMessage,
+        FunctionModel,
+        ToolResultMessage,
+        ToolService,
+        UserMessage,
+    )
+
+    wrapped = sync_wrapper_tools()[index]
+    name = wrapped.name
+    arguments = '{"city": "Oslo"}'
+    expected = "sunny in Oslo" if name == "fetch" else "Tool `broken` failed: LookupError: Oslo"
+    assert (await asyncio.to_thread(wrapped.execute, call(name, arguments))).text == expected
+    assert wrapped.execute(call(name, arguments)).text == expected  # under this running loop
+    assert (await wrapped.aexecute(call(name, arguments))).text == expected
+
+    def reply(messages: Any, parameters: Any) -> AiMessage:
+        if isinstance(messages[-1], ToolResultMessage):
+            return AiMessage(text=messages[-1].text)
+        return AiMessage(tool_calls=[ToolCall(id="c", name=name, arguments=arguments)])
+
+    service = ToolService([wrapped])
+    messages = [UserMessage(content="weather?")]
+    blocking = await asyncio.to_thread(lambda: service.chat(FunctionModel(reply), messages))
+    concurrent = await service.achat(FunctionModel(reply), messages)
+    assert blocking.final_response.ai_message.text == expected
+    assert concurrent.final_response.ai_message.text == expected
+    assert blocking.tool_executions[0].result.value == concurrent.tool_executions[0].result.value
+
+
+def test_is_awaitable_answers_like_inspect() -> None:
+    import asyncio
+    import inspect
+
+    from agentforge_typed.tools._invoke import is_awaitable
+
+    class Custom:
+        def __await__(self) -> Any:
+            yield
+
+    async def coroutine_function() -> None:
+        pass
+
+    def generator() -> Any:
+        yield
+
+    coroutine = coroutine_function()
+    loop = asyncio.new_event_loop()
+    try:
+        values = [
+            "s",
+            None,
+            1,
+            {"a": 1},
+            [1],
+            Custom(),
+            coroutine,
+            generator(),
+            loop.create_future(),
+        ]
+        for value in values:
+            assert is_awaitable(value) == inspect.isawaitable(value)
+            assert is_awaitable(value) == inspect.isawaitable(value)  # from the cache
+    finally:
+        coroutine.close()
+        loop.close()

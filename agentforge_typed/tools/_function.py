@@ -21,9 +21,10 @@ from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
+from .._sync import run_sync
 from ._arguments import ArgumentsValidator
 from ._base import ReturnBehavior, ToolContext, ToolExecutionResult, check_options
-from ._invoke import ainvoke, invoke, is_async_callable
+from ._invoke import ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
 from ._signature import check_tool_name, inspect_function
@@ -304,6 +305,11 @@ class Tool(Generic[P, R]):
             return self._run(fields, (), call, context, deps)
         try:
             value = self._function(**fields)
+            if value.__class__ is not str and is_awaitable(value):
+                # A sync function that returns an awaitable (e.g. a sync wrapper of an async
+                # one): awaited, as under `aexecute`.
+                awaitable = value
+                value = run_sync(lambda: awaitable)
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
             return ToolExecutionResult(self._convert(value), value)

@@ -21,11 +21,19 @@ import concurrent.futures
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
+from types import GeneratorType
 from typing import Any, Literal, TypeVar
 
 from .._sync import run_sync, start_daemon_thread
 
-__all__ = ["CANCEL_GRACE", "HandlerTimeoutError", "ainvoke", "invoke", "is_async_callable"]
+__all__ = [
+    "CANCEL_GRACE",
+    "HandlerTimeoutError",
+    "ainvoke",
+    "invoke",
+    "is_async_callable",
+    "is_awaitable",
+]
 
 T = TypeVar("T")
 
@@ -62,6 +70,21 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     )
 
 
+def is_awaitable(value: Any) -> bool:
+    """Whether a sync handler returned an awaitable, which is then awaited (`inspect.isawaitable`,
+    answered from a per-type cache first: it is asked after every call of a sync tool)."""
+    cls = value.__class__
+    maybe = _MAYBE_AWAITABLE.get(cls)
+    if maybe is None:
+        if len(_MAYBE_AWAITABLE) > 4096:  # classes made on the fly must not grow it forever
+            _MAYBE_AWAITABLE.clear()
+        maybe = _MAYBE_AWAITABLE[cls] = cls is GeneratorType or issubclass(cls, Awaitable)
+    return maybe and inspect.isawaitable(value)
+
+
+_MAYBE_AWAITABLE: dict[type, bool] = {}
+
+
 def invoke(
     fn: Callable[..., Any],
     args: tuple[Any, ...] = (),
@@ -92,7 +115,7 @@ def invoke(
         return _wait_thread(start_daemon_thread(run_sync, (factory,), _NO_KWARGS), limit, timeout)
     if timeout is None:
         result = fn(*args, **kwargs)
-        return run_sync(lambda: result) if inspect.isawaitable(result) else result
+        return run_sync(lambda: result) if is_awaitable(result) else result
     future = start_daemon_thread(invoke, (fn, args, kwargs), {"is_async": False})
     return _wait_thread(future, timeout, timeout)
 
@@ -125,7 +148,7 @@ async def ainvoke(
         returned, result = await asyncio.to_thread(_settled_call, fn, args, kwargs)
         if not returned:
             raise result
-        return await result if inspect.isawaitable(result) else result
+        return await result if is_awaitable(result) else result
     loop = asyncio.get_running_loop()
     started = loop.time()
     # A daemon thread, not `to_thread`: the loop's executor would wait for an abandoned handler
@@ -137,7 +160,7 @@ async def ainvoke(
     returned, result = future.result()
     if not returned:
         raise result
-    if not inspect.isawaitable(result):
+    if not is_awaitable(result):
         return result
     # Whatever the sync part left of the limit bounds the awaitable it returned.
     return await _with_timeout(result, max(timeout - (loop.time() - started), 0.0), timeout)
