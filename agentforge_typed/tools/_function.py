@@ -49,7 +49,7 @@ class ToolOptions(TypedDict, total=False):
     description: str | None
     """Overrides the docstring's summary and long description."""
     strict: bool
-    """Validate arguments in pydantic's strict mode (default `True`); `False` allows lax coercion."""
+    """Validate in pydantic's strict mode (default `True`); `False` allows lax coercion."""
     strict_schema: bool
     """Ask the provider to enforce the schema (OpenAI `strict: true`); default `False`."""
     return_behavior: ReturnBehavior
@@ -57,7 +57,7 @@ class ToolOptions(TypedDict, total=False):
     max_retries: int
     """Invalid-argument attempts the model gets before `ToolArgumentsError` (default 2)."""
     timeout: float | None
-    """Seconds a call may run before it becomes a timeout error result; `None` (default): no limit."""
+    """Seconds a call may run before it becomes a timeout error result (default `None`: none)."""
     sequential: bool
     """Never run concurrently with the other calls of a round (default `False`)."""
     result_converter: Callable[[Any], str] | None
@@ -69,8 +69,8 @@ class ToolOptions(TypedDict, total=False):
 class Tool(Generic[P, R]):
     """A function the model can call, still callable exactly like the function.
 
-    Build it with `@tool` (or `Tool(function, **options)`, see `ToolOptions`). Accessed through an instance, a method tool is bound: `self` is neither
-    in its schema nor in its arguments.
+    Build it with `@tool` (or `Tool(function, **options)`, see `ToolOptions`). Accessed through an
+    instance, a method tool is bound: `self` is neither in its schema nor in its arguments.
 
     Attributes:
         name: The name the model calls it by (the function's name unless given).
