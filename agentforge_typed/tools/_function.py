@@ -287,8 +287,9 @@ class Tool(Generic[P, R]):
     ) -> ToolExecutionResult:
         """Validate the call's arguments, run the tool and convert its result, blocking.
 
-        A failed call (invalid arguments, `ModelRetry`, an exception, a timeout) gives an error
-        result; nothing is raised. Without a `context`, one is built from `call` and `deps`.
+        A failed call (invalid arguments, `ModelRetry`, any exception — `SystemExit` included —, a
+        timeout) gives an error result; only `KeyboardInterrupt` and the cancellation of the
+        running task propagate. Without a `context`, one is built from `call` and `deps`.
         """
         if not self._bound:
             self._refuse_unbound()
