@@ -336,3 +336,58 @@ def test_is_awaitable_answers_like_inspect() -> None:
     finally:
         coroutine.close()
         loop.close()
+
+
+def test_declared_awaitable_returns_are_awaited_and_plain_ones_are_not_checked() -> None:
+    import asyncio
+    from collections.abc import Awaitable, Coroutine
+
+    async def later(text: str) -> str:
+        await asyncio.sleep(0)
+        return text
+
+    @tool
+    def declared(text: str) -> Awaitable[str]:
+        return later(text)
+
+    @tool
+    def maybe(text: str) -> str | Coroutine[Any, Any, str]:
+        return later(text)
+
+    @tool
+    def untyped(text: str):  # type: ignore[no-untyped-def]
+        return later(text)
+
+    for awaiting in (declared, maybe, untyped):
+        assert awaiting.execute(call(awaiting.name, '{"text": "hi"}')).text == "hi"
+
+    @tool
+    def plain(text: str) -> dict[str, str] | None:
+        return {"text": text}
+
+    @tool
+    def text(value: str) -> str:
+        return value
+
+    assert not plain._may_await and not text._may_await
+    assert declared._may_await and maybe._may_await and untyped._may_await
+
+
+def test_any_and_object_returns_are_checked_for_awaitables() -> None:
+    import asyncio
+
+    async def later() -> str:
+        await asyncio.sleep(0)
+        return "done"
+
+    @tool
+    def any_result() -> Any:
+        return later()
+
+    @tool
+    def object_result() -> object:
+        return later()
+
+    for awaiting in (any_result, object_result):
+        assert awaiting._may_await
+        assert awaiting.execute(call(awaiting.name)).text == "done"

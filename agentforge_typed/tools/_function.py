@@ -11,7 +11,9 @@ import copy
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
@@ -98,6 +100,7 @@ class Tool(Generic[P, R]):
         "_direct_call",
         "_function",
         "_is_async",
+        "_may_await",
         "_positional",
         "_renames",
         "_strict",
@@ -203,6 +206,9 @@ class Tool(Generic[P, R]):
         self._context_parameter = signature.context_parameter
         self._positional = signature.positional
         self._renames = signature.renames
+        # Whether the direct call must look for an awaitable result: not when the declared return
+        # type rules one out (a sync wrapper of an async function declares the async one's).
+        self._may_await = _may_return_awaitable(signature.return_annotation, target)
         # The common case (sync, no timeout, arguments passed as they are) skips all plumbing.
         self._direct_call = not (
             signature.context_parameter
@@ -306,7 +312,7 @@ class Tool(Generic[P, R]):
             return self._run(fields, (), call, context, deps)
         try:
             value = self._function(**fields)
-            if value.__class__ is not str and is_awaitable(value):
+            if self._may_await and is_awaitable(value):
                 # A sync function that returns an awaitable (e.g. a sync wrapper of an async
                 # one): awaited, as under `aexecute`.
                 awaitable = value
@@ -374,6 +380,24 @@ class Tool(Generic[P, R]):
         raise TypeError(
             f"tool `{self.name}` is a method: execute it through an instance (obj.{self.name})"
         )
+
+
+def _may_return_awaitable(annotation: Any, function: Callable[..., Any]) -> bool:
+    """Whether a sync function may return an awaitable: unless its declared return type rules it
+    out and it does not wrap an async function."""
+    return is_async_callable(inspect.unwrap(function)) or _may_be_awaitable(annotation)
+
+
+def _may_be_awaitable(annotation: Any) -> bool:
+    """`False` for a class (or a generic of one, `dict[str, int]`) that is not awaitable, and for
+    a union of such; `True` for anything else (`Any`, no annotation, `Awaitable[str]`, …)."""
+    if annotation in (inspect.Parameter.empty, Any, object):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_be_awaitable(member) for member in typing.get_args(annotation))
+    cls = origin or annotation
+    return not (isinstance(cls, type) and not issubclass(cls, Awaitable))
 
 
 def _default_name(target: Callable[..., Any]) -> str:
