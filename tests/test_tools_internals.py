@@ -131,7 +131,8 @@ def test_typed_and_schema_tools_share_one_validated_arguments_shape() -> None:
         assert typed.repairs == declared.repairs
         assert bool(typed.errors) == bool(declared.errors)
     assert add._validator.validate('"{\\"a\\": 1}"') == ValidatedArguments(
-        {"a": 1, "b": 0}, repairs=("arguments were double-encoded as a JSON string: decoded",)
+        ({"a": 1, "b": 0}, None, {"a"}),
+        repairs=("arguments were double-encoded as a JSON string: decoded",),
     )
     invalid = add._validator.validate('{"a": "x"}')
     assert invalid.error_result("add").error_kind == "arguments"
@@ -178,6 +179,7 @@ def test_validate_arguments_returns_the_model_with_its_fields() -> None:
     validated = move.validate_arguments('{"point": [1, 2]}')
     assert isinstance(validated, move.args_model)
     assert validated.model_dump() == {"point": Point(1, 2), "label": "p"}
+    assert validated.model_fields_set == {"point"}  # as the model's own validation sets it
     # Every tool call validates through the one fields validator, whichever driver.
     assert move._validate_fields == move._validator.validate_json
 

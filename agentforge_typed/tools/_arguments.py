@@ -75,14 +75,13 @@ class ArgumentsValidator:
             a `null` that fails validation where the schema does not require the property is
             read as "not given", so the default applies, at any depth.
         fields_only: Validate with `fields_validator(args_model)`: the validated arguments are
-            then the dict of fields, no model instance built (only for models generated from a
-            signature); else an `args_model` instance.
+            then what it returns, `(fields, extra, fields_set)`, no model instance built (only for
+            models generated from a signature); else an `args_model` instance.
     """
 
     __slots__ = (
         "_choices",
         "_drop_extra",
-        "_fields_only",
         "_optional_schema",
         "_repairable_kinds",
         "_unexpected",
@@ -103,10 +102,8 @@ class ArgumentsValidator:
         self._validator = (
             fields_validator(args_model) if fields_only else args_model.__pydantic_validator__
         )
-        self._fields_only = fields_only
         self.validate_json = self._validator.validate_json
-        """The core validator's `validate_json`, for callers that inline the fast path: with
-        `fields_only` it returns `(fields, extra, fields_set)`."""
+        """The core validator's `validate_json`, for callers that inline the fast path."""
         self._optional_schema = null_means_default
         self.strict: bool | None = True if strict else None
         """What `validate_json` takes as `strict`: `True`, or `None` for each model's own setting.
@@ -126,7 +123,7 @@ class ArgumentsValidator:
             arguments = self._validator.validate_json(raw, strict=self.strict)
         except ValidationError as error:
             return self.repair(raw, error)
-        return ValidatedArguments(arguments[0] if self._fields_only else arguments)
+        return ValidatedArguments(arguments)
 
     def repair(self, raw: str | bytes, error: ValidationError) -> ValidatedArguments[Any]:
         """The slow path, after `error` from the fast one: try the repairs, then revalidate."""
@@ -147,8 +144,6 @@ class ArgumentsValidator:
                 try:
                     encoded = pydantic_core.to_json(data)
                     arguments = self._validator.validate_json(encoded, strict=self.strict)
-                    if self._fields_only:
-                        arguments = arguments[0]
                     return ValidatedArguments(arguments, repairs=tuple(repairs))
                 except ValidationError as exc:
                     details = _details(exc)

@@ -270,7 +270,8 @@ class Tool(Generic[P, R]):
         outcome = self._validator.validate(arguments)
         if outcome.arguments is None:
             raise ToolArgumentsError(self.name, outcome.errors)
-        return self.args_model.model_construct(**outcome.arguments)
+        fields, _, fields_set = outcome.arguments
+        return self.args_model.model_construct(fields_set, **fields)
 
     def _call_arguments(
         self, fields: dict[str, Any], context: ToolContext[Any] | None
@@ -307,7 +308,7 @@ class Tool(Generic[P, R]):
             outcome = self._validator.repair(call.arguments, error)
             if outcome.arguments is None:
                 return outcome.error_result(self.name)
-            return self._run(outcome.arguments, outcome.repairs, call, context, deps)
+            return self._run(outcome.arguments[0], outcome.repairs, call, context, deps)
         if not self._direct_call:
             return self._run(fields, (), call, context, deps)
         try:
@@ -336,7 +337,7 @@ class Tool(Generic[P, R]):
         repairs = outcome.repairs
         try:
             args, kwargs = self._call_arguments(
-                outcome.arguments, self._context(call, context, deps)
+                outcome.arguments[0], self._context(call, context, deps)
             )
             value = await ainvoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
