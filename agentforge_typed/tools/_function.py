@@ -316,8 +316,7 @@ class Tool(Generic[P, R]):
             if self._may_await and is_awaitable(value):
                 # A sync function that returns an awaitable (e.g. a sync wrapper of an async
                 # one): awaited, as under `aexecute`.
-                awaitable = value
-                value = run_sync(lambda: awaitable)
+                value = _awaited(value)
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
             return ToolExecutionResult(self._convert(value), value)
@@ -381,6 +380,11 @@ class Tool(Generic[P, R]):
         raise TypeError(
             f"tool `{self.name}` is a method: execute it through an instance (obj.{self.name})"
         )
+
+
+def _awaited(awaitable: Awaitable[T]) -> T:
+    # Not a lambda in `execute`: a closure there would cost every call a cell.
+    return run_sync(lambda: awaitable)
 
 
 def _may_return_awaitable(annotation: Any, function: Callable[..., Any]) -> bool:
