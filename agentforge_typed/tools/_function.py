@@ -27,7 +27,7 @@ from .._sync import run_sync
 from ._arguments import ArgumentsValidator
 from ._base import ReturnBehavior, ToolContext, ToolExecutionResult, check_options
 from ._invoke import ainvoke, invoke, is_async_callable, is_awaitable
-from ._outcomes import failure_result, success_result
+from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
 from ._signature import check_tool_name, inspect_function
 
@@ -307,7 +307,8 @@ class Tool(Generic[P, R]):
         except ValidationError as error:
             outcome = self._validator.repair(call.arguments, error)
             if outcome.arguments is None:
-                return outcome.error_result(self.name)
+                # `outcome.error_result` inlined: a typed tool's schema cannot fail.
+                return arguments_error_result(self.name, outcome.errors, outcome.repairs)
             return self._run(outcome.arguments[0], outcome.repairs, call, context, deps)
         if not self._direct_call:
             return self._run(fields, (), call, context, deps)
