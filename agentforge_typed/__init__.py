@@ -1,6 +1,9 @@
 """agentforge_typed: typed Python functions as LLM tools, validated by pydantic."""
 
-from ._dialects import SchemaDialectError, render_schema
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from ._dialects import SchemaDialectError
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
     AgentForgeError,
@@ -44,18 +47,57 @@ from ._request import (
 from ._response import ChatResponse, FinishReason, TokenUsage
 from ._results import ToolChatResult, ToolExecution
 from ._service import ToolService, list_available_tools
-from .providers._fake import FakeModel
-from .providers._function import FunctionModel
-from .providers._registry import get_model
-from .providers.anthropic import AnthropicChatModel
-from .providers.openai import OpenAIChatModel
 from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
-from .tools._function import Tool, ToolDecorator, tool
-from .tools._http import HttpTool
-from .tools._mcp import MCPServer
-from .tools._schema_tool import SchemaTool
+from .tools._function import Tool, tool
+
+if TYPE_CHECKING:
+    # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
+    from ._dialects import render_schema as render_schema
+    from .providers._fake import FakeModel
+    from .providers._function import FunctionModel
+    from .providers._registry import get_model
+    from .providers.anthropic import AnthropicChatModel
+    from .providers.openai import OpenAIChatModel
+    from .providers.openai_responses import OpenAIResponsesModel
+    from .tools._function import ToolDecorator as ToolDecorator
+    from .tools._http import HttpTool
+    from .tools._mcp import MCPServer
+    from .tools._schema_tool import SchemaTool
 
 __version__ = "0.1.0"
+
+# Imported on first use, so that a program pays only for the parts it uses: the providers (and
+# httpx), the HTTP and MCP tools, and jsonschema behind the schema-declared tools.
+_LAZY = {
+    "AnthropicChatModel": ".providers.anthropic",
+    "FakeModel": ".providers._fake",
+    "FunctionModel": ".providers._function",
+    "HttpTool": ".tools._http",
+    "MCPServer": ".tools._mcp",
+    "OpenAIChatModel": ".providers.openai",
+    "OpenAIResponsesModel": ".providers.openai_responses",
+    "SchemaTool": ".tools._schema_tool",
+    "get_model": ".providers._registry",
+    # Plumbing that moved to a documented submodule; still importable from here.
+    "ToolDecorator": ".tools",
+    "render_schema": ".providers",
+}
+
+
+if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
+
+    def __getattr__(name: str) -> Any:
+        home = _LAZY.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(home, __name__), name)
+        globals()[name] = value  # the next lookup is an ordinary attribute
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "AgentForgeError",
@@ -79,6 +121,7 @@ __all__ = [
     "ModelError",
     "ModelRetry",
     "OpenAIChatModel",
+    "OpenAIResponsesModel",
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",
@@ -101,7 +144,6 @@ __all__ = [
     "ToolChatResult",
     "ToolChoice",
     "ToolContext",
-    "ToolDecorator",
     "ToolExecution",
     "ToolExecutionError",
     "ToolExecutionResult",
@@ -118,6 +160,5 @@ __all__ = [
     "get_model",
     "list_available_tools",
     "logging_hook",
-    "render_schema",
     "tool",
 ]

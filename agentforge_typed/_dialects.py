@@ -23,12 +23,20 @@ import copy
 import json
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from ._exceptions import AgentForgeError
 from .tools._argument_errors import path_step
 
-__all__ = ["DIALECTS", "Dialect", "SchemaDialectError", "render_schema"]
+__all__ = [
+    "DIALECTS",
+    "Dialect",
+    "DialectRules",
+    "SchemaDialectError",
+    "dialect_rules",
+    "render_schema",
+]
 
 Dialect = Literal["openai", "openai-strict", "anthropic", "gemini"]
 """A provider's JSON Schema dialect."""
@@ -143,18 +151,45 @@ def render_schema(parameters: JsonSchema, dialect: Dialect) -> JsonSchema:
             for `"openai-strict"`, recursion for `"gemini"`), or the root is not an object.
         ValueError: `dialect` is not one of `Dialect`.
     """
-    if dialect not in DIALECTS:
-        raise ValueError(f"unknown schema dialect {dialect!r}; expected one of {DIALECTS}")
+    rules = dialect_rules(dialect)
     root = _inline_root_ref(parameters)
     if root.get("type") != "object":
         raise SchemaDialectError(
             dialect, "$", "a root that is not an object (tool arguments are a JSON object)"
         )
-    if dialect == "openai-strict":
-        return _StrictRenderer(root).render()
-    if dialect == "gemini":
-        return _GeminiRenderer(root).render()
-    return _plain(root, "$")
+    return rules.render(root)
+
+
+@dataclass(frozen=True)
+class DialectRules:
+    """Everything one dialect decides: how a schema is rendered, and which names it accepts.
+
+    Adding a dialect is one `DialectRules` in the table below (and one `Dialect` literal).
+    """
+
+    render: Callable[[JsonSchema], JsonSchema]
+    """The rendering of an arguments schema whose root is an object (raises `SchemaDialectError`)."""
+    tool_name: re.Pattern[str]
+    """What the provider accepts as a tool (function) name, matched whole."""
+    tool_name_rule: str
+    """`tool_name` in words, for error messages."""
+    property_name: re.Pattern[str] | None = None
+    """What the provider accepts as a top-level property name, when it checks them at all."""
+    property_name_rule: str = ""
+
+
+def dialect_rules(dialect: str) -> DialectRules:
+    """The rules of `dialect`.
+
+    Raises:
+        ValueError: `dialect` is not one of `Dialect`.
+    """
+    try:
+        return _DIALECT_RULES[dialect]  # type: ignore[index]
+    except KeyError:
+        raise ValueError(
+            f"unknown schema dialect {dialect!r}; expected one of {DIALECTS}"
+        ) from None
 
 
 # -- shared helpers ----------------------------------------------------------------------------
@@ -525,3 +560,30 @@ def _json_type(value: Any) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+# -- the table ---------------------------------------------------------------------------------
+
+# Names as the providers' API references define them.
+_WORD_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_WORD_NAME_RULE = "letters, digits, _ and -, 1 to 64 characters"
+
+_DIALECT_RULES: dict[Dialect, DialectRules] = {
+    "openai": DialectRules(lambda root: _plain(root, "$"), _WORD_NAME, _WORD_NAME_RULE),
+    "openai-strict": DialectRules(
+        lambda root: _StrictRenderer(root).render(), _WORD_NAME, _WORD_NAME_RULE
+    ),
+    "anthropic": DialectRules(
+        lambda root: _plain(root, "$"),
+        _WORD_NAME,
+        _WORD_NAME_RULE,
+        # Anthropic rejects the whole request when a top-level property key breaks this.
+        property_name=re.compile(r"[a-zA-Z0-9_.-]{1,64}"),
+        property_name_rule="letters, digits, _, . and -, 1 to 64 characters",
+    ),
+    "gemini": DialectRules(
+        lambda root: _GeminiRenderer(root).render(),
+        re.compile(r"[a-zA-Z_][a-zA-Z0-9_.-]{0,63}"),
+        "a letter or _ first, then letters, digits, _, . and -, at most 64 characters",
+    ),
+}

@@ -15,7 +15,13 @@ ModelRetry                raised *inside* a tool on purpose: send its message ba
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ._messages import ChatMessage
+from ._response import TokenUsage
+
+if TYPE_CHECKING:
+    from ._results import ToolExecution
 
 __all__ = [
     "AgentForgeError",
@@ -31,7 +37,20 @@ __all__ = [
 
 
 class AgentForgeError(Exception):
-    """Base of every error this package raises."""
+    """Base of every error this package raises.
+
+    An error that escapes a `ToolService` run carries the run so far, so that nothing that
+    happened before it (a transfer that went through) is lost, and the conversation can be resumed
+    by passing `messages` back to `chat`. Outside a run these are empty.
+    """
+
+    messages: tuple[ChatMessage, ...] = ()
+    """The conversation up to the failure. Every tool call of its last `AiMessage` has a result
+    message (calls that did not run get an error result saying so), so providers accept it."""
+    tool_executions: tuple[ToolExecution, ...] = ()
+    """Every call that ran, the failing one included, in the model's order."""
+    usage: TokenUsage = TokenUsage()
+    """Token usage summed over the model calls of the run."""
 
 
 class ModelError(AgentForgeError):
@@ -90,8 +109,10 @@ class ToolArgumentsError(AgentForgeError):
     def __str__(self) -> str:
         # Built on demand: inside the loop the error usually travels as a result and is never
         # printed.
-        lines = "; ".join(f"{e.path}: {e.message}" for e in self.errors)
-        return f"invalid arguments for tool {self.tool_name!r}: {lines}"
+        return f"invalid arguments for tool {self.tool_name!r}: {self._problems()}"
+
+    def _problems(self) -> str:
+        return "; ".join(f"{e.path}: {e.message}" for e in self.errors)
 
 
 class ToolExecutionError(AgentForgeError):

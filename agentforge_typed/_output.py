@@ -29,14 +29,31 @@ __all__ = ["OutputSpec", "OutputValidationError"]
 OutputT = TypeVar("OutputT", default=Any)
 
 _DESCRIPTION = "Give the final answer. Call this exactly once, when you are done."
+_ANSWER_IN_JSON = "Answer again with only JSON that matches the schema."
 
 
 class OutputValidationError(ToolArgumentsError):
-    """The model's final output stayed invalid after every retry; `output` is its last attempt."""
+    """The model's final output stayed invalid after every retry; `output` is its last attempt
+    and `errors` the problems with it (none when the model kept answering in text where a
+    final-result call was wanted)."""
 
-    def __init__(self, tool_name: str, errors: Sequence[ArgumentError], output: str) -> None:
+    def __init__(
+        self,
+        tool_name: str,
+        errors: Sequence[ArgumentError],
+        output: str,
+        *,
+        reason: str | None = None,
+    ) -> None:
         super().__init__(tool_name, errors)
         self.output = output
+        self.reason = reason
+        """What went wrong, when it is not invalid arguments of the final-result tool."""
+
+    def __str__(self) -> str:
+        if self.reason is None:
+            return super().__str__()
+        return f"{self.reason}: {self._problems()}" if self.errors else self.reason
 
 
 class _Wrapper(BaseModel):
@@ -105,10 +122,23 @@ class OutputSpec(Generic[OutputT]):
         response_format = ResponseFormat(name=self.name, json_schema=self.specification.parameters)
         return parameters.model_copy(update={"response_format": response_format})
 
-    def nudge(self, errors: str | None) -> str:
-        """What the model is told when its final answer was not (valid) output."""
+    def nudge(self, errors: Sequence[ArgumentError]) -> str:
+        """What the model is told when its final answer was text: in tool mode, to call the
+        final-result tool; in native mode (no tool offered), the problems and to answer in JSON."""
         if not self.native:
             return f"Give your final answer by calling the `{self.name}` tool."
-        if errors:
-            return f"{errors}\nAnswer again with JSON that matches the schema."
-        return "Answer with JSON that matches the schema."
+        # The shared report's problem lines, without its tool-call header and footer.
+        problems = format_arguments_error(self.name, errors).split("\n")[1:-1]
+        return "\n".join(["Your answer is not valid output:", *problems, _ANSWER_IN_JSON])
+
+    def exhausted(self, errors: Sequence[ArgumentError], text: str) -> OutputValidationError:
+        """The error ending a run whose text answer came with the retry budget spent."""
+        spent = f"and its {self.max_retries} retries are spent"
+        if self.native:
+            reason = f"the model's final answer is not valid output, {spent}"
+        else:
+            reason = (
+                f"no {self.name} call: the model answered in text instead of calling the "
+                f"`{self.name}` tool, {spent}"
+            )
+        return OutputValidationError(self.name, errors, text, reason=reason)

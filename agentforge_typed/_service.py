@@ -10,10 +10,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+from collections import Counter
 from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, get_args
 
 import pydantic_core
 from typing_extensions import TypeVar
@@ -21,6 +22,8 @@ from typing_extensions import TypeVar
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
+    AgentForgeError,
+    ArgumentError,
     ModelError,
     ToolArgumentsError,
     ToolExecutionError,
@@ -40,7 +43,6 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from .tools._argument_errors import format_arguments_error
 from .tools._base import (
     ErrorKind,
     ReturnBehavior,
@@ -111,6 +113,8 @@ def _crashed(exc: BaseException) -> ToolExecutionResult:
 class _Planned:
     """A call of the current round: the tool to run, or the result already decided for it."""
 
+    index: int
+    """The call's position in the model's response."""
     call: ToolCall
     context: ToolContext[Any]
     tool: ToolLike | None
@@ -127,14 +131,14 @@ class _Run:
     def __init__(
         self,
         service: ToolService,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None,
         deps: Any,
         conversation_id: str | None,
         output: OutputSpec[Any] | None = None,
     ) -> None:
         self.service = service
-        self.messages: list[ChatMessage] = list(messages)
+        self.messages = _conversation(messages)
         if not self.messages:
             raise ValueError("ToolService.chat needs at least one message")
         self.output = output
@@ -145,6 +149,11 @@ class _Run:
         self.responses: list[ChatResponse] = []
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
+        """Consecutive failed calls (invalid arguments, `ModelRetry`) per tool."""
+        self.open_calls: Sequence[ToolCall] = ()
+        """The calls of the last response that have no result message yet."""
+        self.finished: dict[int, ToolExecution] = {}
+        """The executions of the open round so far, by call position."""
         self.round_trips = 0
         self.returned_immediately = False
 
@@ -160,7 +169,8 @@ class _Run:
         self.responses.append(response)
         self.messages.append(response.ai_message)
         if response.ai_message.has_tool_calls:
-            return [self._plan(call) for call in response.ai_message.tool_calls]
+            self.open_calls, self.finished = response.ai_message.tool_calls, {}
+            return [self._plan(i, call) for i, call in enumerate(self.open_calls)]
         if self.output is None:
             return None
         return self._on_final_text(self.output, response.ai_message.text or "")
@@ -168,20 +178,20 @@ class _Run:
     def _on_final_text(self, output: OutputSpec[Any], text: str) -> list[_Planned] | None:
         # A text answer where structured output is wanted: valid JSON in native mode ends the
         # run; anything else is sent back with a nudge, against the output's retry budget.
-        errors = None
+        errors: Sequence[ArgumentError] = ()
         if output.native:
             try:
                 self.output_value = output.validate(text)
                 return None
             except OutputValidationError as error:
-                errors = format_arguments_error(output.name, error.errors)
+                errors = error.errors
         failures = self.failures[output.name] = self.failures.get(output.name, 0) + 1
         if failures > output.max_retries:
-            raise OutputValidationError(output.name, [], text)
+            raise output.exhausted(errors, text)
         self.messages.append(UserMessage(content=output.nudge(errors)))
         return []
 
-    def _plan(self, call: ToolCall) -> _Planned:
+    def _plan(self, index: int, call: ToolCall) -> _Planned:
         service = self.service
         context: ToolContext[Any] = ToolContext(
             deps=self.deps,
@@ -198,19 +208,21 @@ class _Run:
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
                 raise UnknownToolError(call.name, names)
-            return _Planned(call, context, None, _as_result(answer, "unknown_tool"))
+            return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
         if service.before_tool_call is not None:
             answer = service.before_tool_call(call, context)
             if answer is not None:
-                return _Planned(call, context, tool, _as_result(answer, None))
-        return _Planned(call, context, tool)
+                return _Planned(index, call, context, tool, _as_result(answer, None))
+        return _Planned(index, call, context, tool)
 
     def settle(self, plan: _Planned, execution: ToolExecution) -> ToolExecution:
         """Apply the error policies (which may raise) and the `after_tool_call` hook to one
         finished call."""
+        # Recorded before anything may raise, so that a failed run still reports the call.
+        self.finished[plan.index] = execution
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
-            execution = replace(execution, result=result)
+            execution = self.finished[plan.index] = replace(execution, result=result)
         if self.service.after_tool_call is not None:
             self.service.after_tool_call(execution)
         return execution
@@ -220,14 +232,8 @@ class _Run:
         here (a `ReturnBehavior`)."""
         for execution in settled:
             self.executions.append(execution)
-            self.messages.append(
-                ToolResultMessage(
-                    tool_call_id=execution.call.id,
-                    tool_name=execution.call.name,
-                    text=execution.result.text,
-                    is_error=execution.result.is_error,
-                )
-            )
+            self._answer(execution.call, execution.result.text, execution.result.is_error)
+        self.open_calls = ()
         if self.output is not None:
             for execution in settled:
                 if execution.call.name == self.output.name and not execution.failed:
@@ -239,11 +245,50 @@ class _Run:
         )
         return self.returned_immediately
 
+    def __enter__(self) -> _Run:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
+        if isinstance(error, AgentForgeError):
+            self.fail(error)
+
+    def fail(self, error: AgentForgeError) -> None:
+        """Attach the run so far to `error`. Every call of an unfinished round is answered (those
+        that did not complete with an error result saying so), so the messages can be resumed."""
+        for index, call in enumerate(self.open_calls):
+            execution = self.finished.get(index)
+            if execution is None:
+                reason = f"the run stopped on {type(error).__name__} first"
+                # "did not complete" rather than "did not run": under `achat` a sibling's failure
+                # cancels calls that may have started, so their side effects are unknown.
+                self._answer(call, f"Tool `{call.name}` did not complete: {reason}.", True)
+            else:
+                self.executions.append(execution)
+                self._answer(call, execution.result.text, execution.result.is_error)
+        self.open_calls = ()
+        error.messages = tuple(self.messages)
+        error.tool_executions = tuple(self.executions)
+        error.usage = self._usage()
+
+    def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
+        self.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, text=text, is_error=is_error
+            )
+        )
+
+    def _usage(self) -> TokenUsage:
+        return sum((r.token_usage for r in self.responses if r.token_usage), TokenUsage())
+
     def _apply_policy(self, plan: _Planned, result: ToolExecutionResult) -> ToolExecutionResult:
         service, kind, tool = self.service, result.error_kind, plan.tool
         if tool is None or plan.preset is not None:
             return result
-        if kind in ("arguments", "retry"):
+        if not result.is_error:
+            # The budget counts consecutive failures: slips far apart do not add up.
+            self.failures.pop(tool.name, None)
+        elif kind in ("arguments", "retry"):
             failures = self.failures[tool.name] = self.failures.get(tool.name, 0) + 1
             error = result.exception
             if kind == "arguments" and service.arguments_error_handler and tool is not self.output:
@@ -263,21 +308,21 @@ class _Run:
 
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended."""
-        usage = sum((r.token_usage for r in self.responses if r.token_usage), TokenUsage())
         return ToolChatResult(
             final_response=self.responses[-1],
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
-            usage=usage,
+            usage=self._usage(),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
         )
 
 
 def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution]) -> bool:
-    """Seed 000 §3.2.5: stop when every call of the round may end the loop — `IMMEDIATE`, or
-    `IMMEDIATE_IF_LAST` as the round's last call — and none of them failed."""
+    """Stop when every call of the round may end the loop — `IMMEDIATE`, or `IMMEDIATE_IF_LAST`
+    as the round's last call — and none of them failed (a failure goes back to the model, which
+    must see it)."""
     if any(e.failed for e in executions):
         return False
     last = len(planned) - 1
@@ -352,19 +397,33 @@ class ToolService:
         """Register a `Tool` (or any `ToolLike`), a plain typed function (decorated on the fly),
         a `ToolSource` such as an entered `MCPServer`, or an object whose methods carry `@tool`.
 
+        A source registers whole or not at all: when one of its tools cannot be registered,
+        none is.
+
         Raises:
-            ValueError: a tool with the same name is already registered.
+            ValueError: a tool with the same name is already registered, or `source` holds two
+                tools of one name.
             SchemaDialectError: a tool asks for a provider-enforced schema (`strict_schema`)
                 that the OpenAI strict dialect cannot express — refused now, not at the first
                 request.
             TypeError: `source` holds no tool.
         """
-        for item in tools_from(source):
-            if item.name in self._tools:
-                raise ValueError(f"a tool named {item.name!r} is already registered")
+        items = tools_from(source)
+        counts = Counter(item.name for item in items)
+        clash = next((name for name in counts if name in self._tools or counts[name] > 1), None)
+        if clash is not None:
+            problem = (
+                f"a tool named {clash!r} is already registered"
+                if clash in self._tools
+                else f"two of its tools are named {clash!r}"
+            )
+            raise ValueError(
+                problem if len(items) == 1 else f"{problem}; nothing from {source!r} was registered"
+            )
+        for item in items:
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
-            self._tools[item.name] = item
+        self._tools.update((item.name, item) for item in items)
         self._default_parameters = None
         return self
 
@@ -408,7 +467,7 @@ class ToolService:
     def chat(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -418,18 +477,19 @@ class ToolService:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            planned = run.on_response(model.chat(run.next_request()))
-            if planned is None:
-                return run.result()
-            settled = [run.settle(plan, _execute(plan)) for plan in planned]
-            if run.finish_round(planned, settled):
-                return run.result()
+        with run:
+            while True:
+                planned = run.on_response(model.chat(run.next_request()))
+                if planned is None:
+                    return run.result()
+                settled = [run.settle(plan, _execute(plan)) for plan in planned]
+                if run.finish_round(planned, settled):
+                    return run.result()
 
     async def achat(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -439,20 +499,21 @@ class ToolService:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            planned = run.on_response(await model.achat(run.next_request()))
-            if planned is None:
-                return run.result()
-            settled: list[ToolExecution] = []
-            for batch in _batches(planned, self.parallel):
-                settled += await _settle_batch(run, batch)
-            if run.finish_round(planned, settled):
-                return run.result()
+        with run:
+            while True:
+                planned = run.on_response(await model.achat(run.next_request()))
+                if planned is None:
+                    return run.result()
+                settled: list[ToolExecution] = []
+                for batch in _batches(planned, self.parallel):
+                    settled += await _settle_batch(run, batch)
+                if run.finish_round(planned, settled):
+                    return run.result()
 
     def stream(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -463,28 +524,29 @@ class ToolService:
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            reader = _RoundReader()
-            for event in model.stream(run.next_request()):
-                yield event
-                if update := reader.feed(event):
-                    yield update
-            planned = run.on_response(reader.response())
-            if planned is None:
-                break
-            settled = []
-            for plan in planned:
-                yield ToolCallEvent(plan.call)
-                settled.append(run.settle(plan, _execute(plan)))
-                yield ToolResultEvent(settled[-1])
-            if run.finish_round(planned, settled):
-                break
-        yield FinalResultEvent(run.result())
+        with run:
+            while True:
+                reader = _RoundReader()
+                for event in model.stream(run.next_request()):
+                    yield event
+                    if update := reader.feed(event):
+                        yield update
+                planned = run.on_response(reader.response())
+                if planned is None:
+                    break
+                settled = []
+                for plan in planned:
+                    yield ToolCallEvent(plan.call)
+                    settled.append(run.settle(plan, _execute(plan)))
+                    yield ToolResultEvent(settled[-1])
+                if run.finish_round(planned, settled):
+                    break
+            yield FinalResultEvent(run.result())
 
     async def astream(
         self,
         model: ChatModel,
-        messages: Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -494,34 +556,53 @@ class ToolService:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        while True:
-            reader = _RoundReader()
-            async for event in model.astream(run.next_request()):
-                yield event
-                if update := reader.feed(event):
-                    yield update
-            planned = run.on_response(reader.response())
-            if planned is None:
-                break
-            for plan in planned:
-                yield ToolCallEvent(plan.call)
-            # Results arrive in completion order and are recorded in the model's order.
-            position = {id(plan): index for index, plan in enumerate(planned)}
-            settled: dict[int, ToolExecution] = {}
-            for batch in _batches(planned, self.parallel):
-                tasks = [
-                    asyncio.ensure_future(_asettle_at(position[id(plan)], run, plan))
-                    for plan in batch
-                ]
-                try:
-                    for finished in asyncio.as_completed(tasks):
-                        index, settled[index] = await finished
-                        yield ToolResultEvent(settled[index])
-                finally:
-                    await _cancel_unfinished(tasks)
-            if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
-                break
-        yield FinalResultEvent(run.result())
+        with run:
+            while True:
+                reader = _RoundReader()
+                async for event in model.astream(run.next_request()):
+                    yield event
+                    if update := reader.feed(event):
+                        yield update
+                planned = run.on_response(reader.response())
+                if planned is None:
+                    break
+                for plan in planned:
+                    yield ToolCallEvent(plan.call)
+                # Results arrive in completion order and are recorded in the model's order.
+                settled: dict[int, ToolExecution] = {}
+                for batch in _batches(planned, self.parallel):
+                    tasks = [asyncio.ensure_future(_asettle_at(run, plan)) for plan in batch]
+                    try:
+                        for finished in asyncio.as_completed(tasks):
+                            index, settled[index] = await finished
+                            yield ToolResultEvent(settled[index])
+                    finally:
+                        await _cancel_unfinished(tasks)
+                if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
+                    break
+            yield FinalResultEvent(run.result())
+
+
+_MESSAGE_TYPES: tuple[type, ...] = get_args(get_args(ChatMessage)[0])
+
+
+def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
+    """The caller's messages as a new list: a string is one user message; anything that is not a
+    message is refused here, before any model call."""
+    if isinstance(messages, str):
+        return [UserMessage(content=messages)]
+    if not isinstance(messages, Iterable):
+        raise TypeError(
+            f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
+        )
+    conversation = list(messages)
+    for position, message in enumerate(conversation):
+        if not isinstance(message, _MESSAGE_TYPES):
+            raise TypeError(
+                f"messages[{position}] is of type {type(message).__name__!r}, not a chat message"
+                f" ({', '.join(t.__name__ for t in _MESSAGE_TYPES)})"
+            )
+    return conversation
 
 
 def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
@@ -562,14 +643,42 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
         task.cancel()
     if pending:
         await asyncio.wait(pending)
+    # Only the first failure propagates; the others are retrieved here, or asyncio logs each
+    # one as "Task exception was never retrieved".
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()
 
 
 async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
     return run.settle(plan, await _aexecute(plan))
 
 
-async def _asettle_at(index: int, run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
-    return index, await _asettle(run, plan)
+async def _asettle_at(run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:
+    return plan.index, await _asettle(run, plan)
+
+
+_EVERY_DELTA_BELOW = 1024
+"""Arguments shorter than this (in characters) are parsed for display on every delta."""
+
+
+class _PartialCall:
+    """One streamed tool call as the loop reads it: its name, and references to the provider's
+    argument deltas (the strings themselves, not a copy), joined only to be parsed."""
+
+    __slots__ = ("chunks", "name", "parsed_size", "size")
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.chunks: list[str] = []
+        self.size = 0
+        self.parsed_size = 0
+
+    def due(self) -> bool:
+        """Whether to parse now: on every delta while short, then each time the arguments have
+        grown by a quarter, so that parsing costs a bounded multiple of their size in all."""
+        grown = self.size - self.parsed_size
+        return self.size < _EVERY_DELTA_BELOW or grown >= self.parsed_size // 4
 
 
 class _RoundReader:
@@ -577,14 +686,15 @@ class _RoundReader:
     tool-call arguments so far, parsed leniently for display."""
 
     def __init__(self) -> None:
-        self.names: dict[int, str | None] = {}
-        self.buffers: dict[int, str] = {}
+        self.calls: dict[int, _PartialCall] = {}
         self.complete: ChatResponse | None = None
 
     def feed(self, event: StreamEvent) -> PartialArgumentsEvent | None:
-        """Take one stream event; return the arguments parsed so far when it extends them."""
+        """Take one stream event; return the arguments parsed so far when it extends them (and
+        a parse is due)."""
         if isinstance(event, ResponseComplete):
             self.complete = event.response
+            self.calls = {}  # the response holds the arguments now; the deltas can go
         elif isinstance(event, ToolCallDelta):
             return self._arguments(event)
         return None
@@ -596,16 +706,24 @@ class _RoundReader:
         return self.complete
 
     def _arguments(self, delta: ToolCallDelta) -> PartialArgumentsEvent | None:
+        call = self.calls.get(delta.index)
+        if call is None:
+            call = self.calls[delta.index] = _PartialCall()
         if delta.name:
-            self.names[delta.index] = delta.name
+            call.name = delta.name
         if not delta.arguments_delta:
             return None
-        text = self.buffers[delta.index] = self.buffers.get(delta.index, "") + delta.arguments_delta
+        call.chunks.append(delta.arguments_delta)
+        call.size += len(delta.arguments_delta)
+        if not call.due():
+            return None
+        # Counted even when the text does not parse yet, so a broken stream stays linear too.
+        call.parsed_size = call.size
         try:
-            parsed = pydantic_core.from_json(text, allow_partial="trailing-strings")
+            parsed = pydantic_core.from_json("".join(call.chunks), allow_partial="trailing-strings")
         except ValueError:
             return None
-        return PartialArgumentsEvent(delta.index, self.names.get(delta.index), parsed)
+        return PartialArgumentsEvent(delta.index, call.name, parsed)
 
 
 def _execute(plan: _Planned) -> ToolExecution:

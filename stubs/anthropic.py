@@ -34,3 +34,4 @@ assert_type(anthropic.base_url, str)
 AnthropicChatModel(model=42)  # type: ignore[arg-type]
 AnthropicChatModel("claude", max_tokens="many")  # type: ignore[arg-type]
 AnthropicChatModel("claude", http_client=httpx.AsyncClient())  # type: ignore[arg-type]
+AnthropicChatModel("claude", temprature=0.2)  # type: ignore[call-arg]

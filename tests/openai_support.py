@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from agentforge_typed import ChatRequest, ChatResponse, ResponseComplete, StreamEvent
+from agentforge_typed import ChatModel, ChatRequest, ChatResponse, ResponseComplete, StreamEvent
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openai"
@@ -90,7 +90,7 @@ class Server:
         )
 
 
-async def call(model: OpenAIChatModel, request: ChatRequest, mode: str) -> ChatResponse:
+async def call(model: ChatModel, request: ChatRequest, mode: str) -> ChatResponse:
     """`chat`, `achat`, `stream` or `astream`, all reduced to the final response."""
     if mode == "chat":
         return model.chat(request)
@@ -102,9 +102,7 @@ async def call(model: OpenAIChatModel, request: ChatRequest, mode: str) -> ChatR
     return final.response
 
 
-async def collect(
-    model: OpenAIChatModel, request: ChatRequest, *, is_async: bool
-) -> list[StreamEvent]:
+async def collect(model: ChatModel, request: ChatRequest, *, is_async: bool) -> list[StreamEvent]:
     if is_async:
         return [event async for event in model.astream(request)]
     return list(model.stream(request))

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from anthropic_support import streamed_arguments, with_arguments
 
 from agentforge_typed import (
     AnthropicChatModel,
@@ -147,9 +148,22 @@ def test_missing_key_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None
     assert "api_key=" in str(info.value)
 
 
+def test_gateway_needs_no_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_BASE_URL", raising=False)
+    recorder = Recorder(httpx.Response(200, json=TEXT_BODY))
+    make(recorder, api_key=None, base_url="https://gateway.test/anthropic").chat(REQUEST)
+    assert str(recorder.requests[0].url) == "https://gateway.test/anthropic/v1/messages"
+    assert "x-api-key" not in recorder.requests[0].headers
+
+
 def test_unknown_default_parameter_is_rejected() -> None:
     with pytest.raises(TypeError, match="temprature"):
-        AnthropicChatModel("claude-sonnet-4-5", api_key=KEY, temprature=0.1)
+        AnthropicChatModel(
+            "claude-sonnet-4-5",
+            api_key=KEY,
+            temprature=0.1,  # type: ignore[call-arg]
+        )
 
 
 def test_key_never_leaks() -> None:
@@ -214,6 +228,7 @@ def test_stream_over_http() -> None:
     events = list(make(recorder).stream(REQUEST))
     assert recorder.json()["stream"] is True
     expected = parse_response(json.loads((FIXTURES / "text_two_tools.json").read_text()))
+    expected = with_arguments(expected, streamed_arguments(stream))
     assert events[-1] == ResponseComplete(response=expected)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == expected.ai_message.text
 
@@ -227,7 +242,9 @@ async def test_astream_over_http_after_a_529() -> None:
     assert events == list(make(Recorder(sse_response([stream]))).stream(REQUEST))
     final = events[-1]
     assert isinstance(final, ResponseComplete)
-    assert final.response.ai_message.tool_calls[0].arguments == '{"city":"杭州","unit":"celsius"}'
+    assert (
+        final.response.ai_message.tool_calls[0].arguments == '{"city": "杭州", "unit": "celsius"}'
+    )
 
 
 ERROR_FRAME = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n'

@@ -176,10 +176,20 @@ def test_unusable_data_url_is_refused(url: str) -> None:
         payload([UserMessage(content=[ImageContent(url=url)])])
 
 
-def test_arguments_that_are_not_an_object_are_refused() -> None:
-    call = ToolCall(id="toolu_9", name="get_weather", arguments='["Paris"]')
-    with pytest.raises(ModelError, match=r"toolu_9.*not a JSON object"):
-        payload([UserMessage(content="hi"), AiMessage(tool_calls=[call])])
+@pytest.mark.parametrize("arguments", ['["Paris"]', '{"city": "Par', "null"])
+def test_arguments_that_are_not_an_object_go_back_as_invalid_json(arguments: str) -> None:
+    """A call the tool refused (its arguments error is the next message) must still be sendable:
+    the API needs an object, and the model sees what it sent."""
+    call = ToolCall(id="toolu_9", name="get_weather", arguments=arguments)
+    sent = payload([UserMessage(content="hi"), AiMessage(tool_calls=[call])])
+    assert sent["messages"][1]["content"] == [
+        {
+            "type": "tool_use",
+            "id": "toolu_9",
+            "name": "get_weather",
+            "input": {"INVALID_JSON": arguments},
+        }
+    ]
 
 
 def test_signed_thinking_is_echoed_first_and_unchanged() -> None:

@@ -17,12 +17,11 @@ from agentforge_typed import (
     ChatRequestParameters,
     SchemaDialectError,
     UserMessage,
-    render_schema,
     tool,
 )
 from agentforge_typed.cli._declare import declaration
 from agentforge_typed.cli._target import load_object, load_target
-from agentforge_typed.providers import _anthropic_wire, _openai_wire
+from agentforge_typed.providers import _anthropic_wire, _openai_wire, render_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "tests/fixtures/bad_tools.py"
@@ -193,7 +192,7 @@ def test_run_unknown_model() -> None:
     assert done.returncode == 2
     assert done.stderr == (
         "agentforge-typed: error: unknown model 'gpt-4o': expected one of "
-        "'openai:<model>', 'anthropic:<model>', 'fake'\n"
+        "'openai:<model>', 'openai-responses:<model>', 'anthropic:<model>', 'fake'\n"
     )
 
 
@@ -330,6 +329,7 @@ def test_schema_a_dialect_cannot_express() -> None:
 def _bad_findings() -> list[str]:
     recursive = _dialect_error(f"{BAD}:total", "gemini")
     open_object = _dialect_error(f"{BAD}:tag", "openai-strict")
+    counts = _dialect_error(f"{BAD}:count", "openai-strict")
     with pytest.raises(TypeError) as variadic:
         tool(load_object(f"{BAD}:variadic")[1])
     return [
@@ -346,7 +346,9 @@ def _bad_findings() -> list[str]:
         "letters, digits, _, . and -, 1 to 64 characters [invalid-parameter-name]",
         f"{BAD}:89: error: tag: not expressible in openai-strict at $.labels: "
         f"{open_object.reason} [unsupported-schema]",
-        "6 errors, 2 warnings",
+        f"{BAD}:114: warning: count: not expressible in openai-strict at $.totals: "
+        f"{counts.reason} [unsupported-schema]",
+        "6 errors, 3 warnings",
     ]
 
 
@@ -368,6 +370,14 @@ def test_check_dialect_option_narrows_the_check() -> None:
     findings = done.stdout.splitlines()
     assert not any("gemini" in f or "anthropic" in f for f in findings)
     assert findings[-1] == "3 errors, 2 warnings"
+
+
+def test_check_openai_strict_alone_makes_a_strict_schema_tool_an_error() -> None:
+    findings = cli("check", f"{BAD}:tools", "--dialect", "openai-strict").stdout.splitlines()
+    assert [f.split(": ")[1:3] for f in findings if "unsupported-schema" in f] == [
+        ["error", "tag"],
+        ["warning", "count"],
+    ]
 
 
 def test_check_warnings_alone_pass_unless_strict() -> None:

@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 import enum
 import ipaddress
+import re
 import uuid
 from typing import Annotated, Any, Literal, TypeAlias
 
@@ -501,3 +502,32 @@ async def test_fake_model_drives_the_async_loop_too() -> None:
     result = await ToolService(TOOLS).achat(FakeModel(), [UserMessage(content="do it all")])
     assert len(result.tool_executions) == len(TOOLS)
     assert not any(e.failed for e in result.tool_executions)
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        r"^\d{5}(-\d{4})?$",
+        r"^[A-Z]{3}-\d{4}$",
+        r"^(?:red|green|blue)$",
+        r"^(?P<user>[a-z0-9._-]+)@example\.org$",
+        r"^[^,;]+$",
+        r"^\w+\s\w+$",
+        r"^[a-f0-9]{8}\b",
+        r"v\d+\.\d+(\.\d+)?",
+        r"^a{2,}b*?c+$",
+        r"^[-+]?[0-9]*\.?[0-9]+$",
+        r"^[]a]x$",
+    ],
+)
+def test_synthesis_matches_patterns_of_the_documented_subset(pattern: str) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}}}
+    value = synthesize_arguments(schema)["a"]
+    assert re.search(pattern, value), (pattern, value)
+    assert not value.startswith("example")
+
+
+@pytest.mark.parametrize("pattern", [r"^(?=x)\w+$", r"^(a)\1$", r"(?i)abc", r"^\p{L}+$", r"[z-a]"])
+def test_synthesis_falls_back_beyond_the_documented_subset(pattern: str) -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": pattern}}}
+    assert isinstance(synthesize_arguments(schema)["a"], str)

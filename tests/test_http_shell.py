@@ -235,7 +235,9 @@ def test_error_details_shapes() -> None:
     )
     assert error_details({"detail": "Not Found"}) == ("Not Found", None)
     assert error_details("text") == (None, None)
-    stream_error = error_from_body("Acme", {"error": {"message": "overloaded", "code": 503}})
+    stream_error = error_from_body(
+        "Acme", {"error": {"message": "overloaded", "code": 503}}, streaming=True
+    )
     assert (stream_error.message, stream_error.code, stream_error.status_code) == (
         "Acme stream error: overloaded",
         "503",

@@ -81,6 +81,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, "héllo".encode(), "text/plain; charset=utf-8")
         elif path == "/empty":
             self._send(204, b"", None)
+        elif path.startswith("/charset/"):
+            status, charset = path.removeprefix("/charset/").split("/")
+            self._send(int(status), b"\xff\xfeok", f"text/plain; charset={charset}")
         else:
             self._send(418, b"unexpected path", "text/plain")
 
@@ -437,3 +440,331 @@ def test_default_schema_is_the_path_parameters() -> None:
         "required": ["item_id"],
         "additionalProperties": False,
     }
+
+
+# -- the template's fixed query ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_templates_fixed_query_is_always_sent(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "search",
+        url=srv.base + "/search?tenant=acme&api-version=2024-01-01",
+        parameters={
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "tags": {"type": "array"}},
+        },
+    )
+    await run(tool, '{"q": "red shoes", "tags": ["a", "b"]}', mode)
+    await run(tool, "{}", mode)
+    assert [r.raw_path for r in srv.requests] == [
+        "/search?tenant=acme&api-version=2024-01-01&q=red+shoes&tags=a&tags=b",
+        "/search?tenant=acme&api-version=2024-01-01",
+    ]
+
+
+def test_an_argument_cannot_override_the_fixed_query() -> None:
+    url = "https://x.example/search?tenant=acme"
+    schema = {"type": "object", "properties": {"tenant": {"type": "string"}}}
+    with pytest.raises(ValueError, match="'tenant' would override the URL's query parameter"):
+        HttpTool("t", url=url, parameters=schema)
+    with pytest.raises(ValueError, match="'tenant' would override the URL's query parameter"):
+        HttpTool("t", url=url, parameters=schema, query=["tenant"], method="POST")
+    # In the body it is another thing.
+    HttpTool("t", url=url, parameters=schema, method="POST")
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_additional_argument_cannot_override_the_fixed_query(
+    srv: Server, mode: Mode
+) -> None:
+    tool = HttpTool(
+        "search",
+        url=srv.base + "/search?tenant=acme",
+        parameters={"type": "object", "additionalProperties": {"type": "string"}},
+        query="rest",
+    )
+    refused = await run(tool, '{"tenant": "evil", "q": "x"}', mode)
+    assert refused.error_kind == "arguments"
+    assert '- $.tenant: The tool fixes this query parameter (input: "evil")' in refused.text
+    await run(tool, '{"q": "x"}', mode)
+    assert [r.raw_path for r in srv.requests] == ["/search?tenant=acme&q=x"]
+
+
+# -- configured headers --------------------------------------------------------------------------
+
+
+def recording_client(requests: list[httpx.Request]) -> httpx.Client:
+    def handle(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return httpx.Response(200, json={})
+
+    return httpx.Client(transport=httpx.MockTransport(handle))
+
+
+@pytest.mark.parametrize("configured_name", ["X-Tenant", "x-tenant", "X-TENANT"])
+def test_a_callable_configured_header_is_never_duplicated_or_overridden(
+    configured_name: str,
+) -> None:
+    requests: list[httpx.Request] = []
+    tool = HttpTool(
+        "t",
+        url="https://x.example/",
+        parameters={"type": "object", "properties": {"t": {"type": "string"}}},
+        headers={"t": "X-Tenant"},
+        default_headers=lambda ctx: {configured_name: "from-config"},
+        http_client=recording_client(requests),
+    )
+    result = tool.execute(ToolCall(id="1", name="t", arguments='{"t": "from-model"}'), context())
+    assert not result.is_error
+    assert requests[0].headers.get_list("x-tenant") == ["from-config"]
+
+
+def test_configured_headers_are_compared_case_insensitively_at_construction() -> None:
+    schema = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}
+    with pytest.raises(ValueError, match="is configured"):
+        HttpTool(
+            "t",
+            url="https://x.example/",
+            parameters=schema,
+            headers={"a": "X-TENANT"},
+            default_headers={"x-Tenant": "acme"},
+        )
+    with pytest.raises(ValueError, match="header 'x-id' is the target of both 'a' and 'b'"):
+        HttpTool(
+            "t", url="https://x.example/", parameters=schema, headers={"a": "X-Id", "b": "x-id"}
+        )
+    for client in (httpx.Client(headers={"X-Api-Key": "k"}), None):
+        aclient = httpx.AsyncClient(headers={"x-api-key": "k"}) if client is None else None
+        with pytest.raises(ValueError, match="'X-API-KEY' is configured"):
+            HttpTool(
+                "t",
+                url="https://x.example/",
+                parameters=schema,
+                headers={"a": "X-API-KEY"},
+                http_client=client,
+                async_http_client=aclient,
+            )
+    with pytest.raises(ValueError, match="not a valid header name"):
+        HttpTool("t", url="https://x.example/", parameters=schema, headers={"a": "X Id"})
+    # httpx's own defaults are not configuration: an argument may choose the `Accept` header.
+    HttpTool(
+        "t",
+        url="https://x.example/",
+        parameters=schema,
+        headers={"a": "Accept"},
+        http_client=httpx.Client(),
+    )
+
+
+# -- only declared arguments are sent ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("method", ["GET", "POST"])
+async def test_undeclared_arguments_are_an_arguments_error(
+    srv: Server, mode: Mode, method: str
+) -> None:
+    tool = HttpTool(
+        "t",
+        url=srv.base + ("/search" if method == "GET" else "/orders"),
+        method=method,
+        parameters={"type": "object", "properties": {"q": {"type": "string"}}},
+    )
+    result = await run(tool, '{"q": "x", "is_admin": true, "price": 0}', mode)
+    assert result.error_kind == "arguments"
+    assert result.text == (
+        "Invalid arguments for tool `t`:\n"
+        "- $.is_admin: Unexpected argument (input: true)\n"
+        "- $.price: Unexpected argument (input: 0)\n"
+        "Correct the arguments and call `t` again."
+    )
+    assert srv.requests == []
+
+
+def test_a_schema_allowing_additional_properties_must_say_where_they_go() -> None:
+    for schema in (
+        {"type": "object", "additionalProperties": True},
+        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": "object", "patternProperties": {"^x_": {"type": "string"}}},
+    ):
+        with pytest.raises(ValueError, match="allows arguments it does not declare"):
+            HttpTool("t", url="https://x.example/", parameters=schema)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_additional_properties_go_where_rest_says(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "create_order",
+        url=srv.base + "/orders",
+        method="POST",
+        parameters={
+            "type": "object",
+            "properties": {"item": {"type": "string"}, "tag": {"type": "string"}},
+            "additionalProperties": {"type": "integer"},
+        },
+        query=["tag"],
+        body="rest",
+    )
+    await run(tool, '{"item": "pen", "tag": "t", "quantity": 3}', mode)
+    assert srv.requests[0].raw_path == "/orders?tag=t"
+    assert json.loads(srv.requests[0].body) == {"item": "pen", "quantity": 3}
+
+
+# -- execute never raises ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", ["café", "a\x00b", "a\x7fb", "line\nbreak", "\u2028"])
+async def test_an_unsendable_configured_header_value_is_an_execution_error(
+    srv: Server, mode: Mode, value: str
+) -> None:
+    tool = HttpTool(
+        "get_item",
+        url=srv.base + "/items/{item_id}",
+        default_headers=lambda ctx: {"Authorization": ctx.deps},
+    )
+    result = await run(tool, '{"item_id": "1"}', mode, deps=value)
+    assert (result.is_error, result.error_kind) == (True, "execution")
+    assert result.text == (
+        "Tool `get_item` failed: the configured header 'Authorization' cannot be sent: "
+        "a header value may hold only printable ASCII characters, spaces and tabs"
+    )
+    assert value not in result.text  # a configured value may be a secret
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_unsendable_configured_header_name_is_an_execution_error(
+    srv: Server, mode: Mode
+) -> None:
+    tool = HttpTool(
+        "get_item", url=srv.base + "/items/{item_id}", default_headers=lambda ctx: {"X Bad": "1"}
+    )
+    result = await run(tool, '{"item_id": "1"}', mode)
+    assert result.error_kind == "execution"
+    assert "'X Bad' is not a valid header name" in result.text
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("value", ["café", "a\x00b", "\t\x1b[31m"])
+async def test_an_unsendable_argument_header_value_is_an_arguments_error(
+    srv: Server, mode: Mode, value: str
+) -> None:
+    tool = HttpTool(
+        "t",
+        url=srv.base + "/search",
+        parameters={"type": "object", "properties": {"rid": {"type": "string"}}},
+        headers={"rid": "X-Request-Id"},
+    )
+    result = await run(tool, json.dumps({"rid": value}), mode)
+    assert result.error_kind == "arguments"
+    assert (
+        "- $.rid: A header value may hold only printable ASCII characters, spaces and tabs"
+        in result.text
+    )
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("status", [200, 503])
+@pytest.mark.parametrize("charset", ["x-no-such-charset", "base64", "rot13", "idna", "punycode"])
+async def test_an_upstream_charset_that_cannot_decode_is_an_execution_error(
+    srv: Server, mode: Mode, status: int, charset: str
+) -> None:
+    tool = HttpTool("t", url=f"{srv.base}/charset/{status}/{charset}")
+    result = await run(tool, "{}", mode)
+    assert (result.is_error, result.error_kind) == (True, "execution")
+    assert result.text == (
+        f"Tool `t` failed: the response (HTTP {status}) declares charset {charset!r}, "
+        "which Python cannot decode text with"
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_url_too_long_for_httpx_is_an_execution_error(srv: Server, mode: Mode) -> None:
+    result = await run(item_tool(srv.base), json.dumps({"item_id": "a" * 70_000}), mode)
+    assert (result.error_kind, result.text) == (
+        "execution",
+        "Tool `get_item` failed: InvalidURL: URL too long",
+    )
+    assert srv.requests == []
+
+
+# -- regular expressions ---------------------------------------------------------------------------
+
+
+def test_a_pattern_the_linear_engine_cannot_run_is_refused() -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(?!admin)"}}}
+    with pytest.raises(ValueError, match="cannot run on the linear-time regex engine"):
+        HttpTool("search", url="https://x.example/search", parameters=schema)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_catastrophic_pattern_answers_at_once(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "search",
+        url=srv.base + "/search",
+        parameters={"type": "object", "properties": {"q": {"pattern": r"^(\w+\s?)*$"}}},
+    )
+    started = time.monotonic()
+    result = await run(tool, json.dumps({"q": "a" * 30 + "!"}), mode)
+    assert time.monotonic() - started < 1.0  # a backtracking engine takes minutes
+    assert result.error_kind == "arguments"
+    assert srv.requests == []
+
+
+def order_tool(base: str, **options: Any) -> HttpTool:
+    """POST /orders of an item with options, whose schema leaves `additionalProperties` out."""
+    return HttpTool(
+        "create_order",
+        url=base + "/orders",
+        method="POST",
+        parameters={
+            "type": "object",
+            "properties": {
+                "item": {"type": "string"},
+                "options": {"type": "object", "properties": {"gift": {"type": "boolean"}}},
+            },
+        },
+        **options,
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mode: Mode) -> None:
+    tool = order_tool(srv.base, extra_arguments="ignore")
+    result = await run(
+        tool, '{"item": "pen", "price": 0, "options": {"gift": true, "discount": 100}}', mode
+    )
+    assert json.loads(srv.requests[0].body) == {"item": "pen", "options": {"gift": True}}
+    assert sorted(result.repairs) == [
+        "dropped unknown argument `options.discount`",
+        "dropped unknown argument `price`",
+    ]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_nested_undeclared_arguments_are_an_arguments_error(srv: Server, mode: Mode) -> None:
+    result = await run(order_tool(srv.base), '{"options": {"gift": true, "discount": 100}}', mode)
+    assert result.error_kind == "arguments"
+    assert "- $.options.discount: Unexpected argument (input: 100)" in result.text
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_args_model_extra_arguments_ignore(srv: Server, mode: Mode) -> None:
+    tool = HttpTool(
+        "search", url=srv.base + "/search", args_model=SearchArgs, extra_arguments="ignore"
+    )
+    result = await run(tool, '{"q": "pens", "admin": true}', mode)
+    assert srv.requests[0].raw_path == "/search?q=pens&limit=10"
+    assert result.repairs == ("dropped unknown argument `admin`",)
+    refused = await run(
+        HttpTool("search", url=srv.base + "/search", args_model=SearchArgs),
+        '{"q": "pens", "admin": true}',
+        mode,
+    )
+    assert refused.error_kind == "arguments"
+    assert len(srv.requests) == 1

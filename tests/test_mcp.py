@@ -34,6 +34,8 @@ from agentforge_typed import (
     ToolCall,
     ToolContext,
     ToolExecutionResult,
+    ToolService,
+    tool,
 )
 from agentforge_typed.tools import _schema_arguments
 from agentforge_typed.tools._base import ToolLike, ToolSource
@@ -408,3 +410,146 @@ async def test_a_schema_that_fails_at_validation_is_an_execution_error(
         "Tool `broken` failed: its JSON schema has a `$ref` that cannot be resolved "
         "(/$defs/Missing)",
     )
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_a_tool_whose_pattern_the_linear_engine_cannot_run_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    lookahead = {"type": "object", "properties": {"q": {"type": "string", "pattern": "^(?!x)"}}}
+    redos = {"type": "object", "properties": {"q": {"type": "string", "pattern": r"^(\w+\s?)*$"}}}
+    server = listing_server(
+        Tool(name="lookahead", input_schema=lookahead), Tool(name="search", input_schema=redos)
+    )
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        (search,) = server.tools()
+        started = time.monotonic()
+        result = search.execute(call("search", {"q": "a" * 30 + "!"}), CONTEXT)
+        assert time.monotonic() - started < 1.0  # a backtracking engine takes minutes
+    assert result.error_kind == "arguments"
+    assert caplog.messages == [
+        "MCP server in-memory: tool 'lookahead' skipped: invalid JSON schema for tool "
+        "'lookahead': pattern \"^(?!x)\" cannot run on the linear-time regex engine (no "
+        "look-around, no back-references): look-around, including look-ahead and look-behind, "
+        "is not supported"
+    ]
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_tools_whose_names_a_provider_refuses_are_skipped_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    names = ["get weather", "", "x" * 65, "bell\x07", "new\nline", "café", "github.search", "ok"]
+    server = listing_server(
+        *(Tool(name=name, input_schema={"type": "object"}) for name in [*names, "ok", "x" * 64])
+    )
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        assert [tool.name for tool in server.tools()] == ["ok", "x" * 64]
+    rule = "a tool name must match ^[a-zA-Z0-9_-]{1,64}$"
+    assert caplog.messages == [
+        *(
+            f"MCP server in-memory: tool {name!r} skipped: invalid tool name {name!r}: {rule}"
+            for name in names[:-1]
+        ),
+        "MCP server in-memory: tool 'ok' skipped: the server lists a tool of that name already",
+    ]
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_a_prefix_that_makes_a_name_too_long_skips_the_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = listing_server(
+        Tool(name="x" * 60, input_schema={"type": "object"}),
+        Tool(name="ok", input_schema={"type": "object"}),
+    )
+    server.tool_prefix = "srv_a_"
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        assert [tool.name for tool in server.tools()] == ["srv_a_ok"]
+    assert len(caplog.messages) == 1
+    assert f"invalid tool name {'srv_a_' + 'x' * 60!r}" in caplog.messages[0]
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_registering_a_server_whose_tools_collide_registers_nothing() -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    service = ToolService([add])
+    server = listing_server(
+        Tool(name="echo", input_schema={"type": "object"}),
+        Tool(name="add", input_schema={"type": "object"}),
+    )
+    with server:
+        with pytest.raises(ValueError) as refused:
+            service.register(server)
+        assert str(refused.value) == (
+            "a tool named 'add' is already registered; "
+            "nothing from MCPServer('in-memory', connected) was registered"
+        )
+        assert [t.name for t in service.tools] == ["add"]
+        assert [s.name for s in service.specifications] == ["add"]
+        # With a prefix, the same server registers whole.
+        server.close()
+        server.tool_prefix = "mcp_"
+        with server:
+            service.register(server)
+    assert [t.name for t in service.tools] == ["add", "mcp_echo", "mcp_add"]
+
+
+def test_registering_a_source_holding_one_name_twice_registers_nothing() -> None:
+    class Twice:
+        @tool(name="same")
+        def first(self) -> str:
+            """First."""
+            return "1"
+
+        @tool(name="same")
+        def second(self) -> str:
+            """Second."""
+            return "2"
+
+    service = ToolService()
+    with pytest.raises(ValueError, match="two of its tools are named 'same'; nothing from"):
+        service.register(Twice())
+    assert service.tools == ()
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+async def test_arguments_a_server_schema_does_not_declare_never_reach_it() -> None:
+    # Many servers omit `additionalProperties: false`, and the SDK drops unknown arguments
+    # silently: the tool would run on its defaults.
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "options": {"properties": {"n": {}}}},
+    }
+    async with listing_server(Tool(name="read", input_schema=schema)) as server:
+        (read,) = server.tools()
+        result = await read.aexecute(
+            call("read", {"path": "a", "recursive": True, "options": {"n": 1, "all": 1}}), CONTEXT
+        )
+    assert result.error_kind == "arguments"
+    assert sorted(result.text.splitlines()[1:-1]) == [
+        "- $.options.all: Unexpected argument (input: 1)",
+        "- $.recursive: Unexpected argument (input: true)",
+    ]
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+def test_a_tool_whose_schema_is_nested_too_deeply_is_skipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    deep: dict[str, Any] = {"type": "string"}
+    for _ in range(120):  # deeper than jsonschema can check, not than the SDK can send
+        deep = {"type": "object", "properties": {"a": deep}}
+    server = listing_server(
+        Tool(name="deep", input_schema=deep), Tool(name="echo", input_schema={"type": "object"})
+    )
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        assert [tool.name for tool in server.tools()] == ["echo"]
+    assert caplog.messages == [
+        "MCP server in-memory: tool 'deep' skipped: invalid JSON schema for tool 'deep': "
+        "nested too deeply to check"
+    ]

@@ -341,7 +341,7 @@ async def test_environment_and_keyless_local_server(monkeypatch: pytest.MonkeyPa
 
 def test_unknown_default_parameter_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="temprature"):
-        OpenAIChatModel("gpt-4o-mini", api_key="sk-x", temprature=0.2)
+        OpenAIChatModel("gpt-4o-mini", api_key="sk-x", temprature=0.2)  # type: ignore[call-arg]
 
 
 def test_api_key_not_in_repr() -> None:

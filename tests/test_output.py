@@ -235,3 +235,60 @@ def test_native_output_is_refused_by_anthropic_before_sending() -> None:
             model, [UserMessage(content="?")], output_type=OutputSpec(City, native=True)
         )
     assert sent == []
+
+
+def test_native_output_exhausted_lists_the_last_attempts_problems() -> None:
+    model, _ = scripted(
+        AiMessage(text='{"name": "Rome", "population": "many"}'),
+        AiMessage(text="Rome has about 2.8 million people."),
+        AiMessage(text='{"name": "Rome", "population": -1}'),
+    )
+    spec = OutputSpec(City, native=True)
+    with pytest.raises(OutputValidationError) as info:
+        ToolService().chat(model, [UserMessage(content="?")], output_type=spec)
+    error = info.value
+    assert error.output == '{"name": "Rome", "population": -1}'
+    assert [(e.path, e.input) for e in error.errors] == [("$.population", -1)]
+    assert str(error) == (
+        "the model's final answer is not valid output, and its 2 retries are spent:"
+        " $.population: Input should be greater than or equal to 0"
+    )
+    assert len(error.messages) == 6  # the run so far: question, answers and retry prompts
+
+
+def test_native_retry_prompt_asks_for_json_and_names_no_tool() -> None:
+    model, seen = scripted(
+        AiMessage(text="About 2.8 million."),
+        AiMessage(text='{"name": "Rome", "population": "many"}'),
+        AiMessage(text='{"name": "Rome", "population": 2800000}'),
+    )
+    result = ToolService().chat(
+        model, [UserMessage(content="?")], output_type=OutputSpec(City, native=True)
+    )
+    prompts = [m.text for m in result.messages if isinstance(m, UserMessage)][1:]
+    assert prompts == [
+        "Your answer is not valid output:\n"
+        '- $: Invalid JSON: expected value at line 1 column 1 (input: "About 2.8 million.")\n'
+        "Answer again with only JSON that matches the schema.",
+        "Your answer is not valid output:\n"
+        '- $.population: Input should be a valid integer (input: "many")\n'
+        "Answer again with only JSON that matches the schema.",
+    ]
+    assert all("final_result" not in prompt for prompt in prompts)
+    assert all(parameters.tools is None for parameters in seen)
+
+
+@pytest.mark.parametrize("mode", ["chat", "stream"])
+def test_prose_instead_of_the_output_tool_says_so(mode: str) -> None:
+    model, _ = scripted(*(AiMessage(text="Paris, I think.") for _ in range(3)))
+    service = ToolService()
+    with pytest.raises(OutputValidationError) as info:
+        if mode == "chat":
+            service.chat(model, [UserMessage(content="?")], output_type=City)
+        else:
+            list(service.stream(model, [UserMessage(content="?")], output_type=City))
+    assert str(info.value) == (
+        "no final_result call: the model answered in text instead of calling the"
+        " `final_result` tool, and its 2 retries are spent"
+    )
+    assert info.value.errors == () and info.value.output == "Paris, I think."

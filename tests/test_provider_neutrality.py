@@ -1,5 +1,6 @@
-"""The same `ToolService` conversation over OpenAI- and Anthropic-shaped transports gives the same
-tool executions and the same final text: the providers only translate the wire format."""
+"""The same `ToolService` conversation over OpenAI Chat Completions-, OpenAI Responses- and
+Anthropic-shaped transports gives the same tool executions and the same final text: the providers
+only translate the wire format."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed.providers.openai import OpenAIChatModel
+from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 
 FINAL = "Paris: 18°C, Rome: 24°C — both sunny."
 # What the model "decides" each round, provider-neutral: (call id, name, raw arguments).
@@ -82,10 +84,48 @@ def anthropic_body(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
     }
 
 
+def responses_body(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
+    output: list[dict[str, Any]] = [
+        {
+            "id": f"fc_{i}",
+            "type": "function_call",
+            "status": "completed",
+            "arguments": a,
+            "call_id": i,
+            "name": n,
+        }
+        for i, n, a in calls
+    ] or [
+        {
+            "id": "msg_neutral",
+            "type": "message",
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "annotations": [], "text": FINAL}],
+        }
+    ]
+    return {
+        "id": "resp_neutral",
+        "object": "response",
+        "created_at": 1718000000,
+        "status": "completed",
+        "error": None,
+        "model": "gpt-5-mini-2025-08-07",
+        "output": output,
+        "usage": {"input_tokens": 80, "output_tokens": 20, "total_tokens": 100},
+    }
+
+
 def tool_results_sent(provider: str, body: dict[str, Any]) -> list[tuple[str, str]]:
     """The (call id, text) of every tool result in a request body."""
     if provider == "openai":
         return [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    if provider == "responses":
+        return [
+            (item["call_id"], item["output"])
+            for item in body["input"]
+            if item.get("type") == "function_call_output"
+        ]
     return [
         (block["tool_use_id"], block["content"])
         for m in body["messages"]
@@ -97,9 +137,11 @@ def tool_results_sent(provider: str, body: dict[str, Any]) -> list[tuple[str, st
 
 def scripted(provider: str) -> tuple[ChatModel, list[dict[str, Any]]]:
     sent: list[dict[str, Any]] = []
-    to_body: Callable[[list[tuple[str, str, str]]], dict[str, Any]] = (
-        openai_body if provider == "openai" else anthropic_body
-    )
+    to_body: Callable[[list[tuple[str, str, str]]], dict[str, Any]] = {
+        "openai": openai_body,
+        "responses": responses_body,
+        "anthropic": anthropic_body,
+    }[provider]
 
     def handler(request: httpx.Request) -> httpx.Response:
         sent.append(json.loads(request.content))
@@ -111,6 +153,8 @@ def scripted(provider: str) -> tuple[ChatModel, list[dict[str, Any]]]:
     }
     if provider == "openai":
         return OpenAIChatModel("gpt-4o-mini", api_key="sk-test", **clients), sent
+    if provider == "responses":
+        return OpenAIResponsesModel("gpt-5-mini", api_key="sk-test", **clients), sent
     return AnthropicChatModel("claude-sonnet-4-5", api_key="sk-ant-test", **clients), sent
 
 
@@ -131,7 +175,7 @@ MESSAGES: list[ChatMessage] = [
 async def test_same_conversation_same_outcome(mode: str) -> None:
     service = ToolService([get_weather])
     outcomes = {}
-    for provider in ("openai", "anthropic"):
+    for provider in ("openai", "responses", "anthropic"):
         model, sent = scripted(provider)
         if mode == "sync":
             result = service.chat(model, MESSAGES)
@@ -147,7 +191,7 @@ async def test_same_conversation_same_outcome(mode: str) -> None:
         results_sent = tool_results_sent(provider, sent[-1])
         outcomes[provider] = (summary(result), results_sent, len(result.messages))
 
-    assert outcomes["openai"] == outcomes["anthropic"]
+    assert outcomes["openai"] == outcomes["responses"] == outcomes["anthropic"]
     executions, results_sent, _ = outcomes["anthropic"]
     assert [(e[0], e[4]) for e in executions] == [("c1", False), ("c2", True), ("c3", False)]
     assert executions[0][3] == "Paris: 18°C, sunny"

@@ -29,6 +29,41 @@ def test_every_exported_class_and_function_has_a_docstring() -> None:
     assert undocumented == []
 
 
-def test_import_does_not_load_the_mcp_extra() -> None:
-    code = "import sys, agentforge_typed; assert 'mcp' not in sys.modules, 'mcp imported'"
+def test_import_defers_what_a_program_may_not_use() -> None:
+    deferred = [
+        "mcp",
+        "httpx",
+        "jsonschema",
+        "agentforge_typed.providers.openai",
+        "agentforge_typed.cli",
+    ]
+    code = (
+        "import sys, agentforge_typed\n"
+        f"loaded = [m for m in {deferred!r} if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "from agentforge_typed import OpenAIChatModel, HttpTool\n"
+        "assert 'httpx' in sys.modules and 'jsonschema' in sys.modules\n"
+        "assert 'OpenAIChatModel' in dir(agentforge_typed)\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_unknown_attribute_is_an_attribute_error() -> None:
+    import pytest
+
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        agentforge_typed.nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_plumbing_lives_in_documented_submodules_and_stays_importable() -> None:
+    from agentforge_typed import providers, tools
+
+    assert "render_schema" not in agentforge_typed.__all__
+    assert "ToolDecorator" not in agentforge_typed.__all__
+    assert agentforge_typed.render_schema is providers.render_schema
+    assert agentforge_typed.ToolDecorator is tools.ToolDecorator
+    for module in (providers, tools):
+        for name in module.__all__:
+            value = getattr(module, name)
+            if isinstance(value, type) or (callable(value) and not typing.get_origin(value)):
+                assert (value.__doc__ or "").strip(), (module.__name__, name)

@@ -136,7 +136,8 @@ def test_unknown_names_list_the_known_prefixes(name: str) -> None:
     with pytest.raises(ValueError) as info:
         get_model(name)
     assert str(info.value) == (
-        f"unknown model {name!r}: expected one of 'openai:<model>', 'anthropic:<model>', 'fake'"
+        f"unknown model {name!r}: expected one of 'openai:<model>', "
+        "'openai-responses:<model>', 'anthropic:<model>', 'fake'"
     )
 
 

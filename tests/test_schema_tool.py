@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import time
 from typing import Any
 
@@ -484,7 +486,9 @@ def test_repairs_copy_each_container_once(monkeypatch: pytest.MonkeyPatch, count
     monkeypatch.setattr(_schema_arguments, "_shallow_copy", counted)
     schema = {
         "type": "object",
-        "properties": {"m": {"properties": {"xs": {"items": {"type": "array"}}}}},
+        "properties": {
+            "m": {"properties": {"xs": {"items": {"type": "array"}}}, "additionalProperties": True}
+        },
     }
     arguments = {"m": {"xs": ["[1]"] * count, "other": 1}}
     decoded = SchemaArguments(schema, tool_name="t").validate_object(arguments)
@@ -494,9 +498,14 @@ def test_repairs_copy_each_container_once(monkeypatch: pytest.MonkeyPatch, count
     assert arguments == {"m": {"xs": ["[1]"] * count, "other": 1}}
 
 
-def test_additional_keys_follow_the_schema() -> None:
+def test_additional_keys_are_accepted_only_where_the_schema_allows_them() -> None:
     open_spec = ToolSpecification(
-        name="echo", parameters={"type": "object", "properties": {"a": {"type": "integer"}}}
+        name="echo",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "additionalProperties": True,
+        },
     )
     result = SchemaTool(open_spec, lambda args: args).execute(
         ToolCall(id="1", name="echo", arguments='{"a": 1, "extra": true}'), context()
@@ -776,3 +785,300 @@ async def test_async_handler_raising_timeout_error_is_an_execution_error() -> No
         "execution",
         "Tool `book` failed: TimeoutError: upstream",
     )
+
+
+# -- regular expressions run in linear time ------------------------------------------------------
+
+REDOS = r"^(\w+\s?)*$"
+"""Exponential on a backtracking engine: each extra character doubles the work."""
+HOSTILE = "a" * 30 + "!"
+
+
+@pytest.mark.parametrize(
+    ("schema", "arguments"),
+    [
+        ({"properties": {"x": {"type": "string", "pattern": REDOS}}}, {"x": HOSTILE}),
+        (
+            {"patternProperties": {REDOS: {"type": "integer"}}, "additionalProperties": False},
+            {HOSTILE: 1},
+        ),
+        ({"patternProperties": {REDOS: False, "^a": {"type": "string"}}}, {HOSTILE: 1}),
+        ({"propertyNames": {"pattern": REDOS}}, {HOSTILE: 1}),
+        (
+            {"properties": {"x": {"$ref": "#/$defs/Word"}}, "$defs": {"Word": {"pattern": REDOS}}},
+            {"x": HOSTILE},
+        ),
+    ],
+)
+def test_patterns_run_in_linear_time(schema: dict[str, Any], arguments: dict[str, Any]) -> None:
+    spec = ToolSpecification(name="check", parameters={"type": "object", **schema})
+    tool = SchemaTool(spec, dict)
+    started = time.monotonic()
+    result = tool.execute(
+        ToolCall(id="1", name="check", arguments=json.dumps(arguments)), context()
+    )
+    assert time.monotonic() - started < 1.0  # a backtracking engine takes minutes
+    assert result.error_kind == "arguments"
+
+
+@pytest.mark.parametrize(
+    ("schema", "valid", "invalid"),
+    [
+        ({"pattern": "b"}, "abc", "ac"),  # not anchored, as JSON Schema says
+        ({"pattern": "^b"}, "bc", "abc"),
+        ({"pattern": r"^\p{L}+$"}, "héllo", "h3llo"),  # ECMA-262 `u` classes
+        ({"pattern": REDOS}, "a b c", HOSTILE),
+    ],
+)
+def test_patterns_keep_their_meaning(schema: dict[str, Any], valid: str, invalid: str) -> None:
+    spec = ToolSpecification(
+        name="check", parameters={"type": "object", "properties": {"x": schema}}
+    )
+    tool = SchemaTool(spec, dict)
+    assert tool.validate_arguments(json.dumps({"x": valid})) == {"x": valid}
+    assert errors_for(schema, json.dumps(invalid)) == [
+        ("$.x", f"Input should match the pattern {json.dumps(schema['pattern'])}")
+    ]
+
+
+def test_a_pattern_property_keeps_its_meaning() -> None:
+    spec = ToolSpecification(
+        name="check",
+        parameters={
+            "type": "object",
+            "patternProperties": {"^x_": {"type": "integer"}},
+            "additionalProperties": False,
+        },
+    )
+    tool = SchemaTool(spec, dict)
+    assert tool.validate_arguments('{"x_a": 1}') == {"x_a": 1}
+    with pytest.raises(ToolArgumentsError) as raised:
+        tool.validate_arguments('{"x_a": "1", "y": 2}')
+    assert [(e.path, e.message) for e in raised.value.errors] == [
+        ("$.x_a", "Input should be of type integer"),
+        ("$.y", "Unexpected argument"),
+    ]
+
+
+def test_a_regex_the_model_writes_cannot_exhaust_the_stack() -> None:
+    # `"format": "regex"`: CPython's `re.compile` raises `RecursionError` on deep nesting.
+    assert errors_for({"type": "string", "format": "regex"}, json.dumps("(" * 100_000)) == [
+        ("$.x", 'Input should match the format "regex"')
+    ]
+    assert errors_for({"format": "regex"}, json.dumps("(?=a)")) == [
+        ("$.x", 'Input should match the format "regex"')
+    ]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "reason"),
+    [
+        ("(?=a)b", "look-around, including look-ahead and look-behind, is not supported"),
+        ("(?<!x)y", "look-around, including look-ahead and look-behind, is not supported"),
+        (r"(a)\1", "backreferences are not supported"),
+        ("a{1000}{1000}", "Compiled regex exceeds size limit of 10485760 bytes."),
+    ],
+)
+@pytest.mark.parametrize("where", ["pattern", "patternProperties", "nested"])
+def test_a_pattern_the_linear_engine_cannot_run_is_refused_at_construction(
+    pattern: str, reason: str, where: str
+) -> None:
+    schemas: dict[str, dict[str, Any]] = {
+        "pattern": {"properties": {"x": {"type": "string", "pattern": pattern}}},
+        "patternProperties": {"patternProperties": {pattern: {}}},
+        "nested": {"$defs": {"A": {"items": {"propertyNames": {"pattern": pattern}}}}},
+    }
+    spec = ToolSpecification(name="bad", parameters={"type": "object", **schemas[where]})
+    with pytest.raises(ValueError) as refused:
+        SchemaTool(spec, dict)
+    assert str(refused.value) == (
+        f"invalid JSON schema for tool 'bad': pattern {json.dumps(pattern)} cannot run on the "
+        f"linear-time regex engine (no look-around, no back-references): {reason}"
+    )
+
+
+def test_unevaluated_properties_with_pattern_properties_is_refused_at_construction() -> None:
+    spec = ToolSpecification(
+        name="bad",
+        parameters={
+            "type": "object",
+            "allOf": [{"patternProperties": {REDOS: {}}}],
+            "unevaluatedProperties": False,
+        },
+    )
+    with pytest.raises(
+        ValueError, match="`unevaluatedProperties` together with `patternProperties`"
+    ):
+        SchemaTool(spec, dict)
+
+
+def test_a_pattern_refused_at_validation_is_an_execution_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Should the check when the tool is built miss a pattern the engine cannot run.
+    spec = ToolSpecification(
+        name="check", parameters={"type": "object", "properties": {"x": {"pattern": "a"}}}
+    )
+    tool = SchemaTool(spec, dict)
+    refusing = functools.partial(_schema_arguments._linear_regex, "(?=a)")
+    monkeypatch.setattr(_schema_arguments, "_compiled_regex", lambda pattern: refusing())
+    result = tool.execute(ToolCall(id="1", name="check", arguments='{"x": "a"}'), context())
+    assert (result.error_kind, result.text) == (
+        "execution",
+        "Tool `check` failed: its JSON schema has a pattern the linear-time regex engine "
+        "cannot run",
+    )
+
+
+# -- keys the schema does not declare --------------------------------------------------------------
+
+BOOKING = {
+    "type": "object",
+    "properties": {
+        "guest": {"type": "object", "properties": {"name": {"type": "string"}}},
+        "rooms": {"type": "array", "items": {"$ref": "#/$defs/Room"}},
+        "transfer": {"anyOf": [{"$ref": "#/$defs/Room"}, {"type": "null"}]},
+        "notes": {"type": "object"},  # declares no properties: a free-form map
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+    "$defs": {"Room": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+}
+
+
+def test_undeclared_keys_are_refused_at_every_depth() -> None:
+    tool = SchemaTool(ToolSpecification(name="book", parameters=BOOKING), dict)
+    arguments = {
+        "guest": {"name": "Ann", "vip": True},
+        "rooms": [{"size": 2}, {"size": 1, "view": "sea"}],
+        "transfer": {"size": 4, "limo": True},
+        "notes": {"anything": [1]},
+        "labels": {"k": "v"},
+        "discount": 100,
+    }
+    with pytest.raises(ToolArgumentsError) as raised:
+        tool.validate_arguments(json.dumps(arguments))
+    assert [(e.path, e.message, e.input) for e in raised.value.errors] == [
+        ("$.guest.vip", "Unexpected argument", True),
+        ("$.rooms[1].view", "Unexpected argument", "sea"),
+        ("$.transfer.limo", "Unexpected argument", True),
+        ("$.discount", "Unexpected argument", 100),
+    ]
+    # What the model is offered is unchanged.
+    assert tool.specification.parameters == BOOKING
+    assert "additionalProperties" not in tool.specification.parameters["$defs"]["Room"]
+
+
+def test_undeclared_keys_are_dropped_and_recorded_with_extra_arguments_ignore() -> None:
+    tool = SchemaTool(
+        ToolSpecification(name="book", parameters=BOOKING), lambda a: a, extra_arguments="ignore"
+    )
+    raw = json.dumps(
+        {
+            "guest": {"name": "Ann", "vip": True},
+            "rooms": [{"size": 1, "view": "sea"}],
+            "transfer": {"size": 4, "limo": True},
+            "notes": {"anything": [1]},
+            "discount": 100,
+        }
+    )
+    result = tool.execute(ToolCall(id="1", name="book", arguments=raw), context())
+    assert result.value == {
+        "guest": {"name": "Ann"},
+        "rooms": [{"size": 1}],
+        "transfer": {"size": 4},
+        "notes": {"anything": [1]},
+    }
+    assert sorted(result.repairs) == [
+        "dropped unknown argument `discount`",
+        "dropped unknown argument `guest.vip`",
+        "dropped unknown argument `rooms[0].view`",
+        "dropped unknown argument `transfer.limo`",
+    ]
+    # Other problems are still reported.
+    invalid = tool.execute(
+        ToolCall(id="1", name="book", arguments='{"guest": {"name": 5, "vip": true}}'), context()
+    )
+    assert invalid.error_kind == "arguments"
+    assert invalid.text.splitlines()[1:-1] == [
+        "- $.guest.name: Input should be of type string (input: 5)"
+    ]
+    assert invalid.repairs == ("dropped unknown argument `guest.vip`",)
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": {}}, "additionalProperties": True},
+        {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}},
+        {"type": "object", "properties": {"a": {}}, "patternProperties": {"^e": {}}},
+        {"type": "object", "properties": {"a": {}}, "unevaluatedProperties": {"type": "integer"}},
+        # Keys one branch of `allOf` declares are declared for the object.
+        {"allOf": [{"properties": {"a": {}}}, {"properties": {"extra": {}}}]},
+        {
+            "allOf": [{"$ref": "#/$defs/A"}],
+            "properties": {"extra": {}},
+            "$defs": {"A": {"properties": {"a": {}}}},
+        },
+        {
+            "type": "object",
+            "properties": {"a": {}},
+            "if": {"properties": {"a": {"const": 1}}},
+            "then": {"properties": {"extra": {"type": "integer"}}},
+        },
+    ],
+)
+def test_schemas_that_allow_or_combine_keys_keep_them(schema: dict[str, Any]) -> None:
+    tool = SchemaTool(ToolSpecification(name="t", parameters=schema), dict)
+    assert tool.validate_arguments('{"a": 1, "extra": 2}') == {"a": 1, "extra": 2}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "object"}, {"type": "object", "properties": {}}, {"properties": {"a": {}}}],
+)
+def test_a_tool_schema_that_declares_no_such_argument_refuses_it(schema: dict[str, Any]) -> None:
+    tool = SchemaTool(ToolSpecification(name="t", parameters=schema), dict)
+    with pytest.raises(ToolArgumentsError) as raised:
+        tool.validate_arguments('{"extra": 2}')
+    assert [(e.path, e.message) for e in raised.value.errors] == [
+        ("$.extra", "Unexpected argument")
+    ]
+
+
+def test_extra_arguments_must_be_forbid_or_ignore() -> None:
+    with pytest.raises(ValueError, match="extra_arguments must be 'forbid' or 'ignore'"):
+        SchemaTool(SPEC, dict, extra_arguments="allow")  # type: ignore[arg-type]
+
+
+# -- depth -----------------------------------------------------------------------------------------
+
+
+def nested_schema(depth: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(depth):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+def test_a_schema_nested_too_deeply_to_check_is_refused_at_construction() -> None:
+    with pytest.raises(ValueError) as refused:
+        SchemaTool(ToolSpecification(name="deep", parameters=nested_schema(300)), dict)
+    assert str(refused.value) == "invalid JSON schema for tool 'deep': nested too deeply to check"
+
+
+async def test_arguments_nested_too_deeply_to_validate_are_an_arguments_error() -> None:
+    recursive = {
+        "type": "object",
+        "properties": {"n": {"$ref": "#/$defs/Node"}},
+        "$defs": {"Node": {"type": "object", "properties": {"n": {"$ref": "#/$defs/Node"}}}},
+    }
+    tool = SchemaTool(ToolSpecification(name="tree", parameters=recursive), lambda a: "ok")
+    raw = '{"n": ' * 200 + "{}" + "}" * 200  # within what the JSON parser accepts
+    call = ToolCall(id="1", name="tree", arguments=raw)
+    for result in (tool.execute(call, context()), await tool.aexecute(call, context())):
+        assert result.error_kind == "arguments"
+        assert result.text.splitlines()[1].startswith(
+            '- $: Input is nested too deeply to validate (input: {"n":{"n":'
+        )
+    shallow = ToolCall(id="1", name="tree", arguments='{"n": ' * 20 + "{}" + "}" * 20)
+    assert tool.execute(shallow, context()).text == "ok"

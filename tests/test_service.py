@@ -733,3 +733,47 @@ def test_strict_schema_a_dialect_cannot_express_is_refused_at_registration() -> 
     # Read again into a declared variable: mypy would keep `service.tools` narrowed to `tuple[()]`.
     registered: Sequence[ToolLike] = service.tools
     assert [t.name for t in registered] == ["tag"]
+
+
+def test_a_successful_call_resets_the_retry_budget(
+    run: Callable[..., ToolChatResult[None]],
+) -> None:
+    attempts: list[int] = []
+
+    @tool(max_retries=1)
+    def note(text: str, ctx: ToolContext[None]) -> str:
+        """Write a note."""
+        attempts.append(ctx.attempt)
+        if not text:
+            raise ModelRetry("empty note")
+        return "noted"
+
+    # Three slips spread over a long run, each followed by a success: not three strikes.
+    good, empty, typo = (
+        call("g", "note", text="x"),
+        call("e", "note", text=""),
+        call("t", "note", txt="x"),
+    )
+    script = Script(
+        *(calls(c) for c in (typo, good, good, empty, good, typo, good)), AiMessage(text="done")
+    )
+    result = run(ToolService([note]), script, [UserMessage(content="notes")])
+    assert result.text == "done"
+    assert attempts == [2, 1, 1, 2, 2]
+    assert [e.failed for e in result.tool_executions] == [
+        True,
+        False,
+        False,
+        True,
+        False,
+        True,
+        False,
+    ]
+
+
+def test_alternating_slips_are_still_bounded_by_max_round_trips(
+    run: Callable[..., ToolChatResult[None]],
+) -> None:
+    script = Script(*[calls(call("c", "pick_date", day=d)) for d in ["friday", "monday"] * 3])
+    with pytest.raises(ToolLoopLimitError):
+        run(ToolService([pick_date], max_round_trips=6), script, [UserMessage(content="?")])

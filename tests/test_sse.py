@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
@@ -7,7 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentforge_typed.providers._sse import ServerSentEvent, SSEDecoder, aiter_sse, iter_sse
+from agentforge_typed import ModelError
+from agentforge_typed.providers._sse import (
+    DEFAULT_MAX_LINE_LENGTH,
+    ServerSentEvent,
+    SSEDecoder,
+    aiter_sse,
+    iter_sse,
+)
 
 
 def decode(*chunks: bytes | str) -> list[ServerSentEvent]:
@@ -144,3 +152,66 @@ def test_iter_sse_over_httpx_response() -> None:
 async def test_aiter_sse_over_httpx_response() -> None:
     response = httpx.Response(200, stream=_AsyncChunks(STREAM, 5))
     assert [event async for event in aiter_sse(response)] == decode(STREAM)
+
+
+def _feed_one_line(size: int, chunk: int = 16 * 1024) -> float:
+    line = b"data: " + b"a" * size + b"\n\n"
+    pieces = [line[start : start + chunk] for start in range(0, len(line), chunk)]
+    best = float("inf")
+    for _ in range(3):
+        decoder = SSEDecoder()
+        started = time.perf_counter()
+        events = [event for piece in pieces for event in decoder.feed(piece)]
+        best = min(best, time.perf_counter() - started)
+        assert len(events) == 1 and len(events[0].data) == size
+    return best
+
+
+def test_decoding_is_linear_in_the_line_length() -> None:
+    """A 16 MB line in 16 KiB reads costs about 4x a 4 MB one (re-scanning made it 16x)."""
+    small, large = _feed_one_line(4 * 1024 * 1024), _feed_one_line(16 * 1024 * 1024)
+    assert large <= 6 * small + 0.05, (small, large)
+
+
+@pytest.mark.parametrize("chunk", [1000, 7, 1])
+def test_a_line_over_the_cap_is_a_model_error(chunk: int) -> None:
+    decoder = SSEDecoder(max_line_length=100, source="Acme")
+    stream = b"data: " + b"x" * 94 + b"\n\n"  # exactly 100 characters: fine
+    assert [e for i in range(0, len(stream), chunk) for e in decoder.feed(stream[i : i + chunk])]
+    over = b"data: " + b"x" * 95 + b"\n\n"
+    with pytest.raises(
+        ModelError, match="Acme sent a server-sent event line longer than the limit"
+    ):
+        for i in range(0, len(over), chunk):
+            decoder.feed(over[i : i + chunk])
+
+
+def test_an_event_whose_data_is_over_the_cap_is_a_model_error() -> None:
+    decoder = SSEDecoder(max_line_length=100)
+    with pytest.raises(ModelError, match="event data longer than the limit of 100"):
+        decoder.feed(b"data: " + b"x" * 60 + b"\n" + b"data: " + b"x" * 60 + b"\n")
+
+
+def test_the_default_cap_is_tens_of_megabytes() -> None:
+    assert 10_000_000 <= DEFAULT_MAX_LINE_LENGTH <= 100_000_000
+
+
+@pytest.mark.parametrize("tail", [b"data: last\n", b"data: last\r\n", b"data: last\r"])
+def test_end_dispatches_a_complete_event_without_its_blank_line(tail: bytes) -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: first\n\nevent: final\n" + tail) == [ServerSentEvent(data="first")]
+    assert decoder.end() == [ServerSentEvent("final", "last")]
+
+
+def test_end_after_a_blank_line_or_a_comment_gives_nothing() -> None:
+    decoder = SSEDecoder()
+    decoder.feed(b"data: 1\n\n: bye\n")
+    assert decoder.end() == []
+
+
+@pytest.mark.parametrize("cut", [b'data: {"a": ', b"data: x\n\ndata", "data: 杭".encode()[:-1]])
+def test_end_inside_a_line_is_a_model_error(cut: bytes) -> None:
+    decoder = SSEDecoder(source="Acme")
+    decoder.feed(cut)
+    with pytest.raises(ModelError, match="Acme stream ended inside a line"):
+        decoder.end()

@@ -348,7 +348,6 @@ def test_repairs_are_recorded_on_a_result_that_still_fails() -> None:
 @pytest.mark.parametrize(
     "raw",
     [
-        '{"labels": ["a"],}',  # trailing comma
         "null",
         "[]",
         '{"labels": "a,b"}',  # a string that is not JSON

@@ -7,12 +7,11 @@ description (the model has only the name to go by).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._dialects import SchemaDialectError
+from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules
 from .._service import ToolService
 from ..tools._base import ToolLike
 from ._declare import declaration
@@ -22,22 +21,10 @@ __all__ = ["DEFAULT_DIALECTS", "Finding", "check_target"]
 
 Level = Literal["error", "warning"]
 
-DEFAULT_DIALECTS = ("openai", "anthropic", "gemini")
-"""Checked unless `--dialect` says otherwise; `openai` renders `strict_schema` tools strict."""
-
-# What each provider accepts as a function name (from their API references).
-_WORD_NAME = (re.compile(r"[a-zA-Z0-9_-]{1,64}"), "letters, digits, _ and -, 1 to 64 characters")
-_NAME_RULES: dict[str, tuple[re.Pattern[str], str]] = {
-    "openai": _WORD_NAME,
-    "openai-strict": _WORD_NAME,
-    "anthropic": _WORD_NAME,
-    "gemini": (
-        re.compile(r"[a-zA-Z_][a-zA-Z0-9_.-]{0,63}"),
-        "a letter or _ first, then letters, digits, _, . and -, at most 64 characters",
-    ),
-}
-# Anthropic rejects the whole request when a top-level property key breaks this pattern.
-_ANTHROPIC_PROPERTY_KEY = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
+DEFAULT_DIALECTS: tuple[Dialect, ...] = DIALECTS
+"""Checked unless `--dialect` says otherwise. `openai` renders `strict_schema` tools strict, as the
+provider sends them; `openai-strict` renders every tool strict, and what it cannot express is a
+warning for a tool that did not ask for `strict_schema` (an error for one that did)."""
 
 
 @dataclass(frozen=True)
@@ -104,22 +91,31 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
     for name in _undescribed_parameters(spec.parameters):
         at.warning("missing-parameter-description", f"parameter {name!r} has no description")
     for dialect in dialects:
-        pattern, rule = _NAME_RULES[dialect]
-        if not pattern.fullmatch(spec.name):
-            at.error("invalid-name", f"name {spec.name!r} is invalid for {dialect}: {rule}")
+        rules = dialect_rules(dialect)
+        if not rules.tool_name.fullmatch(spec.name):
+            at.error(
+                "invalid-name",
+                f"name {spec.name!r} is invalid for {dialect}: {rules.tool_name_rule}",
+            )
             continue
-        if dialect == "anthropic":
+        if rules.property_name is not None:
             for key in spec.parameters.get("properties", {}):
-                if not _ANTHROPIC_PROPERTY_KEY.fullmatch(key):
+                if not rules.property_name.fullmatch(key):
                     at.error(
                         "invalid-parameter-name",
-                        f"parameter name {key!r} is invalid for anthropic: "
-                        "letters, digits, _, . and -, 1 to 64 characters",
+                        f"parameter name {key!r} is invalid for {dialect}: "
+                        f"{rules.property_name_rule}",
                     )
+        # A tool sent strict is already rendered strict under `openai`: one error is enough.
+        if dialect == "openai-strict" and spec.strict_schema and "openai" in dialects:
+            continue
         try:
             declaration(spec, dialect)
         except SchemaDialectError as exc:
-            at.error(
+            report = (
+                at.warning if dialect == "openai-strict" and not spec.strict_schema else at.error
+            )
+            report(
                 "unsupported-schema",
                 f"not expressible in {exc.dialect} at {exc.path}: {exc.reason}",
             )

@@ -18,9 +18,6 @@ from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
 from ..providers._registry import KNOWN_MODEL_PREFIXES, get_model
-from ._check import DEFAULT_DIALECTS, check_target
-from ._declare import declarations
-from ._run import LiveDisplay, result_json
 from ._target import Target, TargetError, load_object, load_target
 
 __all__ = ["main"]
@@ -124,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
         "--dialect",
         action="append",
         choices=DIALECTS,
-        help=f"a dialect to check; repeat for several (default: {', '.join(DEFAULT_DIALECTS)})",
+        help=f"a dialect to check; repeat for several (default: all, {', '.join(DIALECTS)})",
     )
     check.add_argument(
         "--strict", action="store_true", help="treat warnings as errors (exit status 1)"
@@ -143,7 +140,12 @@ def _positive_int(text: str) -> int:
 # -- run ---------------------------------------------------------------------------------------
 
 
+# Each command imports what only it needs when it runs, so `--help` answers quickly.
+
+
 def _run(args: argparse.Namespace) -> int:
+    from ._run import LiveDisplay, result_json
+
     target = load_target(args.target)
     service = target.service()
     if args.max_rounds is not None:
@@ -185,6 +187,8 @@ def _deps(target: Target, spec: str | None) -> Any:
 
 
 def _schema(args: argparse.Namespace) -> int:
+    from ._declare import declarations
+
     service = load_target(args.target).service()
     try:
         rendered = declarations(service.specifications, args.dialect)
@@ -199,8 +203,10 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from ._check import check_target
+
     target = load_target(args.target)
-    findings = check_target(target, tuple(dict.fromkeys(args.dialect or DEFAULT_DIALECTS)))
+    findings = check_target(target, tuple(dict.fromkeys(args.dialect or DIALECTS)))
     for finding in findings:
         print(finding)
     errors = sum(f.level == "error" for f in findings)

@@ -14,7 +14,8 @@ turns, as long as the message's `text`, `thinking` and `tool_calls` still say wh
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from pydantic_core import from_json, to_json
 
@@ -41,6 +42,7 @@ __all__ = [
     "CONTENT_ATTRIBUTE",
     "MESSAGE_ATTRIBUTE",
     "AnthropicStreamAccumulator",
+    "AnthropicWire",
     "build_payload",
     "map_tool",
     "parse_response",
@@ -189,7 +191,9 @@ def _map_assistant(message: AiMessage) -> list[_Block]:
             text, thinking, tool_calls = _read_blocks(raw)
         except (KeyError, TypeError, ValueError) as exc:
             raise ModelError(f"malformed {CONTENT_ATTRIBUTE!r} attribute: {exc}") from exc
-        if (text, thinking, tool_calls) == (message.text, message.thinking, message.tool_calls):
+        if (text, thinking) == (message.text, message.thinking) and _same_calls(
+            tool_calls, message.tool_calls
+        ):
             return raw
         # The message was edited: its fields win. Opaque blocks survive; a signed thinking block
         # only while the thinking text it signs is unchanged.
@@ -210,18 +214,32 @@ def _map_assistant(message: AiMessage) -> list[_Block]:
 
 
 def _input(call: ToolCall) -> dict[str, Any]:
-    if not call.arguments.strip():
+    return _input_object(call.arguments)
+
+
+def _input_object(arguments: str) -> dict[str, Any]:
+    """A `tool_use` input for `arguments`: the JSON object they hold, `{}` when blank.
+
+    Arguments that are not a JSON object (a model's malformed stream, answered with an arguments
+    error) go back as `{"INVALID_JSON": <the text>}`: the API needs an object, and the model
+    should see what it sent.
+    """
+    if not arguments.strip():
         return {}
     try:
-        value = from_json(call.arguments)
+        value = from_json(arguments)
     except ValueError:
         value = None
-    if not isinstance(value, dict):
-        raise ModelError(
-            f"tool call {call.id!r} ({call.name}) has arguments that are not a JSON object; "
-            "Anthropic needs an object as tool_use input"
-        )
-    return value
+    return value if isinstance(value, dict) else {"INVALID_JSON": arguments}
+
+
+def _same_calls(stored: Sequence[ToolCall], calls: Sequence[ToolCall]) -> bool:
+    """Whether `calls` say what the stored blocks say: arguments compare as the inputs they
+    send, since a streamed call keeps the model's own text (spacing, key order)."""
+    return len(stored) == len(calls) and all(
+        (a.id, a.name) == (b.id, b.name) and (a.arguments == b.arguments or _input(a) == _input(b))
+        for a, b in zip(stored, calls, strict=True)
+    )
 
 
 def map_tool(spec: ToolSpecification) -> dict[str, Any]:
@@ -329,10 +347,14 @@ def _map_usage(usage: Any) -> tuple[TokenUsage | None, dict[str, Any]]:
         return None, {}
     input_tokens = usage.get("input_tokens") or 0
     output_tokens = usage.get("output_tokens") or 0
-    token_usage = TokenUsage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=input_tokens + output_tokens,
+    # Strict: a count sent as a string or a float is a malformed body, not something to coerce.
+    token_usage = TokenUsage.model_validate(
+        {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": input_tokens + output_tokens,
+        },
+        strict=True,
     )
     return token_usage, {k: usage[k] for k in _USAGE_METADATA if usage.get(k) is not None}
 
@@ -353,6 +375,9 @@ class AnthropicStreamAccumulator:
         self._message: dict[str, Any] | None = None
         self._blocks: dict[int, _Block] = {}
         self._partial_json: dict[int, list[str]] = {}
+        """The `input_json_delta` pieces of each block still open; joined once, when it stops."""
+        self._arguments: dict[int, str] = {}
+        """A stopped tool_use block's arguments, exactly as streamed."""
         self._tool_indexes: dict[int, int] = {}
         self._response: ChatResponse | None = None
 
@@ -369,7 +394,7 @@ class AnthropicStreamAccumulator:
         """
         kind = data.get("type", event) if isinstance(data, dict) else event
         if kind == "error":
-            raise error_from_body("Anthropic", data)
+            raise error_from_body("Anthropic", data, streaming=True)
         if kind in (None, "ping") or self._response is not None:
             return []
         try:
@@ -430,7 +455,7 @@ class AnthropicStreamAccumulator:
             message["usage"].update({k: v for k, v in usage.items() if v is not None})
         elif kind == "message_stop":
             message["content"] = [self._blocks[i] for i in sorted(self._blocks)]
-            self._response = parse_response(message)
+            self._response = self._streamed_arguments(parse_response(message))
             yield ResponseComplete(response=self._response)
         # Other event types are new additions to the API: ignored, as Anthropic asks.
 
@@ -473,7 +498,50 @@ class AnthropicStreamAccumulator:
     def _stop_block(self, index: int) -> None:
         block = self._blocks[index]
         partial = "".join(self._partial_json.pop(index, []))
-        if partial.strip():
+        if not partial.strip():
+            if block["type"] in ("tool_use", "server_tool_use"):
+                block.setdefault("input", {})
+        elif block["type"] == "tool_use":
+            # The model's own text is the call's arguments: invalid JSON included, so that the
+            # tool answers with an arguments error the model can correct.
+            self._arguments[index] = partial
+            block["input"] = _input_object(partial)
+        else:
             block["input"] = from_json(partial)
-        elif block["type"] in ("tool_use", "server_tool_use"):
-            block.setdefault("input", {})
+
+    def _streamed_arguments(self, response: ChatResponse) -> ChatResponse:
+        if not self._arguments:
+            return response
+        tool_blocks = [i for i in sorted(self._blocks) if self._blocks[i]["type"] == "tool_use"]
+        calls = tuple(
+            call.model_copy(update={"arguments": self._arguments[index]})
+            if index in self._arguments
+            else call
+            for index, call in zip(tool_blocks, response.ai_message.tool_calls, strict=True)
+        )
+        message = response.ai_message.model_copy(update={"tool_calls": calls})
+        return response.model_copy(update={"ai_message": message})
+
+
+@dataclass(frozen=True)
+class AnthropicWire:
+    """The Messages API wire format, as `HttpChatModel` composes it with the HTTP shell."""
+
+    anthropic_version: str = "2023-06-01"
+    """The `anthropic-version` header."""
+
+    provider: ClassVar[str] = "Anthropic"
+    path: ClassVar[str] = "/v1/messages"
+    default_base_url: ClassVar[str] = "https://api.anthropic.com"
+    api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
+    base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
+    build_payload = staticmethod(build_payload)
+    parse_response = staticmethod(parse_response)
+    stream_parser = AnthropicStreamAccumulator
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """`x-api-key` (when there is a key) and `anthropic-version`."""
+        headers = {"anthropic-version": self.anthropic_version}
+        if api_key:
+            headers["x-api-key"] = api_key
+        return headers

@@ -1,44 +1,143 @@
-"""The I/O shell every HTTP provider shares: request → payload → HTTP → response, and
-server-sent events → stream parser → `StreamEvent`s, sync and async.
+"""What every HTTP provider shares: its constructor options, declared once, and the model that
+composes a vendor's wire object with the HTTP shell.
 
-A provider subclasses `HttpChatModel` and supplies only its sans-IO pieces: `_build_payload`,
-`_parse_response` and `_stream_parser`.
+Adding a provider is one wire module (a `Wire`: path, auth headers, and the sans-IO
+`build_payload`, `parse_response` and stream parser) and one thin `HttpChatModel` subclass that
+passes it the wire object and its own few options.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
-from typing_extensions import Self
+import httpx
+from typing_extensions import Self, TypedDict
 
 from .._events import StreamEvent
+from .._exceptions import ModelError
 from .._messages import ChatMessage
-from .._request import ChatRequest, ChatRequestParameters
+from .._request import (
+    ChatRequest,
+    ChatRequestParameters,
+    ResponseFormat,
+    ToolChoice,
+    ToolSpecification,
+)
 from .._response import ChatResponse
-from ._http import HttpShell
-from ._sse import ServerSentEvent
+from ._http import HttpShell, StreamParser
+from ._retry import RetryPolicy
 
-__all__ = ["HttpChatModel", "StreamParser", "default_parameters"]
+__all__ = [
+    "HttpChatModel",
+    "HttpModelOptions",
+    "ParameterDefaults",
+    "StreamParser",
+    "Wire",
+    "default_parameters",
+]
 
 
-class StreamParser(Protocol):
-    """A provider's sans-IO stream aggregation, fed decoded server-sent events."""
+class Wire(Protocol):
+    """One vendor API as the shared model sees it: where to POST, how to authenticate, and the
+    sans-IO mapping of requests, responses and streams."""
 
     @property
-    def done(self) -> bool:
-        """Whether the stream's own end marker arrived (later events are not read)."""
+    def provider(self) -> str:
+        """The vendor's name in error messages and logs, e.g. `"OpenAI"`."""
         ...
 
-    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
-        """The deltas one event carries."""
+    @property
+    def path(self) -> str:
+        """The endpoint, relative to the base URL."""
         ...
 
-    def end(self) -> list[StreamEvent]:
-        """The events owed once the bytes stop (the final `ResponseComplete`, unless already
-        given); raises `ModelError` for a stream cut off before its answer was complete."""
+    @property
+    def default_base_url(self) -> str:
+        """The vendor's own API root; only there is an API key required."""
         ...
+
+    @property
+    def api_key_env(self) -> str:
+        """The environment variable an absent `api_key` is read from."""
+        ...
+
+    @property
+    def base_url_env(self) -> str:
+        """The environment variable an absent `base_url` is read from."""
+        ...
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """The headers every request carries (authentication included, when there is a key)."""
+        ...
+
+    def build_payload(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool
+    ) -> dict[str, Any]:
+        """The JSON body of a request."""
+        ...
+
+    def parse_response(self, body: Any) -> ChatResponse:
+        """The response of a blocking call, from its parsed JSON body."""
+        ...
+
+    def stream_parser(self) -> StreamParser:
+        """A fresh aggregator for one streamed answer."""
+        ...
+
+
+class ParameterDefaults(TypedDict, total=False):
+    """Default `ChatRequestParameters` a provider constructor takes as keywords (`model` and
+    `max_tokens` are the constructor's own arguments)."""
+
+    temperature: float | None
+    top_p: float | None
+    stop: Sequence[str] | None
+    tools: Sequence[ToolSpecification] | None
+    tool_choice: ToolChoice | str | None
+    parallel_tool_calls: bool | None
+    response_format: ResponseFormat | None
+    custom: Mapping[str, Any]
+
+
+class HttpModelOptions(ParameterDefaults, total=False):
+    """The keyword options every HTTP provider takes, next to default `ChatRequestParameters`."""
+
+    api_key: str | None
+    """The vendor's API key; defaults to the wire's environment variable. Required only for the
+    vendor's own endpoint: with another `base_url` (a local server, a gateway) it may be absent,
+    and then no authentication header is sent."""
+    base_url: str | None
+    """The API root; defaults to the wire's environment variable, then the vendor's endpoint."""
+    http_client: httpx.Client | None
+    """The `httpx.Client` to use (e.g. with a `MockTransport` in tests); its own timeout applies
+    and it is not closed by `close()`. One is created when omitted."""
+    async_http_client: httpx.AsyncClient | None
+    """The `httpx.AsyncClient` to use, likewise."""
+    max_retries: int
+    """Retries of transient failures (connect/read errors, timeouts, 408, 409, 429, 5xx), with
+    exponential backoff and jitter, honouring `Retry-After`. Default 2."""
+    timeout: float | httpx.Timeout | None
+    """Seconds, or an `httpx.Timeout`, for the clients created here. Default 60."""
+    total_timeout: float | None
+    """Seconds one attempt of a model call may take, from sending the request to the last byte
+    of the answer, stream included; each retry starts afresh. Over it, the call raises
+    `ModelError`. `None` (the default) sets no bound beyond `timeout`, whose read timeout a
+    server sending keep-alives or a byte at a time never trips."""
+    max_line_length: int
+    """The most characters one server-sent-event line (or one event's data) may hold before a
+    stream is refused with `ModelError`; default 32 Mi."""
+    sleep: Callable[[float], None]
+    """How to wait between sync retries (tests pass a recorder)."""
+    asleep: Callable[[float], Awaitable[None]]
+    """How to wait between async retries."""
+
+
+_SHELL_OPTIONS = frozenset(HttpModelOptions.__annotations__) - frozenset(
+    ParameterDefaults.__annotations__
+)
 
 
 def default_parameters(
@@ -57,25 +156,46 @@ def default_parameters(
 
 
 class HttpChatModel:
-    """A `ChatModel` over one JSON endpoint: subclasses set `_path`, `defaults`, `_http` and
-    the three sans-IO hooks."""
+    """A `ChatModel` over one JSON endpoint: a vendor's `Wire` composed with the `HttpShell`.
 
-    _path: ClassVar[str]
-    model: str
-    defaults: ChatRequestParameters
-    """Parameters every request starts from; a request's own parameters are merged over them."""
-    _http: HttpShell
+    Providers subclass it only to give their constructor its own signature and docstring; they
+    pass the wire object, the model name, the shared `options` and their fixed parameters.
 
-    def _build_payload(
-        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool
-    ) -> dict[str, Any]:
-        raise NotImplementedError
+    Raises:
+        ModelError: no API key for the vendor's own endpoint.
+        TypeError: a keyword that is not an option or a `ChatRequestParameters` field.
+    """
 
-    def _parse_response(self, body: Any) -> ChatResponse:
-        raise NotImplementedError
-
-    def _stream_parser(self) -> StreamParser:
-        raise NotImplementedError
+    def __init__(self, wire: Wire, model: str, options: HttpModelOptions, **fixed: Any) -> None:
+        owner = type(self).__name__
+        shell_options: dict[str, Any] = {k: v for k, v in options.items() if k in _SHELL_OPTIONS}
+        parameters = {k: v for k, v in options.items() if k not in _SHELL_OPTIONS}
+        self.model = model
+        self.defaults = default_parameters(owner, parameters, model=model, **fixed)
+        """Parameters every request starts from; a request's own parameters are merged over them."""
+        api_key = shell_options.pop("api_key", None)
+        if api_key is None:
+            api_key = os.environ.get(wire.api_key_env)
+        base_url = (
+            shell_options.pop("base_url", None)
+            or os.environ.get(wire.base_url_env)
+            or wire.default_base_url
+        )
+        if not api_key and base_url.rstrip("/") == wire.default_base_url.rstrip("/"):
+            raise ModelError(
+                f"no {wire.provider} API key: pass api_key=... to {owner} or set the "
+                f"{wire.api_key_env} environment variable (a custom base_url, e.g. a local "
+                "server or a gateway, may go without one)"
+            )
+        self._wire = wire
+        self._http = HttpShell(
+            provider=wire.provider,
+            base_url=base_url,
+            headers=wire.headers(api_key or None),
+            secrets=[api_key],
+            retry=RetryPolicy(max_retries=shell_options.pop("max_retries", 2)),
+            **shell_options,
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, base_url={self._http.base_url!r})"
@@ -87,7 +207,7 @@ class HttpChatModel:
 
     def _payload(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
         parameters = self.defaults.merge(request.parameters)
-        return self._build_payload(request.messages, parameters, stream=stream)
+        return self._wire.build_payload(request.messages, parameters, stream=stream)
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the whole answer.
@@ -95,14 +215,13 @@ class HttpChatModel:
         Raises:
             ModelError: HTTP error status (after retries), network failure, or a malformed answer.
         """
-        return self._parse_response(
-            self._http.post_json(self._path, self._payload(request, stream=False))
-        )
+        payload = self._payload(request, stream=False)
+        return self._http.post_json(self._wire.path, payload, self._wire.parse_response)
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Async `chat`."""
-        body = await self._http.apost_json(self._path, self._payload(request, stream=False))
-        return self._parse_response(body)
+        payload = self._payload(request, stream=False)
+        return await self._http.apost_json(self._wire.path, payload, self._wire.parse_response)
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Send `request` as a stream; yield text, thinking and tool-call deltas, then
@@ -112,27 +231,18 @@ class HttpChatModel:
             ModelError: as `chat`, plus an error sent inside the stream, or a stream cut off
                 before the answer was complete.
         """
-        parser = self._stream_parser()
-        for event in self._http.stream_sse(self._path, self._payload(request, stream=True)):
-            yield from parser.take(event)
-            if parser.done:
-                break
-        yield from parser.end()
+        payload = self._payload(request, stream=True)
+        yield from self._http.stream(self._wire.path, payload, self._wire.stream_parser())
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Async `stream`."""
-        parser = self._stream_parser()
-        events = self._http.astream_sse(self._path, self._payload(request, stream=True))
+        payload = self._payload(request, stream=True)
+        events = self._http.astream(self._wire.path, payload, self._wire.stream_parser())
         try:
             async for event in events:
-                for stream_event in parser.take(event):
-                    yield stream_event
-                if parser.done:
-                    break
+                yield event
         finally:
             await events.aclose()
-        for stream_event in parser.end():
-            yield stream_event
 
     def close(self) -> None:
         """Close the HTTP client this model created (an injected one stays open)."""

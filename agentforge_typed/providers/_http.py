@@ -1,9 +1,11 @@
 """The HTTP shell every vendor provider shares: POST JSON, retry transient failures, map errors.
 
-Providers keep their wire logic sans-IO and hand this shell a path and a JSON payload; it owns the
-`httpx` clients, the retry loop and the one boundary where `httpx` errors become `ModelError`.
-Secrets (API keys) live only in the request headers and are scrubbed from every error message,
-error body and log line.
+Providers keep their wire logic sans-IO and hand this shell a path, a JSON payload and the parse
+step (a function for a whole answer, a stream parser for a stream); it owns the `httpx` clients,
+the retry loop and the one boundary every `ModelError` leaves through. Secrets (API keys) live
+only in the request headers, and that boundary scrubs them from every error's message, body and
+code, whichever layer raised it (the shell, or the wire's parsing of a body or a stream), before
+it cuts long text down to size.
 """
 
 from __future__ import annotations
@@ -11,22 +13,58 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterable, Mapping
-from typing import Any
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 
 import httpx
 import pydantic_core
 
+from .._events import StreamEvent
 from .._exceptions import ModelError
 from ._retry import RetryPolicy
-from ._sse import ServerSentEvent, aiter_sse, iter_sse
+from ._sse import DEFAULT_MAX_LINE_LENGTH, ServerSentEvent, aiter_sse, iter_sse
 
-__all__ = ["HttpShell", "error_details", "error_from_body", "logger"]
+__all__ = ["HttpShell", "StreamParser", "error_details", "error_from_body", "logger"]
 
 logger = logging.getLogger("agentforge_typed.providers")
 
 _REDACTED = "[redacted]"
-_MAX_TEXT_BODY = 2000
+_MAX_TEXT = 2000
+"""Characters kept of each text an error carries (its message, a non-JSON body, each string in a
+JSON body); the rest is replaced by a count."""
+_FRAGMENT = 12
+"""A run of this many characters of a secret is redacted like the whole secret: libraries that
+shorten long values (pydantic quoting an input, a server's `...`) must not leave most of a key."""
+
+ParsedT = TypeVar("ParsedT")
+
+
+class StreamParser(Protocol):
+    """A provider's sans-IO stream aggregation, fed decoded server-sent events."""
+
+    @property
+    def done(self) -> bool:
+        """Whether the stream's own end marker arrived (later events are not read)."""
+        ...
+
+    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """The deltas one event carries."""
+        ...
+
+    def end(self) -> list[StreamEvent]:
+        """The events owed once the bytes stop (the final `ResponseComplete`, unless already
+        given); raises `ModelError` for a stream cut off before its answer was complete."""
+        ...
 
 
 def error_details(body: Any) -> tuple[str | None, str | None]:
@@ -52,17 +90,23 @@ def error_from_body(
     body: Any,
     *,
     status_code: int | None = None,
+    streaming: bool = False,
     fallback: str = "unknown error",
 ) -> ModelError:
-    """A `ModelError` for an error body, sent as an HTTP error response or inside a stream.
+    """A `ModelError` for an error body: an HTTP error response, an error sent inside a stream
+    (`streaming`), or an error object in a successful response.
 
-    The message reads `"<provider> API error <status>: <provider's message>"` (or
-    `"<provider> stream error: ..."` without a status); `code` is the provider's error code or type.
+    The message reads `"<provider> API error <status>: <provider's message>"`, `"<provider> stream
+    error: ..."` or `"<provider> returned an error: ..."`; `code` is the provider's error code or
+    type.
     """
     message, code = error_details(body)
     if message is None:
         message = (body if isinstance(body, str) else "") or fallback
-    where = "stream error" if status_code is None else f"API error {status_code}"
+    if status_code is not None:
+        where = f"API error {status_code}"
+    else:
+        where = "stream error" if streaming else "returned an error"
     return ModelError(
         f"{provider} {where}: {message}", status_code=status_code, body=body, code=code
     )
@@ -96,11 +140,22 @@ class HttpShell:
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        total_timeout: float | None = None,
+        max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
     ) -> None:
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self._headers = {"content-type": "application/json", **headers}
-        self._secrets = tuple(secret for secret in secrets if secret)
+        whole = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
+        self._needles = (
+            *whole,
+            *dict.fromkeys(
+                s[i : i + _FRAGMENT] for s in whole for i in range(len(s) - _FRAGMENT + 1)
+            ),
+        )
+        """What redaction replaces: each secret, then every run of `_FRAGMENT` of its characters."""
+        self._shortest = min(map(len, self._needles), default=0)
+        self._margin = max(map(len, whole), default=0) + _FRAGMENT
         self._client = http_client
         self._owns_client = http_client is None
         self._async_client = async_http_client
@@ -109,6 +164,9 @@ class HttpShell:
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
         self._asleep = asleep
+        self.total_timeout = total_timeout
+        """Seconds one attempt may take, from sending the request to the last byte read."""
+        self.max_line_length = max_line_length
 
     def __repr__(self) -> str:
         return f"HttpShell(provider={self.provider!r}, base_url={self.base_url!r})"
@@ -122,25 +180,61 @@ class HttpShell:
             self._client = httpx.Client(timeout=self.timeout)
         return self._client
 
-    def post_json(self, path: str, payload: Mapping[str, Any]) -> Any:
-        """POST `payload` and return the parsed JSON answer.
+    def post_json(
+        self,
+        path: str,
+        payload: Mapping[str, Any],
+        parse: Callable[[Any], ParsedT] = lambda body: body,
+    ) -> ParsedT:
+        """POST `payload` and return `parse` of the JSON answer (the JSON itself by default).
 
         Raises:
-            ModelError: non-2xx status (after retries), network failure, or malformed JSON.
+            ModelError: non-2xx status (after retries), network failure, malformed JSON, or
+                whatever `parse` raises.
         """
-        response = self._send(path, payload, stream=False)
-        return self._json(response)
+        with self.redacting():
+            return parse(self._json(self._send(path, payload, stream=False)))
+
+    def stream(
+        self, path: str, payload: Mapping[str, Any], parser: StreamParser
+    ) -> Iterator[StreamEvent]:
+        """POST `payload` and yield what `parser` makes of the server-sent events of the answer,
+        up to its end marker, then what it owes at the end.
+
+        Retries happen only before a 2xx response starts; a failure after that raises `ModelError`.
+        """
+        with self.redacting():
+            events = self._events(path, payload)
+            try:
+                for event in events:
+                    yield from parser.take(event)
+                    if parser.done:
+                        break
+            finally:
+                events.close()
+            yield from parser.end()
 
     def stream_sse(
         self, path: str, payload: Mapping[str, Any]
     ) -> Generator[ServerSentEvent, None, None]:
-        """POST `payload` and yield the server-sent events of the answer.
+        """POST `payload` and yield the raw server-sent events of the answer."""
+        with self.redacting():
+            yield from self._events(path, payload)
 
-        Retries happen only before a 2xx response starts; a failure after that raises `ModelError`.
-        """
+    def _events(
+        self, path: str, payload: Mapping[str, Any]
+    ) -> Generator[ServerSentEvent, None, None]:
         response = self._send(path, payload, stream=True)
+        if _not_an_event_stream(response):
+            try:
+                response.read()
+            finally:
+                response.close()
+            raise self._not_a_stream_error(response)
         try:
-            yield from iter_sse(response)
+            yield from iter_sse(
+                response, max_line_length=self.max_line_length, source=self.provider
+            )
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, streaming=True) from exc
         finally:
@@ -156,12 +250,10 @@ class HttpShell:
         content = pydantic_core.to_json(payload)
         retries = 0
         while True:
-            request = self.client.build_request(
-                "POST", self._url(path), content=content, headers=self._headers
-            )
+            request, deadline = self._request(self.client, path, content)
             try:
-                response = self.client.send(request, stream=stream)
-                if not response.is_success:
+                response = self._bounded(self.client.send(request, stream=True), deadline)
+                if not (stream and response.is_success):
                     try:
                         response.read()
                     finally:
@@ -188,18 +280,59 @@ class HttpShell:
             self._async_client = httpx.AsyncClient(timeout=self.timeout)
         return self._async_client
 
-    async def apost_json(self, path: str, payload: Mapping[str, Any]) -> Any:
+    async def apost_json(
+        self,
+        path: str,
+        payload: Mapping[str, Any],
+        parse: Callable[[Any], ParsedT] = lambda body: body,
+    ) -> ParsedT:
         """Async `post_json`."""
-        response = await self._asend(path, payload, stream=False)
-        return self._json(response)
+        with self.redacting():
+            return parse(self._json(await self._asend(path, payload, stream=False)))
+
+    async def astream(
+        self, path: str, payload: Mapping[str, Any], parser: StreamParser
+    ) -> AsyncGenerator[StreamEvent, None]:
+        """Async `stream`."""
+        with self.redacting():
+            events = self._aevents(path, payload)
+            try:
+                async for event in events:
+                    for stream_event in parser.take(event):
+                        yield stream_event
+                    if parser.done:
+                        break
+            finally:
+                await events.aclose()
+            for stream_event in parser.end():
+                yield stream_event
 
     async def astream_sse(
         self, path: str, payload: Mapping[str, Any]
     ) -> AsyncGenerator[ServerSentEvent, None]:
         """Async `stream_sse`."""
+        with self.redacting():
+            events = self._aevents(path, payload)
+            try:
+                async for event in events:
+                    yield event
+            finally:
+                await events.aclose()
+
+    async def _aevents(
+        self, path: str, payload: Mapping[str, Any]
+    ) -> AsyncGenerator[ServerSentEvent, None]:
         response = await self._asend(path, payload, stream=True)
+        if _not_an_event_stream(response):
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            raise self._not_a_stream_error(response)
         try:
-            async for event in aiter_sse(response):
+            async for event in aiter_sse(
+                response, max_line_length=self.max_line_length, source=self.provider
+            ):
                 yield event
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, streaming=True) from exc
@@ -219,12 +352,11 @@ class HttpShell:
         content = pydantic_core.to_json(payload)
         retries = 0
         while True:
-            request = self.async_client.build_request(
-                "POST", self._url(path), content=content, headers=self._headers
-            )
+            request, deadline = self._request(self.async_client, path, content)
             try:
-                response = await self.async_client.send(request, stream=stream)
-                if not response.is_success:
+                response = await self.async_client.send(request, stream=True)
+                response = self._bounded(response, deadline)
+                if not (stream and response.is_success):
                     try:
                         await response.aread()
                     finally:
@@ -245,7 +377,45 @@ class HttpShell:
     # -- shared decisions ---------------------------------------------------------------------
 
     def _url(self, path: str) -> str:
-        return f"{self.base_url}/{path.lstrip('/')}"
+        path = path.lstrip("/")
+        if self.base_url.endswith("/v1") and path.startswith("v1/"):
+            path = path[len("v1/") :]  # a base URL given with the version the path repeats
+        return f"{self.base_url}/{path}"
+
+    def _request(
+        self, client: httpx.Client | httpx.AsyncClient, path: str, content: bytes
+    ) -> tuple[httpx.Request, float | None]:
+        """One attempt's request, and its deadline when `total_timeout` is set.
+
+        Every phase's timeout is capped at `total_timeout`, so that no single wait (for the
+        headers, or for the next bytes) can outlast it; between reads, `_bounded` checks the
+        deadline itself.
+        """
+        timeout = client.timeout
+        deadline = None
+        if self.total_timeout is not None:
+            deadline = time.monotonic() + self.total_timeout
+            timeout = httpx.Timeout(
+                **{
+                    phase: self.total_timeout if limit is None else min(limit, self.total_timeout)
+                    for phase, limit in timeout.as_dict().items()
+                }
+            )
+        request = client.build_request(
+            "POST", self._url(path), content=content, headers=self._headers, timeout=timeout
+        )
+        return request, deadline
+
+    def _bounded(self, response: httpx.Response, deadline: float | None) -> httpx.Response:
+        """`response`, its body raising `ModelError` once `deadline` has passed."""
+        if deadline is not None:
+            response.stream = _DeadlineStream(response.stream, deadline, self._overtime)
+        return response
+
+    def _overtime(self) -> ModelError:
+        return ModelError(
+            f"{self.provider} call took longer than total_timeout={self.total_timeout}s"
+        )
 
     def _retry_delay(
         self,
@@ -284,39 +454,141 @@ class HttpShell:
             return pydantic_core.from_json(response.content)
         except ValueError as exc:
             raise ModelError(
-                f"{self.provider} returned malformed JSON: {self._redact(str(exc))}",
+                f"{self.provider} returned malformed JSON: {exc}",
                 status_code=response.status_code,
-                body=self._redact(response.text[:_MAX_TEXT_BODY]),
+                body=response.text,
             ) from exc
 
     def _status_error(self, response: httpx.Response) -> ModelError:
-        try:
-            body: Any = pydantic_core.from_json(response.content)
-        except ValueError:
-            body = response.text[:_MAX_TEXT_BODY]
-        # The message is taken from the redacted body, so it carries no secret either.
         return error_from_body(
             self.provider,
-            self._redact(body),
+            _parsed_body(response),
             status_code=response.status_code,
             fallback=response.reason_phrase,
+        )
+
+    def _not_a_stream_error(self, response: httpx.Response) -> ModelError:
+        kind = response.headers.get("content-type", "")
+        body = _parsed_body(response)
+        message, code = error_details(body)
+        what = message if message is not None else body if isinstance(body, str) else "a JSON body"
+        return ModelError(
+            f"{self.provider} answered a stream request with {kind} instead of server-sent "
+            f"events: {what}",
+            status_code=response.status_code,
+            body=body,
+            code=code,
         )
 
     def _transport_error(self, exc: httpx.HTTPError, *, streaming: bool = False) -> ModelError:
         what = "stream was interrupted" if streaming else "request failed"
         detail = str(exc) or type(exc).__name__
-        return ModelError(self._redact(f"{self.provider} {what}: {type(exc).__name__}: {detail}"))
+        return ModelError(f"{self.provider} {what}: {type(exc).__name__}: {detail}")
+
+    # -- the boundary -------------------------------------------------------------------------
+
+    @contextmanager
+    def redacting(self) -> Iterator[None]:
+        """The boundary every `ModelError` leaves the provider through: secrets are replaced in
+        its message, body and code (the error is changed in place, so its traceback and cause
+        stay), then each text is cut to `_MAX_TEXT` characters, so a secret straddling the cut
+        cannot leave half of itself behind. A cause whose own text holds a secret (a parse
+        error quoting the body) is dropped from the chain: a logged traceback prints it."""
+        try:
+            yield
+        except ModelError as error:
+            error.message = self._scrub(error.message)
+            error.args = (error.message,)
+            error.body = self._redact(error.body)
+            error.code = self._redact(error.code)
+            if self._chain_mentions_secret(error):
+                error.__cause__ = error.__context__ = None
+                error.__suppress_context__ = True
+            raise
+
+    def _chain_mentions_secret(self, error: BaseException) -> bool:
+        seen: set[int] = set()
+        cause = error.__cause__ or error.__context__
+        while cause is not None and id(cause) not in seen:
+            seen.add(id(cause))
+            text = f"{cause!s}{cause!r}"
+            if any(needle in text for needle in self._needles):
+                return True
+            cause = cause.__cause__ or cause.__context__
+        return False
 
     def _redact(self, value: Any) -> Any:
-        """`value` with every secret replaced, looking inside JSON containers."""
-        if not self._secrets:
-            return value
+        """`value` with every text scrubbed, looking inside JSON containers, keys included."""
         if isinstance(value, str):
-            for secret in self._secrets:
-                value = value.replace(secret, _REDACTED)
-            return value
+            return self._scrub(value)
         if isinstance(value, dict):
-            return {key: self._redact(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [self._redact(item) for item in value]
+            return {self._redact(key): self._redact(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return type(value)(self._redact(item) for item in value)
         return value
+
+    def _scrub(self, text: str) -> str:
+        """`text` with secrets replaced, then cut to `_MAX_TEXT` characters (in that order)."""
+        shown = _MAX_TEXT + self._margin  # past this nothing is shown, so nothing can leak
+        head = text[:shown]
+        if self._needles and len(head) >= self._shortest:
+            for needle in self._needles:
+                if needle in head:
+                    head = head.replace(needle, _REDACTED)
+            while _REDACTED * 2 in head:
+                head = head.replace(_REDACTED * 2, _REDACTED)
+        more = len(head) - _MAX_TEXT + max(len(text) - shown, 0)
+        return head if more <= 0 else f"{head[:_MAX_TEXT]}… [{more} more characters]"
+
+
+def _parsed_body(response: httpx.Response) -> Any:
+    """The body of a response read in full: its JSON when it parses, else its text."""
+    try:
+        return pydantic_core.from_json(response.content)
+    except ValueError:
+        return response.text
+
+
+def _not_an_event_stream(response: httpx.Response) -> bool:
+    """Whether a successful answer to a stream request is a whole JSON or HTML document (an error
+    page, a gateway's message) instead of an event stream. Other types are decoded as events:
+    some compatible servers label their streams loosely."""
+    kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    return kind in ("application/json", "text/html") or kind.endswith("+json")
+
+
+class _DeadlineStream(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body that raises once its call's deadline has passed: a server trickling
+    keep-alives or single bytes never trips a read timeout, so the time is checked per read."""
+
+    def __init__(
+        self,
+        stream: httpx.SyncByteStream | httpx.AsyncByteStream,
+        deadline: float,
+        overtime: Callable[[], ModelError],
+    ) -> None:
+        self._stream = stream
+        self._deadline = deadline
+        self._overtime = overtime
+
+    def __iter__(self) -> Iterator[bytes]:
+        assert isinstance(self._stream, httpx.SyncByteStream)
+        for chunk in self._stream:
+            if time.monotonic() > self._deadline:
+                raise self._overtime()
+            yield chunk
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        assert isinstance(self._stream, httpx.AsyncByteStream)
+        async for chunk in self._stream:
+            if time.monotonic() > self._deadline:
+                raise self._overtime()
+            yield chunk
+
+    def close(self) -> None:
+        if isinstance(self._stream, httpx.SyncByteStream):
+            self._stream.close()
+
+    async def aclose(self) -> None:
+        if isinstance(self._stream, httpx.AsyncByteStream):
+            await self._stream.aclose()

@@ -10,7 +10,8 @@ Only the first choice is read (`n > 1` is not supported).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pydantic_core
 
@@ -32,7 +33,15 @@ from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import error_from_body
 from ._sse import ServerSentEvent
 
-__all__ = ["PROVIDER", "StreamAccumulator", "build_payload", "map_tool", "parse_response"]
+__all__ = [
+    "PROVIDER",
+    "OpenAIWire",
+    "StreamAccumulator",
+    "build_payload",
+    "map_tool",
+    "openai_headers",
+    "parse_response",
+]
 
 PROVIDER = "OpenAI"
 
@@ -211,6 +220,7 @@ def parse_response(body: Any) -> ChatResponse:
         usage=body.get("usage"),
         metadata={key: body[key] for key in _METADATA_KEYS if body.get(key) is not None},
         refusal=message.get("refusal"),
+        body=body,
     )
 
 
@@ -223,25 +233,35 @@ def _response(
     usage: Any,
     metadata: dict[str, Any],
     refusal: Any = None,
+    body: Any = None,
 ) -> ChatResponse:
-    """Assemble the response: shared by the blocking parse and the stream, so both agree exactly."""
+    """Assemble the response: shared by the blocking parse and the stream, so both agree exactly.
+
+    Raises:
+        ModelError: a field of the wrong type (a list as `finish_reason`, a number as a tool
+            call's id or name, a string or float as a token count).
+    """
     response_id = metadata.get("id")
-    tool_calls = [
-        ToolCall(
-            id=call_id or (f"call_{response_id}_{position}" if response_id else f"call_{position}"),
-            name=name or "",
-            arguments=arguments,
-        )
-        for position, (call_id, name, arguments) in enumerate(calls)
-    ]
-    reason = _map_finish_reason(finish_reason, bool(tool_calls))
+    try:
+        tool_calls = [
+            ToolCall(
+                id=call_id or (f"call_{response_id}_{n}" if response_id else f"call_{n}"),
+                name=name or "",
+                arguments=arguments,
+            )
+            for n, (call_id, name, arguments) in enumerate(calls)
+        ]
+        reason = _map_finish_reason(finish_reason, bool(tool_calls))
+        token_usage = _map_usage(usage)
+    except (TypeError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        raise ModelError(f"{PROVIDER} returned a malformed response: {exc}", body=body) from exc
     if reason is FinishReason.OTHER:
         metadata["finish_reason"] = finish_reason
     if isinstance(refusal, str) and refusal:
         metadata["refusal"] = refusal
     return ChatResponse(
         ai_message=AiMessage(text=text or None, thinking=thinking or None, tool_calls=tool_calls),
-        token_usage=_map_usage(usage),
+        token_usage=token_usage,
         finish_reason=reason,
         metadata=metadata,
     )
@@ -252,6 +272,8 @@ def _map_finish_reason(raw: Any, has_tool_calls: bool) -> FinishReason:
     # what the model asked for decides.
     if raw is None or raw == "stop":
         return FinishReason.TOOL_EXECUTION if has_tool_calls else FinishReason.STOP
+    if not isinstance(raw, str):
+        raise TypeError(f"finish_reason is not a string: {raw!r}")
     return _FINISH_REASONS.get(raw, FinishReason.OTHER)
 
 
@@ -260,10 +282,15 @@ def _map_usage(usage: Any) -> TokenUsage | None:
         return None
     input_tokens = usage.get("prompt_tokens") or 0
     output_tokens = usage.get("completion_tokens") or 0
-    return TokenUsage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=usage.get("total_tokens") or input_tokens + output_tokens,
+    total = usage.get("total_tokens")
+    # Strict: a count sent as a string or a float is a malformed body, not something to coerce.
+    return TokenUsage.model_validate(
+        {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": total or input_tokens + output_tokens,
+        },
+        strict=True,
     )
 
 
@@ -357,7 +384,7 @@ class StreamAccumulator:
                 body: Any = pydantic_core.from_json(data)
             except ValueError:
                 body = data
-            raise error_from_body(PROVIDER, body)
+            raise error_from_body(PROVIDER, body, streaming=True)
         if event.event != "message":
             return []
         try:
@@ -367,7 +394,7 @@ class StreamAccumulator:
         if not isinstance(chunk, dict):
             raise ModelError(f"{PROVIDER} sent an unexpected stream chunk", body=chunk)
         if chunk.get("error") is not None:
-            raise error_from_body(PROVIDER, chunk)
+            raise error_from_body(PROVIDER, chunk, streaming=True)
         try:
             return self._chunk(chunk)
         except (AttributeError, TypeError, ValueError) as exc:
@@ -472,3 +499,40 @@ class StreamAccumulator:
             metadata=dict(self._metadata),
             refusal="".join(self._refusal),
         )
+
+
+@dataclass(frozen=True)
+class OpenAIWire:
+    """The Chat Completions wire format, as `HttpChatModel` composes it with the HTTP shell."""
+
+    organization: str | None = None
+    """Sent as `OpenAI-Organization`."""
+    project: str | None = None
+    """Sent as `OpenAI-Project`."""
+
+    provider: ClassVar[str] = PROVIDER
+    path: ClassVar[str] = "chat/completions"
+    default_base_url: ClassVar[str] = "https://api.openai.com/v1"
+    api_key_env: ClassVar[str] = "OPENAI_API_KEY"
+    base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
+    build_payload = staticmethod(build_payload)
+    parse_response = staticmethod(parse_response)
+    stream_parser = StreamAccumulator
+
+    def headers(self, api_key: str | None) -> dict[str, str]:
+        """`Authorization: Bearer` (when there is a key), organization and project."""
+        return openai_headers(api_key, self.organization, self.project)
+
+
+def openai_headers(
+    api_key: str | None, organization: str | None, project: str | None
+) -> dict[str, str]:
+    """The headers of every OpenAI API (Chat Completions and Responses alike)."""
+    headers: dict[str, str] = {}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    if organization:
+        headers["openai-organization"] = organization
+    if project:
+        headers["openai-project"] = project
+    return headers

@@ -6,6 +6,7 @@ read by the provider itself, so a name is safe to put in configuration files and
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -13,25 +14,15 @@ from .._model import ChatModel
 
 __all__ = ["KNOWN_MODEL_PREFIXES", "get_model"]
 
-
-def _openai(model: str, options: dict[str, Any]) -> ChatModel:
-    from .openai import OpenAIChatModel
-
-    return OpenAIChatModel(model, **options)
-
-
-def _anthropic(model: str, options: dict[str, Any]) -> ChatModel:
-    from .anthropic import AnthropicChatModel
-
-    return AnthropicChatModel(model, **options)
-
-
-_PROVIDERS: dict[str, Callable[[str, dict[str, Any]], ChatModel]] = {
-    "openai": _openai,
-    "anthropic": _anthropic,
+_PROVIDERS: dict[str, tuple[str, str]] = {
+    "openai": (".openai", "OpenAIChatModel"),
+    "openai-responses": (".openai_responses", "OpenAIResponsesModel"),
+    "anthropic": (".anthropic", "AnthropicChatModel"),
 }
+"""One entry per provider prefix: the module and class `"<prefix>:<model>"` builds, imported on
+first use (so that listing the prefixes, as `--help` does, loads no provider and no httpx)."""
 
-KNOWN_MODEL_PREFIXES = ("openai:<model>", "anthropic:<model>", "fake")
+KNOWN_MODEL_PREFIXES = (*(f"{prefix}:<model>" for prefix in _PROVIDERS), "fake")
 """The model names `get_model` understands, as shown in its error message."""
 
 
@@ -40,6 +31,8 @@ def get_model(name: str, **options: Any) -> ChatModel:
 
     - `"openai:<model>"`: `OpenAIChatModel(<model>)`; the key and endpoint come from
       `OPENAI_API_KEY` and `OPENAI_BASE_URL` (any OpenAI-compatible server).
+    - `"openai-responses:<model>"`: `OpenAIResponsesModel(<model>)`, OpenAI's Responses API;
+      the same environment variables.
     - `"anthropic:<model>"`: `AnthropicChatModel(<model>)`; `ANTHROPIC_API_KEY`,
       `ANTHROPIC_BASE_URL`.
     - `"fake"`: `FakeModel()`, offline and deterministic.
@@ -63,10 +56,14 @@ def get_model(name: str, **options: Any) -> ChatModel:
             raise TypeError(f"the fake model takes no options, got {', '.join(sorted(options))}")
         return FakeModel()
     provider, colon, model = name.partition(":")
-    factory = _PROVIDERS.get(provider.strip().lower()) if colon else None
-    if factory is None:
+    entry = _PROVIDERS.get(provider.strip().lower()) if colon else None
+    if entry is None:
         known = ", ".join(repr(prefix) for prefix in KNOWN_MODEL_PREFIXES)
         raise ValueError(f"unknown model {name!r}: expected one of {known}")
     if not model.strip():
         raise ValueError(f"model name missing after {provider + ':'!r} in {name!r}")
-    return factory(model.strip(), options)
+    module, class_name = entry
+    factory: Callable[..., ChatModel] = getattr(
+        importlib.import_module(module, __package__), class_name
+    )
+    return factory(model.strip(), **options)

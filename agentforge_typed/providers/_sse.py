@@ -4,8 +4,15 @@
 multi-byte UTF-8 character may be split anywhere — and returns the events each chunk completes.
 `iter_sse` / `aiter_sse` drive it over an `httpx.Response`. Decoding follows the spec: `LF`,
 `CRLF` and lone `CR` end lines; `:` lines are comments (keep-alives); `data:` lines of one event
-join with `\\n`; `id` persists across events; a block without `data` dispatches nothing; and an
-event left unfinished when the stream ends is discarded (see `SSEDecoder.pending`).
+join with `\\n`; `id` persists across events; a block without `data` dispatches nothing.
+
+At the end of the input (`SSEDecoder.end()`), an event whose lines are all complete is dispatched
+even without the final blank line (real servers end that way, and the official SDKs accept it);
+a stream that stops inside a line was cut off, and that is a `ModelError`.
+
+Work is linear in the stream's size however it is chunked: each chunk is scanned once, and the
+pieces of an unfinished line are joined once, when it ends. A line, or the data of one event,
+longer than `max_line_length` characters is a `ModelError` rather than unbounded memory.
 """
 
 from __future__ import annotations
@@ -19,9 +26,15 @@ from typing import Any
 import httpx
 import pydantic_core
 
-__all__ = ["SSEDecoder", "ServerSentEvent", "aiter_sse", "iter_sse"]
+from .._exceptions import ModelError
+
+__all__ = ["DEFAULT_MAX_LINE_LENGTH", "SSEDecoder", "ServerSentEvent", "aiter_sse", "iter_sse"]
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+DEFAULT_MAX_LINE_LENGTH = 32 * 1024 * 1024
+"""Characters one line, or the data of one event, may hold (32 Mi): far above any real chunk,
+low enough that a hostile server cannot exhaust memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,14 +60,26 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Incremental decoder: feed chunks, get back the events they complete."""
+    """Incremental decoder: feed chunks, get back the events they complete.
 
-    def __init__(self) -> None:
+    Args:
+        max_line_length: The most characters one line, or one event's data, may hold.
+        source: Who sends the stream, for error messages (a provider's name).
+    """
+
+    def __init__(
+        self, *, max_line_length: int = DEFAULT_MAX_LINE_LENGTH, source: str = "server"
+    ) -> None:
+        self._source = source
         self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._buffer = ""
+        self._max = max_line_length
+        self._partial: list[str] = []
+        """The pieces of the line not ended yet."""
+        self._partial_length = 0
         self._skip_lf = False
         self._started = False
         self._data: list[str] = []
+        self._data_length = 0
         self._event = ""
         self._retry: int | None = None
         self.last_event_id: str | None = None
@@ -63,10 +88,14 @@ class SSEDecoder:
     @property
     def pending(self) -> bool:
         """Whether an unfinished line or event is buffered (at end of stream: it was cut off)."""
-        return bool(self._buffer or self._data or self._event or self._utf8.getstate()[0])
+        return bool(self._partial or self._data or self._event or self._utf8.getstate()[0])
 
     def feed(self, chunk: bytes | str) -> list[ServerSentEvent]:
-        """Decode one chunk and return the events it completes, in order."""
+        """Decode one chunk and return the events it completes, in order.
+
+        Raises:
+            ModelError: a line or an event's data is longer than `max_line_length`.
+        """
         text = self._utf8.decode(chunk) if isinstance(chunk, bytes) else chunk
         if not text:
             return []
@@ -79,14 +108,24 @@ class SSEDecoder:
             self._skip_lf = False
             if text[:1] == "\n":
                 text = text[1:]
-        buffer = self._buffer + text
-        if "\r" in buffer:
-            lines = _LINE_BREAK.split(buffer)
-            if buffer[-1] == "\r":
+        if "\r" in text:
+            lines = _LINE_BREAK.split(text)
+            if text[-1] == "\r":
                 self._skip_lf = True
         else:
-            lines = buffer.split("\n")
-        self._buffer = lines.pop()
+            lines = text.split("\n")
+        last = lines.pop()
+        if lines and self._partial:
+            # Only the chunk is scanned; what came before of its first line is joined once, here.
+            self._partial.append(lines[0])
+            lines[0] = "".join(self._partial)
+            self._partial.clear()
+            self._partial_length = 0
+        if last:
+            self._partial_length += len(last)
+            if self._partial_length > self._max:
+                raise self._too_long("line")
+            self._partial.append(last)
         events: list[ServerSentEvent] = []
         for line in lines:
             if not line:
@@ -96,8 +135,28 @@ class SSEDecoder:
                     self._event = ""
                     self._retry = None
                 continue
+            if len(line) > self._max:
+                raise self._too_long("line")
             self._field(line)
         return events
+
+    def end(self) -> list[ServerSentEvent]:
+        """The event the input ended on, when all its lines are complete but the final blank line
+        is missing.
+
+        Raises:
+            ModelError: the input stopped inside a line (it was cut off).
+        """
+        tail = self._utf8.decode(b"", final=True)
+        if self._partial or tail:
+            raise ModelError(f"{self._source} stream ended inside a line: it was cut off")
+        return [self._dispatch()] if self._data else []
+
+    def _too_long(self, what: str) -> ModelError:
+        return ModelError(
+            f"{self._source} sent a server-sent event {what} longer than the limit of "
+            f"{self._max} characters"
+        )
 
     def _field(self, line: str) -> None:
         name, _, value = line.partition(":")
@@ -106,6 +165,9 @@ class SSEDecoder:
         if value[:1] == " ":
             value = value[1:]
         if name == "data":
+            self._data_length += len(value)
+            if self._data_length > self._max:
+                raise self._too_long("data")
             self._data.append(value)
         elif name == "event":
             self._event = value
@@ -121,21 +183,39 @@ class SSEDecoder:
             self._event or "message", "\n".join(self._data), self.last_event_id, self._retry
         )
         self._data = []
+        self._data_length = 0
         self._event = ""
         self._retry = None
         return event
 
 
-def iter_sse(response: httpx.Response) -> Iterator[ServerSentEvent]:
-    """Yield the events of a streamed `httpx.Response` as its bytes arrive."""
-    decoder = SSEDecoder()
+def iter_sse(
+    response: httpx.Response,
+    *,
+    max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+    source: str = "server",
+) -> Iterator[ServerSentEvent]:
+    """Yield the events of a streamed `httpx.Response` as its bytes arrive.
+
+    Raises:
+        ModelError: a line too long, or the stream cut off inside a line.
+    """
+    decoder = SSEDecoder(max_line_length=max_line_length, source=source)
     for chunk in response.iter_bytes():
         yield from decoder.feed(chunk)
+    yield from decoder.end()
 
 
-async def aiter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+async def aiter_sse(
+    response: httpx.Response,
+    *,
+    max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+    source: str = "server",
+) -> AsyncIterator[ServerSentEvent]:
     """Async `iter_sse`."""
-    decoder = SSEDecoder()
+    decoder = SSEDecoder(max_line_length=max_line_length, source=source)
     async for chunk in response.aiter_bytes():
         for event in decoder.feed(chunk):
             yield event
+    for event in decoder.end():
+        yield event

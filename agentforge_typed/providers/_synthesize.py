@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import uuid
 from typing import Any
 
@@ -233,11 +232,21 @@ def _string(schema: JsonSchema, variant: int) -> str:
 
 
 # -- pattern -----------------------------------------------------------------------------------
+#
+# A small generator for the regular expressions tool schemas use in practice, parsed here rather
+# than through `re`'s private parser. The subset: literals and escaped characters; `.`; `\d \w \s`
+# and their negations; character classes with ranges (`[a-z0-9_]`, `[^,]`); groups `(...)`,
+# `(?:...)`, `(?P<name>...)`; alternation `|`; quantifiers `* + ? {n} {n,} {n,m}` (lazy or not);
+# anchors `^ $ \b \A \Z`. Anything else (look-around, back-references, flags) falls back to the
+# plain example string. Every candidate is checked with `re.search` before it is used.
 
-if sys.version_info >= (3, 11):
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]
-else:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse
+_CLASS_ESCAPES = {"d": "7", "D": "a", "w": "a", "W": "-", "s": " ", "S": "a"}
+_ANCHOR_ESCAPES = frozenset("bBAZz")
+_NEGATED_CANDIDATES = "aZ7_- "
+
+
+class _UnsupportedPatternError(ValueError):
+    """The pattern uses a construct beyond this generator."""
 
 
 def _from_pattern(pattern: str, low: int, high: int | None, variant: int) -> str | None:
@@ -245,65 +254,155 @@ def _from_pattern(pattern: str, low: int, high: int | None, variant: int) -> str
     `None` when the pattern is beyond this small generator."""
     try:
         compiled = re.compile(pattern)
-        tree = _sre_parse.parse(pattern)
-        for repeat in (1, 2, 4, 8, 16, 32):
-            candidate = _Pattern(variant, repeat).build(tree)
-            fits = len(candidate) >= low and (high is None or len(candidate) <= high)
-            if fits and compiled.search(candidate):
-                return candidate
-    except Exception:  # an exotic construct: give up rather than guess
+        tree = _PatternParser(pattern).parse()
+    except (re.error, _UnsupportedPatternError, RecursionError):
         return None
+    for repeat in (1, 2, 4, 8, 16, 32):
+        candidate = _generate(tree, variant, repeat)
+        fits = len(candidate) >= low and (high is None or len(candidate) <= high)
+        if fits and compiled.search(candidate):
+            return candidate
     return None
 
 
-class _Pattern:
-    """Walks `re`'s own parse tree of a pattern and emits one matching string."""
-
-    def __init__(self, variant: int, repeat: int) -> None:
-        self.variant = variant
-        self.repeat = repeat
-
-    def build(self, tree: Any) -> str:
-        return "".join(self.item(str(op), arg) for op, arg in tree)
-
-    def item(self, name: str, arg: Any) -> str:
-        if name == "LITERAL":
-            return chr(arg)
-        if name == "AT":
-            return ""
-        if name == "ANY":
-            return "x"
-        if name == "IN":
-            return self.char_class(arg)
-        if name == "SUBPATTERN":
-            return self.build(arg[-1])
-        if name == "BRANCH":
-            return self.build(arg[1][self.variant % len(arg[1])])
-        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-            low, high, sub = arg
-            return "".join(self.build(sub) for _ in range(max(low, min(high, self.repeat))))
-        raise ValueError(f"unsupported regex construct {name}")
-
-    def char_class(self, items: Any) -> str:
-        if items and str(items[0][0]) == "NEGATE":
-            excluded = {chr(arg) for op, arg in items if str(op) == "LITERAL"}
-            return next(c for c in "aZ7_-" if c not in excluded)
-        op, arg = items[0]
-        name = str(op)
-        if name == "LITERAL":
-            return chr(arg)
-        if name == "RANGE":
-            return chr(arg[0] + self.variant % (arg[1] - arg[0] + 1))
-        if name == "CATEGORY":
-            return _CATEGORIES[str(arg)]
-        raise ValueError(f"unsupported character class item {name}")
+# A parsed pattern: ("seq", [nodes]) | ("alt", [nodes]) | ("lit", text) | ("class", chars, negated)
+# | ("repeat", node, low, high); `high` is `None` for unbounded.
+_Node = tuple[Any, ...]
 
 
-_CATEGORIES = {
-    "CATEGORY_DIGIT": "7",
-    "CATEGORY_NOT_DIGIT": "a",
-    "CATEGORY_SPACE": " ",
-    "CATEGORY_NOT_SPACE": "a",
-    "CATEGORY_WORD": "a",
-    "CATEGORY_NOT_WORD": "-",
-}
+class _PatternParser:
+    def __init__(self, pattern: str) -> None:
+        self.text = pattern
+        self.at = 0
+
+    def parse(self) -> _Node:
+        node = self.alternation()
+        if self.at != len(self.text):
+            raise _UnsupportedPatternError(f"unbalanced ')' at {self.at}")
+        return node
+
+    def peek(self) -> str | None:
+        return self.text[self.at] if self.at < len(self.text) else None
+
+    def take(self) -> str:
+        if self.at >= len(self.text):
+            raise _UnsupportedPatternError("pattern ends early")
+        char = self.text[self.at]
+        self.at += 1
+        return char
+
+    def alternation(self) -> _Node:
+        branches = [self.sequence()]
+        while self.peek() == "|":
+            self.at += 1
+            branches.append(self.sequence())
+        return branches[0] if len(branches) == 1 else ("alt", branches)
+
+    def sequence(self) -> _Node:
+        items: list[_Node] = []
+        while self.peek() not in (None, "|", ")"):
+            items.append(self.quantified(self.atom()))
+        return ("seq", items)
+
+    def atom(self) -> _Node:
+        char = self.take()
+        if char in "^$":
+            return ("lit", "")
+        if char == ".":
+            return ("class", "x", False)
+        if char == "[":
+            return self.char_class()
+        if char == "(":
+            if self.peek() == "?":
+                self.at += 1
+                if self.text.startswith(":", self.at):
+                    self.at += 1
+                elif self.text.startswith("P<", self.at):
+                    self.at = self.text.index(">", self.at) + 1
+                else:
+                    raise _UnsupportedPatternError("look-around or inline flags")
+            node = self.alternation()
+            if self.take() != ")":
+                raise _UnsupportedPatternError("unbalanced '('")
+            return node
+        if char == "\\":
+            escaped = self.take()
+            if escaped in _CLASS_ESCAPES:
+                return ("class", _CLASS_ESCAPES[escaped], False)
+            if escaped in _ANCHOR_ESCAPES:
+                return ("lit", "")
+            if escaped.isalnum():
+                raise _UnsupportedPatternError(f"escape \\{escaped}")
+            return ("lit", escaped)
+        if char in "*+?{":
+            raise _UnsupportedPatternError(f"nothing to repeat at {self.at - 1}")
+        return ("lit", char)
+
+    def char_class(self) -> _Node:
+        negated = self.peek() == "^"
+        if negated:
+            self.at += 1
+        chars: list[str] = []
+        first = True
+        while True:
+            char = self.take()
+            if char == "]" and not first:
+                break
+            first = False
+            if char == "\\":
+                escaped = self.take()
+                if escaped in _CLASS_ESCAPES:
+                    chars.append(_CLASS_ESCAPES[escaped])
+                    continue
+                if escaped.isalnum():
+                    raise _UnsupportedPatternError(f"escape \\{escaped} in a class")
+                char = escaped
+            if self.peek() == "-" and self.text[self.at + 1 : self.at + 2] not in ("]", ""):
+                self.at += 1
+                end = self.take()
+                if end == "\\" or ord(end) < ord(char):
+                    raise _UnsupportedPatternError("range")
+                chars.append(
+                    "".join(chr(c) for c in range(ord(char), min(ord(end), ord(char) + 95) + 1))
+                )
+                continue
+            chars.append(char)
+        return ("class", "".join(chars), negated)
+
+    def quantified(self, node: _Node) -> _Node:
+        char = self.peek()
+        if char == "{":
+            match = re.match(r"\{(\d+)(,(\d*))?\}", self.text[self.at :])
+            if match is None:
+                return node  # a literal brace, as `re` reads it
+            self.at += match.end()
+            low = int(match.group(1))
+            high = (
+                low if match.group(2) is None else int(match.group(3)) if match.group(3) else None
+            )
+        elif char in ("*", "+", "?"):
+            self.at += 1
+            low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}[char]
+        else:
+            return node
+        if self.peek() in ("?", "+"):  # lazy or possessive: the same strings match
+            self.at += 1
+        return ("repeat", node, low, high)
+
+
+def _generate(node: _Node, variant: int, repeat: int) -> str:
+    kind = node[0]
+    if kind == "lit":
+        return str(node[1])
+    if kind == "seq":
+        return "".join(_generate(item, variant, repeat) for item in node[1])
+    if kind == "alt":
+        return _generate(node[1][variant % len(node[1])], variant, repeat)
+    if kind == "class":
+        chars, negated = node[1], node[2]
+        if negated:
+            return next((c for c in _NEGATED_CANDIDATES if c not in chars), "~")
+        return str(chars[variant % len(chars)])
+    _, sub, low, high = node
+    count = max(low, repeat if high is None else min(high, repeat))
+    return "".join(_generate(sub, variant, repeat) for _ in range(count))

@@ -13,6 +13,34 @@
 A new kind implements `ToolLike` (usually by subclassing `DeclaredTool`) and builds its results
 with `_outcomes`, so the model reads the same texts whatever backs a tool.
 
-This module is the documented home of the plumbing a tool-kind author needs; everyday names are
-exported from `agentforge_typed` itself.
+This module exports the plumbing a tool-kind author or a typed decorator wrapper needs
+(`ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`); everyday names are exported from
+`agentforge_typed` itself.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._base import ToolExecutor, ToolLike, ToolSource
+    from ._function import ToolDecorator
+
+__all__ = ["ToolDecorator", "ToolExecutor", "ToolLike", "ToolSource"]
+
+# Loaded on first use: the core imports single modules of this package (e.g. the arguments-error
+# wording), which must not pull in every tool kind.
+_HOMES = {
+    "ToolDecorator": "._function",
+    "ToolExecutor": "._base",
+    "ToolLike": "._base",
+    "ToolSource": "._base",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)

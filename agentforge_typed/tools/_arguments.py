@@ -2,10 +2,11 @@
 
 The fast path is one `validate_json` on the raw string, so a valid call costs what pydantic
 costs. Only when it fails do we look at the input again, for the envelope quirks models are
-known to produce (seed 004 §3.5), each repair recorded:
+known to produce, each repair recorded:
 
 - an empty (or whitespace) string for "no arguments" → `{}`;
 - the whole arguments object double-encoded as a JSON string;
+- trailing commas before a closing `}` or `]` (outside strings), removed;
 - a JSON object or array sent as a string where the schema wants an object or array;
 - with `extra_arguments="ignore"`, top-level arguments the signature does not have are dropped.
 
@@ -14,6 +15,7 @@ Nothing else is guessed: anything still invalid is reported, one `ArgumentError`
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from enum import Enum
 from typing import Any, Literal
@@ -31,16 +33,40 @@ __all__ = [
     "MAX_REPAIR_ROUNDS",
     "REPAIR_DOUBLE_ENCODED",
     "REPAIR_EMPTY",
+    "REPAIR_TRAILING_COMMAS",
     "ArgumentsValidator",
     "argument_errors",
     "fields_validator",
     "json_choices",
     "repair_string_encoded",
+    "without_trailing_commas",
 ]
 
 # Shared with schema-declared tools (`_schema_arguments.py`): a log reads alike whatever the tool.
 REPAIR_EMPTY = "empty arguments read as {}"
 REPAIR_DOUBLE_ENCODED = "arguments were double-encoded as a JSON string: decoded"
+REPAIR_TRAILING_COMMAS = "trailing commas removed"
+
+# A JSON string (skipped as it is), or a comma that follows a value and precedes a closing
+# bracket. An unterminated string runs to the end of the text (which then does not parse): were
+# its closing quote required, every quote after it would rescan the rest, quadratic on hostile input.
+_TRAILING_COMMA = re.compile(
+    r'"[^"\\]*(?:\\.[^"\\]*)*"?|(?<=[^ \t\r\n\[{,])([ \t\r\n]*,)(?=[ \t\r\n]*[}\]])'
+)
+
+
+def without_trailing_commas(raw: str | bytes, json_error: str) -> str | None:
+    """`raw` without its trailing commas, when the JSON parser's `json_error` was one and the
+    text parses once they are gone; otherwise `None` (nothing else is guessed)."""
+    if "trailing comma" not in json_error:
+        return None
+    try:
+        text = raw.decode() if isinstance(raw, bytes) else raw
+        fixed = _TRAILING_COMMA.sub(lambda m: "" if m.group(1) else m.group(0), text)
+        pydantic_core.from_json(fixed)
+    except (ValueError, TypeError):  # not UTF-8, or still not JSON
+        return None
+    return fixed
 
 
 def repair_string_encoded(path: str, kind: Literal["object", "array"]) -> str:
@@ -128,15 +154,25 @@ class ArgumentsValidator:
     def repair(self, raw: str | bytes, error: ValidationError) -> ValidatedArguments[Any]:
         """The slow path, after `error` from the fast one: try the repairs, then revalidate."""
         details = _details(error)
+        repairs: list[str] = []
+        if details[0]["type"] == "json_invalid":
+            fixed = without_trailing_commas(raw, details[0]["msg"])
+            if fixed is not None:
+                raw, repairs = fixed, [REPAIR_TRAILING_COMMAS]
+                try:
+                    arguments = self._validator.validate_json(raw, strict=self.strict)
+                    return ValidatedArguments(arguments, repairs=(repairs[0],))
+                except ValidationError as exc:
+                    details = _details(exc)
         if raw and not raw.isspace():
             # Most invalid calls: nothing to repair, so straight to the report.
             if not self._repairable(details):
-                return ValidatedArguments(None, self._errors(details))
+                return ValidatedArguments(None, self._errors(details), tuple(repairs))
             try:
                 data: Any = pydantic_core.from_json(raw)
             except ValueError:
-                return ValidatedArguments(None, self._errors(details))
-            changed, repairs = False, []
+                return ValidatedArguments(None, self._errors(details), tuple(repairs))
+            changed = False
         else:
             data, changed, repairs = {}, True, [REPAIR_EMPTY]
         for _ in range(MAX_REPAIR_ROUNDS):

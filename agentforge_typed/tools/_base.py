@@ -33,7 +33,11 @@ unknown tool name, or a `before_tool_call` hook that refused the call."""
 
 
 class ReturnBehavior(enum.Enum):
-    """What happens to a tool's result (seed 000 §3.2.5)."""
+    """What happens to a tool's result: back to the model, or the end of the loop.
+
+    Any failed call in a round forces another round, whatever the behaviours say: the model must
+    see its mistake.
+    """
 
     TO_LLM = "to_llm"
     """Send the result back to the model for another round (the default)."""
@@ -52,7 +56,8 @@ class ToolContext(Generic[DepsT]):
     tool_call_id: str
     tool_name: str
     attempt: int = 1
-    """1 for the first call of this tool in the conversation, +1 after each failed attempt."""
+    """1 for the first call of this tool in the run, +1 after each failed attempt (invalid
+    arguments, `ModelRetry`), and 1 again after a successful call."""
     conversation_id: str | None = None
 
 
@@ -123,7 +128,8 @@ class ToolLike(ToolExecutor, Protocol):
 
     @property
     def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop sends back before raising."""
+        """How many consecutive failed calls (invalid arguments, `ModelRetry`) the loop sends back
+        before raising."""
         ...
 
     @property
@@ -175,7 +181,7 @@ class DeclaredTool:
 
     @property
     def max_retries(self) -> int:
-        """How many invalid-arguments attempts the loop tolerates before raising."""
+        """How many consecutive failed calls the loop tolerates before raising."""
         return self._max_retries
 
     @property

@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
 import pydantic
@@ -26,7 +26,8 @@ from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
 from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult
-from ._outcomes import arguments_error_result, failure_result
+from ._function import ExtraArguments
+from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
 
@@ -54,6 +55,11 @@ _RESERVED_HEADERS = frozenset(
         "transfer-encoding",
     }
 )
+# What httpx sends on its own: not configuration, so an argument may still choose `Accept`.
+_HTTPX_DEFAULT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_UNSENDABLE_IN_HEADER_VALUE = re.compile(r"[^\t\x20-\x7e]")
+_HEADER_VALUE_RULE = "a header value may hold only printable ASCII characters, spaces and tabs"
 
 
 class HttpTool(ConfiguredTool):
@@ -78,6 +84,10 @@ class HttpTool(ConfiguredTool):
     or strictly with `args_model`). Each argument goes to exactly one place: a `{placeholder}` of
     the URL path, `query`, `headers`, or the JSON `body`; arguments not named anywhere go to the
     query string for GET/HEAD/DELETE/OPTIONS and to the body otherwise (or wherever `"rest"` says).
+    Only the properties `parameters` declares are sent: any other key is an arguments error,
+    unless the schema explicitly allows more (`additionalProperties`, `patternProperties`), and
+    then `query="rest"` or `body="rest"` must say where they go. The URL's own query string is
+    always sent, and no argument may set one of its parameters.
 
     A 2xx response becomes the result: JSON as compact JSON (the parsed value kept as `value`),
     anything else as text, capped at `max_response_chars` with a truncation marker. A non-2xx
@@ -94,9 +104,11 @@ class HttpTool(ConfiguredTool):
         query: Arguments sent as query parameters (lists repeat the parameter), or `"rest"`.
         body: Arguments sent as the JSON object body, or `"rest"`.
         headers: Arguments sent as headers, `{argument: header_name}`. Reserved headers
-            (`Authorization`, `Host`, `Cookie`, …) and configured ones cannot be targeted.
+            (`Authorization`, `Host`, `Cookie`, …) and configured ones (in `default_headers` or
+            set on an injected client) cannot be targeted; names compare case-insensitively.
         default_headers: Headers from configuration added to every request — a mapping, or a
-            callable computing them from the `ToolContext` (e.g. a token from `deps`).
+            callable computing them from the `ToolContext` (e.g. a token from `deps`). They
+            replace any argument header of the same name.
         auth: An `httpx.Auth` applied to every request.
         http_client: Client for `execute`; default: a fresh client per call.
         async_http_client: Client for `aexecute`; default: a fresh client per call.
@@ -105,10 +117,14 @@ class HttpTool(ConfiguredTool):
         return_behavior: What the loop does with the result.
         max_retries: How many invalid-arguments attempts the loop tolerates.
         sequential: Never run this tool concurrently with other calls of its round.
+        extra_arguments: `"forbid"` (default) reports arguments the schema does not declare;
+            `"ignore"` drops them before the request is built, each drop recorded in `repairs`.
 
     Raises:
         ValueError: On an inconsistent declaration: a placeholder outside the path, an argument
-            routed twice or not declared, a reserved header, an invalid schema.
+            routed twice or not declared, a reserved or configured header, an argument that
+            would set a parameter of the URL's query, additional properties with no `"rest"`
+            to go to, an invalid schema.
     """
 
     def __init__(
@@ -132,6 +148,7 @@ class HttpTool(ConfiguredTool):
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
+        extra_arguments: ExtraArguments = "forbid",
     ) -> None:
         self.method = method.upper()
         self.url = url
@@ -141,28 +158,36 @@ class HttpTool(ConfiguredTool):
         self._validator: SchemaArguments | _ModelArguments
         if args_model is not None:
             parameters = args_model.model_json_schema()
-            self._validator = _ModelArguments(args_model)
+            self._validator = _ModelArguments(args_model, extra_arguments)
         else:
             if parameters is None:
                 parameters = _path_only_schema(self._path_parameters)
-            self._validator = SchemaArguments(parameters, tool_name=name)
+            self._validator = SchemaArguments(
+                parameters, tool_name=name, extra_arguments=extra_arguments
+            )
         self._specification = ToolSpecification(
             name=name, description=description, parameters=parameters
         )
         self._routes = _Routes.build(
             name,
             declared=list(parameters.get("properties", {})),
+            undeclared_allowed=_allows_undeclared(parameters),
             path=self._path_parameters,
+            fixed_query=frozenset(key for key, _ in parse_qsl(urlsplit(url).query, True)),
             query=query,
             body=body,
             headers=dict(headers or {}),
             bodyless=self.method in _BODYLESS_METHODS,
         )
-        if isinstance(default_headers, Mapping):
-            configured = {header.lower() for header in default_headers}
-            clash = sorted(h for h in self._routes.headers.values() if h.lower() in configured)
-            if clash:
-                raise ValueError(f"HttpTool {name!r}: header {clash[0]!r} is configured")
+        configured = (
+            {h.lower() for h in default_headers} if isinstance(default_headers, Mapping) else set()
+        )
+        for client in (http_client, async_http_client):
+            if client is not None:
+                configured |= {h.lower() for h in client.headers} - _HTTPX_DEFAULT_HEADERS
+        clash = sorted(h for h in self._routes.headers.values() if h.lower() in configured)
+        if clash:
+            raise ValueError(f"HttpTool {name!r}: header {clash[0]!r} is configured")
         self.default_headers = default_headers
         self.auth = auth
         self.http_client = http_client
@@ -188,6 +213,8 @@ class HttpTool(ConfiguredTool):
                 return self._send(client, prepared)
         except httpx.HTTPError as exc:
             return self._transport_error(exc, prepared.repairs)
+        except Exception as exc:  # e.g. a URL too long for httpx: a result, never a raise
+            return failure_result(self.name, exc, prepared.repairs)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Like `execute`, on an `httpx.AsyncClient`."""
@@ -201,6 +228,8 @@ class HttpTool(ConfiguredTool):
                 return await self._asend(client, prepared)
         except httpx.HTTPError as exc:
             return self._transport_error(exc, prepared.repairs)
+        except Exception as exc:  # e.g. a URL too long for httpx: a result, never a raise
+            return failure_result(self.name, exc, prepared.repairs)
 
     def _send(self, client: httpx.Client, prepared: _Prepared) -> ToolExecutionResult:
         request = prepared.build(client, self.timeout)
@@ -246,16 +275,31 @@ class HttpTool(ConfiguredTool):
             configured = self.default_headers
             if callable(configured):
                 configured = configured(context)
-            # Configured headers are applied last: no argument can override them.
-            routed.headers.update(configured or {})
+            configured = dict(configured or {})
         except Exception as exc:
             return failure_result(self.name, exc, decoded.repairs)
+        for name, value in configured.items():
+            problem = _header_problem(name, value)
+            if problem is not None:
+                reason = f"the configured header {name!r} cannot be sent: {problem}"
+                return execution_error_result(self.name, reason, repairs=decoded.repairs)
+            # Set last, replacing an argument header of the same name in any case: no argument
+            # sets, duplicates or overrides a configured header.
+            routed.headers[name] = value
         return _Prepared(self.method, routed, decoded.repairs)
 
     def _response_result(
         self, response: httpx.Response, reader: _BodyReader, repairs: tuple[str, ...]
     ) -> ToolExecutionResult:
-        text = bytes(reader.body).decode(response.charset_encoding or "utf-8", errors="replace")
+        charset = response.charset_encoding or "utf-8"
+        try:
+            text = bytes(reader.body).decode(charset, errors="replace")
+        except (LookupError, ValueError) as exc:  # unknown, or not a text codec (`base64`)
+            reason = (
+                f"the response (HTTP {response.status_code}) declares charset {charset!r}, "
+                "which Python cannot decode text with"
+            )
+            return execution_error_result(self.name, reason, exception=exc, repairs=repairs)
         if not response.is_success:
             quoted = text if len(text) <= ERROR_BODY_CHARS else text[:ERROR_BODY_CHARS] + "…"
             message = f"HTTP {response.status_code} {response.reason_phrase}"
@@ -298,8 +342,8 @@ class HttpTool(ConfiguredTool):
 @dataclass
 class _Routed:
     url: str
-    params: list[tuple[str, str | int | float | bool | None]]
-    headers: dict[str, str]
+    params: list[tuple[str, str]]
+    headers: httpx.Headers
     json: dict[str, Any] | None
 
 
@@ -312,8 +356,7 @@ class _Prepared:
     def build(self, client: httpx.Client | httpx.AsyncClient, timeout: float) -> httpx.Request:
         return client.build_request(
             self.method,
-            self.routed.url,
-            params=self.routed.params,
+            _with_query(self.routed.url, self.routed.params),
             headers=self.routed.headers,
             json=self.routed.json,
             timeout=timeout,
@@ -330,6 +373,9 @@ class _Routes:
     body: tuple[str, ...] | None
     query_rest: bool
     body_rest: bool
+    declared: frozenset[str]
+    undeclared_allowed: bool
+    fixed_query: frozenset[str]
 
     @classmethod
     def build(
@@ -337,7 +383,9 @@ class _Routes:
         tool: str,
         *,
         declared: list[str],
+        undeclared_allowed: bool,
         path: tuple[str, ...],
+        fixed_query: frozenset[str],
         query: Sequence[str] | Literal["rest"] | None,
         body: Sequence[str] | Literal["rest"] | None,
         headers: dict[str, str],
@@ -367,9 +415,17 @@ class _Routes:
                         f"{seen[argument]} and {where}"
                     )
                 seen[argument] = where
-        for header in headers.values():
+        targeted: dict[str, str] = {}
+        for argument, header in headers.items():
+            if not _HEADER_NAME.fullmatch(header):
+                raise ValueError(f"HttpTool {tool!r}: {header!r} is not a valid header name")
             if header.lower() in _RESERVED_HEADERS:
                 raise ValueError(f"HttpTool {tool!r}: header {header!r} cannot come from arguments")
+            if (other := targeted.setdefault(header.lower(), argument)) != argument:
+                raise ValueError(
+                    f"HttpTool {tool!r}: header {header!r} is the target of both "
+                    f"{other!r} and {argument!r}"
+                )
         if not (query_rest or body_rest):
             unrouted = [argument for argument in declared if argument not in seen]
             if unrouted:
@@ -377,6 +433,19 @@ class _Routes:
                     f"HttpTool {tool!r}: argument {unrouted[0]!r} is not sent anywhere; name it "
                     "in `query`, `body` or `headers`, or pass 'rest'"
                 )
+        if undeclared_allowed and "rest" not in (query, body):
+            raise ValueError(
+                f"HttpTool {tool!r}: the schema allows arguments it does not declare; pass "
+                "query='rest' or body='rest' to say where they go, or forbid them "
+                '("additionalProperties": false)'
+            )
+        to_query = [*query_names, *(a for a in declared if a not in seen and query_rest)]
+        overriding = [argument for argument in to_query if argument in fixed_query]
+        if overriding:
+            raise ValueError(
+                f"HttpTool {tool!r}: argument {overriding[0]!r} would override the URL's query "
+                "parameter of that name"
+            )
         sends_body = body_rest or bool(body_names)
         return cls(
             path=path,
@@ -385,6 +454,9 @@ class _Routes:
             body=body_names if sends_body else None,
             query_rest=query_rest,
             body_rest=body_rest,
+            declared=frozenset(declared),
+            undeclared_allowed=undeclared_allowed,
+            fixed_query=fixed_query,
         )
 
     def apply(
@@ -404,24 +476,28 @@ class _Routes:
             return quote(text, safe="")
 
         url = _PLACEHOLDER.sub(segment, template)
+        for name, value in arguments.items():
+            if name not in self.declared and not self.undeclared_allowed:
+                errors.append(ArgumentError(json_path([name]), "Unexpected argument", value))
+            elif name not in self.declared and self.query_rest and name in self.fixed_query:
+                message = "The tool fixes this query parameter"
+                errors.append(ArgumentError(json_path([name]), message, value))
         routed_elsewhere = {*self.path, *self.query, *self.headers, *(self.body or ())}
         rest = [name for name in arguments if name not in routed_elsewhere]
-        params: list[tuple[str, str | int | float | bool | None]] = []
+        params: list[tuple[str, str]] = []
         for name in [*self.query, *(rest if self.query_rest else ())]:
             value = arguments.get(name)
             items = value if isinstance(value, list) else [value]
             params.extend((name, _scalar_text(item)) for item in items if item is not None)
-        headers: dict[str, str] = {}
+        headers = httpx.Headers()
         for name, header in self.headers.items():
             if (value := arguments.get(name)) is None:
                 continue
             text = _scalar_text(value)
-            if "\r" in text or "\n" in text:
-                errors.append(
-                    ArgumentError(
-                        json_path([name]), "Header values cannot contain line breaks", value
-                    )
-                )
+            if _UNSENDABLE_IN_HEADER_VALUE.search(text):
+                message = _HEADER_VALUE_RULE[0].upper() + _HEADER_VALUE_RULE[1:]
+                errors.append(ArgumentError(json_path([name]), message, value))
+                continue
             headers[header] = text
         json: dict[str, Any] | None = None
         if self.body is not None:
@@ -454,8 +530,14 @@ class _BodyReader:
 class _ModelArguments:
     """Strict pydantic validation of arguments declared by an `args_model` (as typed tools do)."""
 
-    def __init__(self, model: type[pydantic.BaseModel]) -> None:
-        self._validator = ArgumentsValidator(model, strict=True)
+    def __init__(self, model: type[pydantic.BaseModel], extra_arguments: ExtraArguments) -> None:
+        if model.model_config.get("extra") is None:
+            # pydantic ignores unknown keys by default; as for `@tool` functions, they are
+            # refused (or dropped and recorded, under "ignore"), never silently.
+            config = pydantic.ConfigDict(extra="forbid")
+            namespace = {"model_config": config, "__module__": model.__module__}
+            model = type(model.__name__, (model,), namespace)
+        self._validator = ArgumentsValidator(model, strict=True, extra_arguments=extra_arguments)
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
         outcome = self._validator.validate(raw)
@@ -480,6 +562,37 @@ def _check_url_template(tool: str, url: str) -> tuple[str, ...]:
     if "{" in outside or "}" in outside:
         raise ValueError(f"HttpTool {tool!r}: malformed placeholder in {url!r}")
     return tuple(dict.fromkeys(_PLACEHOLDER.findall(url)))
+
+
+def _allows_undeclared(schema: dict[str, Any]) -> bool:
+    """Whether `schema` explicitly accepts keys its `properties` do not name (an absent
+    `additionalProperties` does not count: such keys are refused, never sent)."""
+    return (
+        schema.get("additionalProperties", False) is not False
+        or bool(schema.get("patternProperties"))
+        or schema.get("unevaluatedProperties", False) is not False
+    )
+
+
+def _header_problem(name: object, value: object) -> str | None:
+    """Why a configured header cannot be sent (without quoting its value: it may be a secret)."""
+    if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        return f"{name!r} is not a valid header name"
+    if not isinstance(value, str):
+        return f"its value is a {type(value).__name__}, not a str"
+    if _UNSENDABLE_IN_HEADER_VALUE.search(value):
+        return _HEADER_VALUE_RULE
+    return None
+
+
+def _with_query(url: str, params: list[tuple[str, str]]) -> httpx.URL:
+    """`url` with `params` appended to its own query, which is kept as written (httpx's `params=`
+    would replace it)."""
+    parsed = httpx.URL(url)
+    if not params:
+        return parsed
+    routed = str(httpx.QueryParams(tuple(params))).encode()
+    return parsed.copy_with(query=parsed.query + b"&" + routed if parsed.query else routed)
 
 
 def _path_only_schema(path: tuple[str, ...]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from ._outcomes import (
 )
 from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import SchemaArguments
+from ._signature import check_tool_name
 
 if TYPE_CHECKING:
     import anyio.from_thread
@@ -304,15 +305,22 @@ class MCPServer:
         self._connection, self._exit = connection, close
 
     def _usable_tools(self) -> Iterator[MCPTool]:
-        """A tool for each one listed, except those whose `inputSchema` is refused: each of those
-        is skipped with a warning, so that it does not cost the server's other tools."""
+        """A tool for each one listed, except those whose name a provider would refuse, whose
+        `inputSchema` is refused, or whose name the listing repeats: each of those is skipped
+        with a warning, so that it does not cost the server's other tools."""
+        seen: set[str] = set()
         for listed in self._listed:
             try:
-                yield MCPTool(self, listed)
+                if listed.get("name") in seen:
+                    raise ValueError("the server lists a tool of that name already")
+                usable = MCPTool(self, listed)
             except ValueError as exc:
                 logger.warning(
                     "MCP server %s: tool %r skipped: %s", self.label, listed.get("name"), exc
                 )
+                continue
+            seen.add(usable.remote_name)
+            yield usable
 
     def _stop(self) -> tuple[_Connection | None, Callable[[], Any] | None]:
         connection, close = self._connection, self._exit
@@ -406,6 +414,10 @@ class MCPTool(DeclaredTool):
 
     Its specification comes from the server's listing (name, description, `inputSchema`);
     arguments are validated against that schema locally, so invalid ones never reach the server.
+
+    Raises:
+        ValueError: The name (with the server's `tool_prefix`) is one providers refuse, or the
+            `inputSchema` is refused.
     """
 
     def __init__(self, server: MCPServer, listed: Mapping[str, Any]) -> None:
@@ -414,7 +426,7 @@ class MCPTool(DeclaredTool):
         """The name the server knows the tool by (without `tool_prefix`)."""
         parameters = listed.get("inputSchema") or {"type": "object", "properties": {}}
         self._specification = ToolSpecification(
-            name=server.tool_prefix + self.remote_name,
+            name=check_tool_name(server.tool_prefix + self.remote_name),
             description=listed.get("description") or "",
             parameters=parameters,
         )

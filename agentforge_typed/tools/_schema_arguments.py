@@ -8,7 +8,8 @@ empty arguments read as `{}`, the arguments object double-encoded as a JSON stri
 object or array sent as a string where the schema wants an object or array.
 
 Three parts, in order: the validator (every problem reported at the path of the value it is about,
-references resolved as jsonschema resolves them, from its bundled metaschemas and nothing fetched);
+references resolved as jsonschema resolves them, from its bundled metaschemas and nothing fetched,
+regular expressions run in linear time);
 the wording of its errors (as pydantic words them, `Input should ...`, with the schema's values
 written as JSON: jsonschema's own messages embed Python reprs and the model reads JSON); and the
 decoding, repairs and validation of one call's arguments.
@@ -16,17 +17,18 @@ decoding, repairs and validation of one call's arguments.
 
 from __future__ import annotations
 
+import functools
 import math
-import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 from jsonschema_specifications import REGISTRY  # type: ignore[import-untyped]
+from pydantic_core import core_schema
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, Schema, SchemaRegistry, SchemaResource
 
@@ -36,25 +38,104 @@ from ._arguments import (
     MAX_REPAIR_ROUNDS,
     REPAIR_DOUBLE_ENCODED,
     REPAIR_EMPTY,
+    REPAIR_TRAILING_COMMAS,
     repair_string_encoded,
+    without_trailing_commas,
 )
 from ._outcomes import ValidatedArguments
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
 
+    from ._function import ExtraArguments
+
 __all__ = [
     "SCHEMA_REGISTRY",
     "DecodedArguments",
     "SchemaArguments",
     "ToolSchemaValidator",
+    "closed_schema",
     "decode_arguments",
     "unresolvable_references",
 ]
 
 # -- the validator ----------------------------------------------------------------------------
 
-_KEYWORDS = Draft202012Validator.VALIDATORS
+# Patterns may come from a third party (an MCP server) and are matched against text the model
+# writes: Python's backtracking `re` can take exponential time on both, so every pattern runs on
+# pydantic-core's Rust engine, which is linear in the text and has no look-around and no
+# back-references. A schema with a pattern it cannot compile is refused when the tool is built.
+
+
+def _linear_regex(pattern: str) -> pydantic_core.SchemaValidator:
+    """A validator of strings that contain a match of `pattern` (JSON Schema's `pattern` is not
+    anchored), on the linear-time engine.
+
+    Raises:
+        pydantic_core.SchemaError: `pattern` does not compile on that engine.
+    """
+    schema = core_schema.str_schema(pattern=pattern, regex_engine="rust-regex")
+    return pydantic_core.SchemaValidator(schema)
+
+
+_compiled_regex = functools.lru_cache(maxsize=4096)(_linear_regex)
+"""`_linear_regex`, compiled once per pattern of a tool's schema."""
+
+
+def matches_any(name: str, patterns: Iterable[str]) -> bool:
+    """Whether `name` contains a match of one of `patterns`, found in linear time."""
+    return any(_compiled_regex(pattern).isinstance_python(name) for pattern in patterns)
+
+
+def _is_linear_regex(instance: object) -> bool:
+    # Model-written text (`"format": "regex"`): compiled, never cached. CPython's `re.compile`
+    # can exhaust the stack on deeply nested groups.
+    if isinstance(instance, str):
+        _linear_regex(instance)
+    return True
+
+
+def _pattern(
+    validator: Validator, pattern: str, instance: Any, schema: Schema
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not matches_any(instance, (pattern,)):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# `descend` is jsonschema's, missing from its `Validator` protocol.
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "object"):
+        for pattern, subschema in patterns.items():
+            for name, value in instance.items():
+                if matches_any(name, (pattern,)):
+                    yield from validator.descend(value, subschema, path=name, schema_path=pattern)
+
+
+def _additional_properties(
+    validator: Any, additional: Any, instance: Any, schema: dict[str, Any]
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    declared = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    extras = [n for n in instance if n not in declared and not matches_any(n, patterns)]
+    if validator.is_type(additional, "object"):
+        for name in extras:
+            yield from validator.descend(instance[name], additional, path=name)
+    elif additional is False and extras:
+        yield ValidationError(f"Additional properties are not allowed ({extras!r} unexpected)")
+
+
+FORMAT_CHECKER = FormatChecker(formats=())
+"""Draft 2020-12's format checker, with `regex` meaning "compiles on the linear-time engine"."""
+FORMAT_CHECKER.checkers = {
+    **Draft202012Validator.FORMAT_CHECKER.checkers,
+    "regex": (_is_linear_regex, pydantic_core.SchemaError),
+}
+
+_KEYWORDS = {**Draft202012Validator.VALIDATORS, "patternProperties": _pattern_properties}
 
 
 def _false_reported_in_place(
@@ -108,14 +189,18 @@ def _prefix_items_under_false(prefix_items: list[Any], instance: Any) -> Iterabl
 ToolSchemaValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
     Draft202012Validator,
     {
+        "pattern": _pattern,
+        "additionalProperties": _additional_properties,
         "properties": _false_reported_in_place("properties", _properties_under_false),
         "patternProperties": _false_reported_in_place(
             "patternProperties", _pattern_properties_under_false
         ),
         "prefixItems": _false_reported_in_place("prefixItems", _prefix_items_under_false),
     },
+    format_checker=FORMAT_CHECKER,
 )
-"""Draft 2020-12, with every problem reported at the path of the value it is about."""
+"""Draft 2020-12, with every problem reported at the path of the value it is about, and regular
+expressions matched in linear time."""
 
 SCHEMA_REGISTRY: SchemaRegistry = REGISTRY
 """The specifications jsonschema ships (its metaschemas), which a `$ref` may name; nothing else
@@ -154,10 +239,6 @@ def value_at(data: Any, path: Sequence[str | int]) -> Any:
     return data
 
 
-def matches_any(name: str, patterns: Iterable[str]) -> bool:
-    return any(re.search(pattern, name) for pattern in patterns)
-
-
 # -- the wording of its errors ------------------------------------------------------------------
 
 
@@ -171,7 +252,6 @@ def argument_errors(
     for error in errors:
         location = list(error.absolute_path)
         expected: Any = error.validator_value
-        schema: Any = error.schema
         if error.validator in ("required", "dependentRequired") and isinstance(
             error.instance, dict
         ):
@@ -180,17 +260,53 @@ def argument_errors(
                 if path not in reported:
                     reported.add(path)
                     yield ArgumentError(path, message, error.instance)
-        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            declared = schema.get("properties", {})
-            patterns = schema.get("patternProperties", {})
-            for name, value in error.instance.items():
-                if name not in declared and not matches_any(name, patterns):
-                    yield ArgumentError(json_path([*location, name]), "Unexpected argument", value)
+        elif _is_undeclared(error):
+            instance: Any = error.instance
+            for name in _undeclared_names(error):
+                value = instance[name]
+                yield ArgumentError(json_path([*location, name]), "Unexpected argument", value)
+        elif (alternative := _undeclared_only_alternative(error)) is not None:
+            # `anyOf`/`oneOf` whose one near miss has only keys it does not declare (an
+            # optional object, say): those keys are the problem, not the whole alternative.
+            yield from argument_errors(alternative, arguments)
         elif _checks_a_property_name(error, arguments):
             message = f"Invalid property name: {_message(error)}"
             yield ArgumentError(json_path(location), message, error.instance)
         else:
             yield ArgumentError(json_path(location), _message(error), error.instance)
+
+
+def _is_undeclared(error: ValidationError) -> bool:
+    """Whether `error` is about keys an object schema does not declare and refuses."""
+    return (
+        error.validator == "additionalProperties"
+        and error.validator_value is False
+        and isinstance(error.instance, dict)
+    )
+
+
+def _undeclared_names(error: ValidationError) -> Iterator[str]:
+    """The keys of an `_is_undeclared` error's object that its schema does not declare."""
+    schema: Any = error.schema
+    instance: Any = error.instance
+    declared = schema.get("properties", {})
+    patterns = schema.get("patternProperties", {})
+    for name in instance:
+        if name not in declared and not matches_any(name, patterns):
+            yield name
+
+
+def _undeclared_only_alternative(error: ValidationError) -> list[ValidationError] | None:
+    """The errors of the one alternative of an `anyOf`/`oneOf` `error` that fails only because
+    of undeclared keys, or `None` when there is no such alternative or more than one."""
+    if error.validator not in ("anyOf", "oneOf") or not error.context:
+        return None
+    by_alternative: dict[Any, list[ValidationError]] = {}
+    for inner in error.context:
+        alternative = next(iter(inner.relative_schema_path), None)
+        by_alternative.setdefault(alternative, []).append(inner)
+    candidates = [errors for errors in by_alternative.values() if all(map(_is_undeclared, errors))]
+    return candidates[0] if len(candidates) == 1 else None
 
 
 def _checks_a_property_name(error: ValidationError, arguments: dict[str, Any]) -> bool:
@@ -293,25 +409,28 @@ DecodedArguments = ValidatedArguments[dict[str, Any]]
 def decode_arguments(raw: str | bytes) -> DecodedArguments:
     """Parse the raw JSON a model sent into an object, repairing the envelope quirks we tolerate.
 
-    An empty (or blank) string means `{}`; an object double-encoded as a JSON string is decoded
-    once more. Each repair is recorded so it is never silent. Text that is not UTF-8 (bytes, or a
+    An empty (or blank) string means `{}`; trailing commas are removed; an object double-encoded
+    as a JSON string is decoded once more. Each repair is recorded so it is never silent. Text that is not UTF-8 (bytes, or a
     `str` holding a lone surrogate) is invalid JSON.
     """
     if not raw.strip():
         return ValidatedArguments({}, repairs=(REPAIR_EMPTY,))
+    repairs: tuple[str, ...] = ()
     try:
         value = _from_json(raw)
     except ValueError as exc:
-        text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-        return ValidatedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
-    repairs: tuple[str, ...] = ()
+        fixed = without_trailing_commas(raw, str(exc))
+        if fixed is None:
+            text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
+            return ValidatedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
+        value, repairs = _from_json(fixed), (REPAIR_TRAILING_COMMAS,)
     if isinstance(value, str):
         try:
             inner = _from_json(value)
         except ValueError:
             inner = None
         if isinstance(inner, dict):
-            value, repairs = inner, (REPAIR_DOUBLE_ENCODED,)
+            value, repairs = inner, (*repairs, REPAIR_DOUBLE_ENCODED)
     if not isinstance(value, dict):
         return ValidatedArguments(
             None, (ArgumentError("$", "Input should be a JSON object", value),), repairs
@@ -337,20 +456,45 @@ class SchemaArguments:
     """Validates arguments against one JSON Schema; the validator is compiled once.
 
     Format checking is on (`"format": "date"`, `"email"`, … are enforced where `jsonschema`
-    supports them). Keys the schema does not declare are accepted or rejected as the schema says
-    (`additionalProperties`). Numbers must be finite, as for typed tools.
+    supports them). Keys the schema does not declare are refused unless it explicitly allows them
+    (see `closed_schema`); with `extra_arguments="ignore"` they are dropped instead, each drop
+    recorded. Numbers must be finite, as for typed tools.
 
     Raises:
-        ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema, or has a
+        ValueError: At construction, when `schema` is not a valid Draft 2020-12 schema, has a
             `$ref` (or `$dynamicRef`) that points nowhere (nothing is fetched: a remote `$ref`
-            points nowhere too, except to the JSON Schema metaschemas).
+            points nowhere too, except to the JSON Schema metaschemas), or has a pattern the
+            linear-time regex engine cannot run (look-around, back-references).
     """
 
-    def __init__(self, schema: dict[str, Any], *, tool_name: str) -> None:
+    def __init__(
+        self,
+        schema: dict[str, Any],
+        *,
+        tool_name: str,
+        extra_arguments: ExtraArguments = "forbid",
+    ) -> None:
+        if extra_arguments not in ("forbid", "ignore"):
+            raise ValueError(
+                f"extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
+            )
+        self._drop_undeclared = extra_arguments == "ignore"
         try:
-            ToolSchemaValidator.check_schema(schema)
+            Draft202012Validator.check_schema(schema, format_checker=FORMAT_CHECKER)
         except SchemaError as exc:
-            raise ValueError(f"invalid JSON schema for tool {tool_name!r}: {exc.message}") from exc
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: {_schema_problem(exc)}"
+            ) from exc
+        except RecursionError:  # a third party's schema must not take its server down
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: nested too deeply to check"
+            ) from None
+        if {"unevaluatedProperties", "patternProperties"} <= set(_keywords_in(schema)):
+            # jsonschema matches `patternProperties` with `re` when it looks for evaluated keys.
+            raise ValueError(
+                f"invalid JSON schema for tool {tool_name!r}: `unevaluatedProperties` together "
+                "with `patternProperties` is not supported; use `additionalProperties`"
+            )
         unresolvable = next(unresolvable_references(schema), None)
         if unresolvable is not None:
             keyword, reference = unresolvable
@@ -359,7 +503,7 @@ class SchemaArguments:
                 f"`{keyword}` {reference!r} points nowhere"
             )
         self._validator = ToolSchemaValidator(
-            schema, registry=SCHEMA_REGISTRY, format_checker=Draft202012Validator.FORMAT_CHECKER
+            closed_schema(schema), registry=SCHEMA_REGISTRY, format_checker=FORMAT_CHECKER
         )
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
@@ -376,6 +520,12 @@ class SchemaArguments:
         recorded = list(repairs)
         try:
             arguments, errors = self._repaired(arguments, recorded)
+        except pydantic_core.SchemaError:  # the build-time check missed a pattern: never raise
+            failure = "its JSON schema has a pattern the linear-time regex engine cannot run"
+            return ValidatedArguments(None, repairs=tuple(recorded), schema_failure=failure)
+        except RecursionError:  # jsonschema recurses per level of the arguments
+            error = ArgumentError("$", "Input is nested too deeply to validate", arguments)
+            return ValidatedArguments(None, (error,), tuple(recorded))
         except Unresolvable as exc:  # the build-time check missed it: never raise on a call
             failure = f"its JSON schema has a `$ref` that cannot be resolved ({exc.ref})"
             return ValidatedArguments(None, repairs=tuple(recorded), schema_failure=failure)
@@ -392,18 +542,111 @@ class SchemaArguments:
     def _repaired(
         self, arguments: dict[str, Any], recorded: list[str]
     ) -> tuple[dict[str, Any], list[ValidationError]]:
-        """`arguments` with the strings the schema wanted as objects or arrays decoded (each
-        repair appended to `recorded`), and the schema's errors for them."""
+        """`arguments` with the strings the schema wanted as objects or arrays decoded (and,
+        under `extra_arguments="ignore"`, the undeclared keys dropped; each repair appended to
+        `recorded`), and the schema's errors for them."""
         errors = list(self._validator.iter_errors(arguments))
         copies: set[int] = set()
         for _ in range(MAX_REPAIR_ROUNDS):
             if not errors:
                 break
             arguments, changed = _decode_string_encoded(arguments, errors, recorded, copies)
+            if self._drop_undeclared:
+                arguments, dropped = _dropped_undeclared(arguments, errors, recorded, copies)
+                changed = changed or dropped
             if not changed:
                 break
             errors = list(self._validator.iter_errors(arguments))
         return arguments, errors
+
+
+def _schema_problem(error: SchemaError) -> str:
+    """What is wrong with a tool's schema; for a pattern, in the regex engine's own words."""
+    if error.validator == "format" and isinstance(error.cause, pydantic_core.SchemaError):
+        reason = str(error.cause).strip().splitlines()[-1].strip()
+        reason = reason.removeprefix("error: ").removeprefix("SchemaError: ")
+        return (
+            f"pattern {render_input(error.instance)} cannot run on the linear-time regex engine "
+            f"(no look-around, no back-references): {reason}"
+        )
+    return error.message
+
+
+def _keywords_in(schema: Schema) -> Iterator[str]:
+    """The keywords of `schema` and of every subschema in it."""
+    for subschema in _subschemas(schema):
+        yield from subschema
+
+
+def _subschemas(schema: Schema) -> Iterator[dict[str, Any]]:
+    """`schema` and every subschema in it that is an object (not `true`/`false`), depth first."""
+    if isinstance(schema, dict):
+        yield schema
+    for subschema in DRAFT202012.subresources_of(schema):
+        yield from _subschemas(subschema)
+
+
+_OPENING = frozenset({"additionalProperties", "unevaluatedProperties", "patternProperties"})
+"""Keywords by which an object schema says what it does with keys `properties` does not name."""
+_MERGING = frozenset({"allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "dependentSchemas"})
+"""Keywords by which other schemas may declare more keys of the same object."""
+
+
+def closed_schema(schema: Schema) -> Schema:
+    """A copy of `schema` in which object schemas that do not say what happens to other keys
+    refuse them (`"additionalProperties": false`).
+
+    The model must not slip arguments past a tool (servers that ignore unknown arguments run on
+    defaults instead). Closed: the root when it is an object schema, and every object schema
+    that declares `properties` (one that declares none, `{"type": "object"}`, is a free-form
+    map). Left as written: schemas with `additionalProperties`, `unevaluatedProperties` or
+    `patternProperties`; schemas that merge others (`allOf`, `anyOf`, `oneOf`, `$ref`, `if`,
+    `dependentSchemas`), which may declare more keys; and everything inside `allOf`, `if`,
+    `then`, `else`, `not` and `dependentSchemas` (with what they reference), whose keys add to
+    (or invert) another schema's.
+    """
+    resolver = SCHEMA_REGISTRY.resolver_with_root(DRAFT202012.create_resource(schema))
+    combined: set[int] = set()
+
+    def mark(subschema: Schema) -> None:
+        for node in _subschemas(subschema):
+            if id(node) in combined:
+                continue
+            combined.add(id(node))
+            reference = node.get("$ref")
+            if isinstance(reference, str):
+                try:
+                    mark(resolver.lookup(reference).contents)
+                except Unresolvable:
+                    pass
+
+    for node in _subschemas(schema):
+        for member in (*node.get("allOf", ()), *node.get("dependentSchemas", {}).values()):
+            mark(member)
+        for keyword in ("if", "then", "else", "not"):
+            if keyword in node:
+                mark(node[keyword])
+    closable = {
+        id(node)
+        for node in _subschemas(schema)
+        if ("properties" in node or (node is schema and node.get("type") == "object"))
+        and not node.keys() & (_OPENING | _MERGING)
+        and id(node) not in combined
+    }
+    closed: Schema = _copy_closing(schema, closable)
+    return closed
+
+
+def _copy_closing(node: Any, closable: set[int]) -> Any:
+    """A deep copy of `node`, each dict whose id is in `closable` refusing undeclared keys."""
+    if isinstance(node, dict):
+        copy = {key: _copy_closing(value, closable) for key, value in node.items()}
+        if id(node) in closable:
+            copy["additionalProperties"] = False
+        return copy
+    if isinstance(node, list):
+        return [_copy_closing(value, closable) for value in node]
+    return node
 
 
 def _non_finite_numbers(container: Any, location: list[str | int]) -> Iterator[ArgumentError]:
@@ -455,6 +698,44 @@ def _decode_string_encoded(
         repairs.append(repair_string_encoded(json_path(path), kind))
         changed = True
     return arguments, changed
+
+
+def _dropped_undeclared(
+    arguments: dict[str, Any],
+    errors: Iterable[ValidationError],
+    repairs: list[str],
+    copies: set[int],
+) -> tuple[dict[str, Any], bool]:
+    """`arguments` without the keys the schema does not declare (`extra_arguments="ignore"`),
+    each drop appended to `repairs`; copied as `_decode_string_encoded` copies."""
+    changed = False
+    for error in _undeclared_errors(errors):
+        path = list(error.absolute_path)
+        try:
+            container = value_at(arguments, path)
+        except (KeyError, IndexError, TypeError):  # an earlier drop took it away
+            continue
+        names = [name for name in _undeclared_names(error) if name in container]
+        if not isinstance(container, dict) or not names:
+            continue
+        kept = {key: value for key, value in container.items() if key not in names}
+        arguments = _replaced(arguments, path, kept, copies)
+        copies.add(id(kept))
+        for name in names:
+            dropped = json_path([*path, name]).removeprefix("$.")
+            repairs.append(f"dropped unknown argument `{dropped}`")
+        changed = True
+    return arguments, changed
+
+
+def _undeclared_errors(errors: Iterable[ValidationError]) -> Iterator[ValidationError]:
+    """The errors about undeclared keys, also those of the near-miss alternative of an
+    `anyOf`/`oneOf` (see `_undeclared_only_alternative`)."""
+    for error in errors:
+        if _is_undeclared(error):
+            yield error
+        elif (alternative := _undeclared_only_alternative(error)) is not None:
+            yield from _undeclared_errors(alternative)
 
 
 def _with_context(errors: Iterable[ValidationError]) -> Iterable[ValidationError]:

@@ -8,7 +8,7 @@ the validated arguments as a plain `dict`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeGuard, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import pydantic_core
 
@@ -19,6 +19,9 @@ from ._base import DeclaredTool, ReturnBehavior, ToolContext, ToolExecutionResul
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import failure_result, success_result, with_repairs
 from ._schema_arguments import DecodedArguments, SchemaArguments
+
+if TYPE_CHECKING:
+    from ._function import ExtraArguments
 
 __all__ = ["SchemaHandler", "SchemaTool"]
 
@@ -54,6 +57,8 @@ class SchemaTool(DeclaredTool):
         max_retries: How many invalid-arguments attempts the loop tolerates.
         sequential: Never run this tool concurrently with other calls of its round.
         timeout: Seconds before the call becomes a `"timeout"` error result.
+        extra_arguments: `"forbid"` (default) reports keys the schema does not declare (unless
+            it explicitly allows them); `"ignore"` drops them, each drop recorded in `repairs`.
 
     Raises:
         ValueError: When `specification.parameters` is not a valid JSON Schema.
@@ -68,9 +73,12 @@ class SchemaTool(DeclaredTool):
         max_retries: int = 2,
         sequential: bool = False,
         timeout: float | None = None,
+        extra_arguments: ExtraArguments = "forbid",
     ) -> None:
         self._specification = specification
-        self._arguments = SchemaArguments(specification.parameters, tool_name=specification.name)
+        self._arguments = SchemaArguments(
+            specification.parameters, tool_name=specification.name, extra_arguments=extra_arguments
+        )
         self._executor = handler if _is_executor(handler) else None
         self._function = cast(SchemaHandler, handler)  # used only when there is no executor
         self._is_async = is_async_callable(self._function)

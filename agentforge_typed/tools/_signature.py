@@ -136,6 +136,13 @@ def inspect_function(
             # `_x` would be a private attribute and `json`/`copy`/`model_*` shadow BaseModel
             # members: store under another field name, keep the parameter name as the alias.
             field_name, alias = f"arg{len(fields)}_{field_name.lstrip('_')}", field_name
+        if field_name in fields:
+            # `_x` is stored as `arg0_x`: a parameter of that very name would silently replace it.
+            raise TypeError(
+                f"{label}: parameters `{renames.get(field_name, field_name)}` and "
+                f"`{parameter.name}` collide: both would be stored as `{field_name}`; rename one"
+            )
+        if alias is not None:
             renames[field_name] = parameter.name
         doc = docstring.parameters.get(parameter.name)
         fields[field_name] = _field(annotation, parameter, doc, alias)

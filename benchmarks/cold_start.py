@@ -1,0 +1,152 @@
+"""Cold costs against their floors: decorating a tool, registering schema-declared tools, importing.
+
+- Decoration: `tool(fn)` for the three workloads of `dispatch.py` (2 parameters, the order DTO,
+  12 parameters), against building a `TypeAdapter` of the same arguments (the `TypedDict` of the
+  signature) plus its `json_schema()` — what any pydantic-based tool library must do. Target: ≤ 1.5x.
+- Registration: 500 schema-declared tools (as an MCP server lists them) made `SchemaTool`s and
+  registered on a `ToolService`, against building their jsonschema validators alone (the schema
+  check plus the validator). Target: ≤ 2x.
+- Import: `import agentforge_typed` in a fresh interpreter, less an empty interpreter's start,
+  against `import pydantic, httpx` (lazy: pydantic's own import defers `BaseModel`) and against
+  `import httpx; from pydantic import BaseModel, TypeAdapter` (pydantic as a program uses it).
+  Target: ≤ 1.5x the second. Also `agentforge-typed --help`, which should answer well under a second.
+
+Run: `python benchmarks/cold_start.py [--quick]`. Numbers are medians (imports) or the best of
+several repeats (decoration, registration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import time
+import timeit
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from pydantic import TypeAdapter
+
+sys.path.insert(0, str(Path(__file__).parent))
+from dispatch import OrderArgs, SearchArgs, WeatherArgs, get_weather, place_order, search
+
+from agentforge_typed import SchemaTool, ToolService, ToolSpecification, tool
+from agentforge_typed.tools._signature import ToolJsonSchema
+
+WORKLOADS: list[tuple[str, Callable[..., Any], type]] = [
+    ("2 params", get_weather, WeatherArgs),
+    ("order DTO", place_order, OrderArgs),
+    ("12 params", search, SearchArgs),
+]
+
+
+def best(fn: Callable[[], object], number: int, repeat: int) -> float:
+    """Seconds per call, best of `repeat` runs of `number` calls."""
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def decoration(quick: bool) -> None:
+    number, repeat = (20, 3) if quick else (100, 7)
+    print("decoration (per tool)            tool      floor   ratio (target ≤ 1.5x)")
+    for label, function, typed_dict in WORKLOADS:
+
+        def ours(function: Callable[..., Any] = function) -> None:
+            tool(function)
+
+        def floor(typed_dict: type = typed_dict) -> None:
+            TypeAdapter(typed_dict).json_schema(schema_generator=ToolJsonSchema)
+
+        mine, base = best(ours, number, repeat), best(floor, number, repeat)
+        print(f"  {label:<28} {mine * 1e3:6.3f} ms {base * 1e3:6.3f} ms   {mine / base:.2f}x")
+
+
+def _listed(count: int) -> list[dict[str, Any]]:
+    """Schemas shaped like an MCP server's `tools/list`: a few typed, described properties."""
+    return [
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": f"File {i}.", "minLength": 1},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+                "mode": {"type": "string", "enum": ["read", "write"]},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        }
+        for i in range(count)
+    ]
+
+
+def registration(quick: bool) -> None:
+    schemas = _listed(500)
+    specs = [
+        ToolSpecification(name=f"tool_{i}", description=f"Tool {i}.", parameters=schema)
+        for i, schema in enumerate(schemas)
+    ]
+
+    def handler(arguments: dict[str, Any]) -> str:
+        return "ok"
+
+    def ours() -> None:
+        ToolService([SchemaTool(spec, handler) for spec in specs])
+
+    def floor() -> None:
+        for schema in schemas:
+            Draft202012Validator.check_schema(schema)
+            Draft202012Validator(schema, format_checker=Draft202012Validator.FORMAT_CHECKER)
+
+    repeat = 3 if quick else 7
+    mine, base = best(ours, 1, repeat), best(floor, 1, repeat)
+    print(
+        f"registration of 500 schema tools  {mine * 1e3:6.1f} ms {base * 1e3:6.1f} ms   "
+        f"{mine / base:.2f}x (target ≤ 2x)"
+    )
+
+
+def _median_run(argv: list[str], runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return sorted(times)[runs // 2]
+
+
+def imports(quick: bool) -> None:
+    runs = 5 if quick else 15
+
+    def cost(code: str) -> float:
+        return _median_run([sys.executable, "-c", code], runs)
+
+    empty = cost("pass")
+    lazy_floor = cost("import pydantic, httpx") - empty
+    used_floor = cost("import httpx; from pydantic import BaseModel, TypeAdapter") - empty
+    ours = cost("import agentforge_typed") - empty
+    print(
+        f"import agentforge_typed           {ours * 1e3:6.1f} ms\n"
+        f"  vs import pydantic, httpx       {lazy_floor * 1e3:6.1f} ms   {ours / lazy_floor:.2f}x\n"
+        f"  vs httpx + pydantic.BaseModel   {used_floor * 1e3:6.1f} ms   {ours / used_floor:.2f}x "
+        "(target ≤ 1.5x)"
+    )
+    cli = shutil.which("agentforge-typed")
+    if cli is not None:
+        print(
+            f"agentforge-typed --help           {_median_run([cli, '--help'], runs) * 1e3:6.1f} ms"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (a smoke run)")
+    quick = parser.parse_args().quick
+    decoration(quick)
+    registration(quick)
+    imports(quick)
+
+
+if __name__ == "__main__":
+    main()
