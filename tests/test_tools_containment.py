@@ -387,3 +387,27 @@ def test_the_service_survives_an_unprintable_exception_from_a_custom_tool() -> N
     assert result.tool_executions[0].result.text == (
         "UnprintableError: <unprintable: its __str__ raised RuntimeError>"
     )
+
+
+async def test_an_http_tool_whose_header_factory_raises_system_exit_gives_a_result() -> None:
+    import httpx
+
+    from agentforge_typed import HttpTool
+
+    def headers(context: ToolContext[Any]) -> dict[str, str]:
+        raise SystemExit("no token")
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise AssertionError("nothing is sent")
+
+    http_tool = HttpTool(
+        "lookup",
+        url="https://api.example.com/items",
+        parameters={"type": "object", "properties": {}},
+        default_headers=headers,
+        http_client=httpx.Client(transport=httpx.MockTransport(refuse)),
+        async_http_client=httpx.AsyncClient(transport=httpx.MockTransport(refuse)),
+    )
+    expected = "Tool `lookup` failed: SystemExit: no token"
+    assert http_tool.execute(call("lookup"), context("lookup")).text == expected
+    assert (await http_tool.aexecute(call("lookup"), context("lookup"))).text == expected

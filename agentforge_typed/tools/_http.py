@@ -276,7 +276,7 @@ class HttpTool(ConfiguredTool):
             if callable(configured):
                 configured = configured(context)
             configured = dict(configured or {})
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
         for name, value in configured.items():
             problem = _header_problem(name, value)
