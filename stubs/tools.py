@@ -105,3 +105,10 @@ tool(nmae="x")  # type: ignore[call-overload]
 direct = Tool(get_weather.__wrapped__, name="weather", max_retries=1)
 assert_type(direct("Paris"), str)
 Tool(get_weather.__wrapped__, retries=1)  # type: ignore[call-arg]
+
+from agentforge_typed.tools import ToolOptions  # noqa: E402
+
+common: ToolOptions = {"timeout": 5.0, "max_retries": 1}
+shared = tool(**common)(get_weather.__wrapped__)
+assert_type(shared("Paris"), str)
+wrong: ToolOptions = {"timeout": "5"}  # type: ignore[typeddict-item]

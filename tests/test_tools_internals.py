@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agentforge_typed import ReturnBehavior, Tool, ToolCall, tool
-from agentforge_typed.tools._function import ToolOptions
+from agentforge_typed.tools import ToolOptions
 
 
 def call(name: str, arguments: str = "{}", id: str = "call_1") -> ToolCall:
@@ -80,7 +80,8 @@ def test_unknown_tool_option_is_refused() -> None:
 
 
 def test_mcp_server_options_are_declared_once() -> None:
-    from agentforge_typed.tools._mcp import MCPServer, MCPServerOptions
+    from agentforge_typed import MCPServer
+    from agentforge_typed.tools import MCPServerOptions
 
     options: MCPServerOptions = {
         "timeout": 5.0,
