@@ -19,6 +19,7 @@ from agentforge_typed import (
     ToolSpecification,
     tool,
 )
+from agentforge_typed.tools import ToolOptions
 from agentforge_typed.tools._base import ToolExecutor, ToolLike
 
 
@@ -105,8 +106,6 @@ tool(nmae="x")  # type: ignore[call-overload]
 direct = Tool(get_weather.__wrapped__, name="weather", max_retries=1)
 assert_type(direct("Paris"), str)
 Tool(get_weather.__wrapped__, retries=1)  # type: ignore[call-arg]
-
-from agentforge_typed.tools import ToolOptions  # noqa: E402
 
 common: ToolOptions = {"timeout": 5.0, "max_retries": 1}
 shared = tool(**common)(get_weather.__wrapped__)
