@@ -14,6 +14,7 @@ from agentforge_typed import (
     AiMessage,
     ChatMessage,
     ChatRequestParameters,
+    FinalResultEvent,
     FunctionModel,
     ModelRetry,
     SchemaTool,
@@ -177,8 +178,11 @@ async def test_every_service_driver_contains_system_exit(kind: str) -> None:
     streamed = await asyncio.to_thread(
         lambda: list(service.stream(scripted(chosen.name), messages))
     )
-    assert streamed
-    assert [e async for e in service.astream(scripted(chosen.name), messages)]
+    astreamed = [e async for e in service.astream(scripted(chosen.name), messages)]
+    for events in (streamed, astreamed):
+        final = events[-1]
+        assert isinstance(final, FinalResultEvent)
+        assert final.result.final_response.ai_message.text == expected
 
 
 def raising_tool(make: Callable[[], BaseException]) -> Any:
