@@ -415,3 +415,16 @@ async def test_an_http_tool_whose_header_factory_raises_system_exit_gives_a_resu
     expected = "Tool `lookup` failed: SystemExit: no token"
     assert http_tool.execute(call("lookup"), context("lookup")).text == expected
     assert (await http_tool.aexecute(call("lookup"), context("lookup"))).text == expected
+
+
+def test_a_model_retry_whose_message_is_not_text_still_gives_a_result() -> None:
+    @tool
+    def sloppy() -> None:
+        raise ModelRetry(None)  # type: ignore[arg-type]
+
+    @tool
+    def worse() -> None:
+        raise ModelRetry(UnprintableError())  # type: ignore[arg-type]
+
+    assert sloppy.execute(call("sloppy")).text == "None"
+    assert worse.execute(call("worse")).text == ("<unprintable: its __str__ raised RuntimeError>")

@@ -27,8 +27,8 @@ from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
 
 __all__ = [
-    "ValidatedArguments",
     "MAX_ERROR_TEXT_CHARS",
+    "ValidatedArguments",
     "arguments_error_result",
     "capped_error_text",
     "describe_exception",
@@ -102,7 +102,9 @@ def failure_result(
         BaseException: `exc` itself, when it is not the tool's to contain (`reraise_uncontained`).
     """
     if isinstance(exc, ModelRetry):
-        text = capped_error_text(exc.message)
+        message = exc.message
+        # A message that is not text (`ModelRetry(None)` gets past an untyped caller): its `str`.
+        text = capped_error_text(message if isinstance(message, str) else _text_of(message))
         return ToolExecutionResult.error(text, "retry", exception=exc, repairs=repairs)
     if isinstance(exc, HandlerTimeoutError):
         if exc.abandoned:
@@ -140,14 +142,16 @@ def reraise_uncontained(exc: BaseException) -> None:
 def describe_exception(exc: BaseException) -> str:
     """`Type: message`, capped (`capped_error_text`); never raises, even when the exception's
     `__str__` does."""
-    name = type(exc).__name__
+    return capped_error_text(f"{type(exc).__name__}: {_text_of(exc)}")
+
+
+def _text_of(value: object) -> str:
     try:
-        message = str(exc)
+        return str(value)
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        message = f"<unprintable: its __str__ raised {type(error).__name__}>"
-    return capped_error_text(f"{name}: {message}")
+        return f"<unprintable: its __str__ raised {type(error).__name__}>"
 
 
 def capped_error_text(text: str) -> str:
