@@ -46,7 +46,7 @@ from ._request import (
 )
 from ._response import ChatResponse, FinishReason, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from ._service import ToolService, list_available_tools
+from ._service import ToolService, available_tools_handler, list_available_tools
 from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
 from .tools._function import Tool, tool
 
@@ -157,6 +157,7 @@ __all__ = [
     "UnknownToolError",
     "UserMessage",
     "__version__",
+    "available_tools_handler",
     "get_model",
     "list_available_tools",
     "logging_hook",

@@ -61,6 +61,7 @@ __all__ = [
     "ToolService",
     "UnknownToolHandler",
     "is_tool",
+    "available_tools_handler",
     "list_available_tools",
     "tools_from",
 ]
@@ -81,12 +82,16 @@ AfterToolCall = Callable[[ToolExecution], None]
 """Sees every execution, after error policies (audit, metrics, logging)."""
 
 
-def list_available_tools(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
+def available_tools_handler(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
     """An `unknown_tool_handler` that tells the model which tools exist, so it can correct itself."""
     names = ", ".join(f"`{name}`" for name in available) or "none"
     return ToolExecutionResult.error(
         f"There is no tool named `{call.name}`. Available tools: {names}.", "unknown_tool"
     )
+
+
+list_available_tools = available_tools_handler
+"""The former name of `available_tools_handler`, kept for existing code."""
 
 
 def _as_result(
@@ -346,7 +351,7 @@ class ToolService:
         execution_error_handler: Replaces the default for a tool that raised (send
             "ExceptionType: message" to the model).
         unknown_tool_handler: Answers calls to unregistered tools; by default they raise
-            `UnknownToolError`. `list_available_tools` is a ready one.
+            `UnknownToolError`. `available_tools_handler` is a ready one.
         parallel: Under `achat`, run the independent calls of a round concurrently.
         before_tool_call: Hook that may answer a call instead of executing it (deny, approve, cache).
         after_tool_call: Hook that sees every execution (audit, metrics); see `logging_hook`.

@@ -36,6 +36,7 @@ from agentforge_typed import (
     ToolSpecification,
     UnknownToolError,
     UserMessage,
+    available_tools_handler,
     list_available_tools,
     logging_hook,
     tool,
@@ -400,7 +401,8 @@ def test_unknown_tool_handler_lists_real_tools(run: Callable[..., ToolChatResult
         calls(call("c2", "get_weather", city="Paris")),
         AiMessage(text="18"),
     )
-    service = ToolService([get_weather, lookup_order], unknown_tool_handler=list_available_tools)
+    service = ToolService([get_weather, lookup_order], unknown_tool_handler=available_tools_handler)
+    assert list_available_tools is available_tools_handler
     result = run(service, script, [UserMessage(content="?")])
     first, second = results_of(result)
     assert first.is_error
