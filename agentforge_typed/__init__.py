@@ -15,6 +15,7 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
+    UnsupportedFeatureError,
 )
 from ._hooks import logging_hook
 from ._loop_events import (
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
     from .providers._function import FunctionModel
+    from .providers._profiles import ModelProfile
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
     from .providers.openai import OpenAIChatModel
@@ -74,6 +76,7 @@ _LAZY = {
     "FunctionModel": ".providers._function",
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
+    "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",
     "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
@@ -119,6 +122,7 @@ __all__ = [
     "ImageContent",
     "MCPServer",
     "ModelError",
+    "ModelProfile",
     "ModelRetry",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
@@ -155,6 +159,7 @@ __all__ = [
     "ToolService",
     "ToolSpecification",
     "UnknownToolError",
+    "UnsupportedFeatureError",
     "UserMessage",
     "__version__",
     "available_tools_handler",

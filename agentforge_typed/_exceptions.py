@@ -3,6 +3,7 @@
 ```
 AgentForgeError
 ├── ModelError            a provider failed: HTTP non-2xx, network, malformed JSON or SSE
+│   └── UnsupportedFeatureError  a request asks for what the model's profile lacks (not sent)
 ├── ToolArgumentsError    a tool's arguments are invalid (and retries, if any, are spent)
 ├── ToolExecutionError    a tool raised and the error handler chose to propagate it
 ├── UnknownToolError      the model called a tool that is not registered
@@ -33,6 +34,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolLoopLimitError",
     "UnknownToolError",
+    "UnsupportedFeatureError",
 ]
 
 
@@ -78,6 +80,19 @@ class ModelError(AgentForgeError):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, status_code={self.status_code!r})"
+
+
+class UnsupportedFeatureError(ModelError):
+    """A request asks for a feature the model's `ModelProfile` says it lacks, and the profile's
+    policy for that feature is `"error"` (or the feature has no adaptation); nothing was sent.
+
+    Attributes:
+        feature: The profile feature, e.g. `"tool_choice"` or `"max_tools"`.
+    """
+
+    def __init__(self, feature: str, message: str) -> None:
+        super().__init__(message)
+        self.feature = feature
 
 
 class ArgumentProblem(NamedTuple):

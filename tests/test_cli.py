@@ -192,7 +192,10 @@ def test_run_unknown_model() -> None:
     assert done.returncode == 2
     assert done.stderr == (
         "agentforge-typed: error: unknown model 'gpt-4o': expected one of "
-        "'openai:<model>', 'openai-responses:<model>', 'anthropic:<model>', 'fake'\n"
+        "'openai:<model>', 'openai-responses:<model>', 'anthropic:<model>', 'fake', or an "
+        "OpenAI-compatible server's '<server>:<model>' (dashscope, deepseek, gemini-openai, "
+        "groq, litellm, llamacpp, lmstudio, minimax, mistral, moonshot, ollama, openrouter, "
+        "qwen, together, vllm)\n"
     )
 
 

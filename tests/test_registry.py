@@ -137,7 +137,10 @@ def test_unknown_names_list_the_known_prefixes(name: str) -> None:
         get_model(name)
     assert str(info.value) == (
         f"unknown model {name!r}: expected one of 'openai:<model>', "
-        "'openai-responses:<model>', 'anthropic:<model>', 'fake'"
+        "'openai-responses:<model>', 'anthropic:<model>', 'fake', or an OpenAI-compatible "
+        "server's '<server>:<model>' (dashscope, deepseek, gemini-openai, groq, litellm, "
+        "llamacpp, lmstudio, minimax, mistral, moonshot, ollama, openrouter, qwen, together, "
+        "vllm)"
     )
 
 

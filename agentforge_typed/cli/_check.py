@@ -2,7 +2,9 @@
 
 Errors (non-zero exit): an item that cannot be made a tool, a name a provider refuses, a schema a
 dialect cannot express, two tools with one name. Warnings: a tool or a parameter without a
-description (the model has only the name to go by).
+description (the model has only the name to go by). With a `ModelProfile`, also its limits: tools
+at all, the number of tools, schema keywords the endpoint refuses (an error when the keyword
+carries a type, a warning when it will be moved into a description), strict schemas sent plain.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules
+from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules, render_schema
+from .._exceptions import UnsupportedFeatureError
 from .._service import ToolService
+from ..providers._degrade import move_keywords
+from ..providers._profiles import ModelProfile
 from ..tools._base import ToolLike
 from ._declare import declaration
 from ._target import Target, display_path, source_location, tools_of
@@ -42,8 +47,11 @@ class Finding:
         return f"{self.file}:{self.line}: {self.level}: {self.tool}: {self.message} [{self.code}]"
 
 
-def check_target(target: Target, dialects: Sequence[str] = DEFAULT_DIALECTS) -> list[Finding]:
-    """Every finding for the tools of `target`, tool by tool in registration order."""
+def check_target(
+    target: Target, dialects: Sequence[str] = DEFAULT_DIALECTS, profile: ModelProfile | None = None
+) -> list[Finding]:
+    """Every finding for the tools of `target`, tool by tool in registration order, checked
+    against `profile`'s limits too when one is given."""
     fallback = (_module_file(target), 1)
     findings: list[Finding] = []
     seen: dict[str, tuple[str, int]] = {}
@@ -64,6 +72,8 @@ def check_target(target: Target, dialects: Sequence[str] = DEFAULT_DIALECTS) -> 
             )
         seen.setdefault(found.name, (file, line))
         _lint(found, dialects, at)
+        if profile is not None:
+            _lint_profile(found, profile, len(seen), at)
         findings += at.findings
     return findings
 
@@ -119,6 +129,37 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
                 "unsupported-schema",
                 f"not expressible in {exc.dialect} at {exc.path}: {exc.reason}",
             )
+
+
+def _lint_profile(tool: ToolLike, profile: ModelProfile, position: int, at: _Reporter) -> None:
+    spec = tool.specification
+    where = f"profile {profile.name!r}"
+    if not profile.tools:
+        at.error("profile-tools", f"{where}: the model does not call tools")
+        return
+    if profile.max_tools is not None and position == profile.max_tools + 1:
+        at.error("profile-max-tools", f"{where}: at most {profile.max_tools} tools per request")
+    if spec.strict_schema and not profile.strict_schema:
+        at.warning(
+            "profile-strict",
+            f"{where}: strict schemas are not supported; sent plain, validated locally",
+        )
+    moved: list[str] = []
+    try:
+        move_keywords(
+            render_schema(spec.parameters, "openai"),
+            profile.refused_schema_keywords,
+            moved,
+            spec.name,
+        )
+    except UnsupportedFeatureError as exc:
+        at.error("profile-schema", f"{where}: {exc}")
+        return
+    if moved:
+        at.warning(
+            "profile-schema",
+            f"{where}: refuses {', '.join(sorted(set(moved)))}; moved into descriptions when sent",
+        )
 
 
 def _undescribed_parameters(parameters: dict[str, Any]) -> Iterator[str]:

@@ -1,4 +1,5 @@
-"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools.
+"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, and
+`probe` of a model endpoint.
 
 Exit status: 0 success; 1 the run failed, `check` found errors, or a dialect cannot express a
 schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an unknown model).
@@ -126,7 +127,34 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--strict", action="store_true", help="treat warnings as errors (exit status 1)"
     )
+    check.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="also lint against a model profile's limits (a built-in name such as ollama or "
+        "gemini-openai, or a profile file written by probe)",
+    )
     check.set_defaults(handler=_check)
+
+    probe = commands.add_parser(
+        "probe",
+        help="measure what a model behind an OpenAI-compatible endpoint supports",
+        description="Send a small fixed set of live requests (tiny prompts, max_tokens "
+        "limited) to find what the model supports: tool calling, tool_choice modes, parallel "
+        "calls, strict schemas, schema keywords, streamed tool calls, usage in streams, system "
+        "messages, the reasoning field. Prints a capability table; --write saves it as a "
+        "profile file for get_model(..., profile=PATH) and OpenAIChatModel(..., profile=PATH).",
+    )
+    probe.add_argument(
+        "--model",
+        required=True,
+        metavar="PROVIDER:MODEL",
+        help="openai:<model> or a compatible server's prefix (ollama:qwen3, deepseek:…); the "
+        "key comes from the provider's environment variable",
+    )
+    probe.add_argument("--base-url", metavar="URL", help="the API root (default: the provider's)")
+    probe.add_argument("--json", action="store_true", help="print the result as JSON")
+    probe.add_argument("--write", metavar="PATH", help="write the measured profile to PATH")
+    probe.set_defaults(handler=_probe)
     return parser
 
 
@@ -206,7 +234,15 @@ def _check(args: argparse.Namespace) -> int:
     from ._check import check_target
 
     target = load_target(args.target)
-    findings = check_target(target, tuple(dict.fromkeys(args.dialect or DIALECTS)))
+    profile = None
+    if args.profile is not None:
+        from ..providers._profiles import resolve_profile
+
+        try:
+            profile = resolve_profile(args.profile)
+        except ValueError as exc:
+            raise _UsageError(f"--profile: {exc}") from None
+    findings = check_target(target, tuple(dict.fromkeys(args.dialect or DIALECTS)), profile)
     for finding in findings:
         print(finding)
     errors = sum(f.level == "error" for f in findings)
@@ -215,3 +251,37 @@ def _check(args: argparse.Namespace) -> int:
         f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}"
     )
     return 1 if errors or (args.strict and warnings) else 0
+
+
+# -- probe -------------------------------------------------------------------------------------
+
+
+def _probe(args: argparse.Namespace) -> int:
+    from ..providers._profiles import PROFILES
+    from ..providers._registry import endpoint
+    from ._probe import BASE_REQUESTS, KEYWORD_REQUESTS, probe
+
+    try:
+        found = endpoint(args.model, args.base_url)
+    except (ValueError, AgentForgeError) as exc:
+        raise _UsageError(str(exc)) from None
+    print(
+        f"probing {found.model} at {found.base_url}: at most {BASE_REQUESTS} requests (up to "
+        f"{KEYWORD_REQUESTS} more if a schema keyword is refused), max_tokens=200 each",
+        file=sys.stderr,
+    )
+    base = PROFILES[found.profile or "openai"]
+    try:
+        result = probe(found.model, found.base_url, found.api_key, base=base)
+    except AgentForgeError as exc:
+        print(f"agentforge-typed: probe failed: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(result.as_json(), indent=2))
+    else:
+        print(result.table())
+        print(f"{result.requests} requests made")
+    if args.write:
+        result.profile.dump(args.write)
+        print(f"profile written to {args.write}", file=sys.stderr)
+    return 0

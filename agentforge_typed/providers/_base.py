@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import httpx
 from typing_extensions import Self, TypedDict
 
-from .._events import StreamEvent
+from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
 from .._messages import ChatMessage
 from .._request import (
@@ -27,8 +27,12 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
+from ._degrade import Adapted, adapt_request
+from ._function import response_events
 from ._http import HttpShell, StreamParser
+from ._profiles import ModelProfile
 from ._retry import RetryPolicy
+from ._sse import ServerSentEvent
 
 __all__ = [
     "HttpChatModel",
@@ -166,7 +170,15 @@ class HttpChatModel:
         TypeError: a keyword that is not an option or a `ChatRequestParameters` field.
     """
 
-    def __init__(self, wire: Wire, model: str, options: HttpModelOptions, **fixed: Any) -> None:
+    def __init__(
+        self,
+        wire: Wire,
+        model: str,
+        options: HttpModelOptions,
+        *,
+        profile: ModelProfile | None = None,
+        **fixed: Any,
+    ) -> None:
         owner = type(self).__name__
         shell_options: dict[str, Any] = {k: v for k, v in options.items() if k in _SHELL_OPTIONS}
         parameters = {k: v for k, v in options.items() if k not in _SHELL_OPTIONS}
@@ -187,6 +199,9 @@ class HttpChatModel:
                 f"{wire.api_key_env} environment variable (a custom base_url, e.g. a local "
                 "server or a gateway, may go without one)"
             )
+        self.profile = profile
+        """What the model behind the endpoint supports; requests are adapted to it (or refused)
+        before they are sent. `None`: everything is sent as asked."""
         self._wire = wire
         self._http = HttpShell(
             provider=wire.provider,
@@ -205,23 +220,46 @@ class HttpChatModel:
         """The API root requests go to."""
         return self._http.base_url
 
-    def _payload(self, request: ChatRequest, *, stream: bool) -> dict[str, Any]:
+    def _adapt(self, request: ChatRequest, *, stream: bool) -> Adapted:
         parameters = self.defaults.merge(request.parameters)
-        return self._wire.build_payload(request.messages, parameters, stream=stream)
+        if self.profile is None:
+            return Adapted(list(request.messages), parameters)
+        return adapt_request(self.profile, request.messages, parameters, stream=stream)
+
+    def _payload(self, adapted: Adapted, *, stream: bool) -> dict[str, Any]:
+        return self._wire.build_payload(adapted.messages, adapted.parameters, stream=stream)
+
+    def _parser(self, adapted: Adapted) -> Callable[[Any], ChatResponse]:
+        """The wire's `parse_response`, recording the request's adaptations on the response."""
+        if not adapted.adaptations:
+            return self._wire.parse_response
+
+        def parse(body: Any) -> ChatResponse:
+            return _recorded(self._wire.parse_response(body), adapted)
+
+        return parse
+
+    def _stream_parser(self, adapted: Adapted) -> StreamParser:
+        parser = self._wire.stream_parser()
+        return _RecordingParser(parser, adapted) if adapted.adaptations else parser
 
     def chat(self, request: ChatRequest) -> ChatResponse:
         """Send `request` and return the whole answer.
 
         Raises:
             ModelError: HTTP error status (after retries), network failure, or a malformed answer.
+            UnsupportedFeatureError: the request asks for what `profile` lacks, under an
+                `"error"` policy; nothing was sent.
         """
-        payload = self._payload(request, stream=False)
-        return self._http.post_json(self._wire.path, payload, self._wire.parse_response)
+        adapted = self._adapt(request, stream=False)
+        payload = self._payload(adapted, stream=False)
+        return self._http.post_json(self._wire.path, payload, self._parser(adapted))
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Async `chat`."""
-        payload = self._payload(request, stream=False)
-        return await self._http.apost_json(self._wire.path, payload, self._wire.parse_response)
+        adapted = self._adapt(request, stream=False)
+        payload = self._payload(adapted, stream=False)
+        return await self._http.apost_json(self._wire.path, payload, self._parser(adapted))
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Send `request` as a stream; yield text, thinking and tool-call deltas, then
@@ -231,13 +269,27 @@ class HttpChatModel:
             ModelError: as `chat`, plus an error sent inside the stream, or a stream cut off
                 before the answer was complete.
         """
-        payload = self._payload(request, stream=True)
-        yield from self._http.stream(self._wire.path, payload, self._wire.stream_parser())
+        adapted = self._adapt(request, stream=True)
+        if adapted.buffered:
+            payload = self._payload(adapted, stream=False)
+            yield from response_events(
+                self._http.post_json(self._wire.path, payload, self._parser(adapted))
+            )
+            return
+        payload = self._payload(adapted, stream=True)
+        yield from self._http.stream(self._wire.path, payload, self._stream_parser(adapted))
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Async `stream`."""
-        payload = self._payload(request, stream=True)
-        events = self._http.astream(self._wire.path, payload, self._wire.stream_parser())
+        adapted = self._adapt(request, stream=True)
+        if adapted.buffered:
+            payload = self._payload(adapted, stream=False)
+            response = await self._http.apost_json(self._wire.path, payload, self._parser(adapted))
+            for event in response_events(response):
+                yield event
+            return
+        payload = self._payload(adapted, stream=True)
+        events = self._http.astream(self._wire.path, payload, self._stream_parser(adapted))
         try:
             async for event in events:
                 yield event
@@ -273,3 +325,34 @@ class HttpChatModel:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _recorded(response: ChatResponse, adapted: Adapted) -> ChatResponse:
+    """`response` with the request's adaptations in `metadata["adaptations"]`."""
+    if not adapted.adaptations:
+        return response
+    metadata = {**response.metadata, "adaptations": list(adapted.adaptations)}
+    return response.model_copy(update={"metadata": metadata})
+
+
+class _RecordingParser:
+    """A wire's stream parser whose final response records the request's adaptations."""
+
+    def __init__(self, parser: StreamParser, adapted: Adapted) -> None:
+        self._parser = parser
+        self._adapted = adapted
+
+    @property
+    def done(self) -> bool:
+        return self._parser.done
+
+    def take(self, event: ServerSentEvent) -> list[StreamEvent]:
+        return [self._recorded(e) for e in self._parser.take(event)]
+
+    def end(self) -> list[StreamEvent]:
+        return [self._recorded(e) for e in self._parser.end()]
+
+    def _recorded(self, event: StreamEvent) -> StreamEvent:
+        if isinstance(event, ResponseComplete):
+            return ResponseComplete(response=_recorded(event.response, self._adapted))
+        return event

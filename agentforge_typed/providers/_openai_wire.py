@@ -63,12 +63,14 @@ def build_payload(
     parameters: ChatRequestParameters,
     *,
     stream: bool,
+    stream_usage: bool = True,
 ) -> dict[str, Any]:
     """The JSON body of a `POST /chat/completions` request.
 
     `parameters` are already merged (model defaults under the request's); `parameters.model` must
     be set. `tool_choice` and `parallel_tool_calls` are sent only with tools, since OpenAI rejects
     them otherwise. `custom` is spread at the top level last, so it can set any vendor field.
+    A stream asks for token usage (`stream_options`) unless `stream_usage` is false.
 
     Raises:
         ModelError: a `CustomMessage`, which this provider does not understand.
@@ -93,7 +95,8 @@ def build_payload(
     payload.update(parameters.custom)
     if stream:
         payload["stream"] = True
-        payload.setdefault("stream_options", {"include_usage": True})
+        if stream_usage:
+            payload.setdefault("stream_options", {"include_usage": True})
     return payload
 
 
@@ -509,19 +512,26 @@ class OpenAIWire:
     """Sent as `OpenAI-Organization`."""
     project: str | None = None
     """Sent as `OpenAI-Project`."""
+    stream_usage: bool = True
+    """Whether streams ask for token usage (`stream_options`); some servers refuse the field."""
 
     provider: ClassVar[str] = PROVIDER
     path: ClassVar[str] = "chat/completions"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     api_key_env: ClassVar[str] = "OPENAI_API_KEY"
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"
-    build_payload = staticmethod(build_payload)
     parse_response = staticmethod(parse_response)
     stream_parser = StreamAccumulator
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """`Authorization: Bearer` (when there is a key), organization and project."""
         return openai_headers(api_key, self.organization, self.project)
+
+    def build_payload(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool
+    ) -> dict[str, Any]:
+        """The JSON body of a request (see the module's `build_payload`)."""
+        return build_payload(messages, parameters, stream=stream, stream_usage=self.stream_usage)
 
 
 def openai_headers(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 from typing_extensions import Unpack
 
 from ._base import HttpChatModel, HttpModelOptions
 from ._openai_wire import OpenAIWire
+from ._profiles import ModelProfile, resolve_profile
 
 __all__ = ["OpenAIChatModel"]
 
@@ -22,12 +25,19 @@ class OpenAIChatModel(HttpChatModel):
         max_tokens: Default `max_tokens` of every request.
         organization: Sent as `OpenAI-Organization`.
         project: Sent as `OpenAI-Project`.
+        profile: What the model behind the endpoint supports: a `ModelProfile`, a built-in
+            profile's name (`"ollama"`, `"deepseek"`, …) or the path of a profile file that
+            `agentforge-typed probe --write` made. A request asking for something the profile
+            lacks is adapted by a documented rule (recorded in the response's
+            `metadata["adaptations"]`) or refused with `UnsupportedFeatureError`, as the
+            profile's `policy` says. `None` (the default): everything is sent as asked.
         **options: The shared `HttpModelOptions` (`api_key=`, `base_url=`, `http_client=`,
             `max_retries=`, `timeout=`, …) and default `ChatRequestParameters` fields
             (`temperature=0.2`, `custom={...}`, …); a request's own parameters win.
 
     Raises:
         ModelError: no API key for the OpenAI endpoint.
+        ValueError: a `profile` name that is neither built in nor a file.
         TypeError: a keyword that is not an option or a `ChatRequestParameters` field.
     """
 
@@ -38,7 +48,13 @@ class OpenAIChatModel(HttpChatModel):
         max_tokens: int | None = None,
         organization: str | None = None,
         project: str | None = None,
+        profile: ModelProfile | str | os.PathLike[str] | None = None,
         **options: Unpack[HttpModelOptions],
     ) -> None:
-        wire = OpenAIWire(organization=organization, project=project)
-        super().__init__(wire, model, options, max_tokens=max_tokens)
+        resolved = resolve_profile(profile)
+        wire = OpenAIWire(
+            organization=organization,
+            project=project,
+            stream_usage=resolved is None or resolved.stream_usage,
+        )
+        super().__init__(wire, model, options, profile=resolved, max_tokens=max_tokens)

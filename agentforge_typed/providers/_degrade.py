@@ -1,0 +1,264 @@
+"""Explicit degradation, sans-IO: a request adapted to what a `ModelProfile` says the model
+supports, before the wire maps it.
+
+Each unsupported feature a request asks for is either adapted by one documented rule, recorded
+as an adaptation (which the model puts on the response's `metadata["adaptations"]`), or refused
+with `UnsupportedFeatureError` before anything is sent, as the profile's policy for the feature
+says. Nothing is degraded silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence, Set
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._dialects import (
+    _SCHEMA_LIST_KEYS,
+    _SCHEMA_MAP_KEYS,
+    _SCHEMA_VALUE_KEYS,
+    _describe,
+    _note,
+)
+from .._exceptions import UnsupportedFeatureError
+from .._messages import ChatMessage, SystemMessage, TextContent, UserMessage
+from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
+from ._profiles import STRUCTURAL_KEYWORDS, Feature, ModelProfile, ToolChoiceMode
+
+__all__ = ["Adapted", "adapt_request", "move_keywords"]
+
+REQUIRED_NOTE = "You must call one of the offered tools in your next answer, not answer in text."
+ONE_CALL_NOTE = "Call at most one tool per answer."
+
+
+def _named_note(name: str) -> str:
+    return f"You must call the tool `{name}` in your next answer."
+
+
+@dataclass
+class Adapted:
+    """A request as it will be sent, and what was changed to get there."""
+
+    messages: list[ChatMessage]
+    parameters: ChatRequestParameters
+    adaptations: list[dict[str, str]] = field(default_factory=list)
+    """One `{"feature": ..., "rule": ...}` per change, in the order they were made."""
+    buffered: bool = False
+    """A stream to answer from one blocking call: the endpoint does not stream tool calls."""
+
+
+def adapt_request(
+    profile: ModelProfile,
+    messages: Sequence[ChatMessage],
+    parameters: ChatRequestParameters,
+    *,
+    stream: bool,
+) -> Adapted:
+    """`messages` and merged `parameters` adapted to `profile`.
+
+    Raises:
+        UnsupportedFeatureError: a feature the profile lacks whose policy is `"error"`, or that
+            has no adaptation (tools at all, too many tools, a refused keyword that carries a type).
+    """
+    run = _Adapter(profile, Adapted(list(messages), parameters))
+    run.tools()
+    run.response_format()
+    run.system_placement()
+    if stream:
+        run.stream()
+    return run.out
+
+
+@dataclass
+class _Adapter:
+    profile: ModelProfile
+    out: Adapted
+    notes: list[str] = field(default_factory=list)
+
+    def change(self, feature: Feature, rule: str) -> None:
+        """Record one adaptation, or raise when the feature's policy forbids adapting."""
+        if self.profile.policy_for(feature) == "error":
+            raise UnsupportedFeatureError(
+                feature, f"profile {self.profile.name!r} does not support {feature}: {rule}"
+            )
+        self.out.adaptations.append({"feature": feature, "rule": rule})
+
+    def update(self, **fields: Any) -> None:
+        self.out.parameters = self.out.parameters.model_copy(update=fields)
+
+    def tools(self) -> None:
+        parameters = self.out.parameters
+        if not parameters.tools:
+            return
+        profile = self.profile
+        if not profile.tools:
+            self.change("tools", "the model does not call tools; none can be offered")
+        if profile.max_tools is not None and len(parameters.tools) > profile.max_tools:
+            self.change(
+                "max_tools",
+                f"{len(parameters.tools)} tools offered, at most {profile.max_tools} accepted",
+            )
+        self.tool_choice()
+        if not self.out.parameters.tools:
+            return
+        if parameters.parallel_tool_calls is not None and not profile.parallel_tool_calls_parameter:
+            one = parameters.parallel_tool_calls is False
+            self.change(
+                "parallel_tool_calls",
+                "parallel_tool_calls not sent"
+                + (", with an instruction in the system prompt" if one else ""),
+            )
+            self.update(parallel_tool_calls=None)
+            if one:
+                self.notes.append(ONE_CALL_NOTE)
+        self.schemas()
+        if self.notes:
+            self.out.messages = _with_system_note(self.out.messages, " ".join(self.notes))
+
+    def tool_choice(self) -> None:
+        choice = self.out.parameters.tool_choice
+        if choice is None:
+            return
+        mode: ToolChoiceMode = choice.value if isinstance(choice, ToolChoice) else "named"
+        supported = self.profile.tool_choice
+        if mode in supported:
+            return
+        # Without `auto` in the profile the field is left out: `auto` is every server's default.
+        fallback = ToolChoice.AUTO if "auto" in supported else None
+        if mode == "none":
+            self.change("tool_choice", "none: the tools are not sent")
+            self.update(tools=None, tool_choice=None, parallel_tool_calls=None)
+        elif mode == "required":
+            self.change(
+                "tool_choice",
+                f"required → {fallback or 'not sent'}, with an instruction in the system prompt",
+            )
+            self.update(tool_choice=fallback)
+            self.notes.append(REQUIRED_NOTE)
+        elif mode == "named":
+            assert isinstance(choice, str)
+            only = [spec for spec in self.out.parameters.tools or () if spec.name == choice]
+            forced = ToolChoice.REQUIRED if "required" in supported else fallback
+            self.change(
+                "tool_choice",
+                f"named {choice!r} → {forced or 'not sent'} with only that tool offered"
+                + ("" if forced is ToolChoice.REQUIRED else ", and an instruction"),
+            )
+            self.update(tools=only or self.out.parameters.tools, tool_choice=forced)
+            if forced is not ToolChoice.REQUIRED:
+                self.notes.append(_named_note(choice))
+        else:
+            self.change("tool_choice", "auto → not sent (the server's default)")
+            self.update(tool_choice=None)
+
+    def schemas(self) -> None:
+        profile = self.profile
+        specs = list(self.out.parameters.tools or ())
+        strict = [spec.name for spec in specs if spec.strict_schema]
+        if strict and not profile.strict_schema:
+            self.change(
+                "strict_schema",
+                f"plain schemas sent for {', '.join(strict)}; arguments are still validated "
+                "locally",
+            )
+            specs = [spec.model_copy(update={"strict_schema": False}) for spec in specs]
+        refused = profile.refused_schema_keywords
+        if refused:
+            specs = [self.keywords(spec, refused) for spec in specs]
+        self.update(tools=specs)
+
+    def response_format(self) -> None:
+        response_format = self.out.parameters.response_format
+        if response_format is None or not response_format.strict or self.profile.strict_schema:
+            return
+        self.change("strict_schema", "response_format sent without strict")
+        self.update(response_format=response_format.model_copy(update={"strict": False}))
+
+    def keywords(self, spec: ToolSpecification, refused: Set[str]) -> ToolSpecification:
+        moved: list[str] = []
+        parameters = move_keywords(spec.parameters, refused, moved, spec.name)
+        if not moved:
+            return spec
+        self.change(
+            "schema_keywords",
+            f"{', '.join(sorted(set(moved)))} of {spec.name!r} moved into descriptions; "
+            "arguments are still validated locally",
+        )
+        return spec.model_copy(update={"parameters": parameters})
+
+    def system_placement(self) -> None:
+        placement = self.profile.system_message
+        messages = self.out.messages
+        systems = [m for m in messages if isinstance(m, SystemMessage)]
+        if placement == "any" or not systems:
+            return
+        rest: list[ChatMessage] = [m for m in messages if not isinstance(m, SystemMessage)]
+        if placement == "first":
+            if len(systems) == 1 and messages[0] is systems[0]:
+                return
+            self.change("system_message", "system messages merged into one, first")
+            merged = SystemMessage(text="\n\n".join(m.text for m in systems))
+            self.out.messages = [merged, *rest]
+            return
+        self.change("system_message", "system text moved into the first user message")
+        text = "\n\n".join(m.text for m in systems)
+        first = next((i for i, m in enumerate(rest) if isinstance(m, UserMessage)), None)
+        if first is None:
+            rest.insert(0, UserMessage(content=text))
+        else:
+            user = rest[first]
+            assert isinstance(user, UserMessage)
+            content: Any = (
+                f"{text}\n\n{user.content}"
+                if isinstance(user.content, str)
+                else [TextContent(text=text), *user.content]
+            )
+            rest[first] = user.model_copy(update={"content": content})
+        self.out.messages = rest
+
+    def stream(self) -> None:
+        parameters = self.out.parameters
+        if parameters.tools and not self.profile.stream_tool_deltas:
+            self.change(
+                "stream_tool_deltas",
+                "answered from one blocking call: the endpoint does not stream tool calls",
+            )
+            self.out.buffered = True
+        elif not self.profile.stream_usage:
+            self.change("stream_usage", "stream_options not sent: no token usage in the stream")
+
+
+def _with_system_note(messages: list[ChatMessage], note: str) -> list[ChatMessage]:
+    """`note` appended to the leading system message, or as a new one first."""
+    if messages and isinstance(messages[0], SystemMessage):
+        return [SystemMessage(text=f"{messages[0].text}\n\n{note}"), *messages[1:]]
+    return [SystemMessage(text=note), *messages]
+
+
+def move_keywords(node: Any, refused: Set[str], moved: list[str], where: str) -> Any:
+    """`node` with each refused constraint keyword moved into its description (so the model still
+    reads it); a refused keyword that carries a type cannot move and is refused."""
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in node.items():
+        if key in refused:
+            if key in STRUCTURAL_KEYWORDS:
+                raise UnsupportedFeatureError(
+                    "schema_keywords",
+                    f"tool {where!r} uses {key!r}, which the endpoint refuses and which cannot "
+                    "be dropped without changing the type",
+                )
+            moved.append(key)
+            notes.append(_note(key, value))
+        elif key in _SCHEMA_MAP_KEYS and isinstance(value, dict):
+            out[key] = {k: move_keywords(v, refused, moved, where) for k, v in value.items()}
+        elif key in _SCHEMA_LIST_KEYS and isinstance(value, list):
+            out[key] = [move_keywords(v, refused, moved, where) for v in value]
+        elif key in _SCHEMA_VALUE_KEYS:
+            out[key] = move_keywords(value, refused, moved, where)
+        else:
+            out[key] = value
+    _describe(out, notes)
+    return out

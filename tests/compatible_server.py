@@ -1,0 +1,248 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 that mimics the quirks of compatible servers.
+
+It plays a deterministic model: with tools offered (and `tool_choice` not `none`), it calls the
+first tool (or the named one) once per city the last user message names ("Paris", "London"),
+one call only when `parallel_tool_calls` is false (unless it ignores that); after tool results,
+or without tools, it answers in text. Each quirk switches on one documented misbehaviour. The
+server records every request body, and stops by itself after `lifetime` seconds even if a test
+forgets it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+QUIRKS = frozenset(
+    {
+        "no_tools",  # 400 for any request with tools
+        "reject_required",  # 400 for tool_choice "required"
+        "reject_named",  # 400 for a named tool_choice
+        "reject_none",  # 400 for tool_choice "none"
+        "reject_parallel",  # 400 for the parallel_tool_calls field
+        "ignore_parallel",  # parallel_tool_calls accepted, and ignored
+        "single_call",  # never more than one call per answer
+        "no_index",  # streamed tool-call pieces without `index`
+        "whole_calls",  # streamed tool calls sent whole, in one piece each
+        "reasoning_content",  # reasoning in `reasoning_content`
+        "reasoning",  # reasoning in `reasoning`
+        "refuse_strict",  # 400 for a tool with `strict: true`
+        "reject_stream_options",  # 400 for `stream_options`
+        "system_first",  # 400 for a system message after the first message
+        "no_system",  # 400 for any system message
+        "no_choices",  # a 200 answer without choices
+    }
+)
+CITIES = ("Paris", "London")
+
+
+class CompatibleServer:
+    """The server's state: its quirks, refused schema keywords, and the requests it received."""
+
+    def __init__(self, quirks: set[str], refused_keywords: set[str]) -> None:
+        unknown = set(quirks) - QUIRKS
+        assert not unknown, unknown
+        self.quirks = quirks
+        self.refused_keywords = refused_keywords
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+    # -- the model ----------------------------------------------------------------------------
+
+    def refusal(self, body: dict[str, Any]) -> str | None:
+        """Why this server answers 400, if it does."""
+        q = self.quirks
+        tools = body.get("tools") or []
+        choice = body.get("tool_choice")
+        messages = body.get("messages") or []
+        roles = [m.get("role") for m in messages]
+        if "no_system" in q and "system" in roles:
+            return "system role is not supported"
+        if "system_first" in q and "system" in roles[1:]:
+            return "System message must be at the beginning."
+        if tools and "no_tools" in q:
+            return "tools are not supported by this model"
+        if choice == "required" and "reject_required" in q:
+            return "tool_choice 'required' is not supported"
+        if choice == "none" and "reject_none" in q:
+            return "tool_choice 'none' is not supported"
+        if isinstance(choice, dict) and "reject_named" in q:
+            return "named tool_choice is not supported"
+        if "parallel_tool_calls" in body and "reject_parallel" in q:
+            return "Unrecognized request argument supplied: parallel_tool_calls"
+        if "stream_options" in body and "reject_stream_options" in q:
+            return "stream_options is not supported"
+        for tool in tools:
+            function = tool.get("function", {})
+            if function.get("strict") and "refuse_strict" in q:
+                return "strict is not supported"
+            found = _keywords(function.get("parameters", {})) & self.refused_keywords
+            if found:
+                return f"Unknown name {sorted(found)[0]!r} in function parameters"
+        return None
+
+    def answer(self, body: dict[str, Any]) -> tuple[str | None, list[tuple[str, str]]]:
+        """The text and the tool calls (name, arguments) of the answer."""
+        tools = body.get("tools") or []
+        choice = body.get("tool_choice")
+        messages = body.get("messages") or []
+        last = messages[-1] if messages else {}
+        if not tools or choice == "none" or last.get("role") == "tool":
+            return "Done.", []
+        name = tools[0]["function"]["name"]
+        if isinstance(choice, dict):
+            name = choice["function"]["name"]
+        text = json.dumps(last.get("content"))
+        cities = [city for city in CITIES if city in text]
+        if not cities and (choice == "required" or isinstance(choice, dict)):
+            cities = ["Paris"]
+        single = "single_call" in self.quirks or (
+            body.get("parallel_tool_calls") is False and "ignore_parallel" not in self.quirks
+        )
+        if single:
+            cities = cities[:1]
+        return (None if cities else "No tool needed."), [
+            (name, json.dumps({"city": city})) for city in cities
+        ]
+
+    def reasoning(self) -> dict[str, str]:
+        for field in ("reasoning_content", "reasoning"):
+            if field in self.quirks:
+                return {field: "Thinking briefly."}
+        return {}
+
+    def completion(self, body: dict[str, Any]) -> dict[str, Any]:
+        text, calls = self.answer(body)
+        message: dict[str, Any] = {"role": "assistant", "content": text, **self.reasoning()}
+        if calls:
+            message["tool_calls"] = [
+                {"id": f"call_{n}", "type": "function", "function": {"name": f, "arguments": a}}
+                for n, (f, a) in enumerate(calls)
+            ]
+        return {
+            "id": "chatcmpl-local",
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }
+
+    def chunks(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        text, calls = self.answer(body)
+        base = {"id": "chatcmpl-local", "object": "chat.completion.chunk", "model": body["model"]}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        yield chunk({"role": "assistant", "content": ""})
+        if reasoning := self.reasoning():
+            yield chunk(reasoning)
+        if text:
+            yield chunk({"content": text})
+        for n, (name, arguments) in enumerate(calls):
+            index = {} if "no_index" in self.quirks else {"index": n}
+            head = {**index, "id": f"call_{n}", "type": "function"}
+            if "whole_calls" in self.quirks:
+                whole = {**head, "function": {"name": name, "arguments": arguments}}
+                yield chunk({"tool_calls": [whole]})
+                continue
+            yield chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+            middle = len(arguments) // 2
+            for piece in (arguments[:middle], arguments[middle:]):
+                yield chunk({"tool_calls": [{**index, "function": {"arguments": piece}}]})
+        yield chunk({}, "tool_calls" if calls else "stop")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+            yield {**base, "choices": [], "usage": usage}
+
+
+def _keywords(schema: Any) -> set[str]:
+    """Every keyword used anywhere in `schema` (property names are not keywords)."""
+    if isinstance(schema, list):
+        return set().union(*(_keywords(v) for v in schema))
+    if not isinstance(schema, dict):
+        return set()
+    found = set(schema)
+    for key, value in schema.items():
+        if key in ("properties", "$defs") and isinstance(value, dict):
+            found |= set().union(*(_keywords(v) for v in value.values()))
+        elif key not in ("enum", "const", "default", "examples"):
+            found |= _keywords(value)
+    return found
+
+
+def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", 0))
+            body = json.loads(self.rfile.read(length))
+            state.requests.append(body)
+            if self.path != "/v1/chat/completions":
+                return self.send_json(404, {"error": {"message": "not found"}})
+            refusal = state.refusal(body)
+            if refusal is not None:
+                error = {"message": refusal, "type": "invalid_request_error"}
+                return self.send_json(400, {"error": error})
+            if "no_choices" in state.quirks:
+                return self.send_json(200, {"object": "chat.completion", "choices": []})
+            if not body.get("stream"):
+                return self.send_json(200, state.completion(body))
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for chunk in state.chunks(body):
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.close_connection = True
+
+        def send_json(self, status: int, payload: Any) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+@contextmanager
+def compatible_server(
+    *quirks: str, refused_keywords: set[str] | None = None, lifetime: float = 60.0
+) -> Iterator[CompatibleServer]:
+    """Serve on 127.0.0.1 (a free port) until the block ends or `lifetime` seconds pass."""
+    state = CompatibleServer(set(quirks), refused_keywords or set())
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    server.timeout = 0.1
+    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    stop = threading.Event()
+    deadline = time.monotonic() + lifetime
+
+    def serve() -> None:
+        while not stop.is_set() and time.monotonic() < deadline:
+            server.handle_request()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.server_close()

@@ -1,0 +1,190 @@
+"""`agentforge-typed probe`: against real local servers that each mimic one documented quirk, the
+probe reports it; the profile it writes makes the same server work through the degradation rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from compatible_server import compatible_server
+
+from agentforge_typed import (
+    ChatRequest,
+    ChatRequestParameters,
+    ModelError,
+    ResponseComplete,
+    ToolChoice,
+    ToolSpecification,
+    UserMessage,
+)
+from agentforge_typed.cli import main
+from agentforge_typed.providers.openai import OpenAIChatModel
+
+DEFAULTS: dict[str, Any] = {
+    "tools": True,
+    "tool_choice": ["auto", "named", "none", "required"],
+    "parallel_tool_calls_parameter": True,
+    "parallel_tool_calls": True,
+    "stream_tool_deltas": True,
+    "stream_tool_index": True,
+    "strict_schema": True,
+    "refused_schema_keywords": [],
+    "reasoning_field": None,
+    "stream_usage": True,
+    "system_message": "any",
+}
+
+
+def run_probe(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tuple[int, str, str]:
+    status = main(["probe", "--model", "openai:local-model", "--base-url", url, *extra])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("quirks", "expected"),
+    [
+        ((), {}),
+        (("reject_required",), {"tool_choice": ["auto", "named", "none"]}),
+        (("reject_named",), {"tool_choice": ["auto", "none", "required"]}),
+        (("reject_none",), {"tool_choice": ["auto", "named", "required"]}),
+        (("ignore_parallel",), {"parallel_tool_calls_parameter": False}),
+        (("reject_parallel",), {"parallel_tool_calls_parameter": False}),
+        (("single_call",), {"parallel_tool_calls": False}),
+        (("no_index",), {"stream_tool_index": False}),
+        (("whole_calls",), {"stream_tool_deltas": False}),
+        (("whole_calls", "no_index"), {"stream_tool_deltas": False, "stream_tool_index": False}),
+        (("reasoning_content",), {"reasoning_field": "reasoning_content"}),
+        (("reasoning",), {"reasoning_field": "reasoning"}),
+        (("refuse_strict",), {"strict_schema": False}),
+        (("reject_stream_options",), {"stream_usage": False}),
+        (("system_first",), {"system_message": "first"}),
+        (("no_system",), {"system_message": "none"}),
+    ],
+)
+def test_probe_reports_each_quirk(
+    capsys: pytest.CaptureFixture[str], quirks: tuple[str, ...], expected: dict[str, Any]
+) -> None:
+    with compatible_server(*quirks) as server:
+        status, out, err = run_probe(capsys, server.url, "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    measured = {key: result["profile"][key] for key in DEFAULTS}
+    assert measured == {**DEFAULTS, **expected}
+    # Without a system role, the probe of a later system message is skipped.
+    assert result["requests"] == len(server.requests) == (11 if "no_system" in quirks else 12)
+    assert (
+        err.startswith("probing local-model at http://127.0.0.1:")
+        and "at most 12 requests (up to 7 more if a schema keyword is refused)"
+        in err.splitlines()[0]
+    )
+
+
+def test_probe_tries_each_keyword_alone_when_the_schema_is_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with compatible_server(refused_keywords={"multipleOf", "$defs"}) as server:
+        status, out, _ = run_probe(capsys, server.url, "--json")
+    result = json.loads(out)
+    assert status == 0
+    assert result["profile"]["refused_schema_keywords"] == ["$defs", "$ref", "multipleOf"]
+    assert result["requests"] == len(server.requests) == 12 + 7
+
+
+def test_probe_without_tools_skips_the_tool_probes(capsys: pytest.CaptureFixture[str]) -> None:
+    with compatible_server("no_tools") as server:
+        status, out, _ = run_probe(capsys, server.url, "--json")
+    result = json.loads(out)
+    assert status == 0
+    assert result["profile"]["tools"] is False
+    assert result["evidence"]["tools"].startswith("refused: ")
+    assert len(server.requests) == result["requests"] == 4
+
+
+def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
+    with compatible_server("reject_required", "whole_calls") as server:
+        status, out, _ = run_probe(capsys, server.url)
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["feature", "value", "evidence"]
+    assert any(line.split()[:2] == ["stream_tool_deltas", "False"] for line in lines)
+    assert "required: refused" in out
+    assert lines[-1] == "12 requests made"
+
+
+def test_written_profile_makes_the_quirky_server_work(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "local.json"
+    spec = ToolSpecification(
+        name="get_weather",
+        parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+    )
+    request = ChatRequest(
+        messages=[UserMessage(content="Weather in Paris and London?")],
+        parameters=ChatRequestParameters(
+            tools=[spec], tool_choice=ToolChoice.REQUIRED, parallel_tool_calls=False
+        ),
+    )
+    with compatible_server("reject_required", "reject_parallel", "whole_calls") as server:
+        status, _, err = run_probe(capsys, server.url, "--write", str(path))
+        assert status == 0
+        assert err.splitlines()[-1] == f"profile written to {path}"
+        plain = OpenAIChatModel("local-model", base_url=server.url, max_retries=0)
+        with pytest.raises(ModelError, match="400"):
+            plain.chat(request)
+        profiled = OpenAIChatModel(
+            "local-model", base_url=server.url, max_retries=0, profile=str(path)
+        )
+        events = list(profiled.stream(request))
+    final = events[-1]
+    assert isinstance(final, ResponseComplete)
+    assert [a["feature"] for a in final.response.metadata["adaptations"]] == [
+        "tool_choice",
+        "parallel_tool_calls",
+        "stream_tool_deltas",
+    ]
+    sent = server.requests[-1]
+    assert "stream" not in sent and "parallel_tool_calls" not in sent
+    assert sent["tool_choice"] == "auto"
+    assert sent["messages"][0]["role"] == "system"
+
+
+def test_probe_stops_on_a_failure_that_is_not_a_refusal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with compatible_server() as server:
+        status, _, err = run_probe(capsys, server.url.removesuffix("/v1") + "/wrong")
+    assert status == 1
+    assert "probe failed: probe API error 404: not found" in err
+    assert len(server.requests) == 1
+
+
+def test_probe_refuses_a_non_compatible_prefix(capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["probe", "--model", "anthropic:claude-x"])
+    assert status == 2
+    assert "is not an OpenAI-compatible model" in capsys.readouterr().err
+
+
+def test_probe_stops_on_an_answer_without_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    with compatible_server("no_choices") as server:
+        status, out, err = run_probe(capsys, server.url, "--json")
+    assert (status, out) == (1, "")
+    assert "probe failed: probe tools: unexpected answer" in err
+    assert len(server.requests) == 1
+
+
+def test_probe_of_a_compatible_prefix_keeps_what_it_does_not_measure(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with compatible_server("whole_calls") as server:
+        monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
+        status = main(["probe", "--model", "ollama:qwen3", "--json"])
+    result = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert result["profile"]["name"] == "qwen3"
+    assert result["profile"]["max_tools"] is None  # from the built-in ollama profile
+    assert result["profile"]["tool_choice"] == ["auto", "named", "none", "required"]
+    assert result["profile"]["stream_tool_deltas"] is False
