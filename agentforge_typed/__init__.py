@@ -3,7 +3,7 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._dialects import SchemaDialectError
+from ._dialects import Dialect, SchemaDialectError
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
     AgentForgeError,
@@ -47,15 +47,32 @@ from ._request import (
 )
 from ._response import ChatResponse, FinishReason, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from ._service import ToolService, available_tools_handler, list_available_tools
-from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
+from ._service import (
+    AfterToolCall,
+    ArgumentsErrorHandler,
+    BeforeToolCall,
+    ExecutionErrorHandler,
+    ToolService,
+    UnknownToolHandler,
+    available_tools_handler,
+    list_available_tools,
+)
+from .tools._base import (
+    ErrorKind,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+    ToolExecutor,
+    ToolLike,
+)
 from .tools._function import Tool, tool
+from .tools._invoke import HandlerTimeoutError
 
 if TYPE_CHECKING:
     # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
     from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
-    from .providers._function import FunctionModel
+    from .providers._function import FunctionModel, ModelFunction
     from .providers._profiles import ModelProfile
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
@@ -63,7 +80,7 @@ if TYPE_CHECKING:
     from .providers.openai_responses import OpenAIResponsesModel
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
-    from .tools._mcp import MCPServer
+    from .tools._mcp import MCPServer, MCPTool
     from .tools._schema_tool import SchemaTool
 
 __version__ = "0.1.0"
@@ -76,6 +93,8 @@ _LAZY = {
     "FunctionModel": ".providers._function",
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
+    "MCPTool": ".tools._mcp",
+    "ModelFunction": ".providers._function",
     "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",
     "OpenAIResponsesModel": ".providers.openai_responses",
@@ -103,25 +122,34 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "AfterToolCall",
     "AgentForgeError",
     "AiMessage",
     "AnthropicChatModel",
     "ArgumentError",
     "ArgumentProblem",
+    "ArgumentsErrorHandler",
+    "BeforeToolCall",
     "ChatMessage",
     "ChatModel",
     "ChatRequest",
     "ChatRequestParameters",
     "ChatResponse",
     "CustomMessage",
+    "Dialect",
+    "ErrorKind",
+    "ExecutionErrorHandler",
     "FakeModel",
     "FinalResultEvent",
     "FinishReason",
     "FunctionModel",
+    "HandlerTimeoutError",
     "HttpTool",
     "ImageContent",
     "MCPServer",
+    "MCPTool",
     "ModelError",
+    "ModelFunction",
     "ModelProfile",
     "ModelRetry",
     "OpenAIChatModel",
@@ -152,6 +180,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolExecutor",
+    "ToolLike",
     "ToolLoopEvent",
     "ToolLoopLimitError",
     "ToolResultEvent",
@@ -159,6 +188,7 @@ __all__ = [
     "ToolService",
     "ToolSpecification",
     "UnknownToolError",
+    "UnknownToolHandler",
     "UnsupportedFeatureError",
     "UserMessage",
     "__version__",

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any, Generic
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
-from typing_extensions import TypeVar
+from typing_extensions import TypeForm, TypeVar
 
 from ._exceptions import ArgumentError, ToolArgumentsError
 from ._messages import ToolCall
@@ -65,7 +65,7 @@ class OutputSpec(Generic[OutputT]):
 
     def __init__(
         self,
-        output_type: type[OutputT],
+        output_type: TypeForm[OutputT],
         *,
         name: str = "final_result",
         max_retries: int = 2,

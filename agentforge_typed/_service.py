@@ -11,13 +11,21 @@ import asyncio
 import inspect
 import os
 from collections import Counter
-from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, get_args
+from typing import Any, Generic, cast, get_args, overload
 
 import pydantic_core
-from typing_extensions import TypeVar
+from typing_extensions import Self, TypeForm, TypeVar
 
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -44,6 +52,7 @@ from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
 from .tools._base import (
+    DepsT,
     ErrorKind,
     ReturnBehavior,
     ToolContext,
@@ -51,7 +60,9 @@ from .tools._base import (
     ToolExecutor,
     ToolLike,
 )
+from .tools._invoke import is_async_callable
 from .tools._outcomes import describe_exception, reraise_uncontained
+from .tools._signature import deps_accepted, type_name
 
 __all__ = [
     "AfterToolCall",
@@ -76,10 +87,16 @@ ExecutionErrorHandler = Callable[[BaseException, ToolContext[Any]], "ToolExecuti
 """Replaces the default execution-error result: return what the model reads, or raise to stop."""
 UnknownToolHandler = Callable[[ToolCall, Sequence[str]], "ToolExecutionResult | str | None"]
 """Answers a call to an unregistered tool (given the registered names); `None` raises."""
-BeforeToolCall = Callable[[ToolCall, ToolContext[Any]], "ToolExecutionResult | str | None"]
-"""Runs before each call; a result (or text) is used instead of executing the tool."""
-AfterToolCall = Callable[[ToolExecution], None]
-"""Sees every execution, after error policies (audit, metrics, logging)."""
+BeforeToolCall = Callable[
+    [ToolCall, ToolContext[Any]],
+    "ToolExecutionResult | str | Awaitable[ToolExecutionResult | str | None] | None",
+]
+"""Runs before each call; a result (or text) is used instead of executing the tool. It may be an
+async function under `achat`/`astream` (an approval that asks a service)."""
+AfterToolCall = Callable[[ToolExecution], "Awaitable[None] | None"]
+"""Sees every execution, after error policies (audit, metrics, logging); it may be an async
+function under `achat`/`astream`."""
+_AsyncAnswer = Awaitable["ToolExecutionResult | str | None"]
 
 
 def available_tools_handler(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
@@ -135,20 +152,24 @@ class _Run:
 
     def __init__(
         self,
-        service: ToolService,
+        service: ToolService[Any],
         messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None,
         deps: Any,
         conversation_id: str | None,
         output: OutputSpec[Any] | None = None,
+        *,
+        asynchronous: bool = False,
     ) -> None:
         self.service = service
+        self.async_before, self.async_after = service._async_hooks(asynchronous)
         self.messages = _conversation(messages)
         if not self.messages:
             raise ValueError("ToolService.chat needs at least one message")
         self.output = output
         self.output_value: Any = None
         self.parameters = service._request_parameters(parameters, output)
+        service._check_deps(deps)
         self.deps = deps
         self.conversation_id = conversation_id or os.urandom(16).hex()
         self.responses: list[ChatResponse] = []
@@ -214,8 +235,8 @@ class _Run:
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
-        if service.before_tool_call is not None:
-            answer = service.before_tool_call(call, context)
+        if service.before_tool_call is not None and not self.async_before:
+            answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
             if answer is not None:
                 return _Planned(index, call, context, tool, _as_result(answer, None))
         return _Planned(index, call, context, tool)
@@ -228,8 +249,8 @@ class _Run:
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)
-        if self.service.after_tool_call is not None:
-            self.service.after_tool_call(execution)
+        if self.service.after_tool_call is not None and not self.async_after:
+            _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
         return execution
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
@@ -324,6 +345,18 @@ class _Run:
         )
 
 
+def _not_awaitable(value: Any, hook: str) -> Any:
+    """`value`, unless a hook gave an awaitable where it is not awaited (a sync function that
+    returns a coroutine): a `TypeError` rather than a coroutine the loop would treat as an answer."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: no "coroutine was never awaited" warning
+        raise TypeError(
+            f"{hook} returned an awaitable; make it an async function (run under achat/astream)"
+        )
+    return value
+
+
 def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution]) -> bool:
     """Stop when every call of the round may end the loop — `IMMEDIATE`, or `IMMEDIATE_IF_LAST`
     as the round's last call — and none of them failed (a failure goes back to the model, which
@@ -340,8 +373,12 @@ def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution
     return True
 
 
-class ToolService:
+class ToolService(Generic[DepsT]):
     """Registered tools plus the loop that lets a model use them.
+
+    Generic in the type of the `deps` its tools receive through `ToolContext[DepsT]`: annotate
+    (`ToolService[Db]()`) or pass `deps_type=Db`; then `chat` and the other runs require
+    `deps: Db`. `ToolService()` alone takes no deps (`ToolService[None]`).
 
     Args:
         tools: Tools to register now (anything `register` accepts).
@@ -355,6 +392,8 @@ class ToolService:
         parallel: Under `achat`, run the independent calls of a round concurrently.
         before_tool_call: Hook that may answer a call instead of executing it (deny, approve, cache).
         after_tool_call: Hook that sees every execution (audit, metrics); see `logging_hook`.
+        deps_type: The class of the `deps` every run gets (checked with `isinstance` when a run
+            starts); a tool whose `ToolContext[X]` does not accept it is refused at registration.
     """
 
     def __init__(
@@ -368,6 +407,7 @@ class ToolService:
         parallel: bool = True,
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
+        deps_type: type[DepsT] | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -378,6 +418,7 @@ class ToolService:
         self.parallel = parallel
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
+        self.deps_type = deps_type
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
         for item in tools or ():
@@ -398,7 +439,7 @@ class ToolService:
         """What the model is offered."""
         return tuple(t.specification for t in self._tools.values())
 
-    def register(self, source: object) -> ToolService:
+    def register(self, source: object) -> Self:
         """Register a `Tool` (or any `ToolLike`), a plain typed function (decorated on the fly),
         a `ToolSource` such as an entered `MCPServer`, or an object whose methods carry `@tool`.
 
@@ -411,7 +452,8 @@ class ToolService:
             SchemaDialectError: a tool asks for a provider-enforced schema (`strict_schema`)
                 that the OpenAI strict dialect cannot express — refused now, not at the first
                 request.
-            TypeError: `source` holds no tool.
+            TypeError: `source` holds no tool, or a tool's `ToolContext[X]` does not accept the
+                service's `deps_type`.
         """
         items = tools_from(source)
         counts = Counter(item.name for item in items)
@@ -426,6 +468,12 @@ class ToolService:
                 problem if len(items) == 1 else f"{problem}; nothing from {source!r} was registered"
             )
         for item in items:
+            expected = getattr(item, "deps_type", Any)
+            if self.deps_type is not None and not deps_accepted(expected, self.deps_type):
+                raise TypeError(
+                    f"tool {item.name!r} takes ToolContext[{type_name(expected)}], which does not "
+                    f"accept this service's deps type {type_name(self.deps_type)}"
+                )
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
         self._tools.update((item.name, item) for item in items)
@@ -437,13 +485,37 @@ class ToolService:
         specification: ToolSpecification,
         handler: Callable[[dict[str, Any]], Any] | ToolExecutor,
         **options: Any,
-    ) -> ToolService:
+    ) -> Self:
         """Register a tool defined by a hand-written JSON schema; arguments are validated against
         the schema itself before `handler` (a sync or async callable receiving the arguments
         dict, or a `ToolExecutor`) runs. `options` go to `SchemaTool`."""
         from .tools._schema_tool import SchemaTool
 
         return self.register(SchemaTool(specification, handler, **options))
+
+    def _async_hooks(self, asynchronous: bool) -> tuple[bool, bool]:
+        """Whether `before_tool_call` and `after_tool_call` are async functions; under a blocking
+        run (`chat`, `stream`) one that is is a `TypeError`, before any model call."""
+        hooks = {"before_tool_call": self.before_tool_call, "after_tool_call": self.after_tool_call}
+        found = {name: hook is not None and is_async_callable(hook) for name, hook in hooks.items()}
+        for name, is_async in found.items():
+            if is_async and not asynchronous:
+                raise TypeError(
+                    f"{name} is an async function: it runs only under achat/astream; "
+                    "use a plain function with chat/stream"
+                )
+        return found["before_tool_call"], found["after_tool_call"]
+
+    def _check_deps(self, deps: Any) -> None:
+        """Refuse, before any model call, `deps` that are not an instance of `deps_type` (not an
+        `AttributeError` inside a tool that the model would read)."""
+        expected = self.deps_type
+        if expected is None or deps_accepted(expected, type(deps)):
+            return
+        raise TypeError(
+            f"deps must be an instance of {type_name(expected)} (this service's deps_type), "
+            f"not {type(deps).__qualname__}"
+        )
 
     def _request_parameters(
         self, user: ChatRequestParameters | None, output: OutputSpec[Any] | None
@@ -469,6 +541,54 @@ class ToolService:
 
     # -- the loop ----------------------------------------------------------------------------
 
+    @overload
+    def chat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    def chat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    def chat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    def chat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
+    ) -> ToolChatResult[OutputT]: ...
+
     def chat(
         self,
         model: ChatModel,
@@ -477,8 +597,8 @@ class ToolService:
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-    ) -> ToolChatResult[OutputT]:
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
@@ -491,6 +611,54 @@ class ToolService:
                 if run.finish_round(planned, settled):
                     return run.result()
 
+    @overload
+    async def achat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    async def achat(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    async def achat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: TypeForm[OutputT] = ...,
+    ) -> ToolChatResult[OutputT]: ...
+
+    @overload
+    async def achat(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: OutputSpec[OutputT],
+    ) -> ToolChatResult[OutputT]: ...
+
     async def achat(
         self,
         model: ChatModel,
@@ -499,11 +667,19 @@ class ToolService:
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
-    ) -> ToolChatResult[OutputT]:
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> ToolChatResult[Any]:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            asynchronous=True,
+        )
         with run:
             while True:
                 planned = run.on_response(await model.achat(run.next_request()))
@@ -515,6 +691,30 @@ class ToolService:
                 if run.finish_round(planned, settled):
                     return run.result()
 
+    @overload
+    def stream(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> Generator[ToolLoopEvent, None, None]: ...
+
+    @overload
+    def stream(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> Generator[ToolLoopEvent, None, None]: ...
+
     def stream(
         self,
         model: ChatModel,
@@ -523,7 +723,7 @@ class ToolService:
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
@@ -548,6 +748,30 @@ class ToolService:
                     break
             yield FinalResultEvent(run.result())
 
+    @overload
+    def astream(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        conversation_id: str | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> AsyncGenerator[ToolLoopEvent, None]: ...
+
+    @overload
+    def astream(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        conversation_id: str | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+    ) -> AsyncGenerator[ToolLoopEvent, None]: ...
+
     async def astream(
         self,
         model: ChatModel,
@@ -556,11 +780,19 @@ class ToolService:
         *,
         deps: Any = None,
         conversation_id: str | None = None,
-        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            asynchronous=True,
+        )
         with run:
             while True:
                 reader = _RoundReader()
@@ -610,7 +842,7 @@ def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
     return conversation
 
 
-def _output_spec(output_type: type[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
+def _output_spec(output_type: TypeForm[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
     if output_type is None or isinstance(output_type, OutputSpec):
         return output_type
     return OutputSpec(output_type)
@@ -656,7 +888,15 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 
 async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
-    return run.settle(plan, await _aexecute(plan))
+    before, after = run.service.before_tool_call, run.service.after_tool_call
+    if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
+        answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
+        if answer is not None:
+            plan = replace(plan, preset=_as_result(answer, None))
+    execution = run.settle(plan, await _aexecute(plan))
+    if run.async_after and after is not None:
+        await cast(Awaitable[None], after(execution))
+    return execution
 
 
 async def _asettle_at(run: _Run, plan: _Planned) -> tuple[int, ToolExecution]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Generator, Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
 from typing_extensions import assert_type
 
 from agentforge_typed import (
@@ -19,8 +21,10 @@ from agentforge_typed import (
     ToolChatResult,
     ToolExecution,
     ToolLoopEvent,
+    ToolContext,
     ToolService,
     UserMessage,
+    tool,
 )
 
 
@@ -55,6 +59,20 @@ async def main() -> None:
     assert_type(service.chat(model, prompt, output_type=list[int]).output, list[int])
     assert_type(service.chat(model, prompt, output_type=OutputSpec(City, native=True)).output, City)
 
+    # Type forms that are not classes: unions, literals, `Annotated`, `Optional`.
+    either = service.chat(model, prompt, output_type=City | Point)
+    assert_type(either.output, City | Point)
+    assert_type(service.chat(model, prompt, output_type=Literal["yes", "no"]).output, Literal["yes", "no"])
+    assert_type(service.chat(model, prompt, output_type=Annotated[int, Field(ge=0)]).output, int)
+    assert_type((await service.achat(model, prompt, output_type=City | None)).output, City | None)
+    assert_type(OutputSpec(City | Point), OutputSpec[City | Point])
+    assert_type(OutputSpec(Literal["a", "b"], native=True), OutputSpec[Literal["a", "b"]])
+    assert_type(service.chat(model, prompt, output_type=OutputSpec(City | Point)).output, City | Point)
+    either.output.name  # type: ignore[union-attr]
+    answer: Literal["yes"] = service.chat(model, prompt, output_type=Literal["yes", "no"]).output  # type: ignore[assignment]
+    service.chat(model, prompt, output_type=42)  # type: ignore[call-overload]
+    OutputSpec(42)  # type: ignore[arg-type]
+
     # A string is one user message.
     assert_type(service.chat(model, "What's the weather?"), ToolChatResult[None])
     assert_type(await service.achat(model, "hi", output_type=City), ToolChatResult[City])
@@ -62,13 +80,16 @@ async def main() -> None:
     # Generators, so that closing one early (which cancels running calls) type-checks.
     assert_type(service.stream(model, prompt), Generator[ToolLoopEvent, None, None])
     assert_type(service.astream(model, prompt), AsyncGenerator[ToolLoopEvent, None])
+    assert_type(service.stream(model, prompt, output_type=City | Point), Generator[ToolLoopEvent, None, None])
+    service.astream(model, prompt, output_type=Literal["a"])
+    service.stream(model, prompt, output_type=42)  # type: ignore[call-overload]
 
     # Misuse that must stay a type error.
     city.output.population  # type: ignore[attr-defined]
     service.chat(model, ["hi"])  # type: ignore[list-item]
-    service.chat(model, 42)  # type: ignore[arg-type]
+    service.chat(model, 42)  # type: ignore[call-overload]
     city.output.name.upper(1)  # type: ignore[call-arg]
-    service.chat(prompt, model)  # type: ignore[arg-type]
+    service.chat(prompt, model)  # type: ignore[call-overload]
     ToolService(max_round_trips="3")  # type: ignore[arg-type]
 
 
@@ -77,3 +98,46 @@ def failed(error: AgentForgeError) -> None:
     assert_type(error.messages, tuple[ChatMessage, ...])
     assert_type(error.tool_executions, tuple[ToolExecution, ...])
     assert_type(error.usage, TokenUsage)
+
+
+class Db:
+    def user(self) -> str:
+        return "ada"
+
+
+class Other:
+    pass
+
+
+async def typed_deps(model: FunctionModel) -> None:
+    # The deps type: inferred from `deps_type`, or annotated; none by default.
+    typed = ToolService(deps_type=Db)
+    assert_type(typed, ToolService[Db])
+    assert_type(typed.deps_type, type[Db] | None)
+    annotated: ToolService[Db] = ToolService()
+    assert_type(ToolService(), ToolService[None])
+    assert_type(ToolService().register(get_user), ToolService[None])
+
+    assert_type(typed.chat(model, "hi", deps=Db()), ToolChatResult[None])
+    assert_type(typed.chat(model, "hi", deps=Db(), output_type=City | Point).output, City | Point)
+    assert_type(typed.chat(model, "hi", deps=Db(), output_type=OutputSpec(int)).output, int)
+    assert_type(await annotated.achat(model, "hi", deps=Db(), output_type=City), ToolChatResult[City])
+    assert_type(typed.stream(model, "hi", deps=Db()), Generator[ToolLoopEvent, None, None])
+    assert_type(typed.astream(model, "hi", deps=Db()), AsyncGenerator[ToolLoopEvent, None])
+    optional: ToolService[Db | None] = ToolService()
+    optional.chat(model, "hi", deps=None)
+    ToolService().chat(model, "hi", deps=None)
+
+    # A missing or wrong `deps` is a type error.
+    typed.chat(model, "hi")  # type: ignore[call-overload]
+    typed.chat(model, "hi", deps=Other())  # type: ignore[call-overload]
+    await typed.achat(model, "hi", deps=None)  # type: ignore[call-overload]
+    typed.stream(model, "hi")  # type: ignore[call-arg]
+    typed.astream(model, "hi", deps="db")  # type: ignore[arg-type]
+    ToolService().chat(model, "hi", deps=Db())  # type: ignore[call-overload]
+    wrong: ToolService[Db] = ToolService(deps_type=Other)  # type: ignore[arg-type]
+
+
+@tool
+def get_user(ctx: ToolContext[Db]) -> str:
+    return ctx.deps.user()

@@ -5,6 +5,7 @@ by `warn_unused_ignores`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel
 from typing_extensions import assert_type
@@ -92,6 +93,11 @@ assert_type(get_weather.execute(call, deps=object()), ToolExecutionResult)
 get_weather.execute('{"city": "Paris"}')  # type: ignore[arg-type]
 
 tool(name="x", strict="yes")  # type: ignore[call-overload]
+
+# Unknown keys are forbidden at every depth, or dropped (recorded): there is no "allow".
+assert_type(get_weather.extra_arguments, Literal["forbid", "ignore"])
+lenient = tool(extra_arguments="ignore")
+tool(extra_arguments="allow")  # type: ignore[call-overload]
 
 try:
     get_weather.validate_arguments("{}")

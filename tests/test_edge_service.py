@@ -365,7 +365,7 @@ async def test_deps_and_conversation_id_reach_sync_tools_in_threads() -> None:
         AiMessage(tool_calls=[ToolCall(id="c1", name="whoami", arguments='{"label":"x"}')]),
         AiMessage(text="ok"),
     ]
-    service = ToolService([whoami])
+    service = ToolService([whoami], deps_type=dict)
     first, _ = scripted(*turns)
     second, _ = scripted(*turns)
     await service.achat(first, ASK, deps=deps, conversation_id="conv-1")

@@ -73,7 +73,8 @@ async def test_a_tool_parameter_named_timeout_under_aexecute() -> None:
 def test_a_timed_out_sync_handler_is_reported_abandoned() -> None:
     with pytest.raises(HandlerTimeoutError) as raised:
         invoke(time.sleep, (1.0,), timeout=0.05)
-    assert (raised.value.timeout, raised.value.abandoned) == (0.05, "thread")
+    assert (raised.value.timeout, raised.value.abandoned) == (0.05, True)
+    assert raised.value.left_running == "thread"
     assert str(raised.value) == "timed out after 0.05 seconds"
 
 
@@ -89,7 +90,7 @@ def test_a_timed_out_async_handler_is_cancelled_not_abandoned() -> None:
 
     with pytest.raises(HandlerTimeoutError) as raised:
         invoke(slow, timeout=0.05)
-    assert raised.value.abandoned is None
+    assert raised.value.abandoned is False
     assert cancelled == [True]
 
 
@@ -98,7 +99,7 @@ async def test_ainvoke_timeouts_say_whether_a_thread_is_abandoned() -> None:
         await ainvoke(time.sleep, (1.0,), timeout=0.05)
     with pytest.raises(HandlerTimeoutError) as async_raised:
         await ainvoke(asyncio.sleep, (5,), timeout=0.05)
-    assert (sync_raised.value.abandoned, async_raised.value.abandoned) == ("thread", None)
+    assert (sync_raised.value.abandoned, async_raised.value.abandoned) == (True, False)
 
 
 def test_an_abandoned_sync_handler_does_not_hold_up_the_loops_shutdown() -> None:
@@ -135,7 +136,7 @@ async def test_an_awaitable_returned_by_a_sync_handler_shares_the_timeout() -> N
     with pytest.raises(HandlerTimeoutError) as raised:
         await ainvoke(start, (5,), timeout=0.1)
     # The sync part finished: what timed out is the awaitable, which was cancelled.
-    assert (raised.value.timeout, raised.value.abandoned) == (0.1, None)
+    assert (raised.value.timeout, raised.value.abandoned) == (0.1, False)
 
 
 def test_an_awaitable_returned_by_a_sync_handler_runs_from_blocking_code() -> None:

@@ -357,6 +357,7 @@ CASES = [
             "$defs": {
                 "LineItem": {
                     "description": "One line of an order.",
+                    "additionalProperties": False,
                     "properties": {
                         "sku": {"type": "string"},
                         "quantity": {"maximum": 100, "minimum": 1, "type": "integer"},
@@ -366,6 +367,7 @@ CASES = [
                     "type": "object",
                 },
                 "Order": {
+                    "additionalProperties": False,
                     "properties": {
                         "customer": {"type": "string"},
                         "items": {"items": {"$ref": "#/$defs/LineItem"}, "type": "array"},
@@ -483,6 +485,7 @@ CASES = [
         {
             "$defs": {
                 "TreeNode": {
+                    "additionalProperties": False,
                     "properties": {
                         "value": {"type": "integer"},
                         "children": {
@@ -508,6 +511,7 @@ CASES = [
         {
             "$defs": {
                 "Cat": {
+                    "additionalProperties": False,
                     "properties": {
                         "kind": {"const": "cat", "type": "string"},
                         "lives": {"type": "integer"},
@@ -517,6 +521,7 @@ CASES = [
                     "type": "object",
                 },
                 "Dog": {
+                    "additionalProperties": False,
                     "properties": {
                         "kind": {"const": "dog", "type": "string"},
                         "good": {"type": "boolean"},
@@ -592,6 +597,7 @@ CASES = [
             "$defs": {
                 "LineItem": {
                     "description": "One line of an order.",
+                    "additionalProperties": False,
                     "properties": {
                         "sku": {"type": "string"},
                         "quantity": {"maximum": 100, "minimum": 1, "type": "integer"},
@@ -614,6 +620,7 @@ CASES = [
             "$defs": {
                 "LineItem": {
                     "description": "One line of an order.",
+                    "additionalProperties": False,
                     "properties": {
                         "sku": {"type": "string"},
                         "quantity": {"maximum": 100, "minimum": 1, "type": "integer"},
@@ -623,6 +630,7 @@ CASES = [
                     "type": "object",
                 },
                 "Order": {
+                    "additionalProperties": False,
                     "properties": {
                         "customer": {"type": "string"},
                         "items": {"items": {"$ref": "#/$defs/LineItem"}, "type": "array"},

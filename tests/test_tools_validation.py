@@ -185,6 +185,8 @@ def test_union_errors_name_the_alternative() -> None:
     assert [(e.path, e.message) for e in caught.value.errors] == [
         ("$.shape.Circle.radius", "Input should be a valid number"),
         ("$.shape.Square.side", "Field required"),
+        # Unknown keys are rejected at every depth: `radius` is not a `Square` property.
+        ("$.shape.Square.radius", "Extra inputs are not permitted"),
     ]
 
 

@@ -19,6 +19,8 @@ from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
 from ..providers._registry import KNOWN_MODEL_PREFIXES, get_model
+from ..tools._base import ToolLike
+from ..tools._signature import deps_accepted, type_name
 from ._target import Target, TargetError, load_object, load_target
 
 __all__ = ["main"]
@@ -179,6 +181,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.max_rounds is not None:
         service.max_round_trips = args.max_rounds
     deps = _deps(target, args.deps)
+    if deps is None:
+        _refuse_missing_deps(service.tools)
     try:
         model = get_model(args.model)
     except (ValueError, AgentForgeError) as exc:
@@ -209,6 +213,21 @@ def _deps(target: Target, spec: str | None) -> Any:
         return getattr(target.module, spec)
     except AttributeError:
         raise _UsageError(f"--deps: {target.module.__name__!r} has no attribute {spec!r}") from None
+
+
+def _refuse_missing_deps(tools: Sequence[ToolLike]) -> None:
+    """Refuse to run tools whose `ToolContext[X]` does not accept `None` without deps: each call
+    would fail inside the tool, and the run would still end "successfully"."""
+    needy = [
+        f"{item.name} (ToolContext[{type_name(expected)}])"
+        for item in tools
+        if not deps_accepted(expected := getattr(item, "deps_type", Any), None)
+    ]
+    if needy:
+        raise _UsageError(
+            f"{', '.join(needy)} need{'s' if len(needy) == 1 else ''} deps, and none are given: "
+            "pass --deps module:attribute, or define `deps` in TARGET's module"
+        )
 
 
 # -- schema ------------------------------------------------------------------------------------

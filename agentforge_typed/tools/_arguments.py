@@ -8,7 +8,8 @@ known to produce, each repair recorded:
 - the whole arguments object double-encoded as a JSON string;
 - trailing commas before a closing `}` or `]` (outside strings), removed;
 - a JSON object or array sent as a string where the schema wants an object or array;
-- with `extra_arguments="ignore"`, top-level arguments the signature does not have are dropped.
+- with `extra_arguments="ignore"`, keys the signature's types do not have are dropped, at any
+  depth.
 
 Nothing else is guessed: anything still invalid is reported, one `ArgumentError` per problem.
 """
@@ -27,7 +28,7 @@ from pydantic_core import ErrorDetails, SchemaValidator
 from .._exceptions import ArgumentError
 from ._argument_errors import json_path, render_input
 from ._outcomes import ValidatedArguments
-from ._signature import core_schema_nodes
+from ._signature import closed_validator, core_schema_nodes
 
 __all__ = [
     "MAX_REPAIR_ROUNDS",
@@ -77,12 +78,15 @@ def repair_string_encoded(path: str, kind: Literal["object", "array"]) -> str:
 _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dataclass_type", "dict_type"})
 _ARRAY_ERRORS = frozenset({"list_type", "tuple_type", "set_type", "frozen_set_type"})
 _STRING_ENCODED_ERRORS = _OBJECT_ERRORS | _ARRAY_ERRORS
+_EXTRA_ERRORS = frozenset({"extra_forbidden", "unexpected_keyword_argument"})
+"""An object key its type does not declare (a dataclass reports it as a keyword argument)."""
 _JSON_MESSAGES = {
     "bytes_type": "Input should be a string",
     "complex_type": 'Input should be a complex number: a number, or a string such as "1+2j"',
     "complex_str_parsing": 'Input should be a complex number: a number, or a string such as "1+2j"',
     "decimal_type": "Input should be a decimal number: a number, or a string of one",
     "uuid_type": "Input should be a UUID string",
+    "unexpected_keyword_argument": "Extra inputs are not permitted",
 }
 """pydantic messages that speak of Python types, in words about the JSON a model can send."""
 MAX_REPAIR_ROUNDS = 8
@@ -95,7 +99,7 @@ class ArgumentsValidator:
     Args:
         args_model: The pydantic model of the arguments (built with `extra="forbid"`).
         strict: pydantic strict mode (no `"5"` → `5`); `False` leaves each model's own setting.
-        extra_arguments: `"forbid"` reports unknown top-level arguments, `"ignore"` drops them.
+        extra_arguments: `"forbid"` reports unknown keys, `"ignore"` drops them (at any depth).
         null_means_default: The arguments' JSON Schema, for tools whose schema the provider
             enforces (OpenAI strict mode makes every optional property required and nullable):
             a `null` that fails validation where the schema does not require the property is
@@ -137,7 +141,7 @@ class ArgumentsValidator:
         `repair(raw, error)` on a `ValidationError`."""
         self._drop_extra = extra_arguments == "ignore"
         self._repairable_kinds = _STRING_ENCODED_ERRORS | (
-            {"extra_forbidden"} if self._drop_extra else frozenset()
+            _EXTRA_ERRORS if self._drop_extra else frozenset()
         )
         names = ", ".join(field.alias or name for name, field in args_model.model_fields.items())
         self._unexpected = f"Unexpected argument; this tool takes: {names or 'nothing'}"
@@ -198,9 +202,7 @@ class ArgumentsValidator:
             if nulls and detail["input"] is None:
                 return True
             if kind in self._repairable_kinds and (
-                isinstance(detail["input"], str)
-                if kind != "extra_forbidden"
-                else len(detail["loc"]) == 1
+                kind in _EXTRA_ERRORS or isinstance(detail["input"], str)
             ):
                 return True
         return False
@@ -211,9 +213,13 @@ class ArgumentsValidator:
         changed = False
         for detail in errors:
             kind, loc, value = detail["type"], detail["loc"], detail["input"]
-            if kind == "extra_forbidden" and self._drop_extra and len(loc) == 1:
-                if isinstance(data, dict) and data.pop(loc[0], _MISSING) is not _MISSING:
-                    repairs.append(f"dropped unknown argument `{loc[0]}`")
+            if kind in _EXTRA_ERRORS:
+                if self._drop_extra and (path := _drop(data, loc)) is not None:
+                    repairs.append(
+                        f"dropped unknown argument `{loc[0]}`"
+                        if len(loc) == 1
+                        else f"{path}: unknown property dropped"
+                    )
                     changed = True
                 continue
             if value is None and self._optional_schema is not None:
@@ -251,7 +257,6 @@ class ArgumentsValidator:
         return argument_errors(details, unexpected_argument=self._unexpected, choices=self._choices)
 
 
-_MISSING = object()
 _NO_CHOICES: Mapping[str, str] = {}
 _CHOICE_KINDS = frozenset({"literal_error", "enum"})
 
@@ -297,7 +302,7 @@ def fields_validator(args_model: type[BaseModel]) -> SchemaValidator:
     fields = schema["schema"]
     if definitions is not None:
         fields = {"type": "definitions", "schema": fields, "definitions": definitions}
-    return SchemaValidator(fields, schema.get("config"))
+    return closed_validator(fields, schema.get("config"))
 
 
 def _details(error: ValidationError) -> list[ErrorDetails]:
@@ -390,8 +395,9 @@ def _objects(nodes: Sequence[dict[str, Any]], defs: dict[str, Any]) -> list[dict
     return [n for n in _alternatives(nodes, defs) if "properties" in n]
 
 
-def _replace(root: Any, loc: Sequence[str | int], old: str, new: Any) -> tuple[Any, str | None]:
-    """Put `new` where `old` sits at pydantic location `loc`; return the new root and its JSON path.
+def _locate(root: Any, loc: Sequence[str | int]) -> tuple[Any, str | int, Any, list[str | int]]:
+    """`(parent, key, value, steps)` of the value at pydantic location `loc` (`parent` is `None`
+    for the root): the deepest value the data has along `loc`, and the steps taken to it.
 
     Location steps the data does not have are union-member tags (`"Circle"`, `"int"`), skipped.
     """
@@ -407,9 +413,28 @@ def _replace(root: Any, loc: Sequence[str | int], old: str, new: Any) -> tuple[A
         else:
             continue
         steps.append(step)
+    return parent, key, node, steps
+
+
+def _replace(root: Any, loc: Sequence[str | int], old: str, new: Any) -> tuple[Any, str | None]:
+    """Put `new` where `old` sits at pydantic location `loc`; return the new root and its JSON path."""
+    parent, key, node, steps = _locate(root, loc)
     if not (isinstance(node, str) and node == old):
         return root, None
     if parent is None:
         return new, "$"
     parent[key] = new
     return root, json_path(steps)
+
+
+def _drop(root: Any, loc: Sequence[str | int]) -> str | None:
+    """Remove the unknown key at pydantic location `loc`; return its JSON path, or `None` when the
+    data has no such key (already dropped through another union member's error)."""
+    if not loc:
+        return None
+    *where, key = loc
+    _, _, owner, steps = _locate(root, where)
+    if not isinstance(owner, dict) or key not in owner:
+        return None
+    del owner[key]
+    return json_path([*steps, key])

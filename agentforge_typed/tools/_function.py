@@ -85,6 +85,8 @@ class Tool(Generic[P, R]):
         timeout: Seconds a call may run; `None` for no limit.
         sequential: Never run concurrently with other calls of a round.
         extra_arguments: `"forbid"` reports unknown arguments, `"ignore"` drops them (recorded).
+        deps_type: The `X` of its `ToolContext[X]` parameter (`Any` without one): a `ToolService`
+            with a `deps_type` refuses to register a tool whose `X` does not accept it.
     """
 
     # The private per-call state in slots: reading a slot is cheaper than reading an instance
@@ -124,6 +126,7 @@ class Tool(Generic[P, R]):
     timeout: float | None
     sequential: bool
     extra_arguments: ExtraArguments
+    deps_type: Any
 
     def __init__(
         self,
@@ -183,6 +186,7 @@ class Tool(Generic[P, R]):
         self.timeout = timeout
         self.sequential = options.get("sequential", False)
         self.extra_arguments = extra_arguments
+        self.deps_type = signature.deps_type
 
         self._function: Callable[..., Any] = target
         self._binding: _Binding = binding

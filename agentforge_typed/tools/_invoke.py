@@ -49,16 +49,21 @@ class HandlerTimeoutError(Exception):
 
     Attributes:
         timeout: The limit, in seconds.
-        abandoned: What still runs that nobody waits for: `"thread"` (a sync handler's worker
-            thread), `"task"` (an async handler that ignored its cancellation), or `None`.
+        abandoned: Whether the handler still runs with nobody waiting for it.
+        left_running: What was abandoned: `"thread"` (a sync handler's worker thread, or the
+            thread running an async handler's loop), `"task"` (an async handler that ignored its
+            cancellation), or `None`.
     """
 
     def __init__(
-        self, timeout: float, *, abandoned: Literal["thread", "task"] | None = None
+        self, timeout: float, *, abandoned: bool | Literal["thread", "task"] = False
     ) -> None:
         super().__init__(f"timed out after {timeout:g} seconds")
         self.timeout = timeout
-        self.abandoned = abandoned
+        self.left_running: Literal["thread", "task"] | None = (
+            "thread" if abandoned is True else abandoned or None
+        )
+        self.abandoned = self.left_running is not None
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:

@@ -113,7 +113,7 @@ def failure_result(
                 tool_name,
                 exc.timeout,
                 "its worker thread is abandoned and keeps running"
-                if exc.abandoned == "thread"
+                if exc.left_running == "thread"
                 else "it ignored its cancellation, so its task is abandoned and keeps running",
             )
         return timeout_result(tool_name, exc.timeout, exception=exc, repairs=repairs)

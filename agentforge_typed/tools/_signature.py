@@ -12,6 +12,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapte
 from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import CoreSchema, SchemaError, core_schema
+from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
 
 from ._base import ToolContext
 from ._docstrings import parse_docstring
@@ -30,7 +31,11 @@ __all__ = [
     "ToolJsonSchema",
     "ToolSignature",
     "check_tool_name",
+    "closed_validator",
+    "core_schema_nodes",
+    "deps_accepted",
     "inspect_function",
+    "type_name",
 ]
 
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -55,6 +60,15 @@ class ToolJsonSchema(GenerateJsonSchema):
             schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
         )
 
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        """pydantic's, closed (`additionalProperties: false`) where the validator rejects
+        unknown keys: pydantic reads the class's own `extra`, not a `closed_validator` schema."""
+        return _closed(super().model_schema(schema), schema)
+
+    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
+        """Closed like `model_schema`."""
+        return _closed(super().dataclass_schema(schema), schema)
+
 
 @dataclass(frozen=True)
 class ToolSignature:
@@ -66,6 +80,8 @@ class ToolSignature:
     description: str
     context_parameter: str | None
     """The parameter annotated with `ToolContext`, injected at run time."""
+    deps_type: Any
+    """The `X` of that parameter's `ToolContext[X]`: `Any` without one, or for a bare `ToolContext`."""
     positional: tuple[str, ...]
     """Positional-only parameters, in order: passed positionally."""
     renames: Mapping[str, str] | None
@@ -107,6 +123,7 @@ def inspect_function(
     renames: dict[str, str] = {}
     positional: list[str] = []
     context_parameter: str | None = None
+    deps_type: Any = Any
     for parameter in parameters:
         where = f"{label}, parameter `{parameter.name}`"
         if parameter.kind is inspect.Parameter.VAR_POSITIONAL:
@@ -119,15 +136,16 @@ def inspect_function(
             raise TypeError(f"{where}: missing type annotation")
         annotation = hints[parameter.name]
         try:
-            is_context = _is_context(annotation)
+            context = _context(annotation)
         except TypeError as exc:
             raise TypeError(f"{where}: {exc}") from None
-        if is_context:
+        if context is not None:
             if context_parameter is not None:
                 raise TypeError(f"{where}: only one parameter may be a `ToolContext`")
             if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
                 raise TypeError(f"{where}: a `ToolContext` parameter cannot be positional-only")
             context_parameter = parameter.name
+            deps_type = _context_deps(context)
             continue
         if parameter.kind is inspect.Parameter.POSITIONAL_ONLY:
             positional.append(parameter.name)
@@ -147,12 +165,14 @@ def inspect_function(
         doc = docstring.parameters.get(parameter.name)
         fields[field_name] = _field(annotation, parameter, doc, alias)
 
-    # Always `extra="forbid"`: the schema tells the model it must not invent arguments; a tool
-    # with `extra_arguments="ignore"` drops them in the validator's repair path instead. JSON has
-    # no NaN or Infinity (and `1e400` parses as infinity): refuse them as a model's numbers.
+    # Always `extra="forbid"`, at every depth (see `_close`): the schema tells the model it must
+    # not invent arguments; a tool with `extra_arguments="ignore"` drops them in the validator's
+    # repair path instead. JSON has no NaN or Infinity (and `1e400` parses as infinity): refuse
+    # them as a model's numbers.
     config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
     try:
         args_model: type[BaseModel] = create_model(f"{name}_arguments", __config__=config, **fields)
+        _close(args_model)
         schema = args_model.model_json_schema(schema_generator=ToolJsonSchema)
     except _UNSUPPORTED_TYPE_ERRORS as exc:
         raise TypeError(_unsupported_type_message(label, fields, renames, exc)) from exc
@@ -172,6 +192,7 @@ def inspect_function(
         parameters=schema,
         description=docstring.description,
         context_parameter=context_parameter,
+        deps_type=deps_type,
         positional=tuple(positional),
         renames=renames or None,
         return_annotation=hints.get("return", inspect.Parameter.empty),
@@ -232,9 +253,10 @@ def _unresolvable_annotation(annotated: Any, localns: dict[str, Any]) -> str | N
     return None
 
 
-def _is_context(annotation: Any) -> bool:
-    """`ToolContext`, `ToolContext[X]` or a subclass, also inside `Annotated[...]`, a type alias
-    or `... | None`.
+def _context(annotation: Any) -> Any:
+    """The `ToolContext` annotation (`ToolContext`, `ToolContext[X]` or a subclass) that
+    `annotation` is, also inside `Annotated[...]`, a type alias or `... | None`; `None` when it is
+    none.
 
     Raises:
         TypeError: A union of a `ToolContext` with an argument type: a parameter is either
@@ -242,22 +264,62 @@ def _is_context(annotation: Any) -> bool:
     """
     origin = typing.get_origin(annotation)
     if _is_context_class(annotation) or _is_context_class(origin):
-        return True
+        return annotation
     if origin is Annotated:
-        return _is_context(annotation.__origin__)
+        return _context(annotation.__origin__)
     if isinstance(annotation, (typing_extensions.TypeAliasType, *_TYPE_ALIAS_TYPES)):
         aliased: Any = annotation
-        return _is_context(aliased.__value__)
+        return _context(aliased.__value__)
     if origin in (typing.Union, types.UnionType):
         members = [m for m in typing.get_args(annotation) if m is not type(None)]
-        contexts = [_is_context(member) for member in members]
-        if any(contexts) and not all(contexts):
+        contexts = [_context(member) for member in members]
+        found = [context for context in contexts if context is not None]
+        if found and len(found) < len(contexts):
             raise TypeError(
                 "a `ToolContext` cannot share a union with argument types: the parameter is "
                 "either injected or filled by the model"
             )
-        return any(contexts)
-    return False
+        # Several contexts in one union: their deps types are not one type.
+        return found[0] if len(found) == 1 else ToolContext if found else None
+    return None
+
+
+def _context_deps(context: Any) -> Any:
+    """The `X` of a `ToolContext[X]` annotation; `Any` for a bare `ToolContext` or a subclass."""
+    return typing.get_args(context)[0] if _is_context_class(typing.get_origin(context)) else Any
+
+
+def deps_accepted(expected: Any, deps_type: Any) -> bool:
+    """Whether a `ToolContext[expected]` accepts deps of type `deps_type`: `expected` is that type
+    or a supertype of it (for a union, of each member). `True` where it cannot be told at run time
+    (a `TypeVar`, a protocol that is not runtime-checkable, a forward reference)."""
+    if expected is Any or expected is object or isinstance(expected, typing.TypeVar):
+        return True
+    origin = typing.get_origin(expected)
+    if origin is Annotated:
+        return deps_accepted(typing.get_args(expected)[0], deps_type)
+    if origin in (typing.Union, types.UnionType):
+        return any(deps_accepted(member, deps_type) for member in typing.get_args(expected))
+    given = typing.get_origin(deps_type)
+    if given in (typing.Union, types.UnionType):
+        return all(deps_accepted(expected, member) for member in typing.get_args(deps_type))
+    expected_class = origin or (type(None) if expected is None else expected)
+    given_class = given or (type(None) if deps_type is None else deps_type)
+    if not (isinstance(expected_class, type) and isinstance(given_class, type)):
+        return True
+    try:
+        return issubclass(given_class, expected_class)
+    except TypeError:  # a protocol that is not runtime-checkable
+        return True
+
+
+def type_name(annotation: Any) -> str:
+    """A type as a reader writes it: `Db`, `list[int]`, `None`."""
+    if annotation is None or annotation is type(None):
+        return "None"
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__qualname__
+    return repr(annotation).replace("typing.", "")
 
 
 def _is_context_class(candidate: Any) -> bool:
@@ -278,6 +340,99 @@ def core_schema_nodes(schema: Any) -> Iterator[dict[str, Any]]:
     elif isinstance(schema, (list, tuple)):
         for item in schema:
             yield from core_schema_nodes(item)
+
+
+_FIELDS_NODES = frozenset({"model-fields", "dataclass-args", "typed-dict"})
+"""The core-schema nodes that hold an object's named fields, and its `extra_behavior`."""
+
+
+def _close(args_model: type[BaseModel]) -> None:
+    """Make `args_model` reject unknown keys at every depth, not only at the top.
+
+    Its core schema is replaced by a copy in which every nested model, dataclass and TypedDict
+    forbids extra keys, whatever its own `extra` setting, except a class that explicitly sets
+    `extra="allow"`; the validator is rebuilt from it. The nested classes are left untouched.
+    """
+    schema = _copy(args_model.__pydantic_core_schema__)
+    for node in core_schema_nodes(schema):
+        kind = node.get("type")
+        if kind not in ("model", "dataclass", "typed-dict"):
+            continue
+        fields = _fields_node(node)
+        if fields is None or fields.get("extra_behavior") == "allow":
+            continue
+        cls = node.get("cls")
+        own = (
+            cls.model_config
+            if isinstance(cls, type) and issubclass(cls, BaseModel)
+            else getattr(cls, "__pydantic_config__", None) or {}
+        )
+        if own.get("extra") != "allow":
+            fields["extra_behavior"] = "forbid"
+    args_model.__pydantic_core_schema__ = schema
+    args_model.__pydantic_validator__ = closed_validator(schema)
+
+
+def closed_validator(schema: Any, config: core_schema.CoreConfig | None = None) -> SchemaValidator:
+    """A validator built from `schema` itself, nested classes included.
+
+    pydantic-core otherwise reuses a complete class's own validator for its node ("prebuilt"),
+    which would ignore what `_close` changed there. The classes are marked incomplete only while
+    the validator is built, so pydantic-core builds their nodes from the schema.
+    """
+    classes = {
+        cls
+        for node in core_schema_nodes(schema)
+        if node.get("type") in ("model", "dataclass")
+        and isinstance(cls := node.get("cls"), type)
+        and cls.__dict__.get("__pydantic_complete__") is True
+    }
+    with _incomplete(classes):
+        return SchemaValidator(schema, config)
+
+
+@contextmanager
+def _incomplete(classes: set[type]) -> Iterator[None]:
+    for cls in classes:
+        type.__setattr__(cls, "__pydantic_complete__", False)
+    try:
+        yield
+    finally:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", True)
+
+
+def _fields_node(node: dict[str, Any]) -> dict[str, Any] | None:
+    """The node holding the fields of a `model`, `dataclass` or `typed-dict` node (through the
+    validator functions pydantic may wrap around them); `None` for a root model."""
+    inner: Any = node
+    while inner.get("type") not in _FIELDS_NODES:
+        if inner is not node and not str(inner.get("type")).startswith("function-"):
+            return None
+        inner = inner.get("schema")
+        if not isinstance(inner, dict):
+            return None
+    return inner  # type: ignore[no-any-return]
+
+
+def _closed(json_schema: JsonSchemaValue, schema: Any) -> JsonSchemaValue:
+    fields = _fields_node(schema)
+    if (
+        fields is not None
+        and fields.get("extra_behavior") == "forbid"
+        and "$ref" not in json_schema
+    ):
+        json_schema["additionalProperties"] = False
+    return json_schema
+
+
+def _copy(schema: Any) -> Any:
+    """A copy of a core schema's dicts and lists (what `_close` edits); other values are shared."""
+    if type(schema) is dict:
+        return {key: _copy(value) for key, value in schema.items()}
+    if type(schema) is list:
+        return [_copy(item) for item in schema]
+    return schema
 
 
 def _contains_context(schema: Any) -> bool:
