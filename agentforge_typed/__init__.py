@@ -8,6 +8,7 @@ from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, To
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
+    ArgumentProblem,
     ModelError,
     ModelRetry,
     ToolArgumentsError,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from .providers._profiles import ModelProfile
     from .providers._registry import get_model
     from .providers.anthropic import AnthropicChatModel
+    from .providers.gemini import GeminiChatModel
     from .providers.openai import OpenAIChatModel
     from .providers.openai_responses import OpenAIResponsesModel
     from .tools._function import ToolDecorator as ToolDecorator
@@ -91,6 +93,7 @@ _LAZY = {
     "AnthropicChatModel": ".providers.anthropic",
     "FakeModel": ".providers._fake",
     "FunctionModel": ".providers._function",
+    "GeminiChatModel": ".providers.gemini",
     "HttpTool": ".tools._http",
     "MCPServer": ".tools._mcp",
     "MCPTool": ".tools._mcp",
@@ -128,6 +131,7 @@ __all__ = [
     "AiMessage",
     "AnthropicChatModel",
     "ArgumentError",
+    "ArgumentProblem",
     "ArgumentsErrorHandler",
     "BeforeToolCall",
     "ChatMessage",
@@ -143,6 +147,7 @@ __all__ = [
     "FinalResultEvent",
     "FinishReason",
     "FunctionModel",
+    "GeminiChatModel",
     "HandlerTimeoutError",
     "HttpTool",
     "ImageContent",
