@@ -18,9 +18,18 @@ from typing import Any, Generic
 import pydantic_core
 
 from ._exceptions import ModelRetry
-from ._messages import ChatMessage, ToolResultMessage
+from ._messages import ChatMessage, ToolCall, ToolResultMessage
 from ._request import ChatRequestParameters, ToolSpecification
-from .tools._base import DepsT, ToolLike
+from .tools._base import (
+    DeclaredTool,
+    DepsT,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+    ToolLike,
+)
+from .tools._outcomes import failure_result, success_result, with_repairs
+from .tools._schema_arguments import SchemaArguments
 
 __all__ = [
     "GROUP_PREFIX",
@@ -223,9 +232,7 @@ class Offer:
             # The core narrows with the selection too: a search never widens what a run may use.
             self.core = [name for name in allowed if name in core]
             self.catalog = [name for name in among if name not in core]
-            from .tools._schema_tool import SchemaTool
-
-            self.search_tool = SchemaTool(search.specification, self._search)
+            self.search_tool = _SearchTool(search.specification, self._search)
         self.discovered: dict[str, None] = {}
         self.prepare = prepare
         self.deps = deps
@@ -306,3 +313,31 @@ class Offer:
                 if name in catalog:
                     self.discovered[name] = None
         self._read = len(messages)
+
+
+class _SearchTool(DeclaredTool):
+    """The search tool of one run: pure and quick, so both `execute` and `aexecute` run it in
+    place (no worker thread, nothing a durable workflow could not replay)."""
+
+    def __init__(
+        self, specification: ToolSpecification, search: Callable[[dict[str, Any]], str]
+    ) -> None:
+        self._specification = specification
+        self._return_behavior, self._max_retries, self._sequential = ReturnBehavior.TO_LLM, 2, False
+        self._arguments = SchemaArguments(specification.parameters, tool_name=specification.name)
+        self._search = search
+
+    def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """Validate the arguments, then search."""
+        decoded = self._arguments.validate(call.arguments)
+        if decoded.arguments is None:
+            return decoded.error_result(self.name)
+        try:
+            result = success_result(self._search(decoded.arguments))
+        except ModelRetry as retry:
+            result = failure_result(self.name, retry)
+        return with_repairs(result, decoded.repairs)
+
+    async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+        """As `execute`: searching never waits on anything."""
+        return self.execute(call, context)

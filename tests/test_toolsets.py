@@ -416,6 +416,21 @@ def test_searches_that_find_nothing_say_so(query: str) -> None:
     assert script.offered[1] == ["search_tools"]
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_invalid_search_arguments_are_an_arguments_error(driver: str) -> None:
+    script = Script(
+        AiMessage(tool_calls=[ToolCall(id="s1", name="search_tools", arguments='{"query": 5}')]),
+        call("s2", "search_tools", query="refund", limit=1000),
+        AiMessage(text="gave up"),
+    )
+    result = drive(driver, billing_service(tool_search=ToolSearch()), script, "q")
+    errors = [e.result for e in result.tool_executions]
+    assert [e.error_kind for e in errors] == ["arguments", "arguments"]
+    assert "$.query" in errors[0].text
+    assert "limit" in errors[1].text
+    assert script.offered[2] == ["search_tools"]
+
+
 def test_search_stays_inside_the_selection() -> None:
     service = billing_service(tool_search=ToolSearch())
     script = Script(
