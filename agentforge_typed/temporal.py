@@ -52,6 +52,7 @@ from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse
 from ._results import ToolChatResult, ToolExecution
 from ._service import ToolService, _adrive, _output_spec, _Planned, _Run
+from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
 from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
@@ -309,6 +310,7 @@ class TemporalToolService:
         deps: Any = None,
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
         conversation_id: str | None = None,
+        tools: ToolSelection | None = None,
     ) -> ToolChatResult[OutputT]:
         """Run the loop as workflow code; call it from a `@workflow.defn`'s run method.
 
@@ -339,7 +341,14 @@ class TemporalToolService:
         conversation_id = conversation_id or workflow.uuid4().hex
         spec = _output_spec(output_type)
         run = _Run(
-            self.service, messages, parameters, deps, conversation_id, spec, asynchronous=True
+            self.service,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            spec,
+            asynchronous=True,
+            tools=tools,
         )
         return await _adrive(run, self._request, self._execute)
 
@@ -370,8 +379,9 @@ class TemporalToolService:
     async def _result(self, plan: _Planned) -> ToolExecutionResult:
         tool = plan.tool
         assert tool is not None
-        if isinstance(tool, OutputSpec):
-            # The final answer is only validated: pure, so it stays in the workflow.
+        if isinstance(tool, OutputSpec) or self.service._tools.get(tool.name) is not tool:
+            # The final answer is only validated, and a tool search only reads the catalog:
+            # pure, so they stay in the workflow (neither is a registered tool with an activity).
             return await tool.aexecute(plan.call, plan.context)
         validate = getattr(tool, "validate_arguments", None)
         if validate is not None:

@@ -28,6 +28,7 @@ from agentforge_typed import (
     ToolCall,
     ToolContext,
     ToolResultMessage,
+    ToolSearch,
     ToolService,
     UserMessage,
     tool,
@@ -156,6 +157,10 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
         [_call("c1", "reserve", '{"city":"Paris"}')],
         [_call("c2", "pay", '{"amount":12}')],
     ],
+    "search": [
+        [_call("c1", "search_tools", '{"query":"pay for the table"}')],
+        [_call("c2", "pay", '{"amount":12}')],
+    ],
 }
 
 
@@ -195,7 +200,8 @@ class BookingWorkflow:
 
     @workflow.run
     async def run(self, scenario: str, ledger: Ledger) -> list[str]:
-        result = await durable.chat(scenario, deps=ledger)
+        tools = ToolSearch(core=["reserve"], max_results=1) if scenario == "search" else None
+        result = await durable.chat(scenario, deps=ledger, tools=tools)
         failed = [e.call.id for e in result.tool_executions if e.failed]
         return [result.text or "", ",".join(failed)]
 

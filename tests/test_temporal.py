@@ -187,6 +187,21 @@ async def test_invalid_arguments_are_retried_in_the_workflow_without_an_activity
 
 
 @on_module_loop
+async def test_a_tool_search_runs_in_the_workflow_and_what_it_finds_is_an_activity(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    handle, text, failed, entries = await _run(env, "search", tmp_path)
+    assert failed == ""
+    assert (
+        text
+        == 'search_tools: [{"name":"pay","description":"Pay for the table."}]; pay: paid 12 EUR'
+    )
+    assert entries == ["pay 12"]
+    names = [name for name, _ in await _activities(handle)]
+    assert names == ["booking.model", "booking.model", "booking.tool.pay", "booking.model"]
+
+
+@on_module_loop
 async def test_a_tool_timeout_and_an_activity_timeout_are_error_results(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
