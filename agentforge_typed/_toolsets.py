@@ -29,7 +29,6 @@ from .tools._base import (
     ToolLike,
 )
 from .tools._outcomes import failure_result, success_result, with_repairs
-from .tools._schema_arguments import SchemaArguments
 
 __all__ = [
     "GROUP_PREFIX",
@@ -324,6 +323,9 @@ class _SearchTool(DeclaredTool):
     ) -> None:
         self._specification = specification
         self._return_behavior, self._max_retries, self._sequential = ReturnBehavior.TO_LLM, 2, False
+        # Imported here: jsonschema loads only for a run that searches.
+        from .tools._schema_arguments import SchemaArguments
+
         self._arguments = SchemaArguments(specification.parameters, tool_name=specification.name)
         self._search = search
 
