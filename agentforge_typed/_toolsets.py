@@ -182,13 +182,15 @@ def search_score(query: str, specification: ToolSpecification) -> int:
     Words are split at anything not a letter or digit and at camelCase humps, compared in lower
     case, with a trailing `s` dropped from words longer than three letters.
     """
+    return _score(_words(query), specification)
+
+
+def _score(query: set[str], specification: ToolSpecification) -> int:
     properties = specification.parameters.get("properties")
     parameters = " ".join(properties) if isinstance(properties, Mapping) else ""
     name, params = _words(specification.name), _words(parameters)
     description = _words(specification.description)
-    return sum(
-        3 * (word in name) + 2 * (word in params) + (word in description) for word in _words(query)
-    )
+    return sum(3 * (word in name) + 2 * (word in params) + (word in description) for word in query)
 
 
 def _summary(description: str) -> str:
@@ -280,16 +282,17 @@ class Offer:
     def _search(self, arguments: dict[str, Any]) -> str:
         assert self.search is not None
         query = arguments["query"]
-        if not _words(query):
+        words = _words(query)  # once, however long the query: not once per tool
+        if not words:
             raise ModelRetry("The query has no words to search for; give some keywords.")
-        scored = [(search_score(query, self.tools[n].specification), n) for n in self.catalog]
+        scored = [(_score(words, self.tools[n].specification), n) for n in self.catalog]
         ranked = sorted((s for s in scored if s[0] > 0), key=lambda s: (-s[0], s[1]))
         found = [
             {"name": name, "description": _summary(self.tools[name].specification.description)}
             for _, name in ranked[: self.search.max_results]
         ]
         if not found:
-            return f"No tool matches {query!r}. Try other keywords."
+            return "No tool matches these keywords. Try other ones."
         return pydantic_core.to_json(found).decode()
 
     def _discover(self, messages: Sequence[ChatMessage]) -> None:
