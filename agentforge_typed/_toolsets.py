@@ -256,15 +256,20 @@ class Offer:
         if self.prepare is not None:
             context = PrepareContext(self.deps, self.conversation_id, round_trip, tuple(messages))
             specifications = list(self.prepare(context, tuple(specifications)))
+            prepared: dict[str, ToolLike] = {}
             for specification in specifications:
                 if not isinstance(specification, ToolSpecification):
                     raise TypeError("prepare_tools must return ToolSpecification objects")
-                if specification.name not in offered:
+                name = specification.name
+                if name in prepared:
+                    raise ValueError(f"prepare_tools returned {name!r} twice")
+                if name not in offered:
                     raise ValueError(
-                        f"prepare_tools returned {specification.name!r}, which this round does "
-                        "not offer; it may drop or adjust tools, not add them"
+                        f"prepare_tools returned {name!r}, which this round does not offer; it "
+                        "may drop or adjust tools, not add them"
                     )
-            offered = {s.name: offered[s.name] for s in specifications}
+                prepared[name] = offered[name]
+            offered = prepared
         self.current = offered
         # What the caller's parameters add (tools not registered, the output tool) stays.
         extra = [s for s in parameters.tools or () if s.name not in self.tools]

@@ -303,6 +303,20 @@ def test_prepare_tools_may_adjust_a_description_but_not_add_a_tool() -> None:
     with pytest.raises(ValueError, match="'delete_account', which this round does not offer"):
         billing_service(prepare_tools=sneak).chat(Script().model, "hi", tools=["get_weather"])
 
+    def twice(
+        ctx: PrepareContext[Any], specifications: Sequence[ToolSpecification]
+    ) -> list[ToolSpecification]:
+        return [*specifications, *specifications]
+
+    with pytest.raises(ValueError, match="returned 'get_weather' twice"):
+        billing_service(prepare_tools=twice).chat(Script().model, "hi", tools=["get_weather"])
+
+    def wrong(ctx: PrepareContext[Any], specifications: Sequence[ToolSpecification]) -> Any:
+        return [s.name for s in specifications]
+
+    with pytest.raises(TypeError, match="must return ToolSpecification objects"):
+        billing_service(prepare_tools=wrong).chat(Script().model, "hi")
+
 
 # -- tool search ---------------------------------------------------------------------------------
 
