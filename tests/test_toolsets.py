@@ -247,7 +247,8 @@ def test_the_callers_own_specifications_and_the_output_tool_stay_offered() -> No
 # -- prepare_tools -------------------------------------------------------------------------------
 
 
-def test_prepare_tools_filters_per_round_from_deps() -> None:
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_prepare_tools_filters_per_round_from_deps(driver: str) -> None:
     seen: list[tuple[int, str, list[str]]] = []
 
     def only_permitted(
@@ -264,7 +265,7 @@ def test_prepare_tools_filters_per_round_from_deps() -> None:
         AiMessage(text="done"),
     )
     service = billing_service(prepare_tools=only_permitted)
-    service.chat(script.model, "go", tools=["get_weather", "charge"], deps="ada")
+    drive(driver, service, script, "go", tools=["get_weather", "charge"], deps="ada")
     assert script.offered == [["get_weather"], ["get_weather", "charge"], ["get_weather", "charge"]]
     assert [s[:2] for s in seen] == [(1, "ada"), (2, "ada"), (3, "ada")]
     assert ran == ["get_weather", "charge"]
