@@ -52,7 +52,14 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
-from ._toolsets import Offer, PrepareTools, ToolSearch, ToolSelection, add_to_groups
+from ._toolsets import (
+    Offer,
+    PrepareTools,
+    ToolSearch,
+    ToolSelection,
+    add_to_groups,
+    group_sources,
+)
 from .tools._base import (
     DepsT,
     ErrorKind,
@@ -439,9 +446,8 @@ class ToolService(Generic[DepsT]):
         self._groups: dict[str, list[str]] = {}
         for item in tools or ():
             self.register(item)
-        for group, sources in (groups or {}).items():
-            for source in sources:
-                self.register(source, group=group)
+        for group, source in group_sources(groups or {}):
+            self.register(source, group=group)
 
     def __repr__(self) -> str:
         return f"ToolService(tools={list(self._tools)!r})"

@@ -11,7 +11,7 @@ through it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic
 
@@ -38,6 +38,7 @@ __all__ = [
     "ToolSearch",
     "ToolSelection",
     "add_to_groups",
+    "group_sources",
     "resolve",
     "search_score",
 ]
@@ -138,6 +139,19 @@ def add_to_groups(
     for name in chosen:
         members = groups.setdefault(name, [])
         members += [n for n in names if n not in members]
+
+
+def group_sources(groups: Mapping[str, Iterable[object]]) -> Iterator[tuple[str, object]]:
+    """`(group, source)` for each source of `ToolService(groups=...)`.
+
+    Raises:
+        TypeError: A group maps to one tool instead of a list of them.
+    """
+    for group, sources in groups.items():
+        if isinstance(sources, str) or not isinstance(sources, Iterable):
+            raise TypeError(f"group {group!r} must map to a list of tool sources")
+        for source in sources:
+            yield group, source
 
 
 def resolve(

@@ -147,6 +147,11 @@ def test_groups_on_the_constructor() -> None:
     assert len(service.tools) == 3
 
 
+def test_a_group_of_one_tool_must_still_be_a_list() -> None:
+    with pytest.raises(TypeError, match="group 'billing' must map to a list of tool sources"):
+        ToolService(groups={"billing": charge})  # type: ignore[dict-item]
+
+
 def test_a_different_tool_of_a_registered_name_is_still_refused() -> None:
     service = billing_service()
 
