@@ -3,6 +3,7 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._approval import Approval, ApprovalPolicy, Approved, PendingCall, PendingReason, ToolFailed
 from ._dialects import Dialect, SchemaDialectError
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
@@ -125,6 +126,9 @@ __all__ = [
     "AgentForgeError",
     "AiMessage",
     "AnthropicChatModel",
+    "Approval",
+    "ApprovalPolicy",
+    "Approved",
     "ArgumentError",
     "ArgumentsErrorHandler",
     "BeforeToolCall",
@@ -155,6 +159,8 @@ __all__ = [
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",
+    "PendingCall",
+    "PendingReason",
     "ResponseComplete",
     "ResponseFormat",
     "ReturnBehavior",
@@ -178,6 +184,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolExecutor",
+    "ToolFailed",
     "ToolLike",
     "ToolLoopEvent",
     "ToolLoopLimitError",

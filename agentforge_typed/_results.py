@@ -9,6 +9,7 @@ from typing import Generic
 
 from typing_extensions import TypeVar
 
+from ._approval import PendingCall
 from ._messages import ChatMessage, ToolCall
 from ._response import ChatResponse, TokenUsage
 from .tools._base import ToolExecutionResult
@@ -61,6 +62,9 @@ class ToolChatResult(Generic[OutputT]):
     """The validated structured output, when `output_type` was given."""
     returned_immediately: bool = False
     """Whether a `ReturnBehavior` ended the loop on tool results instead of a final answer."""
+    pending: Sequence[PendingCall] = ()
+    """The calls the run paused on (awaiting approval or an external result), in the model's
+    order; resume with `approvals=` / `external_results=` and the `messages`."""
 
     @property
     def text(self) -> str | None:

@@ -18,6 +18,7 @@ from collections.abc import (
     Generator,
     Iterable,
     Iterator,
+    Mapping,
     Sequence,
 )
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ from typing import Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypeForm, TypeVar
 
+from ._approval import Approval, ApprovalState, no_events
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
@@ -158,6 +160,8 @@ class _Run:
         output: OutputSpec[Any] | None = None,
         *,
         asynchronous: bool = False,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
     ) -> None:
         self.service = service
         self.async_before, self.async_after = service._async_hooks(asynchronous)
@@ -180,6 +184,23 @@ class _Run:
         """The executions of the open round so far, by call position."""
         self.round_trips = 0
         self.returned_immediately = False
+        self.approval = ApprovalState(approvals, external_results, asynchronous=asynchronous)
+        self.resuming = [
+            (call, *self.approval.decide(call, service._tools.get(call.name)))
+            for call in self.approval.unanswered(self.messages)
+        ]
+        """The unanswered calls at the end of the history, with the caller's decisions."""
+
+    def resumed(self) -> list[_Planned] | None:
+        """Once, the round of the history's unanswered calls (run, denied, answered or held
+        again); `None` when there is none."""
+        resuming, self.resuming = self.resuming, []
+        if not resuming:
+            return None
+        self.open_calls, self.finished = [entry[0] for entry in resuming], {}
+        return [
+            self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
+        ]
 
     def next_request(self) -> ChatRequest:
         """The request for the next model call; raises past `max_round_trips`."""
@@ -215,7 +236,13 @@ class _Run:
         self.messages.append(UserMessage(content=output.nudge(errors)))
         return []
 
-    def _plan(self, index: int, call: ToolCall) -> _Planned:
+    def _plan(
+        self,
+        index: int,
+        call: ToolCall,
+        *,
+        decided: ToolExecutionResult | None = None,
+    ) -> _Planned:
         service = self.service
         context: ToolContext[Any] = ToolContext(
             deps=self.deps,
@@ -227,12 +254,16 @@ class _Run:
         tool = service._tools.get(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
             tool = self.output
+        if decided is not None:
+            return _Planned(index, call, context, tool, decided)
         if tool is None:
             names = list(service._tools)
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
+        if (held := self.approval.hold(call, context, tool)) is not None:
+            return _Planned(index, call, context, tool, held)
         if service.before_tool_call is not None and not self.async_before:
             answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
             if answer is not None:
@@ -253,11 +284,13 @@ class _Run:
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
-        here (a `ReturnBehavior`)."""
-        for execution in settled:
+        here (a `ReturnBehavior`, or calls that wait for a decision)."""
+        for execution in self.approval.set_aside(settled):
             self.executions.append(execution)
             self._answer(execution.call, execution.result.text, execution.result.is_error)
         self.open_calls = ()
+        if self.approval.pending:
+            return True
         if self.output is not None:
             for execution in settled:
                 if execution.call.name == self.output.name and not execution.failed:
@@ -333,13 +366,14 @@ class _Run:
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended."""
         return ToolChatResult(
-            final_response=self.responses[-1],
+            final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
             usage=self._usage(),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
+            pending=tuple(self.approval.pending),
         )
 
 
@@ -548,6 +582,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -560,6 +596,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -572,6 +610,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -584,6 +624,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -595,14 +637,25 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            approvals=approvals,
+            external_results=external_results,
+        )
         with run:
             while True:
-                planned = run.on_response(model.chat(run.next_request()))
+                planned = run.resumed() or run.on_response(model.chat(run.next_request()))
                 if planned is None:
                     return run.result()
                 settled = [run.settle(plan, _execute(plan)) for plan in planned]
@@ -618,6 +671,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -630,6 +685,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -642,6 +699,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -654,6 +713,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -665,6 +726,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> ToolChatResult[Any]:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
@@ -677,10 +740,12 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
+            approvals=approvals,
+            external_results=external_results,
         )
         with run:
             while True:
-                planned = run.on_response(await model.achat(run.next_request()))
+                planned = run.resumed() or run.on_response(await model.achat(run.next_request()))
                 if planned is None:
                     return run.result()
                 settled: list[ToolExecution] = []
@@ -698,6 +763,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
@@ -710,6 +777,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
@@ -721,20 +790,31 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            approvals=approvals,
+            external_results=external_results,
+        )
         with run:
             while True:
                 reader = _RoundReader()
-                for event in model.stream(run.next_request()):
+                for event in () if run.resuming else model.stream(run.next_request()):
                     yield event
                     if update := reader.feed(event):
                         yield update
-                planned = run.on_response(reader.response())
+                planned = run.resumed() or run.on_response(reader.response())
                 if planned is None:
                     break
                 settled = []
@@ -755,6 +835,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
@@ -767,6 +849,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
@@ -778,6 +862,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
@@ -790,15 +876,19 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
+            approvals=approvals,
+            external_results=external_results,
         )
         with run:
             while True:
                 reader = _RoundReader()
-                async for event in model.astream(run.next_request()):
+                async for event in (
+                    no_events() if run.resuming else model.astream(run.next_request())
+                ):
                     yield event
                     if update := reader.feed(event):
                         yield update
-                planned = run.on_response(reader.response())
+                planned = run.resumed() or run.on_response(reader.response())
                 if planned is None:
                     break
                 for plan in planned:
@@ -887,6 +977,9 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
     before, after = run.service.before_tool_call, run.service.after_tool_call
+    if plan.tool is not None and plan.preset is None:
+        if (held := await run.approval.ahold(plan.call, plan.context, plan.tool)) is not None:
+            plan = replace(plan, preset=held)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:

@@ -12,7 +12,18 @@ import functools
 import inspect
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Concatenate,
+    Generic,
+    Literal,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    cast,
+    overload,
+)
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Self
@@ -27,6 +38,9 @@ from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
 from ._signature import check_tool_name, inspect_function
+
+if TYPE_CHECKING:
+    from .._approval import ApprovalPolicy
 
 __all__ = ["Tool", "ToolDecorator", "tool"]
 
@@ -59,6 +73,9 @@ class Tool(Generic[P, R]):
         extra_arguments: `"forbid"` reports unknown arguments, `"ignore"` drops them (recorded).
         deps_type: The `X` of its `ToolContext[X]` parameter (`Any` without one): a `ToolService`
             with a `deps_type` refuses to register a tool whose `X` does not accept it.
+        requires_approval: Whether a `ToolService` run pauses on its calls for a person's
+            decision: a bool, or a sync or async `(call, context) -> bool` per call.
+        external: The program runs it elsewhere: a run pauses on its calls for their results.
     """
 
     # The private per-call state in slots: reading a slot is cheaper than reading an instance
@@ -98,6 +115,8 @@ class Tool(Generic[P, R]):
     sequential: bool
     extra_arguments: ExtraArguments
     deps_type: Any
+    requires_approval: ApprovalPolicy
+    external: bool
 
     def __init__(
         self,
@@ -114,6 +133,8 @@ class Tool(Generic[P, R]):
         result_converter: Callable[[R], str] | None = None,
         extra_arguments: ExtraArguments = "forbid",
         namespace: Mapping[str, Any] | None = None,
+        requires_approval: ApprovalPolicy = False,
+        external: bool = False,
     ) -> None:
         binding: _Binding = "function"
         target: Any = function
@@ -159,6 +180,8 @@ class Tool(Generic[P, R]):
         self.sequential = sequential
         self.extra_arguments = extra_arguments
         self.deps_type = signature.deps_type
+        self.requires_approval = requires_approval
+        self.external = external
 
         self._function: Callable[..., Any] = target
         self._binding: _Binding = binding
@@ -391,6 +414,8 @@ def tool(
     sequential: bool = False,
     result_converter: Callable[[Any], str] | None = None,
     extra_arguments: ExtraArguments = "forbid",
+    requires_approval: ApprovalPolicy = False,
+    external: bool = False,
 ) -> ToolDecorator: ...
 
 
@@ -408,6 +433,8 @@ def tool(
     sequential: bool = False,
     result_converter: Callable[[Any], str] | None = None,
     extra_arguments: ExtraArguments = "forbid",
+    requires_approval: ApprovalPolicy = False,
+    external: bool = False,
 ) -> Tool[Any, Any] | ToolDecorator:
     """Turn a typed function or method into a `Tool`; use bare (`@tool`) or with options.
 
@@ -422,6 +449,9 @@ def tool(
         sequential: Never run concurrently with the other calls of a round.
         result_converter: `result -> str` for the model, instead of the default conversion.
         extra_arguments: `"forbid"` (default) reports unknown arguments; `"ignore"` drops them.
+        requires_approval: Pause a `ToolService` run on its calls until a person decides
+            (`True`, or a sync or async `(call, context) -> bool` deciding per call).
+        external: The program executes it elsewhere; a run pauses on its calls for the results.
 
     Raises:
         TypeError: A parameter is `*args`/`**kwargs`, unannotated, or of a type that cannot be
@@ -443,6 +473,8 @@ def tool(
             result_converter=result_converter,
             extra_arguments=extra_arguments,
             namespace=namespace,
+            requires_approval=requires_approval,
+            external=external,
         )
 
     if function is not None:
