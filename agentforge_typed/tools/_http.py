@@ -13,20 +13,23 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
 import pydantic
 import pydantic_core
 
-from .._exceptions import ArgumentError
+from .._exceptions import ArgumentError, ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
 from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult
 from ._function import ExtraArguments
+
+if TYPE_CHECKING:
+    from .._approval import ApprovalPolicy
 from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
@@ -119,6 +122,8 @@ class HttpTool(ConfiguredTool):
         sequential: Never run this tool concurrently with other calls of its round.
         extra_arguments: `"forbid"` (default) reports arguments the schema does not declare;
             `"ignore"` drops them before the request is built, each drop recorded in `repairs`.
+        requires_approval: Pause a `ToolService` run on its calls until a person decides
+            (`True`, or a sync or async `(call, context) -> bool` deciding per call).
 
     Raises:
         ValueError: On an inconsistent declaration: a placeholder outside the path, an argument
@@ -149,6 +154,7 @@ class HttpTool(ConfiguredTool):
         max_retries: int = 2,
         sequential: bool = False,
         extra_arguments: ExtraArguments = "forbid",
+        requires_approval: ApprovalPolicy = False,
     ) -> None:
         self.method = method.upper()
         self.url = url
@@ -197,9 +203,21 @@ class HttpTool(ConfiguredTool):
         self._return_behavior = return_behavior
         self._max_retries = max_retries
         self._sequential = sequential
+        self.requires_approval = requires_approval
 
     def __repr__(self) -> str:
         return f"HttpTool({self.name!r}, {self.method} {self.url})"
+
+    def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
+        """Decode and validate raw JSON arguments, sending nothing.
+
+        Raises:
+            ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
+        """
+        decoded = self._validator.validate(arguments)
+        if decoded.arguments is None:
+            raise ToolArgumentsError(self.name, decoded.errors)
+        return decoded.arguments
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate, send the request, and convert the response; never raises for a failed call."""

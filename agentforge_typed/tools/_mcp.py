@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import pydantic_core
 
+from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._base import ReturnBehavior, SpecifiedTool, ToolContext, ToolExecutionResult
@@ -40,6 +41,8 @@ from ._signature import check_tool_name
 if TYPE_CHECKING:
     import anyio.from_thread
     from mcp import ClientSession
+
+    from .._approval import ApprovalPolicy
 
 __all__ = ["MCPServer", "MCPTool"]
 
@@ -95,6 +98,10 @@ class MCPServer:
         return_behavior: Given to every tool of this server.
         max_retries: Given to every tool of this server.
         sequential: Given to every tool of this server.
+        requires_approval: Pause a `ToolService` run on the calls of this server's tools until a
+            person decides: a policy for every tool (`True`, or a sync or async
+            `(call, context) -> bool`), or a mapping from the server's tool names (without
+            `tool_prefix`) to policies, the unnamed tools needing none.
     """
 
     def __init__(
@@ -108,6 +115,7 @@ class MCPServer:
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
+        requires_approval: ApprovalPolicy | Mapping[str, ApprovalPolicy] = False,
     ) -> None:
         self._connect = connect
         self.label = label
@@ -117,6 +125,7 @@ class MCPServer:
         self.return_behavior = return_behavior
         self.max_retries = max_retries
         self.sequential = sequential
+        self.requires_approval = requires_approval
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
         self._listed: list[dict[str, Any]] = []
@@ -136,6 +145,7 @@ class MCPServer:
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
+        requires_approval: ApprovalPolicy | Mapping[str, ApprovalPolicy] = False,
     ) -> MCPServer:
         """A server started as a subprocess and spoken to over its stdin/stdout.
 
@@ -151,6 +161,7 @@ class MCPServer:
             return_behavior: Given to every tool of this server.
             max_retries: Given to every tool of this server.
             sequential: Given to every tool of this server.
+            requires_approval: See `MCPServer`.
         """
 
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
@@ -173,6 +184,7 @@ class MCPServer:
             return_behavior=return_behavior,
             max_retries=max_retries,
             sequential=sequential,
+            requires_approval=requires_approval,
         )
 
     @classmethod
@@ -187,6 +199,7 @@ class MCPServer:
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
+        requires_approval: ApprovalPolicy | Mapping[str, ApprovalPolicy] = False,
     ) -> MCPServer:
         """A server reached over the streamable HTTP transport at `url` (e.g. `.../mcp`).
 
@@ -199,6 +212,7 @@ class MCPServer:
             return_behavior: Given to every tool of this server.
             max_retries: Given to every tool of this server.
             sequential: Given to every tool of this server.
+            requires_approval: See `MCPServer`.
         """
 
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
@@ -236,6 +250,7 @@ class MCPServer:
             return_behavior=return_behavior,
             max_retries=max_retries,
             sequential=sequential,
+            requires_approval=requires_approval,
         )
 
     def __repr__(self) -> str:
@@ -478,6 +493,23 @@ class MCPTool(SpecifiedTool):
     def sequential(self) -> bool:
         """Whether calls must not run concurrently (the server's setting)."""
         return self.server.sequential
+
+    @property
+    def requires_approval(self) -> ApprovalPolicy:
+        """Whether its calls wait for a person's decision (the server's setting for it)."""
+        policy = self.server.requires_approval
+        return policy.get(self.remote_name, False) if isinstance(policy, Mapping) else policy
+
+    def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
+        """Decode and validate raw JSON arguments locally, sending nothing.
+
+        Raises:
+            ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
+        """
+        decoded = self._arguments.validate(arguments)
+        if decoded.arguments is None:
+            raise ToolArgumentsError(self.name, decoded.errors)
+        return decoded.arguments
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate locally, then call the server, blocking; never raises for a failed call."""

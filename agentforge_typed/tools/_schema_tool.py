@@ -21,6 +21,7 @@ from ._outcomes import failure_result, success_result, with_repairs
 from ._schema_arguments import DecodedArguments, SchemaArguments
 
 if TYPE_CHECKING:
+    from .._approval import ApprovalPolicy
     from ._function import ExtraArguments
 
 __all__ = ["SchemaHandler", "SchemaTool"]
@@ -59,6 +60,8 @@ class SchemaTool(ConfiguredTool):
         timeout: Seconds before the call becomes a `"timeout"` error result.
         extra_arguments: `"forbid"` (default) reports keys the schema does not declare (unless
             it explicitly allows them); `"ignore"` drops them, each drop recorded in `repairs`.
+        requires_approval: Pause a `ToolService` run on its calls until a person decides
+            (`True`, or a sync or async `(call, context) -> bool` deciding per call).
 
     Raises:
         ValueError: When `specification.parameters` is not a valid JSON Schema.
@@ -74,6 +77,7 @@ class SchemaTool(ConfiguredTool):
         sequential: bool = False,
         timeout: float | None = None,
         extra_arguments: ExtraArguments = "forbid",
+        requires_approval: ApprovalPolicy = False,
     ) -> None:
         self._specification = specification
         self._arguments = SchemaArguments(
@@ -86,6 +90,7 @@ class SchemaTool(ConfiguredTool):
         self._max_retries = max_retries
         self._sequential = sequential
         self.timeout = timeout
+        self.requires_approval = requires_approval
 
     def __repr__(self) -> str:
         return f"SchemaTool({self.name!r})"
