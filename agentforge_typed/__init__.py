@@ -3,7 +3,15 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._approval import Approval, ApprovalPolicy, Approved, PendingCall, PendingReason, ToolFailed
+from ._approval import (
+    Approval,
+    ApprovalPolicy,
+    Approved,
+    PendingCall,
+    PendingReason,
+    ToolFailed,
+    pending_calls,
+)
 from ._dialects import Dialect, SchemaDialectError
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
@@ -201,5 +209,6 @@ __all__ = [
     "get_model",
     "list_available_tools",
     "logging_hook",
+    "pending_calls",
     "tool",
 ]

@@ -32,6 +32,7 @@ __all__ = [
     "PendingCall",
     "PendingReason",
     "ToolFailed",
+    "pending_calls",
 ]
 
 ApprovalPolicy = bool | Callable[[ToolCall, ToolContext[Any]], "bool | Awaitable[bool]"]
@@ -79,6 +80,26 @@ class PendingResult(ToolExecutionResult):
     conversation never does."""
 
     pending: PendingCall | None = None
+
+
+def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
+    """The calls a stored history waits on: those of its last `AiMessage` without a result (when
+    only results follow it), in the model's order. These are the ids `approvals=` and
+    `external_results=` may name when the run resumes."""
+    return _unanswered(messages)[1]
+
+
+def _unanswered(messages: Sequence[ChatMessage]) -> tuple[AiMessage | None, list[ToolCall]]:
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, ToolResultMessage):
+            continue
+        if isinstance(message, AiMessage) and message.has_tool_calls:
+            answered = {m.tool_call_id for m in messages[position + 1 :]}  # type: ignore[union-attr]
+            calls = [call for call in message.tool_calls if call.id not in answered]
+            return (message if calls else None), calls
+        break
+    return None, []
 
 
 def _policy(tool: ToolLike) -> ApprovalPolicy:
@@ -144,19 +165,9 @@ class ApprovalState:
     # -- resuming ------------------------------------------------------------------------------
 
     def unanswered(self, messages: Sequence[ChatMessage]) -> list[ToolCall]:
-        """The calls of the history's last `AiMessage` without a result, when only results follow
-        it; raises `ValueError` for a decision on any other call."""
-        calls: list[ToolCall] = []
-        for position in range(len(messages) - 1, -1, -1):
-            message = messages[position]
-            if isinstance(message, ToolResultMessage):
-                continue
-            if isinstance(message, AiMessage) and message.has_tool_calls:
-                answered = {m.tool_call_id for m in messages[position + 1 :]}  # type: ignore[union-attr]
-                calls = [call for call in message.tool_calls if call.id not in answered]
-                if calls:
-                    self.paused_on = message
-            break
+        """The calls awaiting a decision at the end of `messages`; raises `ValueError` for a
+        decision on any other call."""
+        self.paused_on, calls = _unanswered(messages)
         ids = {call.id for call in calls}
         unknown = sorted((self.approvals.keys() | self.external_results.keys()) - ids)
         if unknown:

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import TypeAdapter
 
@@ -418,3 +423,88 @@ def test_a_history_ending_in_a_normal_call_is_completed_on_resume(run: Runner) -
 
     assert result.text == "500."
     assert results(script.seen[0])["b1"].text == "500"
+
+
+def test_pending_calls_of_a_stored_history() -> None:
+    history: list[ChatMessage] = [
+        UserMessage(content="go"),
+        calls(call("b1", "balance"), call("t1", "transfer", to="b", amount=1)),
+        ToolResultMessage(tool_call_id="b1", tool_name="balance", text="500"),
+    ]
+    assert [c.id for c in af.pending_calls(history)] == ["t1"]
+    assert af.pending_calls([*history, UserMessage(content="and?")]) == []
+    assert af.pending_calls([UserMessage(content="hi")]) == []
+
+
+def test_openai_wire_pause_json_round_trip_resume() -> None:
+    """Against the Chat Completions wire format: the paused history is what the next request
+    sends, with the denial as the tool message of the pending call."""
+    from openai_support import Server
+
+    def completion(message: dict[str, Any], finish: str) -> httpx.Response:
+        return httpx.Response(
+            200,
+            json={
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "gpt-4o-mini",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12},
+            },
+        )
+
+    tool_calls = [
+        {"id": "call_b", "type": "function", "function": {"name": "balance", "arguments": "{}"}},
+        {
+            "id": "call_t",
+            "type": "function",
+            "function": {"name": "transfer", "arguments": '{"to":"eve","amount":900}'},
+        },
+    ]
+    server = Server(
+        completion({"role": "assistant", "content": None, "tool_calls": tool_calls}, "tool_calls"),
+        completion({"role": "assistant", "content": "I will not pay eve."}, "stop"),
+    )
+    service = ToolService([transfer, balance])
+
+    paused = service.chat(server.model(), "pay eve 900")
+    stored = History.dump_json(list(paused.messages))
+    resumed = service.chat(
+        server.model(), History.validate_json(stored), approvals={"call_t": "eve is blocked"}
+    )
+
+    assert resumed.text == "I will not pay eve." and bank.sent == []
+    assert len(server.requests) == 2
+    sent = server.bodies[1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool"]
+    assert sent[2] == {"role": "tool", "tool_call_id": "call_b", "content": "500"}
+    assert sent[3]["tool_call_id"] == "call_t"
+    assert sent[3]["content"].endswith(": eve is blocked")
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "payments.py"
+
+
+def test_the_example_pauses_in_one_process_and_resumes_in_another(tmp_path: Path) -> None:
+    def example(*args: str) -> str:
+        env = {**os.environ, "PYTHONPATH": str(EXAMPLE.parent.parent)}
+        env.pop("AGENTFORGE_MODEL", None)
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLE), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    history = str(tmp_path / "history.json")
+    assert example("pause", history, "Pay 250 to bob") == (
+        'pending pay_bob pay {"to": "bob", "amount": 250}'
+    )
+    assert example("resume", history, "yes") == "Paid 250 EUR to bob."
+    assert example("pause", history, "Pay 250 to bob").startswith("pending")
+    assert example("resume", history, "not this month").endswith(": not this month")
+    assert example("pause", history, "Pay 20 to amy") == "Paid 20 EUR to amy."
