@@ -43,6 +43,12 @@ class ToolExecution:
         """Envelope repairs applied to the arguments before validation."""
         return self.result.repairs
 
+    @property
+    def pending(self) -> PendingCall | None:
+        """The call's wait, when it did not run but waits for approval or an external result
+        (as `after_tool_call` hooks and `ToolResultEvent`s see it); `None` for a call that ran."""
+        return getattr(self.result, "pending", None)
+
 
 @dataclass(frozen=True)
 class ToolChatResult(Generic[OutputT]):

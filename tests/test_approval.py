@@ -410,7 +410,9 @@ def test_hooks_and_stream_events_see_a_pending_call_as_such() -> None:
     ]
     assert len(pending) == 1
     assert pending[0].result.text == "Awaiting approval."
+    assert pending[0].pending == af.PendingCall(pending[0].call, "approval")
     assert [e.call.id for e in audited] == ["b1", "t1"]
+    assert [e.pending is None for e in audited] == [True, False]
     final = events[-1]
     assert isinstance(final, FinalResultEvent) and len(final.result.pending) == 1
 
