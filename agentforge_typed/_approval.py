@@ -9,10 +9,11 @@ a round, building the result); the rules live here.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic_core
 
 from ._exceptions import ToolArgumentsError
 from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
@@ -154,7 +155,8 @@ class ApprovalState:
         self.external_results = dict(external_results or {})
         both = self.approvals.keys() & self.external_results.keys()
         if both:
-            raise ValueError(f"calls {sorted(both)} have both an approval and an external result")
+            named = ", ".join(sorted(map(repr, both)))
+            raise ValueError(f"calls {named} have both an approval and an external result")
         self.asynchronous = asynchronous
         self.pending: list[PendingCall] = []
         self.approved: set[str] = set()
@@ -169,11 +171,12 @@ class ApprovalState:
         decision on any other call."""
         self.paused_on, calls = _unanswered(messages)
         ids = {call.id for call in calls}
-        unknown = sorted((self.approvals.keys() | self.external_results.keys()) - ids)
+        # `repr` before sorting: a caller's keys need not even be strings.
+        unknown = sorted(map(repr, (self.approvals.keys() | self.external_results.keys()) - ids))
         if unknown:
             raise ValueError(
-                f"no pending call has the id(s) {', '.join(map(repr, unknown))}; pending: "
-                f"{', '.join(map(repr, sorted(ids))) or 'none'}"
+                f"no pending call has the id(s) {', '.join(unknown)}; pending: "
+                f"{', '.join(sorted(map(repr, ids))) or 'none'}"
             )
         return calls
 
@@ -211,7 +214,8 @@ class ApprovalState:
             self.approved.add(call.id)
         if isinstance(decision, Approved):
             if decision.arguments is not None:
-                call = call.model_copy(update={"arguments": json.dumps(dict(decision.arguments))})
+                arguments = pydantic_core.to_json(dict(decision.arguments)).decode()
+                call = call.model_copy(update={"arguments": arguments})
                 validate = getattr(tool, "validate_arguments", None)
                 if validate is not None:
                     validate(call.arguments)  # a person's mistake is theirs to fix, not the model's

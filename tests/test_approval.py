@@ -200,6 +200,27 @@ def test_approved_with_other_arguments_runs_them(run: Runner) -> None:
     assert json.loads(result.tool_executions[0].call.arguments) == {"to": "bob", "amount": 100}
 
 
+def test_approved_arguments_are_sent_as_json_whatever_their_python_type(run: Runner) -> None:
+    from datetime import date
+
+    @tool(requires_approval=True)
+    def schedule(day: date) -> str:
+        return f"scheduled {day.isoformat()}"
+
+    service = ToolService([schedule])
+    paused = pause(run, service, calls(call("s1", "schedule", day="2030-01-01")))
+    script = Script(AiMessage(text="ok"))
+
+    run(
+        service,
+        script.model,
+        paused.messages,
+        approvals={"s1": af.Approved(arguments={"day": date(2031, 2, 3)})},
+    )
+
+    assert results(script.seen[0])["s1"].text == "scheduled 2031-02-03"
+
+
 def test_approved_with_invalid_arguments_is_refused_before_anything_runs(run: Runner) -> None:
     service = ToolService([transfer])
     paused = pause(run, service, calls(call("t1", "transfer", to="bob", amount=50)))
@@ -264,6 +285,8 @@ def test_a_decision_for_a_call_that_is_not_pending_is_a_value_error(run: Runner)
             run(service, script.model, paused.messages, **decisions)
     with pytest.raises(ValueError, match="no pending call"):
         run(service, script.model, "hello", external_results={"x": 1})
+    with pytest.raises(ValueError, match="no pending call has the id\\(s\\) 'b1', 7"):
+        run(service, script.model, paused.messages, approvals={7: True, "b1": False})
     assert script.seen == [] and bank.sent == []
 
 
