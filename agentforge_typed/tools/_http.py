@@ -20,7 +20,7 @@ import httpx
 import pydantic
 import pydantic_core
 
-from .._exceptions import ArgumentError, ToolArgumentsError
+from .._exceptions import ArgumentError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._argument_errors import json_path
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
+from ._schema_tool import valid_arguments
 
 __all__ = ["HeadersFactory", "HttpTool"]
 
@@ -214,10 +215,7 @@ class HttpTool(ConfiguredTool):
         Raises:
             ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
         """
-        decoded = self._validator.validate(arguments)
-        if decoded.arguments is None:
-            raise ToolArgumentsError(self.name, decoded.errors)
-        return decoded.arguments
+        return valid_arguments(self.name, self._validator.validate(arguments))
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate, send the request, and convert the response; never raises for a failed call."""

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import pydantic_core
 
-from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._base import ReturnBehavior, SpecifiedTool, ToolContext, ToolExecutionResult
@@ -36,6 +35,7 @@ from ._outcomes import (
 )
 from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import SchemaArguments
+from ._schema_tool import valid_arguments
 from ._signature import check_tool_name
 
 if TYPE_CHECKING:
@@ -506,10 +506,7 @@ class MCPTool(SpecifiedTool):
         Raises:
             ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
         """
-        decoded = self._arguments.validate(arguments)
-        if decoded.arguments is None:
-            raise ToolArgumentsError(self.name, decoded.errors)
-        return decoded.arguments
+        return valid_arguments(self.name, self._arguments.validate(arguments))
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate locally, then call the server, blocking; never raises for a failed call."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from .._approval import ApprovalPolicy
     from ._function import ExtraArguments
 
-__all__ = ["SchemaHandler", "SchemaTool"]
+__all__ = ["SchemaHandler", "SchemaTool", "valid_arguments"]
 
 SchemaHandler = Callable[[dict[str, Any]], Any]
 """`handler(arguments)`, sync or async; its return value becomes the result text."""
@@ -101,10 +101,7 @@ class SchemaTool(ConfiguredTool):
         Raises:
             ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
         """
-        decoded = self._arguments.validate(arguments)
-        if decoded.arguments is None:
-            raise ToolArgumentsError(self.name, decoded.errors)
-        return decoded.arguments
+        return valid_arguments(self.name, self._arguments.validate(arguments))
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate, run the handler, and convert; never raises for a failed call."""
@@ -139,6 +136,13 @@ class SchemaTool(ConfiguredTool):
             return success_result(value, decoded.repairs)
         except Exception as exc:
             return failure_result(self.name, exc, decoded.repairs)
+
+
+def valid_arguments(tool_name: str, decoded: DecodedArguments) -> dict[str, Any]:
+    """The arguments `decoded` holds; raises `ToolArgumentsError` listing its problems."""
+    if decoded.arguments is None:
+        raise ToolArgumentsError(tool_name, decoded.errors)
+    return decoded.arguments
 
 
 def _is_executor(handler: object) -> TypeGuard[ToolExecutor]:
