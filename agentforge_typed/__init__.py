@@ -17,6 +17,7 @@ from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, To
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
+    ArgumentProblem,
     ModelError,
     ModelRetry,
     ToolArgumentsError,
@@ -140,6 +141,7 @@ __all__ = [
     "ApprovalPolicy",
     "Approved",
     "ArgumentError",
+    "ArgumentProblem",
     "ArgumentsErrorHandler",
     "BeforeToolCall",
     "ChatMessage",

@@ -9,7 +9,7 @@ a round, building the result); the rules live here.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -18,7 +18,7 @@ import pydantic_core
 from ._exceptions import ToolArgumentsError
 from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
 from ._response import ChatResponse, FinishReason
-from .tools._base import ToolContext, ToolExecutionResult, ToolLike
+from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
 from .tools._invoke import invoke, is_async_callable
 from .tools._result_text import result_text
 
@@ -35,10 +35,6 @@ __all__ = [
     "ToolFailed",
     "pending_calls",
 ]
-
-ApprovalPolicy = bool | Callable[[ToolCall, ToolContext[Any]], "bool | Awaitable[bool]"]
-"""A tool's `requires_approval`: always, never, or decided per call by a sync or async
-`(call, context) -> bool` (which sees only calls whose arguments are valid)."""
 
 PendingReason = Literal["approval", "external"]
 """Why a call waits: a person's decision, or the result of a tool executed outside the loop."""

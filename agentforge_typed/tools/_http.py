@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
@@ -25,11 +25,14 @@ from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
-from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult
+from ._base import (
+    ApprovalPolicy,
+    ConfiguredTool,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+)
 from ._function import ExtraArguments
-
-if TYPE_CHECKING:
-    from .._approval import ApprovalPolicy
 from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
@@ -292,7 +295,7 @@ class HttpTool(ConfiguredTool):
             if callable(configured):
                 configured = configured(context)
             configured = dict(configured or {})
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
         for name, value in configured.items():
             problem = _header_problem(name, value)
@@ -557,10 +560,10 @@ class _ModelArguments:
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
         outcome = self._validator.validate(raw)
-        if outcome[0] is None:
-            return DecodedArguments(None, tuple(outcome[2]), outcome[1])
-        arguments = outcome[0].model_dump(mode="json", by_alias=True)
-        return DecodedArguments(arguments, repairs=outcome[1])
+        if outcome.arguments is None:
+            return outcome
+        arguments = outcome.arguments.model_dump(mode="json", by_alias=True)
+        return DecodedArguments(arguments, repairs=outcome.repairs)
 
 
 def _check_url_template(tool: str, url: str) -> tuple[str, ...]:
