@@ -162,8 +162,6 @@ class _Run:
         output: OutputSpec[Any] | None = None,
         *,
         asynchronous: bool = False,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
     ) -> None:
         self.service = service
         self.async_before, self.async_after = service._async_hooks(asynchronous)
@@ -186,9 +184,17 @@ class _Run:
         """The executions of the open round so far, by call position."""
         self.round_trips = 0
         self.returned_immediately = False
-        self.approval = ApprovalState(approvals, external_results, asynchronous=asynchronous)
+        self.asynchronous = asynchronous
+        self.resume(None, None)
+
+    def resume(
+        self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
+    ) -> None:
+        """Take the caller's decisions on the calls the history ends with (before the loop);
+        raises `ValueError` for a decision on a call that is not pending."""
+        self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
         self.resuming = [
-            (call, *self.approval.decide(call, service._tools.get(call.name)))
+            (call, *self.approval.decide(call, self.service._tools.get(call.name)))
             for call in self.approval.unanswered(self.messages)
         ]
         """The unanswered calls at the end of the history, with the caller's decisions."""
@@ -645,16 +651,8 @@ class ToolService(Generic[DepsT]):
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            approvals=approvals,
-            external_results=external_results,
-        )
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run.resume(approvals, external_results)
         with run:
             while True:
                 planned = run.resumed() or run.on_response(model.chat(run.next_request()))
@@ -742,9 +740,8 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
-            approvals=approvals,
-            external_results=external_results,
         )
+        run.resume(approvals, external_results)
         return await _adrive(run, model.achat, _aexecute)
 
     @overload
@@ -790,16 +787,8 @@ class ToolService(Generic[DepsT]):
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            approvals=approvals,
-            external_results=external_results,
-        )
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run.resume(approvals, external_results)
         with run:
             while True:
                 reader = _RoundReader()
@@ -869,9 +858,8 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
-            approvals=approvals,
-            external_results=external_results,
         )
+        run.resume(approvals, external_results)
         with run:
             while True:
                 reader = _RoundReader()
