@@ -79,6 +79,10 @@ class PendingResult(ToolExecutionResult):
     pending: PendingCall | None = None
 
 
+_DEFERRED = PendingResult("Awaiting the approval policy.")
+"""The placeholder of a call whose async `requires_approval` is awaited when the call settles."""
+
+
 def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
     """The calls a stored history waits on: those of its last `AiMessage` without a result (when
     only results follow it), in the model's order. These are the ids `approvals=` and
@@ -234,7 +238,7 @@ class ApprovalState:
     ) -> PendingResult | None:
         """The placeholder for a call that must wait, or `None` to run it now. An invalid call is
         never held: it goes back to the model as an arguments error. Under an async run, an async
-        `requires_approval` is left to `ahold`."""
+        `requires_approval` gives a placeholder that `deferred` recognises, for `ahold`."""
         policy = _policy(tool)
         if (policy is False and not _is_external(tool)) or call.id in self.approved:
             return None
@@ -247,20 +251,24 @@ class ApprovalState:
         if not callable(policy):
             raise TypeError(f"requires_approval must be a bool or a callable, not {policy!r}")
         if self.asynchronous and is_async_callable(policy):
-            return None
+            return _DEFERRED
         return _waiting(call, "approval") if _decided(invoke(policy, (call, context))) else None
+
+    @staticmethod
+    def deferred(result: ToolExecutionResult | None) -> bool:
+        """Whether `result` is the placeholder of a call whose async policy is still to decide."""
+        return result is _DEFERRED
 
     async def ahold(
         self, call: ToolCall, context: ToolContext[Any], tool: ToolLike
     ) -> PendingResult | None:
-        """`hold` for an async `requires_approval` under an async run."""
-        policy = _policy(tool)
-        if not (callable(policy) and is_async_callable(policy)) or call.id in self.approved:
-            return None
-        if not _valid(tool, call):
-            return None
-        answer = await policy(call, context)  # type: ignore[misc]
-        return _waiting(call, "approval") if _decided(answer) else None
+        """Await the async `requires_approval` of a `deferred` call: the placeholder of a call
+        that must wait, or `None` (then `hold` lets the call run when it is planned again)."""
+        answer = await _policy(tool)(call, context)  # type: ignore[operator,misc]
+        if _decided(answer):
+            return _waiting(call, "approval")
+        self.approved.add(call.id)
+        return None
 
     # -- pausing -------------------------------------------------------------------------------
 

@@ -984,9 +984,9 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -> ToolExecution:
     before, after = run.service.before_tool_call, run.service.after_tool_call
-    if plan.tool is not None and plan.preset is None:
-        if (held := await run.approval.ahold(plan.call, plan.context, plan.tool)) is not None:
-            plan = replace(plan, preset=held)
+    if plan.tool is not None and run.approval.deferred(plan.preset):
+        held = await run.approval.ahold(plan.call, plan.context, plan.tool)
+        plan = run._plan(plan.index, plan.call) if held is None else replace(plan, preset=held)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:

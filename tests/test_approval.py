@@ -533,3 +533,22 @@ def test_the_example_pauses_in_one_process_and_resumes_in_another(tmp_path: Path
     assert example("pause", history, "Pay 250 to bob").startswith("pending")
     assert example("resume", history, "not this month").endswith(": not this month")
     assert example("pause", history, "Pay 20 to amy") == "Paid 20 EUR to amy."
+
+
+def test_an_async_policy_decides_before_a_sync_before_tool_call_hook(run: Runner) -> None:
+    seen: list[str] = []
+
+    def before(call: ToolCall, context: ToolContext[Any]) -> None:
+        seen.append(call.id)
+
+    @tool(requires_approval=abig)
+    def pay(to: str, amount: int) -> str:
+        return "ok"
+
+    service = ToolService([pay], before_tool_call=before)
+    round_ = calls(call("s", "pay", to="amy", amount=20), call("l", "pay", to="bob", amount=900))
+
+    paused = pause(run, service, round_)
+
+    assert [p.call.id for p in paused.pending] == ["l"]
+    assert seen == ["s"]  # the hook runs for calls that run, not for a call that pauses
