@@ -28,6 +28,7 @@ from typing import Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypeForm, TypeVar
 
+from ._approval import Approval, ApprovalState, no_events
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
@@ -169,7 +170,6 @@ class _Run:
         output: OutputSpec[Any] | None = None,
         *,
         asynchronous: bool = False,
-        tools: ToolSelection | None = None,
     ) -> None:
         self.service = service
         self.async_before, self.async_after = service._async_hooks(asynchronous)
@@ -182,7 +182,7 @@ class _Run:
         service._check_deps(deps)
         self.deps = deps
         self.conversation_id = conversation_id or os.urandom(16).hex()
-        self.offer = service._offer(tools, deps, self.conversation_id)
+        self.offer = service._offer(None, deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
@@ -193,6 +193,37 @@ class _Run:
         """The executions of the open round so far, by call position."""
         self.round_trips = 0
         self.returned_immediately = False
+        self.asynchronous = asynchronous
+        self.resume(None, None)
+
+    def select(self, tools: ToolSelection | None) -> None:
+        """Narrow what the run offers to `tools` (names, groups or a `ToolSearch`), before the
+        loop; `None` keeps the service's choice."""
+        if tools is not None:
+            self.offer = self.service._offer(tools, self.deps, self.conversation_id, self.messages)
+
+    def resume(
+        self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
+    ) -> None:
+        """Take the caller's decisions on the calls the history ends with (before the loop);
+        raises `ValueError` for a decision on a call that is not pending."""
+        self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
+        self.resuming = [
+            (call, *self.approval.decide(call, self.service._tools.get(call.name)))
+            for call in self.approval.unanswered(self.messages)
+        ]
+        """The unanswered calls at the end of the history, with the caller's decisions."""
+
+    def resumed(self) -> list[_Planned] | None:
+        """Once, the round of the history's unanswered calls (run, denied, answered or held
+        again); `None` when there is none."""
+        resuming, self.resuming = self.resuming, []
+        if not resuming:
+            return None
+        self.open_calls, self.finished = [entry[0] for entry in resuming], {}
+        return [
+            self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
+        ]
 
     def next_request(self) -> ChatRequest:
         """The request for the next model call; raises past `max_round_trips`."""
@@ -231,7 +262,13 @@ class _Run:
         self.messages.append(UserMessage(content=output.nudge(errors)))
         return []
 
-    def _plan(self, index: int, call: ToolCall) -> _Planned:
+    def _plan(
+        self,
+        index: int,
+        call: ToolCall,
+        *,
+        decided: ToolExecutionResult | None = None,
+    ) -> _Planned:
         service = self.service
         context: ToolContext[Any] = ToolContext(
             deps=self.deps,
@@ -243,12 +280,16 @@ class _Run:
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
             tool = self.output
+        if decided is not None:
+            return _Planned(index, call, context, tool, decided)
         if tool is None:
             names = list(service._tools) if self.offer is None else self.offer.names()
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
+        if (held := self.approval.hold(call, context, tool)) is not None:
+            return _Planned(index, call, context, tool, held)
         if service.before_tool_call is not None and not self.async_before:
             answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
             if answer is not None:
@@ -269,11 +310,13 @@ class _Run:
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
-        here (a `ReturnBehavior`)."""
-        for execution in settled:
+        here (a `ReturnBehavior`, or calls that wait for a decision)."""
+        for execution in self.approval.set_aside(settled):
             self.executions.append(execution)
             self._answer(execution.call, execution.result.text, execution.result.is_error)
         self.open_calls = ()
+        if self.approval.pending:
+            return True
         if self.output is not None:
             for execution in settled:
                 if execution.call.name == self.output.name and not execution.failed:
@@ -349,13 +392,14 @@ class _Run:
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended."""
         return ToolChatResult(
-            final_response=self.responses[-1],
+            final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
             usage=self._usage(),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
+            pending=tuple(self.approval.pending),
         )
 
 
@@ -516,7 +560,13 @@ class ToolService(Generic[DepsT]):
         self._default_parameters = None
         return self
 
-    def _offer(self, tools: ToolSelection | None, deps: Any, conversation_id: str) -> Offer | None:
+    def _offer(
+        self,
+        tools: ToolSelection | None,
+        deps: Any,
+        conversation_id: str,
+        messages: Sequence[ChatMessage],
+    ) -> Offer | None:
         """What a run offers when it selects, searches or prepares its tools; `None` when it
         offers every registered tool (the fast path)."""
         if tools is None and self.tool_search is None and self.prepare_tools is None:
@@ -529,6 +579,7 @@ class ToolService(Generic[DepsT]):
             self.prepare_tools,
             deps,
             conversation_id,
+            messages,
         )
 
     def register_spec(
@@ -602,6 +653,8 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -615,6 +668,8 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -628,6 +683,8 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -641,6 +698,8 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -653,22 +712,18 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            tools=tools,
-        )
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run.select(tools)
+        run.resume(approvals, external_results)
         with run:
             while True:
-                planned = run.on_response(model.chat(run.next_request()))
+                planned = run.resumed() or run.on_response(model.chat(run.next_request()))
                 if planned is None:
                     return run.result()
                 settled = [run.settle(plan, _execute(plan)) for plan in planned]
@@ -685,6 +740,8 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -698,6 +755,8 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -711,6 +770,8 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
     ) -> ToolChatResult[OutputT]: ...
 
@@ -724,6 +785,8 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
     ) -> ToolChatResult[OutputT]: ...
 
@@ -736,6 +799,8 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> ToolChatResult[Any]:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
@@ -748,8 +813,9 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
-            tools=tools,
         )
+        run.select(tools)
+        run.resume(approvals, external_results)
         return await _adrive(run, model.achat, _aexecute)
 
     @overload
@@ -762,6 +828,8 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
@@ -775,6 +843,8 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
@@ -787,28 +857,24 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            tools=tools,
-        )
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run.select(tools)
+        run.resume(approvals, external_results)
         with run:
             while True:
                 reader = _RoundReader()
-                for event in model.stream(run.next_request()):
+                for event in () if run.resuming else model.stream(run.next_request()):
                     yield event
                     if update := reader.feed(event):
                         yield update
-                planned = run.on_response(reader.response())
+                planned = run.resumed() or run.on_response(reader.response())
                 if planned is None:
                     break
                 settled = []
@@ -830,6 +896,8 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
@@ -843,6 +911,8 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
@@ -855,6 +925,8 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         tools: ToolSelection | None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
@@ -867,16 +939,19 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
-            tools=tools,
         )
+        run.select(tools)
+        run.resume(approvals, external_results)
         with run:
             while True:
                 reader = _RoundReader()
-                async for event in model.astream(run.next_request()):
+                async for event in (
+                    no_events() if run.resuming else model.astream(run.next_request())
+                ):
                     yield event
                     if update := reader.feed(event):
                         yield update
-                planned = run.on_response(reader.response())
+                planned = run.resumed() or run.on_response(reader.response())
                 if planned is None:
                     break
                 for plan in planned:
@@ -954,7 +1029,7 @@ async def _adrive(
     activities."""
     with run:
         while True:
-            planned = run.on_response(await request(run.next_request()))
+            planned = run.resumed() or run.on_response(await request(run.next_request()))
             if planned is None:
                 return run.result()
             settled: list[ToolExecution] = []
@@ -991,6 +1066,9 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -> ToolExecution:
     before, after = run.service.before_tool_call, run.service.after_tool_call
+    if plan.tool is not None and run.approval.deferred(plan.preset):
+        held = await run.approval.ahold(plan.call, plan.context, plan.tool)
+        plan = run._plan(plan.index, plan.call) if held is None else replace(plan, preset=held)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:

@@ -223,6 +223,7 @@ class Offer:
         prepare: PrepareTools | None,
         deps: Any,
         conversation_id: str,
+        messages: Sequence[ChatMessage],
     ) -> None:
         if isinstance(selection, ToolSearch):
             search, selection = selection, None
@@ -252,7 +253,9 @@ class Offer:
         self.prepare = prepare
         self.deps = deps
         self.conversation_id = conversation_id
-        self.current: dict[str, ToolLike] = {}
+        self.messages = messages
+        """The run's conversation (its live list)."""
+        self.current: dict[str, ToolLike] | None = None
         """The tools offered in the latest request: the only ones a call may run."""
         self._read = 0
 
@@ -260,6 +263,14 @@ class Offer:
         self, parameters: ChatRequestParameters, round_trip: int, messages: Sequence[ChatMessage]
     ) -> ChatRequestParameters:
         """`parameters` with this round's tools in place of every registered tool."""
+        specifications = self._choose(round_trip, messages)
+        # What the caller's parameters add (tools not registered, the output tool) stays.
+        extra = [s for s in parameters.tools or () if s.name not in self.tools]
+        tools = (*specifications, *extra)
+        return parameters.model_copy(update={"tools": tools or None})
+
+    def _choose(self, round_trip: int, messages: Sequence[ChatMessage]) -> list[ToolSpecification]:
+        """Decide the round's tools (`current`); return their specifications as offered."""
         if self.search is not None:
             self._discover(messages)
         names = [*self.core, *self.discovered]
@@ -285,18 +296,23 @@ class Offer:
                 prepared[name] = offered[name]
             offered = prepared
         self.current = offered
-        # What the caller's parameters add (tools not registered, the output tool) stays.
-        extra = [s for s in parameters.tools or () if s.name not in self.tools]
-        tools = (*specifications, *extra)
-        return parameters.model_copy(update={"tools": tools or None})
+        return specifications
 
     def lookup(self, name: str) -> ToolLike | None:
         """The tool a call named `name` may run: one offered in the latest request, else `None`."""
-        return self.current.get(name)
+        return self._current().get(name)
 
     def names(self) -> list[str]:
         """The names offered in the latest request."""
-        return list(self.current)
+        return list(self._current())
+
+    def _current(self) -> dict[str, ToolLike]:
+        if self.current is None:
+            # Calls from the history (a resumed run's pending calls) come before any request:
+            # they may run what the run's first round offers.
+            self._choose(1, self.messages)
+        assert self.current is not None
+        return self.current
 
     def _search(self, arguments: dict[str, Any]) -> str:
         assert self.search is not None

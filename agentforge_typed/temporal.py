@@ -341,15 +341,9 @@ class TemporalToolService:
         conversation_id = conversation_id or workflow.uuid4().hex
         spec = _output_spec(output_type)
         run = _Run(
-            self.service,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            spec,
-            asynchronous=True,
-            tools=tools,
+            self.service, messages, parameters, deps, conversation_id, spec, asynchronous=True
         )
+        run.select(tools)
         return await _adrive(run, self._request, self._execute)
 
     async def _request(self, request: ChatRequest) -> ChatResponse:

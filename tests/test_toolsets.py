@@ -554,3 +554,33 @@ def test_the_idempotency_key_keeps_its_parts_apart() -> None:
     assert key("a:b", "c") != key("a", "b:c")
     assert key(None, "c") != key("", "c") != key("null", "c")
     assert key("conv", "c1") == key("conv", "c1") != key("conv", "c2")
+
+
+# -- resuming paused runs ------------------------------------------------------------------------
+
+
+@tool(requires_approval=True)
+def transfer(to: str, cents: int) -> str:
+    """Move money."""
+    ran.append("transfer")
+    return "sent"
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_an_approved_call_runs_only_if_the_resumed_run_offers_its_tool(driver: str) -> None:
+    service = ToolService([transfer, get_weather])
+    first = Script(call("c1", "transfer", to="bob", cents=5))
+    paused = drive(driver, service, first, "pay bob", tools=["transfer"])
+    assert [p.call.id for p in paused.pending] == ["c1"]
+    history = list(paused.messages)
+
+    resumed = Script(AiMessage(text="done"))
+    drive(driver, service, resumed, history, tools=["transfer"], approvals={"c1": True})
+    assert ran == ["transfer"]
+    assert resumed.offered == [["transfer"]]
+
+    # Resumed with a selection that leaves the tool out: the approval cannot make it run.
+    ran.clear()
+    with pytest.raises(UnknownToolError, match="'transfer'; available: get_weather"):
+        drive(driver, service, Script(), history, tools=["get_weather"], approvals={"c1": True})
+    assert ran == []
