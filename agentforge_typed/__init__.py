@@ -56,6 +56,7 @@ from ._service import (
     available_tools_handler,
     list_available_tools,
 )
+from ._usage import UsageLimitExceeded, UsageLimits
 from .tools._base import (
     ErrorKind,
     ReturnBehavior,
@@ -188,6 +189,8 @@ __all__ = [
     "UnknownToolError",
     "UnknownToolHandler",
     "UnsupportedFeatureError",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "UserMessage",
     "__version__",
     "available_tools_handler",

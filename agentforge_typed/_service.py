@@ -51,6 +51,7 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import ChatResponse, TokenUsage
 from ._results import ToolChatResult, ToolExecution
+from ._usage import UsageLimits
 from .tools._base import (
     DepsT,
     ErrorKind,
@@ -158,8 +159,11 @@ class _Run:
         output: OutputSpec[Any] | None = None,
         *,
         asynchronous: bool = False,
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         self.service = service
+        self.limits = usage_limits if usage_limits is not None else service.usage_limits
+        self.tool_calls = 0
         self.async_before, self.async_after = service._async_hooks(asynchronous)
         self.messages = _conversation(messages)
         if not self.messages:
@@ -185,6 +189,8 @@ class _Run:
         """The request for the next model call; raises past `max_round_trips`."""
         if self.round_trips >= self.service.max_round_trips:
             raise ToolLoopLimitError(self.service.max_round_trips)
+        if self.limits is not None:
+            self.limits.check_request(self.round_trips + 1)
         self.round_trips += 1
         return ChatRequest.of(self.messages, self.parameters)
 
@@ -194,6 +200,11 @@ class _Run:
         self.messages.append(response.ai_message)
         if response.ai_message.has_tool_calls:
             self.open_calls, self.finished = response.ai_message.tool_calls, {}
+        if self.limits is not None:
+            self.limits.check_tokens(self._usage())
+            self.tool_calls += len(self.open_calls)
+            self.limits.check_tool_calls(self.tool_calls)
+        if self.open_calls:
             return [self._plan(i, call) for i, call in enumerate(self.open_calls)]
         if self.output is None:
             return None
@@ -392,6 +403,8 @@ class ToolService(Generic[DepsT]):
         after_tool_call: Hook that sees every execution (audit, metrics); see `logging_hook`.
         deps_type: The class of the `deps` every run gets (checked with `isinstance` when a run
             starts); a tool whose `ToolContext[X]` does not accept it is refused at registration.
+        usage_limits: Caps on each run's requests, tool calls and tokens (a run's own
+            `usage_limits=` replaces them); exceeding one raises `UsageLimitExceeded`.
     """
 
     def __init__(
@@ -406,6 +419,7 @@ class ToolService(Generic[DepsT]):
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         deps_type: type[DepsT] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -417,6 +431,7 @@ class ToolService(Generic[DepsT]):
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         self.deps_type = deps_type
+        self.usage_limits = usage_limits
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
         for item in tools or ():
@@ -549,6 +564,7 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -561,6 +577,7 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -573,6 +590,7 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -585,6 +603,7 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     def chat(
@@ -596,10 +615,19 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            usage_limits=usage_limits,
+        )
         with run:
             while True:
                 planned = run.on_response(model.chat(run.next_request()))
@@ -619,6 +647,7 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -631,6 +660,7 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -643,6 +673,7 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         conversation_id: str | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -655,6 +686,7 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         conversation_id: str | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     async def achat(
@@ -666,6 +698,7 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[Any]:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
@@ -677,6 +710,7 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
+            usage_limits=usage_limits,
         )
         with run:
             while True:
@@ -699,6 +733,7 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     @overload
@@ -711,6 +746,7 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     def stream(
@@ -722,11 +758,20 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
+        run = _Run(
+            self,
+            messages,
+            parameters,
+            deps,
+            conversation_id,
+            _output_spec(output_type),
+            usage_limits=usage_limits,
+        )
         with run:
             while True:
                 reader = _RoundReader()
@@ -756,6 +801,7 @@ class ToolService(Generic[DepsT]):
         deps: None = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     @overload
@@ -768,6 +814,7 @@ class ToolService(Generic[DepsT]):
         deps: DepsT,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     async def astream(
@@ -779,6 +826,7 @@ class ToolService(Generic[DepsT]):
         deps: Any = None,
         conversation_id: str | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
@@ -790,6 +838,7 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
+            usage_limits=usage_limits,
         )
         with run:
             while True:

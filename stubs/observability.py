@@ -1,0 +1,47 @@
+"""Static-typing contract of usage limits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from typing_extensions import assert_type
+
+from agentforge_typed import (
+    AgentForgeError,
+    AiMessage,
+    ChatMessage,
+    ChatRequestParameters,
+    FunctionModel,
+    ToolChatResult,
+    ToolService,
+    UsageLimitExceeded,
+    UsageLimits,
+)
+
+
+def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    return AiMessage(text="hi")
+
+
+async def main() -> None:
+    limits = UsageLimits(request_limit=3, tool_calls_limit=10, total_tokens_limit=50_000)
+    service = ToolService(usage_limits=limits)
+    model = FunctionModel(reply)
+    assert_type(service.chat(model, "hi", usage_limits=UsageLimits()), ToolChatResult[None])
+    assert_type(await service.achat(model, "hi", usage_limits=limits), ToolChatResult[None])
+    for _ in service.stream(model, "hi", usage_limits=limits):
+        pass
+    async for _ in service.astream(model, "hi", usage_limits=None):
+        pass
+    try:
+        service.chat(model, "hi")
+    except UsageLimitExceeded as error:
+        assert_type(error, UsageLimitExceeded)
+        assert isinstance(error, AgentForgeError)
+        assert_type(error.limit, str)
+        assert_type(error.maximum, int)
+        assert_type(error.value, int)
+
+    UsageLimits(request_limit="3")  # type: ignore[arg-type]
+    service.chat(model, "hi", usage_limits=5)  # type: ignore[call-overload]
+    limits.request_limit = 4  # type: ignore[misc]
