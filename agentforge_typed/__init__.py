@@ -17,6 +17,7 @@ from ._exceptions import (
     UnsupportedFeatureError,
 )
 from ._hooks import logging_hook
+from ._instrument import Instrumentation, instrument
 from ._loop_events import (
     FinalResultEvent,
     PartialArgumentsEvent,
@@ -145,6 +146,7 @@ __all__ = [
     "HandlerTimeoutError",
     "HttpTool",
     "ImageContent",
+    "Instrumentation",
     "MCPServer",
     "MCPTool",
     "ModelError",
@@ -195,6 +197,7 @@ __all__ = [
     "__version__",
     "available_tools_handler",
     "get_model",
+    "instrument",
     "list_available_tools",
     "logging_hook",
     "tool",

@@ -38,6 +38,7 @@ from ._exceptions import (
     ToolLoopLimitError,
     UnknownToolError,
 )
+from ._instrument import run_trace
 from ._loop_events import (
     FinalResultEvent,
     PartialArgumentsEvent,
@@ -184,6 +185,7 @@ class _Run:
         """The executions of the open round so far, by call position."""
         self.round_trips = 0
         self.returned_immediately = False
+        self.trace = run_trace(self.conversation_id)
 
     def next_request(self) -> ChatRequest:
         """The request for the next model call; raises past `max_round_trips`."""
@@ -192,7 +194,10 @@ class _Run:
         if self.limits is not None:
             self.limits.check_request(self.round_trips + 1)
         self.round_trips += 1
-        return ChatRequest.of(self.messages, self.parameters)
+        request = ChatRequest.of(self.messages, self.parameters)
+        if self.trace is not None:
+            self.trace.request(request)
+        return request
 
     def on_response(self, response: ChatResponse) -> list[_Planned] | None:
         """Record the model's response; return the calls to execute, or `None` when it is final."""
@@ -255,6 +260,8 @@ class _Run:
         finished call."""
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
+        if self.trace is not None:
+            self.trace.tool(execution, plan.context.attempt)
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)
@@ -287,6 +294,8 @@ class _Run:
         # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
         if isinstance(error, AgentForgeError):
             self.fail(error)
+        if self.trace is not None:
+            self.trace.end(error, self._usage())
 
     def fail(self, error: AgentForgeError) -> None:
         """Attach the run so far to `error`. Every call of an unfinished round is answered (those

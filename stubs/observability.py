@@ -1,4 +1,4 @@
-"""Static-typing contract of usage limits."""
+"""Static-typing contract of usage limits and instrumentation."""
 
 from __future__ import annotations
 
@@ -12,11 +12,14 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    Instrumentation,
     ToolChatResult,
     ToolService,
     UsageLimitExceeded,
     UsageLimits,
+    instrument,
 )
+from opentelemetry.sdk.trace import TracerProvider
 
 
 def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
@@ -45,3 +48,16 @@ async def main() -> None:
     UsageLimits(request_limit="3")  # type: ignore[arg-type]
     service.chat(model, "hi", usage_limits=5)  # type: ignore[call-overload]
     limits.request_limit = 4  # type: ignore[misc]
+
+
+def tracing() -> None:
+    handle = instrument(TracerProvider(), include_content=True)
+    assert_type(handle, Instrumentation)
+    assert_type(handle.active, bool)
+    handle.uninstrument()
+    with instrument() as scoped:
+        assert_type(scoped, Instrumentation)
+    assert_type(instrument(False), Instrumentation)
+
+    instrument("otlp")  # type: ignore[arg-type]
+    instrument(include_content="yes")  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from typing_extensions import Self, TypedDict
 
 from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
+from .._instrument import traced
 from .._messages import ChatMessage
 from .._request import (
     ChatRequest,
@@ -159,6 +160,7 @@ def default_parameters(
     return ChatRequestParameters(**fixed, **parameters)
 
 
+@traced
 class HttpChatModel:
     """A `ChatModel` over one JSON endpoint: a vendor's `Wire` composed with the `HttpShell`.
 
