@@ -721,16 +721,7 @@ class ToolService(Generic[DepsT]):
             asynchronous=True,
             usage_limits=usage_limits,
         )
-        with run:
-            while True:
-                planned = run.on_response(await model.achat(run.next_request()))
-                if planned is None:
-                    return run.result()
-                settled: list[ToolExecution] = []
-                for batch in _batches(planned, self.parallel):
-                    settled += await _settle_batch(run, batch)
-                if run.finish_round(planned, settled):
-                    return run.result()
+        return await _adrive(run, model.achat, _aexecute)
 
     @overload
     def stream(
@@ -904,6 +895,10 @@ def _output_spec(output_type: TypeForm[Any] | OutputSpec[Any] | None) -> OutputS
     return OutputSpec(output_type)
 
 
+_Execute = Callable[[_Planned], Awaitable[ToolExecution]]
+"""Runs one planned call of a round (the tool itself, or a durable activity)."""
+
+
 def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Planned]]:
     """Group a round's calls for concurrent execution: runs of independent calls together,
     each `sequential` call alone, in the model's order."""
@@ -920,8 +915,30 @@ def _batches(planned: Sequence[_Planned], parallel: bool) -> Iterator[list[_Plan
         yield batch
 
 
-async def _settle_batch(run: _Run, batch: Sequence[_Planned]) -> list[ToolExecution]:
-    tasks = [asyncio.ensure_future(_asettle(run, plan)) for plan in batch]
+async def _adrive(
+    run: _Run,
+    request: Callable[[ChatRequest], Awaitable[ChatResponse]],
+    execute: _Execute,
+) -> ToolChatResult[Any]:
+    """The async loop over `run`: `request` answers each model call and `execute` runs each
+    planned call. `achat` passes the model and the tools themselves; a durable driver passes
+    activities."""
+    with run:
+        while True:
+            planned = run.on_response(await request(run.next_request()))
+            if planned is None:
+                return run.result()
+            settled: list[ToolExecution] = []
+            for batch in _batches(planned, run.service.parallel):
+                settled += await _settle_batch(run, batch, execute)
+            if run.finish_round(planned, settled):
+                return run.result()
+
+
+async def _settle_batch(
+    run: _Run, batch: Sequence[_Planned], execute: _Execute
+) -> list[ToolExecution]:
+    tasks = [asyncio.ensure_future(_asettle(run, plan, execute)) for plan in batch]
     try:
         return await asyncio.gather(*tasks)
     finally:
@@ -943,13 +960,13 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
             task.exception()
 
 
-async def _asettle(run: _Run, plan: _Planned) -> ToolExecution:
+async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -> ToolExecution:
     before, after = run.service.before_tool_call, run.service.after_tool_call
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:
             plan = replace(plan, preset=_as_result(answer, None))
-    execution = run.settle(plan, await _aexecute(plan))
+    execution = run.settle(plan, await (execute or _aexecute)(plan))
     if run.async_after and after is not None:
         await cast(Awaitable[None], after(execution))
     return execution

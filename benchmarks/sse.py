@@ -1,4 +1,4 @@
-"""Throughput of OpenAI stream parsing + aggregation against its floor, for both OpenAI APIs.
+"""Throughput of stream parsing + aggregation against its floor: both OpenAI APIs and Gemini.
 
 A synthetic Chat Completions stream shaped like the real one (thousands of text deltas, then one
 tool call whose arguments are spread over hundreds of chunks, a finish chunk, a usage chunk and
@@ -8,9 +8,11 @@ run, through the floor: splitting the same bytes into lines and `json.loads` of 
 (no events, no aggregation). The same is done for a Responses API stream of the same content
 (typed `response.output_text.delta` / `response.function_call_arguments.delta` events, the items'
 added/done events and `response.completed` carrying the whole response) through
-`ResponsesStreamAccumulator`, what `OpenAIResponsesModel.stream()` runs. It prints MB/s for both
-and their ratio (target ≥ 0.5x), once with the bytes in network-sized 16 KiB reads and once with
-one read per event (what a slow model streams).
+`ResponsesStreamAccumulator`, what `OpenAIResponsesModel.stream()` runs, and for a Gemini
+`streamGenerateContent?alt=sse` stream (each chunk a whole `GenerateContentResponse` with usage,
+CRLF-framed, the function call whole in the last chunk) through `GeminiStreamAccumulator`. It
+prints MB/s for each and the ratio (target ≥ 0.5x), once with the bytes in network-sized 16 KiB
+reads and once with one read per event (what a slow model streams).
 
 Run: `python benchmarks/sse.py [--quick]`. Numbers are the best of several repeats.
 """
@@ -25,6 +27,7 @@ from functools import partial
 
 from agentforge_typed import ChatResponse, ResponseComplete
 from agentforge_typed.providers._base import StreamParser
+from agentforge_typed.providers._gemini_wire import GeminiStreamAccumulator
 from agentforge_typed.providers._openai_wire import StreamAccumulator
 from agentforge_typed.providers._responses_wire import ResponsesStreamAccumulator
 from agentforge_typed.providers._sse import SSEDecoder
@@ -135,6 +138,37 @@ def synthetic_responses_stream(text_deltas: int, argument_chunks: int) -> list[b
     ]
 
 
+GEMINI_TAIL = (
+    '"usageMetadata":{"promptTokenCount":1200,"totalTokenCount":1200,'
+    '"promptTokensDetails":[{"modality":"TEXT","tokenCount":1200}]},'
+    '"modelVersion":"gemini-2.5-flash","responseId":"bEnchR3sp0nse1d"}'
+)
+
+
+def gemini_stream(text_deltas: int, argument_chunks: int) -> list[bytes]:
+    """The same answer as a Gemini stream, as one `bytes` per event."""
+    events = []
+    for n in range(text_deltas):
+        part = json.dumps({"text": WORDS[n % len(WORDS)]}, ensure_ascii=False)
+        events.append(
+            f'{{"candidates":[{{"content":{{"parts":[{part}],"role":"model"}},"index":0}}],'
+            + GEMINI_TAIL
+        )
+    content = json.loads('"' + "".join(map(argument_piece, range(1, argument_chunks))) + '"')
+    call = {
+        "functionCall": {"name": "write_file", "args": {"content": content}},
+        "thoughtSignature": "CiQB0e2Kb3pXh6yTq8Nf0oJ8m1YvR2mZ5x" * 8,
+    }
+    usage = '"candidatesTokenCount":4000,"totalTokenCount":5200'
+    events.append(
+        '{"candidates":[{"content":{"parts":['
+        + json.dumps(call, ensure_ascii=False)
+        + '],"role":"model"},"finishReason":"STOP","index":0}],'
+        + GEMINI_TAIL.replace('"totalTokenCount":1200', usage)
+    )
+    return [f"data: {event}\r\n\r\n".encode() for event in events]
+
+
 def parse_and_aggregate(
     reads: list[bytes], parser: Callable[[], StreamParser] = StreamAccumulator
 ) -> ChatResponse:
@@ -178,6 +212,7 @@ def main() -> None:
     apis: list[tuple[str, Callable[[int, int], list[bytes]], Callable[[], StreamParser]]] = [
         ("Chat Completions", synthetic_stream, StreamAccumulator),
         ("Responses", synthetic_responses_stream, ResponsesStreamAccumulator),
+        ("Gemini", gemini_stream, GeminiStreamAccumulator),
     ]
     for api, make_stream, make_parser in apis:
         per_event = make_stream(text_deltas, argument_chunks)
@@ -186,8 +221,10 @@ def main() -> None:
 
         response = parse_and_aggregate(network, make_parser)
         assert response == parse_and_aggregate(per_event, make_parser)
-        assert response.ai_message.tool_calls[0].arguments.startswith('{"content": "line 1')
-        assert json.loads(response.ai_message.tool_calls[0].arguments + '"}')["content"]
+        arguments = response.ai_message.tool_calls[0].arguments
+        # Gemini sends whole arguments; the OpenAI streams here leave the string unclosed.
+        whole = arguments if arguments.endswith("}") else arguments + '"}'
+        assert json.loads(whole)["content"].startswith("line 1")
         megabytes = len(data) / 1e6
         print(f"\n{api}: {megabytes:.2f} MB, {len(per_event)} events")
         floor_time = best(partial(floor, per_event), repeats)

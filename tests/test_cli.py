@@ -21,7 +21,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.cli._declare import declaration
 from agentforge_typed.cli._target import load_object, load_target
-from agentforge_typed.providers import _anthropic_wire, _openai_wire, render_schema
+from agentforge_typed.providers import _anthropic_wire, _gemini_wire, _openai_wire, render_schema
 
 ROOT = Path(__file__).resolve().parent.parent
 BAD = "tests/fixtures/bad_tools.py"
@@ -192,10 +192,10 @@ def test_run_unknown_model() -> None:
     assert done.returncode == 2
     assert done.stderr == (
         "agentforge-typed: error: unknown model 'gpt-4o': expected one of "
-        "'openai:<model>', 'openai-responses:<model>', 'anthropic:<model>', 'fake', or an "
-        "OpenAI-compatible server's '<server>:<model>' (dashscope, deepseek, gemini-openai, "
-        "groq, litellm, llamacpp, lmstudio, minimax, mistral, moonshot, ollama, openrouter, "
-        "qwen, together, vllm)\n"
+        "'openai:<model>', 'openai-responses:<model>', 'anthropic:<model>', 'google:<model>', "
+        "'gemini:<model>', 'fake', or an OpenAI-compatible server's '<server>:<model>' "
+        "(dashscope, deepseek, gemini-openai, groq, litellm, llamacpp, lmstudio, minimax, "
+        "mistral, moonshot, ollama, openrouter, qwen, together, vllm)\n"
     )
 
 
@@ -228,13 +228,8 @@ def _strict(parameters: ChatRequestParameters) -> Any:
 
 
 def _gemini(parameters: ChatRequestParameters) -> Any:
-    assert parameters.tools is not None
-    declarations = []
-    for s in parameters.tools:
-        schema = render_schema(s.parameters, "gemini")
-        entry = {"name": s.name, "description": s.description}
-        declarations.append(entry | ({"parameters": schema} if schema["properties"] else {}))
-    return declarations
+    payload = _gemini_wire.build_payload([UserMessage(content="x")], parameters)
+    return payload["tools"][0]["functionDeclarations"]
 
 
 EXPECTED: dict[str, Callable[[ChatRequestParameters], Any]] = {
@@ -317,13 +312,22 @@ def _dialect_error(target: str, dialect: str) -> SchemaDialectError:
 
 
 def test_schema_a_dialect_cannot_express() -> None:
-    done = cli("schema", f"{BAD}:total", "--dialect", "gemini")
+    done = cli("schema", f"{BAD}:count", "--dialect", "openai-strict")
     assert done.returncode == 1
     assert done.stdout == ""
-    error = _dialect_error(f"{BAD}:total", "gemini")
-    assert (error.dialect, error.path) == ("gemini", "$.tree.children[*]")
-    assert "recursive" in error.reason
+    error = _dialect_error(f"{BAD}:count", "openai-strict")
+    assert (error.dialect, error.path) == ("openai-strict", "$.totals")
     assert done.stderr == f"agentforge-typed: {error}\n"
+
+
+def test_schema_gemini_is_what_the_provider_sends_recursion_included() -> None:
+    # The Gemini subset cannot express recursion; the JSON Schema Gemini is sent by default can.
+    done = cli("schema", f"{BAD}:total", "--dialect", "gemini")
+    assert done.returncode == 0, done.stderr
+    [declaration] = json.loads(done.stdout)
+    schema = declaration["parametersJsonSchema"]
+    assert schema["$defs"]["Node"]["properties"]["children"]["items"] == {"$ref": "#/$defs/Node"}
+    assert "recursive" in _dialect_error(f"{BAD}:total", "gemini").reason
 
 
 # -- check -------------------------------------------------------------------------------------
@@ -340,7 +344,7 @@ def _bad_findings() -> list[str]:
         f"{BAD}:16: warning: undocumented: parameter 'city' has no description "
         "[missing-parameter-description]",
         f"{BAD}:31: error: lookup: duplicate tool name (also defined at {BAD}:21) [duplicate-name]",
-        f"{BAD}:48: error: total: not expressible in gemini at $.tree.children[*]: "
+        f"{BAD}:48: warning: total: not expressible in gemini at $.tree.children[*]: "
         f"{recursive.reason} [unsupported-schema]",
         f"{BAD}:58: error: 2fa_verify: name '2fa_verify' is invalid for gemini: a letter or _ "
         "first, then letters, digits, _, . and -, at most 64 characters [invalid-name]",
@@ -351,7 +355,7 @@ def _bad_findings() -> list[str]:
         f"{open_object.reason} [unsupported-schema]",
         f"{BAD}:114: warning: count: not expressible in openai-strict at $.totals: "
         f"{counts.reason} [unsupported-schema]",
-        "6 errors, 3 warnings",
+        "5 errors, 4 warnings",
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import cycle
 from typing import Any
@@ -17,8 +17,14 @@ from openai_support import call
 from agentforge_typed import ChatRequest, ModelError, UserMessage
 from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
+from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 
+CLASSES: dict[str, Callable[..., HttpChatModel]] = {
+    "openai": OpenAIChatModel,
+    "anthropic": AnthropicChatModel,
+    "gemini": GeminiChatModel,
+}
 REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
 GIVE_UP = 10.0  # the slow server stops by itself after this, so a broken bound cannot hang
 
@@ -58,7 +64,7 @@ def _model(provider: str, body: SlowStream, **options: Any) -> HttpChatModel:
         return httpx.Response(200, headers={"content-type": kind}, stream=body)
 
     transport = httpx.MockTransport(handler)
-    cls = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    cls = CLASSES[provider]
     return cls(
         "m",
         api_key="sk-test",
@@ -76,7 +82,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(CLASSES))
 @pytest.mark.parametrize(
     ("server", "pieces", "mode"), CASES, ids=[f"{c[0]}, {c[2]}" for c in CASES]
 )
@@ -160,13 +166,13 @@ def keep_alive_server() -> Iterator[str]:
         _KeepAliveForever.stop.clear()
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(CLASSES))
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_total_timeout_over_a_real_socket(
     keep_alive_server: str, provider: str, mode: str
 ) -> None:
     """With the clients the model creates itself, over a real connection."""
-    cls = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    cls = CLASSES[provider]
     model = cls("m", base_url=keep_alive_server, total_timeout=0.4, max_retries=0)
     started = time.monotonic()
     try:
@@ -177,7 +183,7 @@ async def test_total_timeout_over_a_real_socket(
     assert 0.4 <= time.monotonic() - started < 3.0
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(CLASSES))
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_max_line_length_reaches_the_decoder(provider: str, mode: str) -> None:
     line = b"data: " + b"x" * 100 + b"\n\n"
@@ -186,7 +192,7 @@ async def test_max_line_length_reaches_the_decoder(provider: str, mode: str) -> 
             200, headers={"content-type": "text/event-stream"}, content=line
         )
     )
-    cls = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    cls = CLASSES[provider]
     model = cls(
         "m",
         api_key="sk-test",

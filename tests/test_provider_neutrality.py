@@ -1,6 +1,6 @@
-"""The same `ToolService` conversation over OpenAI Chat Completions-, OpenAI Responses- and
-Anthropic-shaped transports gives the same tool executions and the same final text: the providers
-only translate the wire format."""
+"""The same `ToolService` conversation over OpenAI Chat Completions-, OpenAI Responses-,
+Anthropic- and Gemini-shaped transports gives the same tool executions and the same final text:
+the providers only translate the wire format."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from agentforge_typed import (
     AnthropicChatModel,
     ChatMessage,
     ChatModel,
+    GeminiChatModel,
     SystemMessage,
     ToolChatResult,
     ToolService,
@@ -84,6 +85,25 @@ def anthropic_body(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
     }
 
 
+def gemini_body(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
+    # Newer Gemini models send short call ids; they come back in `functionResponse.id`.
+    parts: list[dict[str, Any]] = [
+        {"functionCall": {"id": i, "name": n, "args": json.loads(a)}} for i, n, a in calls
+    ] or [{"text": FINAL}]
+    return {
+        "candidates": [
+            {"content": {"parts": parts, "role": "model"}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 80,
+            "candidatesTokenCount": 20,
+            "totalTokenCount": 100,
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "gEm1n1Neutral",
+    }
+
+
 def responses_body(calls: list[tuple[str, str, str]]) -> dict[str, Any]:
     output: list[dict[str, Any]] = [
         {
@@ -120,6 +140,13 @@ def tool_results_sent(provider: str, body: dict[str, Any]) -> list[tuple[str, st
     """The (call id, text) of every tool result in a request body."""
     if provider == "openai":
         return [(m["tool_call_id"], m["content"]) for m in body["messages"] if m["role"] == "tool"]
+    if provider == "gemini":
+        return [
+            (part["functionResponse"]["id"], *part["functionResponse"]["response"].values())
+            for content in body["contents"]
+            for part in content["parts"]
+            if "functionResponse" in part
+        ]
     if provider == "responses":
         return [
             (item["call_id"], item["output"])
@@ -141,6 +168,7 @@ def scripted(provider: str) -> tuple[ChatModel, list[dict[str, Any]]]:
         "openai": openai_body,
         "responses": responses_body,
         "anthropic": anthropic_body,
+        "gemini": gemini_body,
     }[provider]
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -153,6 +181,8 @@ def scripted(provider: str) -> tuple[ChatModel, list[dict[str, Any]]]:
     }
     if provider == "openai":
         return OpenAIChatModel("gpt-4o-mini", api_key="sk-test", **clients), sent
+    if provider == "gemini":
+        return GeminiChatModel("gemini-2.5-flash", api_key="AIza-test", **clients), sent
     if provider == "responses":
         return OpenAIResponsesModel("gpt-5-mini", api_key="sk-test", **clients), sent
     return AnthropicChatModel("claude-sonnet-4-5", api_key="sk-ant-test", **clients), sent
@@ -175,7 +205,7 @@ MESSAGES: list[ChatMessage] = [
 async def test_same_conversation_same_outcome(mode: str) -> None:
     service = ToolService([get_weather])
     outcomes = {}
-    for provider in ("openai", "responses", "anthropic"):
+    for provider in ("openai", "responses", "anthropic", "gemini"):
         model, sent = scripted(provider)
         if mode == "sync":
             result = service.chat(model, MESSAGES)
@@ -187,11 +217,19 @@ async def test_same_conversation_same_outcome(mode: str) -> None:
             # The arguments error travels as an error result on Anthropic's wire.
             blocks = sent[1]["messages"][-1]["content"]
             assert [b.get("is_error", False) for b in blocks] == [False, True]
+        if provider == "gemini":
+            # ... and on Gemini's as an `error` response, both results in one user turn.
+            parts = sent[1]["contents"][-1]["parts"]
+            assert [list(p["functionResponse"]["response"]) for p in parts] == [
+                ["output"],
+                ["error"],
+            ]
         # The results the model got back, as each wire format carries them.
         results_sent = tool_results_sent(provider, sent[-1])
         outcomes[provider] = (summary(result), results_sent, len(result.messages))
 
     assert outcomes["openai"] == outcomes["responses"] == outcomes["anthropic"]
+    assert outcomes["anthropic"] == outcomes["gemini"]
     executions, results_sent, _ = outcomes["anthropic"]
     assert [(e[0], e[4]) for e in executions] == [("c1", False), ("c2", True), ("c3", False)]
     assert executions[0][3] == "Paris: 18°C, sunny"

@@ -1,6 +1,6 @@
 """The API key never leaves a provider inside a `ModelError`, whatever path raised it.
 
-One table of hostile answers, fed to both providers on every client path: the key is looked for
+One table of hostile answers, fed to every provider on every client path: the key is looked for
 (whole and as either half, for text cut at a truncation point) in the error's `str`, `repr`,
 `message`, `body` and `code`.
 """
@@ -19,6 +19,7 @@ from openai_support import call
 from agentforge_typed import ChatRequest, ModelError, UserMessage
 from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
+from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 KEY = "sk-proj-TESTKEY0123456789abcdefXYZ"
@@ -31,6 +32,7 @@ ALL = BLOCKING + STREAMING
 ERROR_OBJECT = {"type": "error", "error": {"type": "invalid_request_error", "message": KEY}}
 PAD = 2000 - len(KEY) + 4
 OK_COMPLETION = {"choices": [{"index": 0, "message": {"content": "hi"}, "finish_reason": "stop"}]}
+OK_CANDIDATES = {"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
 LONG = "x" * PAD + KEY + "y" * 5000  # the key straddles the 2000-character cut: 4 characters over
 
 
@@ -53,7 +55,8 @@ def _sse(data: str, event: str | None = None) -> httpx.Response:
     return httpx.Response(200, headers=SSE, content=f"{head}data: {data}\n\n".encode())
 
 
-# (case, modes, answer for "openai" / "anthropic"; one answer serves both when it is not a dict)
+# (case, modes, answer for "openai" / "anthropic" / "gemini"; one answer serves all when it is not
+# a dict)
 Answer = httpx.Response | dict[str, httpx.Response]
 CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
     ("error status echoing the key", ALL, lambda: httpx.Response(401, json=ERROR_OBJECT)),
@@ -81,6 +84,9 @@ CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
             "anthropic": httpx.Response(
                 200, json={"content": [], "usage": {"input_tokens": KEY, "output_tokens": KEY}}
             ),
+            "gemini": httpx.Response(
+                200, json={**OK_CANDIDATES, "usageMetadata": {"promptTokenCount": KEY}}
+            ),
         },
     ),
     (
@@ -106,6 +112,9 @@ CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
                     )
                 ),
             ),
+            "gemini": _sse(
+                json.dumps({**OK_CANDIDATES, "usageMetadata": {"promptTokenCount": KEY}})
+            ),
         },
     ),
     (
@@ -115,6 +124,9 @@ CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
             "openai": httpx.Response(200, json={"choices": [{"message": {"content": [KEY]}}]}),
             "anthropic": httpx.Response(
                 200, json={"content": [{"type": "tool_use", "id": "t", "name": "n", "input": KEY}]}
+            ),
+            "gemini": httpx.Response(
+                200, json={"candidates": [{"content": {"parts": [{"text": [KEY]}]}}]}
             ),
         },
     ),
@@ -130,6 +142,11 @@ CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
         lambda: {
             "openai": _sse(json.dumps({"choices": [{"delta": {"tool_calls": [KEY]}}]})),
             "anthropic": httpx.Response(200, headers=SSE, content=_anthropic_tool_stream(KEY)),
+            "gemini": _sse(
+                json.dumps(
+                    {"candidates": [{"content": {"parts": [{"functionCall": {"name": [KEY]}}]}}]}
+                )
+            ),
         },
     ),
 ]
@@ -141,7 +158,12 @@ def _model(provider: str, answer: Callable[[], Answer]) -> HttpChatModel:
         return response[provider] if isinstance(response, dict) else response
 
     transport = httpx.MockTransport(handler)
-    cls = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    classes: dict[str, Callable[..., HttpChatModel]] = {
+        "openai": OpenAIChatModel,
+        "anthropic": AnthropicChatModel,
+        "gemini": GeminiChatModel,
+    }
+    cls = classes[provider]
     return cls(
         "m",
         api_key=KEY,
@@ -157,7 +179,7 @@ async def _error(model: HttpChatModel, mode: str) -> ModelError:
     return info.value
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize(("case", "modes", "answer"), CASES, ids=[c[0] for c in CASES])
 async def test_the_key_never_leaves_in_a_model_error(
     provider: str, case: str, modes: tuple[str, ...], answer: Callable[[], Answer]

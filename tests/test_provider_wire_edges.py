@@ -1,9 +1,10 @@
-"""Both providers keep their word on odd answers: one table of malformed bodies and streams,
+"""Every provider keeps its word on odd answers: one table of malformed bodies and streams,
 answers that are not what was asked for, streams that end oddly, and base URLs."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
+from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 REQUEST = ChatRequest(messages=[UserMessage(content="Weather in Paris?")])
@@ -151,7 +153,44 @@ def _anthropic_stream(a: Answer, *pieces: str) -> bytes:
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
 
 
+def _gemini_blocking(a: Answer) -> dict[str, Any]:
+    call = {"id": a.call_id, "name": a.call_name, "args": {"city": "Paris"}}
+    return {
+        "candidates": [
+            {
+                "content": {"parts": [{"functionCall": call}], "role": "model"},
+                "finishReason": "STOP" if a.finish is None else a.finish,
+                "index": 0,
+            }
+        ],
+        "usageMetadata": {
+            "promptTokenCount": a.input_tokens,
+            "candidatesTokenCount": 5,
+            "totalTokenCount": 17,
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "w1",
+    }
+
+
+def _gemini_stream(a: Answer) -> bytes:
+    # Gemini streams each function call whole; the last chunk carries the reason and the usage.
+    whole = _gemini_blocking(a)
+    first = {**whole, "candidates": [{"content": whole["candidates"][0]["content"], "index": 0}]}
+    last = {**whole, "candidates": [{**whole["candidates"][0], "content": {"parts": []}}]}
+    return "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in (first, last)).encode()
+
+
+def _stream_bytes(provider: str, answer: Answer) -> bytes:
+    streams = {"openai": _openai_stream, "anthropic": _anthropic_stream, "gemini": _gemini_stream}
+    return streams[provider](answer)
+
+
 def _answer(provider: str, answer: Answer, *, stream: bool) -> httpx.Response:
+    if provider == "gemini":
+        if stream:
+            return httpx.Response(200, headers=SSE, content=_gemini_stream(answer))
+        return httpx.Response(200, json=_gemini_blocking(answer))
     if provider == "openai":
         if stream:
             return httpx.Response(200, headers=SSE, content=_openai_stream(answer))
@@ -163,7 +202,12 @@ def _answer(provider: str, answer: Answer, *, stream: bool) -> httpx.Response:
 
 def _model(provider: str, handler: Any, **options: Any) -> HttpChatModel:
     transport = httpx.MockTransport(handler)
-    cls = OpenAIChatModel if provider == "openai" else AnthropicChatModel
+    classes: dict[str, Callable[..., HttpChatModel]] = {
+        "openai": OpenAIChatModel,
+        "anthropic": AnthropicChatModel,
+        "gemini": GeminiChatModel,
+    }
+    cls = classes[provider]
     options.setdefault("api_key", "sk-test")
     return cls(
         "m",
@@ -176,7 +220,8 @@ def _model(provider: str, handler: Any, **options: Any) -> HttpChatModel:
 
 def _serving(provider: str, answer: Answer) -> HttpChatModel:
     def handler(request: httpx.Request) -> httpx.Response:
-        return _answer(provider, answer, stream=b'"stream":true' in request.content)
+        stream = b'"stream":true' in request.content or request.url.params.get("alt") == "sse"
+        return _answer(provider, answer, stream=stream)
 
     return _model(provider, handler)
 
@@ -191,7 +236,7 @@ ODD = {
 }
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", MODES)
 async def test_the_well_formed_answer_parses(provider: str, mode: str) -> None:
     response = await call(_serving(provider, Answer()), REQUEST, mode)
@@ -200,7 +245,7 @@ async def test_the_well_formed_answer_parses(provider: str, mode: str) -> None:
     assert response.token_usage is not None and response.token_usage.input_tokens == 12
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("odd", list(ODD), ids=list(ODD))
 async def test_every_odd_body_is_a_model_error(provider: str, mode: str, odd: str) -> None:
@@ -211,19 +256,19 @@ async def test_every_odd_body_is_a_model_error(provider: str, mode: str, odd: st
 # -- answers that are not what was asked for ---------------------------------------------------
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", ["chat", "achat"])
 async def test_a_200_with_an_error_object_says_so(provider: str, mode: str) -> None:
     body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
     model = _model(provider, lambda request: httpx.Response(200, json=body))
     with pytest.raises(ModelError) as info:
         await call(model, REQUEST, mode)
-    name = "OpenAI" if provider == "openai" else "Anthropic"
+    name = {"openai": "OpenAI", "anthropic": "Anthropic", "gemini": "Gemini"}[provider]
     assert info.value.message == f"{name} returned an error: Overloaded"
     assert info.value.code == "overloaded_error"
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_a_json_answer_to_a_stream_request_says_what_arrived(
     provider: str, mode: str
@@ -239,7 +284,7 @@ async def test_a_json_answer_to_a_stream_request_says_what_arrived(
     assert (info.value.status_code, info.value.code, info.value.body) == (200, "no_stream", body)
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_an_html_answer_to_a_stream_request_says_what_arrived(
     provider: str, mode: str
@@ -258,19 +303,20 @@ def _stream_of(provider: str, data: bytes) -> HttpChatModel:
     return _model(provider, lambda request: httpx.Response(200, headers=SSE, content=data))
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_the_last_event_needs_no_final_blank_line(provider: str, mode: str) -> None:
-    whole = _openai_stream(Answer()) if provider == "openai" else _anthropic_stream(Answer())
-    assert whole.endswith(b"\n\n")
-    response = await call(_stream_of(provider, whole[:-1]), REQUEST, mode)
-    assert response.ai_message.tool_calls[0].arguments == ARGUMENTS
+    whole = _stream_bytes(provider, Answer())
+    blank = b"\r\n" if provider == "gemini" else b"\n"  # Gemini frames its events with CRLF
+    assert whole.endswith(blank * 2)
+    response = await call(_stream_of(provider, whole.removesuffix(blank)), REQUEST, mode)
+    assert json.loads(response.ai_message.tool_calls[0].arguments) == json.loads(ARGUMENTS)
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_a_stream_cut_inside_a_data_line_is_a_model_error(provider: str, mode: str) -> None:
-    whole = _openai_stream(Answer()) if provider == "openai" else _anthropic_stream(Answer())
+    whole = _stream_bytes(provider, Answer())
     with pytest.raises(ModelError, match="stream ended inside a line"):
         await call(_stream_of(provider, whole[:-4]), REQUEST, mode)
 

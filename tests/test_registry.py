@@ -131,16 +131,16 @@ def test_missing_key_says_how_to_fix_it(monkeypatch: pytest.MonkeyPatch) -> None
         get_model("anthropic:claude-sonnet-4-5")
 
 
-@pytest.mark.parametrize("name", ["gpt-4o", "gemini:gemini-2.0-flash", "Fake", "", "openai"])
+@pytest.mark.parametrize("name", ["gpt-4o", "palm:text-bison", "Fake", "", "openai"])
 def test_unknown_names_list_the_known_prefixes(name: str) -> None:
     with pytest.raises(ValueError) as info:
         get_model(name)
     assert str(info.value) == (
         f"unknown model {name!r}: expected one of 'openai:<model>', "
-        "'openai-responses:<model>', 'anthropic:<model>', 'fake', or an OpenAI-compatible "
-        "server's '<server>:<model>' (dashscope, deepseek, gemini-openai, groq, litellm, "
-        "llamacpp, lmstudio, minimax, mistral, moonshot, ollama, openrouter, qwen, together, "
-        "vllm)"
+        "'openai-responses:<model>', 'anthropic:<model>', 'google:<model>', 'gemini:<model>', "
+        "'fake', or an OpenAI-compatible server's '<server>:<model>' (dashscope, deepseek, "
+        "gemini-openai, groq, litellm, llamacpp, lmstudio, minimax, mistral, moonshot, ollama, "
+        "openrouter, qwen, together, vllm)"
     )
 
 

