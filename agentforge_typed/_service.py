@@ -27,6 +27,7 @@ from typing import Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypeForm, TypeVar
 
+from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
@@ -161,8 +162,11 @@ class _Run:
         *,
         asynchronous: bool = False,
         usage_limits: UsageLimits | None = None,
+        model: object = None,
     ) -> None:
         self.service = service
+        self.model = model
+        """The model answering, when known: `result.usage` is priced for it."""
         self.limits = usage_limits if usage_limits is not None else service.usage_limits
         self.tool_calls = 0
         self.async_before, self.async_after = service._async_hooks(asynchronous)
@@ -313,7 +317,7 @@ class _Run:
         self.open_calls = ()
         error.messages = tuple(self.messages)
         error.tool_executions = tuple(self.executions)
-        error.usage = self._usage()
+        error.usage = priced(self.model, self.responses, self._usage())
 
     def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
         self.messages.append(
@@ -357,7 +361,7 @@ class _Run:
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
-            usage=self._usage(),
+            usage=priced(self.model, self.responses, self._usage()),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
         )
@@ -636,6 +640,7 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             usage_limits=usage_limits,
+            model=model,
         )
         with run:
             while True:
@@ -720,6 +725,7 @@ class ToolService(Generic[DepsT]):
             _output_spec(output_type),
             asynchronous=True,
             usage_limits=usage_limits,
+            model=model,
         )
         return await _adrive(run, model.achat, _aexecute)
 
@@ -771,6 +777,7 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             usage_limits=usage_limits,
+            model=model,
         )
         with run:
             while True:
@@ -839,6 +846,7 @@ class ToolService(Generic[DepsT]):
             _output_spec(output_type),
             asynchronous=True,
             usage_limits=usage_limits,
+            model=model,
         )
         with run:
             while True:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 from typing_extensions import assert_type
 
@@ -12,6 +13,7 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    TokenUsage,
     Instrumentation,
     ToolChatResult,
     ToolService,
@@ -61,3 +63,8 @@ def tracing() -> None:
 
     instrument("otlp")  # type: ignore[arg-type]
     instrument(include_content="yes")  # type: ignore[arg-type]
+
+
+def cost(result: ToolChatResult[None]) -> None:
+    assert_type(result.usage.cost, Decimal | None)
+    TokenUsage(cost=0.5)  # type: ignore[arg-type]
