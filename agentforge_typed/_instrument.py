@@ -12,6 +12,7 @@ loop stays free of I/O and nothing is opened around code that may never return.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -223,33 +224,15 @@ def traced(cls: ModelT) -> ModelT:
     def traced_chat(self: Any, request: ChatRequest) -> ChatResponse:
         if _active is None or _inside.get() is self:
             return chat(self, request)  # type: ignore[no-any-return]
-        call = _ModelCall(_active, self, request)
-        token = _inside.set(self)
-        try:
-            response: ChatResponse = chat(self, request)
-        except BaseException as error:
-            call.end(None, error)
-            raise
-        finally:
-            _inside.reset(token)
-        call.end(response, None)
-        return response
+        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self):
+            return watch.answer(chat(self, request))
 
     @functools.wraps(achat)
     async def traced_achat(self: Any, request: ChatRequest) -> ChatResponse:
         if _active is None or _inside.get() is self:
             return await achat(self, request)  # type: ignore[no-any-return]
-        call = _ModelCall(_active, self, request)
-        token = _inside.set(self)
-        try:
-            response: ChatResponse = await achat(self, request)
-        except BaseException as error:
-            call.end(None, error)
-            raise
-        finally:
-            _inside.reset(token)
-        call.end(response, None)
-        return response
+        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self):
+            return watch.answer(await achat(self, request))
 
     @functools.wraps(stream)
     def traced_stream(self: Any, request: ChatRequest) -> Iterator[StreamEvent]:
@@ -276,56 +259,71 @@ def traced(cls: ModelT) -> ModelT:
 def _stream(
     model: object, call: _ModelCall, events: Iterator[StreamEvent]
 ) -> Iterator[StreamEvent]:
-    response: ChatResponse | None = None
-    error: BaseException | None = None
     try:
-        while True:
-            token = _inside.set(model)
-            try:
-                event = next(events)
-            except StopIteration:
-                break
-            finally:
-                _inside.reset(token)
-            if isinstance(event, ResponseComplete):
-                response = event.response
-            yield event
-    except BaseException as exc:
-        error = exc
-        raise
+        with _Watch(call) as watch:
+            while True:
+                with _calling(model):
+                    event = next(events, None)
+                if event is None:
+                    return
+                yield watch.see(event)
     finally:
-        # Also when the consumer stops early: the span ends with the stream.
-        call.end(response, error)
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()
+        getattr(events, "close", _nothing)()
 
 
 async def _astream(
     model: object, call: _ModelCall, events: AsyncIterator[StreamEvent]
 ) -> AsyncIterator[StreamEvent]:
-    response: ChatResponse | None = None
-    error: BaseException | None = None
     try:
-        while True:
-            token = _inside.set(model)
-            try:
-                event = await anext(events)
-            except StopAsyncIteration:
-                break
-            finally:
-                _inside.reset(token)
-            if isinstance(event, ResponseComplete):
-                response = event.response
-            yield event
-    except BaseException as exc:
-        error = exc
-        raise
+        with _Watch(call) as watch:
+            while True:
+                with _calling(model):
+                    event = await anext(events, None)
+                if event is None:
+                    return
+                yield watch.see(event)
     finally:
-        call.end(response, error)
+        # An async generator is not closed by the garbage collector's next pass: close it now.
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
+
+
+class _Watch:
+    """A traced model call in flight: ends its span when the call returns, fails, or (a stream)
+    is closed early by its consumer, with the response when one arrived."""
+
+    def __init__(self, call: _ModelCall) -> None:
+        self.call = call
+        self.response: ChatResponse | None = None
+
+    def answer(self, response: ChatResponse) -> ChatResponse:
+        self.response = response
+        return response
+
+    def see(self, event: StreamEvent) -> StreamEvent:
+        if isinstance(event, ResponseComplete):
+            self.response = event.response
+        return event
+
+    def __enter__(self) -> _Watch:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        self.call.end(self.response, error)
+
+
+@contextlib.contextmanager
+def _calling(model: object) -> Iterator[None]:
+    token = _inside.set(model)
+    try:
+        yield
+    finally:
+        _inside.reset(token)
+
+
+def _nothing() -> None:
+    pass
 
 
 class _ModelCall:

@@ -3,7 +3,6 @@ endpoint is priced; anything else (a local server, a test model, no `genai-price
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
 import sys
@@ -13,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from loop_drivers import DRIVERS, drive
 
 from agentforge_typed import (
     AnthropicChatModel,
@@ -27,7 +27,6 @@ from agentforge_typed import (
 from agentforge_typed._cost import prices_available
 from agentforge_typed.cli._run import LiveDisplay
 
-DRIVERS = ["chat", "achat", "stream", "astream"]
 # gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output tokens.
 TWO_ROUNDS = Decimal("0.00015") * 2 + Decimal("0.00006") * 2
 
@@ -105,28 +104,14 @@ def _openai(handler: Any, **options: Any) -> OpenAIChatModel:
     )
 
 
-def drive(driver: str, service: ToolService, model: Any, **kw: Any) -> Any:
-    prompt = "Weather in Oslo?"
-    if driver == "chat":
-        return service.chat(model, prompt, **kw)
-    if driver == "achat":
-        return asyncio.run(service.achat(model, prompt, **kw))
-    if driver == "stream":
-        return list(service.stream(model, prompt, **kw))[-1].result  # type: ignore[union-attr]
-
-    async def consume() -> Any:
-        return [event async for event in service.astream(model, prompt, **kw)][-1].result  # type: ignore[union-attr]
-
-    return asyncio.run(consume())
-
-
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_known_model_at_its_vendor_is_priced(driver: str) -> None:
-    result = drive(driver, ToolService([lookup]), _openai(_openai_server()))
+    result = drive(driver, ToolService([lookup]), _openai(_openai_server()), "Weather in Oslo?")
     assert result.usage.input_tokens == 2000
     assert result.usage.cost == TWO_ROUNDS
     # The responses themselves are as the provider parsed them.
-    assert result.final_response.token_usage.cost is None
+    final = result.final_response.token_usage
+    assert final is not None and final.cost is None
 
 
 def test_a_failed_run_carries_the_cost_so_far() -> None:

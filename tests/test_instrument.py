@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from loop_drivers import DRIVERS, drive
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -42,7 +43,6 @@ from agentforge_typed import (
 
 API_KEY = "sk-proj-SECRETKEY0123456789abcdef"
 USAGE = TokenUsage(input_tokens=10, output_tokens=2, total_tokens=12)
-DRIVERS = ["chat", "achat", "stream", "astream"]
 
 
 class Telemetry:
@@ -121,28 +121,12 @@ def call(id: str, name: str, arguments: Any) -> ToolCall:
     return ToolCall(id=id, name=name, arguments=text)
 
 
-def drive(
-    driver: str, service: ToolService, model: Any, prompt: Any = "Weather?", **kw: Any
-) -> Any:
-    if driver == "chat":
-        return service.chat(model, prompt, **kw)
-    if driver == "achat":
-        return asyncio.run(service.achat(model, prompt, **kw))
-    if driver == "stream":
-        return list(service.stream(model, prompt, **kw))
-
-    async def consume() -> Any:
-        return [event async for event in service.astream(model, prompt, **kw)]
-
-    return asyncio.run(consume())
-
-
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_run_is_an_invoke_agent_span_over_its_model_and_tool_spans(
     otel: Telemetry, driver: str
 ) -> None:
     model = script([call("c1", "lookup", {"city": "Oslo"})], "Sunny.")
-    drive(driver, ToolService([lookup]), model)
+    drive(driver, ToolService([lookup]), model, "Weather?")
     [run] = otel.named("invoke_agent")
     chats = otel.named("chat ")
     [execution] = otel.named("execute_tool")
@@ -286,7 +270,7 @@ def test_tool_errors_mark_their_spans(otel: Telemetry, driver: str) -> None:
     if driver in ("achat", "astream"):
         calls.append(call("e", "slow", {}))  # timeout
     service = ToolService([fragile, slow], unknown_tool_handler=available_tools_handler)
-    drive(driver, service, script(calls, "Done."))
+    drive(driver, service, script(calls, "Done."), "Weather?")
     spans = {
         str((s.attributes or {})["gen_ai.tool.call.id"]): s for s in otel.named("execute_tool")
     }
@@ -336,7 +320,7 @@ async def nap(seconds: float) -> str:
 @pytest.mark.parametrize("driver", ["achat", "astream"])
 def test_concurrent_tool_spans_are_siblings(otel: Telemetry, driver: str) -> None:
     calls = [call(f"n{i}", "nap", {"seconds": 0.05}) for i in range(3)]
-    drive(driver, ToolService([nap]), script(calls, "Rested."))
+    drive(driver, ToolService([nap]), script(calls, "Rested."), "Weather?")
     [run] = otel.named("invoke_agent")
     naps = otel.named("execute_tool")
     assert len(naps) == 3

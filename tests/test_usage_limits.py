@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
+from loop_drivers import DRIVERS, drive
 
 from agentforge_typed import (
     AgentForgeError,
@@ -17,12 +18,10 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     ChatResponse,
-    FinalResultEvent,
     FunctionModel,
     OpenAIChatModel,
     TokenUsage,
     ToolCall,
-    ToolChatResult,
     ToolResultMessage,
     ToolService,
     UsageLimitExceeded,
@@ -30,7 +29,7 @@ from agentforge_typed import (
     tool,
 )
 
-DRIVERS = ["chat", "achat", "stream", "astream"]
+PROMPT = "Charge the card."
 USAGE = TokenUsage(input_tokens=10, output_tokens=2, total_tokens=12)
 
 
@@ -73,25 +72,6 @@ def _reset() -> None:
     charges.clear()
 
 
-def drive(driver: str, service: ToolService, model: FunctionModel, **kw: Any) -> ToolChatResult:
-    prompt = "Charge the card."
-    if driver == "chat":
-        return service.chat(model, prompt, **kw)
-    if driver == "achat":
-        return asyncio.run(service.achat(model, prompt, **kw))
-    if driver == "stream":
-        last = list(service.stream(model, prompt, **kw))[-1]
-        assert isinstance(last, FinalResultEvent)
-        return last.result
-
-    async def consume() -> Any:
-        return [event async for event in service.astream(model, prompt, **kw)][-1]
-
-    last = asyncio.run(consume())
-    assert isinstance(last, FinalResultEvent)
-    return last.result
-
-
 def assert_resumable(messages: Sequence[ChatMessage]) -> None:
     for position, message in enumerate(messages):
         if isinstance(message, AiMessage) and message.tool_calls:
@@ -106,7 +86,7 @@ def test_request_limit_never_sends_the_request_past_it(driver: str) -> None:
     script = Counting()
     service = ToolService([charge], usage_limits=UsageLimits(request_limit=2))
     with pytest.raises(UsageLimitExceeded) as caught:
-        drive(driver, service, script.model)
+        drive(driver, service, script.model, PROMPT)
     assert script.requests == 2
     error = caught.value
     assert isinstance(error, AgentForgeError)
@@ -121,7 +101,7 @@ def test_request_limit_never_sends_the_request_past_it(driver: str) -> None:
 def test_request_limit_reached_exactly_is_allowed(driver: str) -> None:
     script = Counting(rounds=1)
     service = ToolService([charge], usage_limits=UsageLimits(request_limit=2))
-    assert drive(driver, service, script.model).text == "done"
+    assert drive(driver, service, script.model, PROMPT).text == "done"
     assert script.requests == 2
 
 
@@ -130,7 +110,7 @@ def test_tool_calls_limit_runs_no_call_of_the_round_that_would_exceed_it(driver:
     script = Counting(rounds=2, calls_per_round=2)
     service = ToolService([charge], usage_limits=UsageLimits(tool_calls_limit=3))
     with pytest.raises(UsageLimitExceeded) as caught:
-        drive(driver, service, script.model)
+        drive(driver, service, script.model, PROMPT)
     # The first round's two calls ran; none of the second round's two did.
     assert charges == [5, 5]
     assert (caught.value.limit, caught.value.value) == ("tool_calls_limit", 4)
@@ -144,7 +124,7 @@ def test_tool_calls_limit_runs_no_call_of_the_round_that_would_exceed_it(driver:
 def test_tool_calls_limit_reached_exactly_is_allowed(driver: str) -> None:
     script = Counting(rounds=2, calls_per_round=2)
     service = ToolService([charge], usage_limits=UsageLimits(tool_calls_limit=4))
-    assert drive(driver, service, script.model).text == "done"
+    assert drive(driver, service, script.model, PROMPT).text == "done"
     assert charges == [5, 5, 5, 5]
 
 
@@ -160,7 +140,7 @@ def test_token_limits_are_checked_after_each_response(
     service = ToolService([charge])
     limits = UsageLimits(**{limit: maximum})
     with pytest.raises(UsageLimitExceeded) as caught:
-        drive(driver, service, script.model, usage_limits=limits)
+        drive(driver, service, script.model, PROMPT, usage_limits=limits)
     # The third response crossed the limit: its calls did not run, and no fourth request went.
     assert script.requests == 3 and charges == [5, 5]
     assert (caught.value.limit, caught.value.maximum, caught.value.value) == (limit, maximum, value)
@@ -172,7 +152,7 @@ def test_token_limits_are_checked_after_each_response(
 def test_token_limit_reached_exactly_is_allowed(driver: str) -> None:
     script = Counting(rounds=1)
     limits = UsageLimits(input_tokens_limit=20, output_tokens_limit=4, total_tokens_limit=24)
-    result = drive(driver, ToolService([charge]), script.model, usage_limits=limits)
+    result = drive(driver, ToolService([charge]), script.model, PROMPT, usage_limits=limits)
     assert result.usage.total_tokens == 24
 
 
