@@ -8,6 +8,7 @@ from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, To
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
+    ArgumentProblem,
     ModelError,
     ModelRetry,
     ToolArgumentsError,
@@ -130,6 +131,7 @@ __all__ = [
     "AiMessage",
     "AnthropicChatModel",
     "ArgumentError",
+    "ArgumentProblem",
     "ArgumentsErrorHandler",
     "BeforeToolCall",
     "ChatMessage",

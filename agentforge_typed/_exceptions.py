@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentForgeError",
     "ArgumentError",
+    "ArgumentProblem",
     "ModelError",
     "ModelRetry",
     "ToolArgumentsError",
@@ -95,15 +96,21 @@ class UnsupportedFeatureError(ModelError):
         self.feature = feature
 
 
-class ArgumentError(NamedTuple):
-    """One problem with a tool call's arguments (an immutable named tuple: one is built per
-    problem, on the path every invalid call takes)."""
+class ArgumentProblem(NamedTuple):
+    """One problem with a tool call's arguments: a record, not an exception (an immutable named
+    tuple: one is built per problem, on the path every invalid call takes).
+
+    `ArgumentError` is the same class under its first name.
+    """
 
     path: str
     """JSON path of the offending value, e.g. `$.order.items[0].quantity` (`$` for the whole object)."""
     message: str
     input: Any
     """The offending value as the model sent it."""
+
+
+ArgumentError = ArgumentProblem
 
 
 class ToolArgumentsError(AgentForgeError):

@@ -64,6 +64,7 @@ from .tools._base import (
     ToolLike,
 )
 from .tools._invoke import is_async_callable
+from .tools._outcomes import describe_exception, reraise_uncontained
 from .tools._signature import deps_accepted, type_name
 
 __all__ = [
@@ -127,9 +128,10 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _crashed(exc: Exception) -> ToolExecutionResult:
+def _crashed(exc: BaseException) -> ToolExecutionResult:
     # Executors report failures as results; this only catches a custom executor that raised.
-    return ToolExecutionResult.error(f"{type(exc).__name__}: {exc}", "execution", exception=exc)
+    reraise_uncontained(exc)
+    return ToolExecutionResult.error(describe_exception(exc), "execution", exception=exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1059,7 +1061,7 @@ def _execute(plan: _Planned) -> ToolExecution:
         assert plan.tool is not None
         try:
             result = plan.tool.execute(plan.call, plan.context)
-        except Exception as exc:
+        except BaseException as exc:
             result = _crashed(exc)
     return ToolExecution(plan.call, result, started, _now())
 
@@ -1071,7 +1073,7 @@ async def _aexecute(plan: _Planned) -> ToolExecution:
         assert plan.tool is not None
         try:
             result = await plan.tool.aexecute(plan.call, plan.context)
-        except Exception as exc:
+        except BaseException as exc:
             result = _crashed(exc)
     return ToolExecution(plan.call, result, started, _now())
 

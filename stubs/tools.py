@@ -20,6 +20,7 @@ from agentforge_typed import (
     ToolSpecification,
     tool,
 )
+from agentforge_typed.tools import ToolOptions
 from agentforge_typed.tools._base import ToolExecutor, ToolLike
 
 
@@ -102,3 +103,17 @@ try:
     get_weather.validate_arguments("{}")
 except ToolArgumentsError as error:
     assert_type(error.errors[0].path, str)
+
+# The options are declared once (`ToolOptions`); mypy still sees each keyword and its type.
+tool(name="x", timeout=None, extra_arguments="ignore")
+tool(timeout="5")  # type: ignore[call-overload]
+tool(extra_arguments="allow")  # type: ignore[call-overload]
+tool(nmae="x")  # type: ignore[call-overload]
+direct = Tool(get_weather.__wrapped__, name="weather", max_retries=1)
+assert_type(direct("Paris"), str)
+Tool(get_weather.__wrapped__, retries=1)  # type: ignore[call-arg]
+
+common: ToolOptions = {"timeout": 5.0, "max_retries": 1}
+shared = tool(**common)(get_weather.__wrapped__)
+assert_type(shared("Paris"), str)
+wrong: ToolOptions = {"timeout": "5"}  # type: ignore[typeddict-item]

@@ -24,6 +24,7 @@ from agentforge_typed import (
     UserMessage,
 )
 from agentforge_typed.providers._base import HttpChatModel, HttpModelOptions, ParameterDefaults
+from agentforge_typed.providers._http import WireBase
 from agentforge_typed.providers._sse import ServerSentEvent
 
 REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
@@ -57,7 +58,7 @@ def _parse(body: Any) -> ChatResponse:
 
 
 @dataclass(frozen=True)
-class EchoWire:
+class EchoWire(WireBase):
     """A whole vendor in a dozen lines: what adding a provider takes."""
 
     provider: ClassVar[str] = "Echo"

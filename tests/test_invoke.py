@@ -74,6 +74,7 @@ def test_a_timed_out_sync_handler_is_reported_abandoned() -> None:
     with pytest.raises(HandlerTimeoutError) as raised:
         invoke(time.sleep, (1.0,), timeout=0.05)
     assert (raised.value.timeout, raised.value.abandoned) == (0.05, True)
+    assert raised.value.left_running == "thread"
     assert str(raised.value) == "timed out after 0.05 seconds"
 
 

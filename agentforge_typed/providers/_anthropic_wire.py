@@ -35,7 +35,7 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from ._http import error_from_body
+from ._http import WireBase, error_from_body
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -524,7 +524,7 @@ class AnthropicStreamAccumulator:
 
 
 @dataclass(frozen=True)
-class AnthropicWire:
+class AnthropicWire(WireBase):
     """The Messages API wire format, as `HttpChatModel` composes it with the HTTP shell."""
 
     anthropic_version: str = "2023-06-01"

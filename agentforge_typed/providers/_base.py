@@ -1,9 +1,11 @@
 """What every HTTP provider shares: its constructor options, declared once, and the model that
 composes a vendor's wire object with the HTTP shell.
 
-Adding a provider is one wire module (a `Wire`: path, auth headers, and the sans-IO
-`build_payload`, `parse_response` and stream parser) and one thin `HttpChatModel` subclass that
-passes it the wire object and its own few options.
+Adding a provider is one wire module (a `Wire`, usually a `WireBase` subclass: path, auth
+headers, and the sans-IO `build_payload`, `parse_response` and stream parser; a vendor whose
+endpoint depends on the request, or whose error bodies say more, overrides `request_path`,
+`retry_hint` or `refine_error`) and one thin `HttpChatModel` subclass that passes it the wire
+object and its own few options.
 """
 
 from __future__ import annotations
@@ -54,9 +56,17 @@ class Wire(Protocol):
         """The vendor's name in error messages and logs, e.g. `"OpenAI"`."""
         ...
 
-    @property
-    def path(self) -> str:
-        """The endpoint, relative to the base URL."""
+    def request_path(self, model: str, *, stream: bool) -> str:
+        """The endpoint of one call, relative to the base URL (`WireBase`: the fixed `path`)."""
+        ...
+
+    def retry_hint(self, body: Any) -> float | None:
+        """The wait an error body asks for, in seconds, when the vendor says so there rather
+        than in a `Retry-After` header (`WireBase`: never)."""
+        ...
+
+    def refine_error(self, error: ModelError) -> ModelError:
+        """The vendor's reading of its own error body (`WireBase`: `error` as it is)."""
         ...
 
     @property
@@ -207,6 +217,8 @@ class HttpChatModel:
         self._wire = wire
         self._http = HttpShell(
             provider=wire.provider,
+            retry_hint=wire.retry_hint,
+            refine_error=wire.refine_error,
             base_url=base_url,
             headers=wire.headers(api_key or None),
             secrets=[api_key],
@@ -227,6 +239,9 @@ class HttpChatModel:
         if self.profile is None:
             return Adapted(list(request.messages), parameters)
         return adapt_request(self.profile, request.messages, parameters, stream=stream)
+
+    def _path(self, adapted: Adapted, stream: bool) -> str:
+        return self._wire.request_path(adapted.parameters.model or self.model, stream=stream)
 
     def _payload(self, adapted: Adapted, *, stream: bool) -> dict[str, Any]:
         return self._wire.build_payload(adapted.messages, adapted.parameters, stream=stream)
@@ -255,13 +270,14 @@ class HttpChatModel:
         """
         adapted = self._adapt(request, stream=False)
         payload = self._payload(adapted, stream=False)
-        return self._http.post_json(self._wire.path, payload, self._parser(adapted))
+        return self._http.post_json(self._path(adapted, False), payload, self._parser(adapted))
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
         """Async `chat`."""
         adapted = self._adapt(request, stream=False)
         payload = self._payload(adapted, stream=False)
-        return await self._http.apost_json(self._wire.path, payload, self._parser(adapted))
+        path = self._path(adapted, False)
+        return await self._http.apost_json(path, payload, self._parser(adapted))
 
     def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
         """Send `request` as a stream; yield text, thinking and tool-call deltas, then
@@ -274,24 +290,27 @@ class HttpChatModel:
         adapted = self._adapt(request, stream=True)
         if adapted.buffered:
             payload = self._payload(adapted, stream=False)
-            yield from response_events(
-                self._http.post_json(self._wire.path, payload, self._parser(adapted))
-            )
+            path = self._path(adapted, False)
+            yield from response_events(self._http.post_json(path, payload, self._parser(adapted)))
             return
         payload = self._payload(adapted, stream=True)
-        yield from self._http.stream(self._wire.path, payload, self._stream_parser(adapted))
+        path = self._path(adapted, True)
+        yield from self._http.stream(path, payload, self._stream_parser(adapted))
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         """Async `stream`."""
         adapted = self._adapt(request, stream=True)
         if adapted.buffered:
             payload = self._payload(adapted, stream=False)
-            response = await self._http.apost_json(self._wire.path, payload, self._parser(adapted))
+            path = self._path(adapted, False)
+            response = await self._http.apost_json(path, payload, self._parser(adapted))
             for event in response_events(response):
                 yield event
             return
         payload = self._payload(adapted, stream=True)
-        events = self._http.astream(self._wire.path, payload, self._stream_parser(adapted))
+        events = self._http.astream(
+            self._path(adapted, True), payload, self._stream_parser(adapted)
+        )
         try:
             async for event in events:
                 yield event

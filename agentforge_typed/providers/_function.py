@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
@@ -12,6 +11,7 @@ from .._instrument import traced
 from .._messages import AiMessage, ChatMessage
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import ChatResponse, FinishReason
+from .._sync import run_sync
 
 __all__ = ["FunctionModel", "response_events"]
 
@@ -66,15 +66,12 @@ class FunctionModel:
         return request.messages, request.parameters or ChatRequestParameters()
 
     def chat(self, request: ChatRequest) -> ChatResponse:
-        """Call `fn` (an async `fn` runs in a fresh event loop)."""
+        """Call `fn`; an async `fn` runs to completion in a fresh event loop (on a worker thread
+        when one is already running here)."""
         result = self.fn(*self._arguments(request))
         if inspect.isawaitable(result):
-            if _loop_running():
-                _close(result)
-                raise RuntimeError(
-                    "an async model function inside a running event loop needs achat()"
-                )
-            result = asyncio.run(_await(result))
+            awaitable = result
+            result = run_sync(lambda: awaitable)
         return _as_response(result)
 
     async def achat(self, request: ChatRequest) -> ChatResponse:
@@ -92,21 +89,3 @@ class FunctionModel:
         """Replay `achat()`'s response as deltas."""
         for event in response_events(await self.achat(request)):
             yield event
-
-
-async def _await(awaitable: Awaitable[ModelFunctionResult]) -> ModelFunctionResult:
-    return await awaitable
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
-
-
-def _close(awaitable: Awaitable[object]) -> None:
-    close = getattr(awaitable, "close", None)
-    if close is not None:
-        close()

@@ -42,7 +42,7 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from ._http import error_from_body
+from ._http import WireBase, error_from_body
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -661,23 +661,34 @@ class GeminiStreamAccumulator:
 
 
 @dataclass(frozen=True)
-class GeminiWire:
+class GeminiWire(WireBase):
     """The Gemini API wire format, as `GeminiChatModel` composes it with the HTTP shell.
 
-    Its endpoint depends on the request: `request_path(model, stream=...)` gives it (`path` is
-    only its shape).
+    Its endpoint depends on the request (the model is part of it, and a stream has its own), and
+    its error bodies carry a status name and the wait before a retry.
     """
 
     function_schema: FunctionSchema = "json-schema"
     """How function parameters are declared; see `FunctionSchema`."""
 
     provider: ClassVar[str] = PROVIDER
-    path: ClassVar[str] = "models/{model}:generateContent"
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     api_key_env: ClassVar[str] = "GEMINI_API_KEY"
     base_url_env: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"
     parse_response = staticmethod(parse_response)
     stream_parser = GeminiStreamAccumulator
+
+    def request_path(self, model: str, *, stream: bool) -> str:
+        """`models/{model}:generateContent`, or `:streamGenerateContent?alt=sse` for a stream."""
+        return request_path(model, stream=stream)
+
+    def retry_hint(self, body: Any) -> float | None:
+        """`RetryInfo.retryDelay` of the error body."""
+        return retry_delay(body)
+
+    def refine_error(self, error: ModelError) -> ModelError:
+        """Gemini's `status` (`RESOURCE_EXHAUSTED`, …) as the code."""
+        return with_gemini_status(error)
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """`x-goog-api-key`, when there is a key: never a `key=` query, which URLs leak to logs."""

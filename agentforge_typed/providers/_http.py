@@ -24,17 +24,17 @@ from collections.abc import (
     Mapping,
 )
 from contextlib import contextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx
 import pydantic_core
 
 from .._events import StreamEvent
 from .._exceptions import ModelError
-from ._retry import RetryPolicy
+from ._retry import RetryPolicy, retry_after
 from ._sse import DEFAULT_MAX_LINE_LENGTH, ServerSentEvent, aiter_sse, iter_sse
 
-__all__ = ["HttpShell", "StreamParser", "error_details", "error_from_body", "logger"]
+__all__ = ["HttpShell", "StreamParser", "WireBase", "error_details", "error_from_body", "logger"]
 
 logger = logging.getLogger("agentforge_typed.providers")
 
@@ -120,6 +120,26 @@ def _code(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+class WireBase:
+    """The parts of a `Wire` most vendors share: one fixed endpoint (`path`), and error bodies
+    read the shared way. A wire class subclasses it and overrides what its vendor does otherwise."""
+
+    path: ClassVar[str]
+    """The endpoint, relative to the base URL."""
+
+    def request_path(self, model: str, *, stream: bool) -> str:
+        """`path`, whatever the model and the mode."""
+        return self.path
+
+    def retry_hint(self, body: Any) -> float | None:
+        """None: the wait comes from the `Retry-After` header, or the backoff."""
+        return None
+
+    def refine_error(self, error: ModelError) -> ModelError:
+        """`error` as the shared reading of the body made it."""
+        return error
+
+
 class HttpShell:
     """Sync and async POST of JSON to one provider, with retries and error mapping.
 
@@ -142,8 +162,15 @@ class HttpShell:
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         total_timeout: float | None = None,
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+        retry_hint: Callable[[Any], float | None] | None = None,
+        refine_error: Callable[[ModelError], ModelError] | None = None,
     ) -> None:
         self.provider = provider
+        self._retry_hint = retry_hint
+        """The wait an error body asks for (seconds), for vendors that say so there rather than
+        in a `Retry-After` header."""
+        self._refine_error = refine_error
+        """A vendor's reading of its own error bodies (e.g. a status name as the code)."""
         self.base_url = base_url.rstrip("/")
         self._headers = {"content-type": "application/json", **headers}
         whole = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
@@ -431,7 +458,7 @@ class HttpShell:
         if response is not None:
             if not self.retry.is_retryable_response(response):
                 return None
-            delay = self.retry.delay(retries, response.headers)
+            delay = self.retry.delay(retries, self._retry_headers(response))
             failure = f"HTTP {response.status_code}"
         else:
             if error is None or not self.retry.is_retryable_error(error):
@@ -459,13 +486,24 @@ class HttpShell:
                 body=response.text,
             ) from exc
 
+    def _retry_headers(self, response: httpx.Response) -> httpx.Headers:
+        """The response's headers, with the wait its body asks for as `Retry-After` when the
+        wire reads one there and no header says otherwise (the policy honours and caps it)."""
+        if self._retry_hint is None or retry_after(response.headers) is not None:
+            return response.headers
+        hint = self._retry_hint(_parsed_body(response))
+        if hint is None:
+            return response.headers
+        return httpx.Headers({**response.headers, "retry-after": str(hint)})
+
     def _status_error(self, response: httpx.Response) -> ModelError:
-        return error_from_body(
+        error = error_from_body(
             self.provider,
             _parsed_body(response),
             status_code=response.status_code,
             fallback=response.reason_phrase,
         )
+        return self._refine_error(error) if self._refine_error is not None else error
 
     def _not_a_stream_error(self, response: httpx.Response) -> ModelError:
         kind = response.headers.get("content-type", "")

@@ -30,7 +30,7 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from ._http import error_from_body
+from ._http import WireBase, error_from_body
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -505,7 +505,7 @@ class StreamAccumulator:
 
 
 @dataclass(frozen=True)
-class OpenAIWire:
+class OpenAIWire(WireBase):
     """The Chat Completions wire format, as `HttpChatModel` composes it with the HTTP shell."""
 
     organization: str | None = None

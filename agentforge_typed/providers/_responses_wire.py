@@ -35,7 +35,7 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from ._http import error_details
+from ._http import WireBase, error_details
 from ._openai_wire import PROVIDER, OpenAIWire, openai_headers
 from ._sse import ServerSentEvent
 
@@ -554,7 +554,7 @@ class ResponsesStreamAccumulator:
 
 
 @dataclass(frozen=True)
-class OpenAIResponsesWire:
+class OpenAIResponsesWire(WireBase):
     """The Responses wire format, as `HttpChatModel` composes it with the HTTP shell: the endpoint
     root and authentication of Chat Completions, its own path and mapping."""
 

@@ -3,49 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
 
-import httpx
-import pydantic_core
 from typing_extensions import Unpack
 
-from .._events import StreamEvent
-from .._exceptions import ModelError
-from .._request import ChatRequest
-from .._response import ChatResponse
 from ._base import HttpChatModel, HttpModelOptions
-from ._gemini_wire import FunctionSchema, GeminiWire, request_path, retry_delay, with_gemini_status
-from ._http import HttpShell
-from ._retry import retry_after
+from ._gemini_wire import FunctionSchema, GeminiWire
 
 __all__ = ["GeminiChatModel"]
-
-
-class _GeminiShell(HttpShell):
-    """The shared shell, reading Gemini's error bodies: `status` as the error code, and the
-    `RetryInfo` delay as the wait before a retry when no `Retry-After` header says otherwise."""
-
-    def _retry_delay(
-        self,
-        retries: int,
-        path: str,
-        *,
-        response: httpx.Response | None = None,
-        error: httpx.HTTPError | None = None,
-    ) -> float | None:
-        if response is not None and retry_after(response.headers) is None:
-            try:
-                hint = retry_delay(pydantic_core.from_json(response.content))
-            except ValueError:
-                hint = None
-            if hint is not None:
-                # Handed to the shared policy as the header it already honours (and caps).
-                response.headers["retry-after"] = str(hint)
-        return super()._retry_delay(retries, path, response=response, error=error)
-
-    def _status_error(self, response: httpx.Response) -> ModelError:
-        return with_gemini_status(super()._status_error(response))
 
 
 class GeminiChatModel(HttpChatModel):
@@ -91,48 +55,3 @@ class GeminiChatModel(HttpChatModel):
             # Google's own libraries read either name.
             options["api_key"] = os.environ.get("GOOGLE_API_KEY")
         super().__init__(GeminiWire(function_schema), model, options, max_tokens=max_tokens)
-        # The shell as built above, reading Gemini's error bodies too (it only adds overrides).
-        self._http.__class__ = _GeminiShell
-
-    # The model name is part of the path, and streaming has a path of its own, so each call
-    # works out its path before handing the payload to the shared shell.
-
-    def _call(self, request: ChatRequest, *, stream: bool) -> tuple[str, dict[str, Any]]:
-        parameters = self.defaults.merge(request.parameters)
-        path = request_path(parameters.model or self.model, stream=stream)
-        return path, self._wire.build_payload(request.messages, parameters, stream=stream)
-
-    def chat(self, request: ChatRequest) -> ChatResponse:
-        """Send `request` and return the whole answer.
-
-        Raises:
-            ModelError: HTTP error status (after retries), network failure, or a malformed answer.
-        """
-        path, payload = self._call(request, stream=False)
-        return self._http.post_json(path, payload, self._wire.parse_response)
-
-    async def achat(self, request: ChatRequest) -> ChatResponse:
-        """Async `chat`."""
-        path, payload = self._call(request, stream=False)
-        return await self._http.apost_json(path, payload, self._wire.parse_response)
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        """Send `request` as a stream; yield text, thinking and tool-call deltas, then
-        `ResponseComplete` with the same response `chat` would return.
-
-        Raises:
-            ModelError: as `chat`, plus an error sent inside the stream, or a stream cut off
-                before its finish reason.
-        """
-        path, payload = self._call(request, stream=True)
-        yield from self._http.stream(path, payload, self._wire.stream_parser())
-
-    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Async `stream`."""
-        path, payload = self._call(request, stream=True)
-        events = self._http.astream(path, payload, self._wire.stream_parser())
-        try:
-            async for event in events:
-                yield event
-        finally:
-            await events.aclose()

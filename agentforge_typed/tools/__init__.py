@@ -14,8 +14,8 @@ A new kind implements `ToolLike` (usually by subclassing `DeclaredTool`) and bui
 with `_outcomes`, so the model reads the same texts whatever backs a tool.
 
 This module exports the plumbing a tool-kind author or a typed decorator wrapper needs
-(`ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`); everyday names are exported from
-`agentforge_typed` itself.
+(`DeclaredTool`, `ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`, and the option records
+`ToolOptions` and `MCPServerOptions`); everyday names are exported from `agentforge_typed` itself.
 """
 
 from __future__ import annotations
@@ -24,15 +24,27 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._base import ToolExecutor, ToolLike, ToolSource
-    from ._function import ToolDecorator
+    from ._base import DeclaredTool, ToolExecutor, ToolLike, ToolSource
+    from ._function import ToolDecorator, ToolOptions
+    from ._mcp import MCPServerOptions
 
-__all__ = ["ToolDecorator", "ToolExecutor", "ToolLike", "ToolSource"]
+__all__ = [
+    "DeclaredTool",
+    "MCPServerOptions",
+    "ToolDecorator",
+    "ToolExecutor",
+    "ToolLike",
+    "ToolOptions",
+    "ToolSource",
+]
 
 # Loaded on first use: the core imports single modules of this package (e.g. the arguments-error
 # wording), which must not pull in every tool kind.
 _HOMES = {
+    "DeclaredTool": "._base",
+    "MCPServerOptions": "._mcp",
     "ToolDecorator": "._function",
+    "ToolOptions": "._function",
     "ToolExecutor": "._base",
     "ToolLike": "._base",
     "ToolSource": "._base",

@@ -27,6 +27,7 @@ from pydantic_core import ErrorDetails, SchemaValidator
 
 from .._exceptions import ArgumentError
 from ._argument_errors import json_path, render_input
+from ._outcomes import ValidatedArguments
 from ._signature import closed_validator, core_schema_nodes
 
 __all__ = [
@@ -91,9 +92,6 @@ _JSON_MESSAGES = {
 MAX_REPAIR_ROUNDS = 8
 """String-encoded JSON can hide more string-encoded JSON; a bound keeps hostile input cheap."""
 
-Validated = tuple[BaseModel, tuple[str, ...]]
-Invalid = tuple[None, tuple[str, ...], tuple[ArgumentError, ...]]
-
 
 class ArgumentsValidator:
     """Validates a tool's raw arguments against its arguments model.
@@ -106,6 +104,9 @@ class ArgumentsValidator:
             enforces (OpenAI strict mode makes every optional property required and nullable):
             a `null` that fails validation where the schema does not require the property is
             read as "not given", so the default applies, at any depth.
+        fields_only: Validate with `fields_validator(args_model)`: the validated arguments are
+            then what it returns, `(fields, extra, fields_set)`, no model instance built (only for
+            models generated from a signature); else an `args_model` instance.
     """
 
     __slots__ = (
@@ -116,6 +117,7 @@ class ArgumentsValidator:
         "_unexpected",
         "_validator",
         "strict",
+        "validate_json",
     )
 
     def __init__(
@@ -125,8 +127,13 @@ class ArgumentsValidator:
         strict: bool,
         extra_arguments: Literal["forbid", "ignore"] = "forbid",
         null_means_default: dict[str, Any] | None = None,
+        fields_only: bool = False,
     ) -> None:
-        self._validator = args_model.__pydantic_validator__
+        self._validator = (
+            fields_validator(args_model) if fields_only else args_model.__pydantic_validator__
+        )
+        self.validate_json = self._validator.validate_json
+        """The core validator's `validate_json`, for callers that inline the fast path."""
         self._optional_schema = null_means_default
         self.strict: bool | None = True if strict else None
         """What `validate_json` takes as `strict`: `True`, or `None` for each model's own setting.
@@ -140,14 +147,15 @@ class ArgumentsValidator:
         self._unexpected = f"Unexpected argument; this tool takes: {names or 'nothing'}"
         self._choices = json_choices(args_model.__pydantic_core_schema__)
 
-    def validate(self, raw: str | bytes) -> Validated | Invalid:
-        """`(arguments, repairs)` when valid, else `(None, repairs, errors)`."""
+    def validate(self, raw: str | bytes) -> ValidatedArguments[Any]:
+        """The validated arguments (see `fields_only`), or the errors."""
         try:
-            return self._validator.validate_json(raw, strict=self.strict), ()
+            arguments = self._validator.validate_json(raw, strict=self.strict)
         except ValidationError as error:
             return self.repair(raw, error)
+        return ValidatedArguments(arguments)
 
-    def repair(self, raw: str | bytes, error: ValidationError) -> Validated | Invalid:
+    def repair(self, raw: str | bytes, error: ValidationError) -> ValidatedArguments[Any]:
         """The slow path, after `error` from the fast one: try the repairs, then revalidate."""
         details = _details(error)
         repairs: list[str] = []
@@ -156,17 +164,18 @@ class ArgumentsValidator:
             if fixed is not None:
                 raw, repairs = fixed, [REPAIR_TRAILING_COMMAS]
                 try:
-                    return self._validator.validate_json(raw, strict=self.strict), (repairs[0],)
+                    arguments = self._validator.validate_json(raw, strict=self.strict)
+                    return ValidatedArguments(arguments, repairs=(repairs[0],))
                 except ValidationError as exc:
                     details = _details(exc)
         if raw and not raw.isspace():
             # Most invalid calls: nothing to repair, so straight to the report.
             if not self._repairable(details):
-                return None, tuple(repairs), self._errors(details)
+                return ValidatedArguments(None, self._errors(details), tuple(repairs))
             try:
                 data: Any = pydantic_core.from_json(raw)
             except ValueError:
-                return None, tuple(repairs), self._errors(details)
+                return ValidatedArguments(None, self._errors(details), tuple(repairs))
             changed = False
         else:
             data, changed, repairs = {}, True, [REPAIR_EMPTY]
@@ -175,7 +184,7 @@ class ArgumentsValidator:
                 try:
                     encoded = pydantic_core.to_json(data)
                     arguments = self._validator.validate_json(encoded, strict=self.strict)
-                    return arguments, tuple(repairs)
+                    return ValidatedArguments(arguments, repairs=tuple(repairs))
                 except ValidationError as exc:
                     details = _details(exc)
                 except ValueError:  # a value pydantic-core parsed but cannot write back
@@ -183,7 +192,7 @@ class ArgumentsValidator:
             data, changed = self._repair_once(data, details, repairs)
             if not changed:
                 break
-        return None, tuple(repairs), self._errors(details)
+        return ValidatedArguments(None, self._errors(details), tuple(repairs))
 
     def _repairable(self, errors: Sequence[ErrorDetails]) -> bool:
         """Whether any error is one a repair could fix (most invalid calls have none)."""

@@ -4,7 +4,7 @@ protocol and the return behaviour."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol
 
@@ -14,15 +14,15 @@ from .._messages import ToolCall
 from .._request import ToolSpecification
 
 __all__ = [
-    "ConfiguredTool",
+    "DeclaredTool",
     "ErrorKind",
-    "SpecifiedTool",
     "ReturnBehavior",
     "ToolContext",
     "ToolExecutionResult",
     "ToolExecutor",
     "ToolLike",
     "ToolSource",
+    "check_options",
 ]
 
 DepsT = TypeVar("DepsT", default=None)
@@ -147,10 +147,17 @@ class ToolSource(Protocol):
         ...
 
 
-class SpecifiedTool:
-    """`name`, `description` and `specification`, from the `_specification` a subclass sets."""
+class DeclaredTool:
+    """Base of the tool kinds declared by a `ToolSpecification` (schema, HTTP and MCP tools).
+
+    A subclass sets `_specification` and the loop options `_return_behavior`, `_max_retries` and
+    `_sequential` (or overrides their properties); this provides the read-only `ToolLike` side.
+    """
 
     _specification: ToolSpecification
+    _return_behavior: ReturnBehavior
+    _max_retries: int
+    _sequential: bool
 
     @property
     def name(self) -> str:
@@ -167,14 +174,6 @@ class SpecifiedTool:
         """The declaration offered to the model."""
         return self._specification
 
-
-class ConfiguredTool(SpecifiedTool):
-    """A `SpecifiedTool` that also holds its own loop options."""
-
-    _return_behavior: ReturnBehavior
-    _max_retries: int
-    _sequential: bool
-
     @property
     def return_behavior(self) -> ReturnBehavior:
         """What the loop does with this tool's result."""
@@ -189,3 +188,20 @@ class ConfiguredTool(SpecifiedTool):
     def sequential(self) -> bool:
         """Whether this tool must not run concurrently with the other calls of its round."""
         return self._sequential
+
+
+def check_options(options: Mapping[str, object], declared: Any, owner: str) -> None:
+    """Refuse keywords that the options `TypedDict` `declared` does not name: mypy refuses them
+    statically, but `**options` takes any at run time.
+
+    Raises:
+        TypeError: Naming the unknown keywords and `owner`.
+    """
+    unknown = options.keys() - declared.__optional_keys__ - declared.__required_keys__
+    if unknown:
+        raise TypeError(f"unknown {owner} option(s): {', '.join(sorted(unknown))}")
+
+
+# The former names, for code written against them.
+SpecifiedTool = DeclaredTool
+ConfiguredTool = DeclaredTool

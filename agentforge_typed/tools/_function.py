@@ -11,24 +11,27 @@ import copy
 import functools
 import inspect
 import sys
-from collections.abc import Callable, Mapping
+import types
+import typing
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
 from pydantic import BaseModel, ValidationError
-from typing_extensions import Self
+from typing_extensions import Self, TypedDict, Unpack
 
 from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
-from ._arguments import ArgumentsValidator, fields_validator
-from ._base import ReturnBehavior, ToolContext, ToolExecutionResult
-from ._invoke import ainvoke, invoke, is_async_callable
+from .._sync import run_sync
+from ._arguments import ArgumentsValidator
+from ._base import ReturnBehavior, ToolContext, ToolExecutionResult, check_options
+from ._invoke import ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
 from ._signature import check_tool_name, inspect_function
 
-__all__ = ["Tool", "ToolDecorator", "tool"]
+__all__ = ["Tool", "ToolDecorator", "ToolOptions", "tool"]
 
 P = ParamSpec("P")
 P2 = ParamSpec("P2")
@@ -40,11 +43,36 @@ ExtraArguments = Literal["forbid", "ignore"]
 _Binding = Literal["function", "instance", "class"]
 
 
+class ToolOptions(TypedDict, total=False):
+    """The keyword options of `@tool(...)` and `Tool(...)`, each optional (defaults below)."""
+
+    name: str | None
+    """The name the model calls the tool by; the function's name by default."""
+    description: str | None
+    """Overrides the docstring's summary and long description."""
+    strict: bool
+    """Validate in pydantic's strict mode (default `True`); `False` allows lax coercion."""
+    strict_schema: bool
+    """Ask the provider to enforce the schema (OpenAI `strict: true`); default `False`."""
+    return_behavior: ReturnBehavior
+    """What happens to the result (see `ReturnBehavior`); default `TO_LLM`."""
+    max_retries: int
+    """Invalid-argument attempts the model gets before `ToolArgumentsError` (default 2)."""
+    timeout: float | None
+    """Seconds a call may run before it becomes a timeout error result (default `None`: none)."""
+    sequential: bool
+    """Never run concurrently with the other calls of a round (default `False`)."""
+    result_converter: Callable[[Any], str] | None
+    """`result -> str` for the model, instead of the default conversion."""
+    extra_arguments: ExtraArguments
+    """`"forbid"` (default) reports unknown arguments; `"ignore"` drops them (recorded)."""
+
+
 class Tool(Generic[P, R]):
     """A function the model can call, still callable exactly like the function.
 
-    Build it with `@tool`. Accessed through an instance, a method tool is bound: `self` is neither
-    in its schema nor in its arguments.
+    Build it with `@tool` (or `Tool(function, **options)`, see `ToolOptions`). Accessed through an
+    instance, a method tool is bound: `self` is neither in its schema nor in its arguments.
 
     Attributes:
         name: The name the model calls it by (the function's name unless given).
@@ -74,6 +102,7 @@ class Tool(Generic[P, R]):
         "_direct_call",
         "_function",
         "_is_async",
+        "_may_await",
         "_positional",
         "_renames",
         "_strict",
@@ -103,18 +132,17 @@ class Tool(Generic[P, R]):
         self,
         function: Callable[P, R],
         *,
-        name: str | None = None,
-        description: str | None = None,
-        strict: bool = True,
-        strict_schema: bool = False,
-        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-        max_retries: int = 2,
-        timeout: float | None = None,
-        sequential: bool = False,
-        result_converter: Callable[[R], str] | None = None,
-        extra_arguments: ExtraArguments = "forbid",
         namespace: Mapping[str, Any] | None = None,
+        **options: Unpack[ToolOptions],
     ) -> None:
+        check_options(options, ToolOptions, "@tool")
+        name = options.get("name")
+        description = options.get("description")
+        strict = options.get("strict", True)
+        strict_schema = options.get("strict_schema", False)
+        timeout = options.get("timeout")
+        extra_arguments = options.get("extra_arguments", "forbid")
+        result_converter = options.get("result_converter")
         binding: _Binding = "function"
         target: Any = function
         if isinstance(target, staticmethod):
@@ -153,10 +181,10 @@ class Tool(Generic[P, R]):
             # Refuse at decoration what OpenAI's strict mode cannot express (e.g. `dict[str, X]`).
             render_schema(signature.parameters, "openai-strict")
         self.strict = strict
-        self.return_behavior = return_behavior
-        self.max_retries = max_retries
+        self.return_behavior = options.get("return_behavior", ReturnBehavior.TO_LLM)
+        self.max_retries = options.get("max_retries", 2)
         self.timeout = timeout
-        self.sequential = sequential
+        self.sequential = options.get("sequential", False)
         self.extra_arguments = extra_arguments
         self.deps_type = signature.deps_type
 
@@ -170,17 +198,21 @@ class Tool(Generic[P, R]):
             strict=strict,
             extra_arguments=extra_arguments,
             null_means_default=signature.parameters if strict_schema else None,
+            fields_only=True,
         )
-        self._validate_fields = fields_validator(signature.args_model).validate_json
+        self._validate_fields = self._validator.validate_json
         self._strict = self._validator.strict
         self._convert: ResultConverter = (
-            cast(ResultConverter, result_converter)
+            result_converter
             if result_converter is not None
             else result_text_converter(signature.return_annotation)
         )
         self._context_parameter = signature.context_parameter
         self._positional = signature.positional
         self._renames = signature.renames
+        # Whether the direct call must look for an awaitable result: not when the declared return
+        # type rules one out (a sync wrapper of an async function declares the async one's).
+        self._may_await = _may_return_awaitable(signature.return_annotation, target)
         # The common case (sync, no timeout, arguments passed as they are) skips all plumbing.
         self._direct_call = not (
             signature.context_parameter
@@ -240,9 +272,10 @@ class Tool(Generic[P, R]):
             ToolArgumentsError: listing each problem with its JSON path, message and input.
         """
         outcome = self._validator.validate(arguments)
-        if len(outcome) == 3:
-            raise ToolArgumentsError(self.name, outcome[2])
-        return outcome[0]
+        if outcome.arguments is None:
+            raise ToolArgumentsError(self.name, outcome.errors)
+        fields, _, fields_set = outcome.arguments
+        return self.args_model.model_construct(fields_set, **fields)
 
     def _call_arguments(
         self, fields: dict[str, Any], context: ToolContext[Any] | None
@@ -265,8 +298,9 @@ class Tool(Generic[P, R]):
     ) -> ToolExecutionResult:
         """Validate the call's arguments, run the tool and convert its result, blocking.
 
-        A failed call (invalid arguments, `ModelRetry`, an exception, a timeout) gives an error
-        result; nothing is raised. Without a `context`, one is built from `call` and `deps`.
+        A failed call (invalid arguments, `ModelRetry`, any exception — `SystemExit` included —, a
+        timeout) gives an error result; only `KeyboardInterrupt` and the cancellation of the
+        running task propagate. Without a `context`, one is built from `call` and `deps`.
         """
         if not self._bound:
             self._refuse_unbound()
@@ -276,17 +310,22 @@ class Tool(Generic[P, R]):
             fields = self._validate_fields(call.arguments, strict=self._strict)[0]
         except ValidationError as error:
             outcome = self._validator.repair(call.arguments, error)
-            if len(outcome) == 3:
-                return arguments_error_result(self.name, outcome[2], outcome[1])
-            return self._run(outcome[0].__dict__, outcome[1], call, context, deps)
+            if outcome.arguments is None:
+                # `outcome.error_result` inlined: a typed tool's schema cannot fail.
+                return arguments_error_result(self.name, outcome.errors, outcome.repairs)
+            return self._run(outcome.arguments[0], outcome.repairs, call, context, deps)
         if not self._direct_call:
             return self._run(fields, (), call, context, deps)
         try:
             value = self._function(**fields)
+            if self._may_await and is_awaitable(value):
+                # A sync function that returns an awaitable (e.g. a sync wrapper of an async
+                # one): awaited, as under `aexecute`.
+                value = _awaited(value)
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
             return ToolExecutionResult(self._convert(value), value)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc)
 
     async def aexecute(
@@ -295,19 +334,20 @@ class Tool(Generic[P, R]):
         """Like `execute`, without blocking the event loop: a sync tool runs in a worker thread."""
         if not self._bound:
             self._refuse_unbound()
+        # The same validator as `execute`'s (the fields of the arguments model).
         outcome = self._validator.validate(call.arguments)
-        if len(outcome) == 3:
-            return arguments_error_result(self.name, outcome[2], outcome[1])
-        arguments, repairs = outcome
+        if outcome.arguments is None:
+            return outcome.error_result(self.name)
+        repairs = outcome.repairs
         try:
             args, kwargs = self._call_arguments(
-                arguments.__dict__, self._context(call, context, deps)
+                outcome.arguments[0], self._context(call, context, deps)
             )
             value = await ainvoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, repairs, self._convert)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
 
     def _run(
@@ -325,7 +365,7 @@ class Tool(Generic[P, R]):
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, repairs, self._convert)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
 
     def _context(
@@ -345,6 +385,29 @@ class Tool(Generic[P, R]):
         raise TypeError(
             f"tool `{self.name}` is a method: execute it through an instance (obj.{self.name})"
         )
+
+
+def _awaited(awaitable: Awaitable[T]) -> T:
+    # Not a lambda in `execute`: a closure there would cost every call a cell.
+    return run_sync(lambda: awaitable)
+
+
+def _may_return_awaitable(annotation: Any, function: Callable[..., Any]) -> bool:
+    """Whether a sync function may return an awaitable: unless its declared return type rules it
+    out and it does not wrap an async function."""
+    return is_async_callable(inspect.unwrap(function)) or _may_be_awaitable(annotation)
+
+
+def _may_be_awaitable(annotation: Any) -> bool:
+    """`False` for a class (or a generic of one, `dict[str, int]`) that is not awaitable, and for
+    a union of such; `True` for anything else (`Any`, no annotation, `Awaitable[str]`, …)."""
+    if annotation in (inspect.Parameter.empty, Any, object):
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_be_awaitable(member) for member in typing.get_args(annotation))
+    cls = origin or annotation
+    return not (isinstance(cls, type) and not issubclass(cls, Awaitable))
 
 
 def _default_name(target: Callable[..., Any]) -> str:
@@ -379,49 +442,14 @@ def tool(function: Callable[P, R], /) -> Tool[P, R]: ...
 
 
 @overload
-def tool(
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    strict: bool = True,
-    strict_schema: bool = False,
-    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-    max_retries: int = 2,
-    timeout: float | None = None,
-    sequential: bool = False,
-    result_converter: Callable[[Any], str] | None = None,
-    extra_arguments: ExtraArguments = "forbid",
-) -> ToolDecorator: ...
+def tool(**options: Unpack[ToolOptions]) -> ToolDecorator: ...
 
 
 def tool(
-    function: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    strict: bool = True,
-    strict_schema: bool = False,
-    return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-    max_retries: int = 2,
-    timeout: float | None = None,
-    sequential: bool = False,
-    result_converter: Callable[[Any], str] | None = None,
-    extra_arguments: ExtraArguments = "forbid",
+    function: Callable[..., Any] | None = None, /, **options: Unpack[ToolOptions]
 ) -> Tool[Any, Any] | ToolDecorator:
-    """Turn a typed function or method into a `Tool`; use bare (`@tool`) or with options.
-
-    Args:
-        name: The name the model calls it by; the function's name by default.
-        description: Overrides the docstring's summary and long description.
-        strict: Validate arguments in pydantic's strict mode; `False` allows lax coercion.
-        strict_schema: Ask the provider to enforce the schema (OpenAI `strict: true`).
-        return_behavior: What happens to the result (see `ReturnBehavior`).
-        max_retries: Invalid-argument attempts the model gets before `ToolArgumentsError`.
-        timeout: Seconds a call may run before it becomes a timeout error result.
-        sequential: Never run concurrently with the other calls of a round.
-        result_converter: `result -> str` for the model, instead of the default conversion.
-        extra_arguments: `"forbid"` (default) reports unknown arguments; `"ignore"` drops them.
+    """Turn a typed function or method into a `Tool`; use bare (`@tool`) or with options
+    (`@tool(timeout=5)`, see `ToolOptions`).
 
     Raises:
         TypeError: A parameter is `*args`/`**kwargs`, unannotated, or of a type that cannot be
@@ -429,21 +457,10 @@ def tool(
         ValueError: The name is not a valid tool name (`^[a-zA-Z0-9_-]{1,64}$`).
     """
 
+    check_options(options, ToolOptions, "@tool")
+
     def decorate(target: Callable[..., Any], namespace: Mapping[str, Any] | None) -> Tool[Any, Any]:
-        return Tool(
-            target,
-            name=name,
-            description=description,
-            strict=strict,
-            strict_schema=strict_schema,
-            return_behavior=return_behavior,
-            max_retries=max_retries,
-            timeout=timeout,
-            sequential=sequential,
-            result_converter=result_converter,
-            extra_arguments=extra_arguments,
-            namespace=namespace,
-        )
+        return Tool(target, namespace=namespace, **options)
 
     if function is not None:
         return decorate(function, _caller_namespace())

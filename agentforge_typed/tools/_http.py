@@ -276,7 +276,7 @@ class HttpTool(ConfiguredTool):
             if callable(configured):
                 configured = configured(context)
             configured = dict(configured or {})
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
         for name, value in configured.items():
             problem = _header_problem(name, value)
@@ -541,10 +541,10 @@ class _ModelArguments:
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
         outcome = self._validator.validate(raw)
-        if outcome[0] is None:
-            return DecodedArguments(None, tuple(outcome[2]), outcome[1])
-        arguments = outcome[0].model_dump(mode="json", by_alias=True)
-        return DecodedArguments(arguments, repairs=outcome[1])
+        if outcome.arguments is None:
+            return outcome
+        arguments = outcome.arguments.model_dump(mode="json", by_alias=True)
+        return DecodedArguments(arguments, repairs=outcome.repairs)
 
 
 def _check_url_template(tool: str, url: str) -> tuple[str, ...]:

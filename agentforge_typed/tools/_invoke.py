@@ -2,28 +2,45 @@
 
 The one implementation behind every tool kind (`Tool`, `SchemaTool`). Sync handlers never block
 an event loop (they run in a worker thread under `ainvoke`); async handlers called from blocking
-code get an event loop of their own (on a thread when one is already running here). A timed-out
-async handler is cancelled and may run its cleanup; a timed-out sync handler cannot be killed: its
-thread is abandoned (a daemon thread, so it never blocks interpreter exit), which the raised
-`HandlerTimeoutError` says (`abandoned`) so that the caller can log it.
+code get an event loop of their own (`run_sync`'s policy: on a thread when one is already running
+here).
+
+`timeout` bounds the call from the caller's side. A timed-out async handler is cancelled and gets
+`CANCEL_GRACE` seconds for its cleanup; one that ignores the cancellation is abandoned (left to
+finish on its loop). An async handler that blocks its event loop (`time.sleep` in `async def`)
+cannot be interrupted at all, but when it finishes past its limit its result is discarded: the
+call timed out all the same. A timed-out sync handler cannot be killed: its thread is abandoned (a
+daemon thread, so it never blocks interpreter exit). The raised `HandlerTimeoutError` says what
+was abandoned, so that the caller can log it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextvars
 import functools
 import inspect
-import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from types import GeneratorType
+from typing import Any, Literal, TypeVar
 
-__all__ = ["HandlerTimeoutError", "ainvoke", "invoke", "is_async_callable"]
+from .._sync import run_sync, start_daemon_thread
+
+__all__ = [
+    "CANCEL_GRACE",
+    "HandlerTimeoutError",
+    "ainvoke",
+    "invoke",
+    "is_async_callable",
+    "is_awaitable",
+]
 
 T = TypeVar("T")
 
 _NO_KWARGS: Mapping[str, Any] = {}
+
+CANCEL_GRACE = 0.25
+"""Seconds a timed-out async handler gets, once cancelled, to finish before it is abandoned."""
 
 
 class HandlerTimeoutError(Exception):
@@ -32,14 +49,21 @@ class HandlerTimeoutError(Exception):
 
     Attributes:
         timeout: The limit, in seconds.
-        abandoned: Whether the handler still runs on a worker thread nobody waits for (a sync
-            handler; an async one is cancelled instead).
+        abandoned: Whether the handler still runs with nobody waiting for it.
+        left_running: What was abandoned: `"thread"` (a sync handler's worker thread, or the
+            thread running an async handler's loop), `"task"` (an async handler that ignored its
+            cancellation), or `None`.
     """
 
-    def __init__(self, timeout: float, *, abandoned: bool = False) -> None:
+    def __init__(
+        self, timeout: float, *, abandoned: bool | Literal["thread", "task"] = False
+    ) -> None:
         super().__init__(f"timed out after {timeout:g} seconds")
         self.timeout = timeout
-        self.abandoned = abandoned
+        self.left_running: Literal["thread", "task"] | None = (
+            "thread" if abandoned is True else abandoned or None
+        )
+        self.abandoned = self.left_running is not None
 
 
 def is_async_callable(fn: Callable[..., Any]) -> bool:
@@ -49,6 +73,21 @@ def is_async_callable(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - we need the bound method, not callable()
     )
+
+
+def is_awaitable(value: Any) -> bool:
+    """Whether a sync handler returned an awaitable, which is then awaited (`inspect.isawaitable`,
+    answered from a per-type cache first: it is asked after every call of a sync tool)."""
+    cls = value.__class__
+    maybe = _MAYBE_AWAITABLE.get(cls)
+    if maybe is None:
+        if len(_MAYBE_AWAITABLE) > 4096:  # classes made on the fly must not grow it forever
+            _MAYBE_AWAITABLE.clear()
+        maybe = _MAYBE_AWAITABLE[cls] = cls is GeneratorType or issubclass(cls, Awaitable)
+    return maybe and inspect.isawaitable(value)
+
+
+_MAYBE_AWAITABLE: dict[type, bool] = {}
 
 
 def invoke(
@@ -72,15 +111,25 @@ def invoke(
         HandlerTimeoutError: The handler ran past `timeout`.
     """
     if is_async if is_async is not None else is_async_callable(fn):
-        return _run_coroutine(lambda: _with_timeout(fn(*args, **kwargs), timeout))
+        if timeout is None:
+            return run_sync(lambda: fn(*args, **kwargs))
+        # On a thread of its own, so that a handler that ignores its cancellation cannot hold
+        # us: its loop would wait for it when it shuts down.
+        limit = timeout + CANCEL_GRACE
+        factory = functools.partial(_with_timeout, fn(*args, **kwargs), timeout)
+        return _wait_thread(start_daemon_thread(run_sync, (factory,), _NO_KWARGS), limit, timeout)
     if timeout is None:
         result = fn(*args, **kwargs)
-        return _run_coroutine(lambda: result) if inspect.isawaitable(result) else result
-    future = _start_daemon_thread(invoke, (fn, args, kwargs), {"is_async": False})
+        return run_sync(lambda: result) if is_awaitable(result) else result
+    future = start_daemon_thread(invoke, (fn, args, kwargs), {"is_async": False})
+    return _wait_thread(future, timeout, timeout)
+
+
+def _wait_thread(future: concurrent.futures.Future[T], limit: float, timeout: float) -> T:
     # `wait`, not `result(timeout)`: a `TimeoutError` the handler raises must stay its own.
-    concurrent.futures.wait([future], timeout)
+    concurrent.futures.wait([future], limit)
     if not future.done():
-        raise HandlerTimeoutError(timeout, abandoned=True)
+        raise HandlerTimeoutError(timeout, abandoned="thread")
     return future.result()
 
 
@@ -101,18 +150,22 @@ async def ainvoke(
     if is_async if is_async is not None else is_async_callable(fn):
         return await _with_timeout(fn(*args, **kwargs), timeout)
     if timeout is None:
-        result = await asyncio.to_thread(fn, *args, **kwargs)
-        return await result if inspect.isawaitable(result) else result
+        returned, result = await asyncio.to_thread(_settled_call, fn, args, kwargs)
+        if not returned:
+            raise result
+        return await result if is_awaitable(result) else result
     loop = asyncio.get_running_loop()
     started = loop.time()
     # A daemon thread, not `to_thread`: the loop's executor would wait for an abandoned handler
     # when the loop shuts down.
-    future = _start_daemon_thread(fn, args, kwargs)
-    done, _ = await asyncio.wait({asyncio.wrap_future(future)}, timeout=timeout)
+    future = asyncio.wrap_future(start_daemon_thread(_settled_call, (fn, args, kwargs), _NO_KWARGS))
+    done, _ = await asyncio.wait({future}, timeout=timeout)
     if not done:
-        raise HandlerTimeoutError(timeout, abandoned=True)
-    result = future.result()
-    if not inspect.isawaitable(result):
+        raise HandlerTimeoutError(timeout, abandoned="thread")
+    returned, result = future.result()
+    if not returned:
+        raise result
+    if not is_awaitable(result):
         return result
     # Whatever the sync part left of the limit bounds the awaitable it returned.
     return await _with_timeout(result, max(timeout - (loop.time() - started), 0.0), timeout)
@@ -123,45 +176,61 @@ async def _with_timeout(
 ) -> T:
     if timeout is None:
         return await awaitable
-    # `asyncio.wait`, not `wait_for`: a `TimeoutError` the handler raises must stay its own.
-    task = asyncio.ensure_future(awaitable)
-    done, _ = await asyncio.wait({task}, timeout=timeout)
-    if not done:
-        task.cancel()
-        await asyncio.wait({task})  # let the handler run its cleanup, as `wait_for` would
-        raise HandlerTimeoutError(reported if reported is not None else timeout)
-    return task.result()
-
-
-def _run_coroutine(factory: Callable[[], Awaitable[T]]) -> T:
-    async def main() -> T:
-        return await factory()
-
+    reported = reported if reported is not None else timeout
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    task = asyncio.ensure_future(_settled(awaitable, loop))
     try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(main())
-    # Called from inside a running loop (blocking code under async code): that loop is busy
-    # waiting for us, so the coroutine gets a loop on another thread.
-    future: concurrent.futures.Future[T] = _start_daemon_thread(asyncio.run, (main(),), _NO_KWARGS)
-    return future.result()
+        # `asyncio.wait`, not `wait_for`: a `TimeoutError` the handler raises must stay its own.
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=CANCEL_GRACE)  # its cleanup
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        _ABANDONED.add(task)
+        task.add_done_callback(_ABANDONED.discard)
+        raise HandlerTimeoutError(reported, abandoned="task")
+    if task.cancelled():
+        raise HandlerTimeoutError(reported)
+    finished, ok, value = task.result()
+    if finished > deadline:
+        # It blocked the loop past its limit, so nothing could interrupt it: late is timed out.
+        raise HandlerTimeoutError(reported)
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
-def _start_daemon_thread(
-    fn: Callable[..., T], args: tuple[Any, ...], kwargs: Mapping[str, Any]
-) -> concurrent.futures.Future[T]:
-    """Run `fn` in a daemon thread, in a copy of this context: a thread that timed out can be
-    abandoned without blocking interpreter exit."""
-    future: concurrent.futures.Future[T] = concurrent.futures.Future()
-    context = contextvars.copy_context()
+def _settled_call(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]
+) -> tuple[bool, Any]:
+    """`(True, value)` or `(False, exception)`: an exception crosses to the awaiting coroutine as
+    a value, since an asyncio future holding a `GeneratorExit` closes the coroutines awaiting it
+    instead of raising it in them."""
+    try:
+        return True, fn(*args, **kwargs)
+    except BaseException as exc:
+        return False, exc
 
-    def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
-        try:
-            future.set_result(context.run(fn, *args, **kwargs))
-        except BaseException as exc:  # handed to the waiting caller
-            future.set_exception(exc)
 
-    threading.Thread(target=run, name="agentforge-handler", daemon=True).start()
-    return future
+_ABANDONED: set[asyncio.Future[Any]] = set()
+"""Tasks of handlers that ignored their cancellation: held until they end, as the loop does not."""
+
+
+async def _settled(
+    awaitable: Awaitable[Any], loop: asyncio.AbstractEventLoop
+) -> tuple[float, bool, Any]:
+    """`(finish time, whether it returned, value or exception)`: even a `SystemExit` is returned,
+    as raised out of a task it would stop the event loop, and a `GeneratorExit` would close the
+    awaiting coroutines (`_with_timeout` re-raises it in the caller, where the tool's containment
+    applies)."""
+    try:
+        value = await awaitable
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise
+    except BaseException as exc:
+        return loop.time(), False, exc
+    return loop.time(), True, value

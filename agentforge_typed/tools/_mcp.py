@@ -23,11 +23,15 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 import pydantic_core
+from typing_extensions import TypedDict, Unpack
 
+from .._exceptions import ToolExecutionError
 from .._messages import ToolCall
 from .._request import ToolSpecification
-from ._base import ReturnBehavior, SpecifiedTool, ToolContext, ToolExecutionResult
+from .._sync import running_loop
+from ._base import DeclaredTool, ReturnBehavior, ToolContext, ToolExecutionResult, check_options
 from ._outcomes import (
+    capped_error_text,
     execution_error_result,
     failure_result,
     timeout_result,
@@ -41,7 +45,7 @@ if TYPE_CHECKING:
     import anyio.from_thread
     from mcp import ClientSession
 
-__all__ = ["MCPServer", "MCPTool"]
+__all__ = ["MCPServer", "MCPServerOptions", "MCPTool"]
 
 logger = logging.getLogger("agentforge_typed.mcp")
 
@@ -70,6 +74,24 @@ class _Connection:
     tools: list[MCPTool] = field(default_factory=list)
 
 
+class MCPServerOptions(TypedDict, total=False):
+    """The keyword options of `MCPServer`, `MCPServer.stdio` and `MCPServer.http`."""
+
+    timeout: float
+    """Seconds each tool call may take (default 30)."""
+    connect_timeout: float
+    """Seconds for connecting, initializing and listing the tools (default 30)."""
+    tool_prefix: str
+    """Prepended to every tool name offered to the model (to keep two servers' tools apart); the
+    server still receives its own names."""
+    return_behavior: ReturnBehavior
+    """Given to every tool of this server (default `TO_LLM`)."""
+    max_retries: int
+    """Given to every tool of this server (default 2)."""
+    sequential: bool
+    """Given to every tool of this server (default `False`)."""
+
+
 class MCPServer:
     """An MCP server whose tools become tools of this package.
 
@@ -88,35 +110,21 @@ class MCPServer:
         connect: Opens the transport and an unstarted `ClientSession` on the given exit stack
             (what `stdio` and `http` build for you).
         label: How errors and `repr` name this server.
-        timeout: Seconds each tool call may take.
-        connect_timeout: Seconds for connecting, initializing and listing the tools.
-        tool_prefix: Prepended to every tool name offered to the model (to keep two servers'
-            tools apart); the server still receives its own names.
-        return_behavior: Given to every tool of this server.
-        max_retries: Given to every tool of this server.
-        sequential: Given to every tool of this server.
+        **options: See `MCPServerOptions`.
     """
 
     def __init__(
-        self,
-        connect: _Connector,
-        *,
-        label: str,
-        timeout: float = 30.0,
-        connect_timeout: float = 30.0,
-        tool_prefix: str = "",
-        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-        max_retries: int = 2,
-        sequential: bool = False,
+        self, connect: _Connector, *, label: str, **options: Unpack[MCPServerOptions]
     ) -> None:
+        check_options(options, MCPServerOptions, "MCPServer")
         self._connect = connect
         self.label = label
-        self.timeout = timeout
-        self.connect_timeout = connect_timeout
-        self.tool_prefix = tool_prefix
-        self.return_behavior = return_behavior
-        self.max_retries = max_retries
-        self.sequential = sequential
+        self.timeout = options.get("timeout", 30.0)
+        self.connect_timeout = options.get("connect_timeout", 30.0)
+        self.tool_prefix = options.get("tool_prefix", "")
+        self.return_behavior = options.get("return_behavior", ReturnBehavior.TO_LLM)
+        self.max_retries = options.get("max_retries", 2)
+        self.sequential = options.get("sequential", False)
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
         self._listed: list[dict[str, Any]] = []
@@ -130,12 +138,7 @@ class MCPServer:
         *,
         cwd: str | None = None,
         errlog: TextIO | None = None,
-        timeout: float = 30.0,
-        connect_timeout: float = 30.0,
-        tool_prefix: str = "",
-        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-        max_retries: int = 2,
-        sequential: bool = False,
+        **options: Unpack[MCPServerOptions],
     ) -> MCPServer:
         """A server started as a subprocess and spoken to over its stdin/stdout.
 
@@ -145,12 +148,7 @@ class MCPServer:
             env: Extra environment variables for the process.
             cwd: Its working directory.
             errlog: Where the server's stderr goes (default: `sys.stderr`).
-            timeout: Seconds each tool call may take.
-            connect_timeout: Seconds for connecting, initializing and listing the tools.
-            tool_prefix: Prepended to every tool name offered to the model.
-            return_behavior: Given to every tool of this server.
-            max_retries: Given to every tool of this server.
-            sequential: Given to every tool of this server.
+            **options: See `MCPServerOptions`.
         """
 
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
@@ -164,16 +162,7 @@ class MCPServer:
             )
             return ClientSession(streams[0], streams[1])
 
-        return cls(
-            connect,
-            label=" ".join([command, *args]),
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            tool_prefix=tool_prefix,
-            return_behavior=return_behavior,
-            max_retries=max_retries,
-            sequential=sequential,
-        )
+        return cls(connect, label=" ".join([command, *args]), **options)
 
     @classmethod
     def http(
@@ -181,24 +170,14 @@ class MCPServer:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
-        timeout: float = 30.0,
-        connect_timeout: float = 30.0,
-        tool_prefix: str = "",
-        return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
-        max_retries: int = 2,
-        sequential: bool = False,
+        **options: Unpack[MCPServerOptions],
     ) -> MCPServer:
         """A server reached over the streamable HTTP transport at `url` (e.g. `.../mcp`).
 
         Args:
             url: The server's MCP endpoint.
             headers: Sent with every request, e.g. `{"Authorization": "Bearer ..."}`.
-            timeout: Seconds each tool call may take.
-            connect_timeout: Seconds for connecting, initializing and listing the tools.
-            tool_prefix: Prepended to every tool name offered to the model.
-            return_behavior: Given to every tool of this server.
-            max_retries: Given to every tool of this server.
-            sequential: Given to every tool of this server.
+            **options: See `MCPServerOptions`.
         """
 
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
@@ -216,7 +195,7 @@ class MCPServer:
                     httpx2.AsyncClient(
                         headers=headers,
                         # Reads may wait on a response stream the server holds open.
-                        timeout=httpx2.Timeout(connect_timeout, read=_STREAM_READ_TIMEOUT),
+                        timeout=httpx2.Timeout(server.connect_timeout, read=_STREAM_READ_TIMEOUT),
                     )
                 )
                 transport = streamable_http.streamable_http_client(url, http_client=client)
@@ -227,16 +206,8 @@ class MCPServer:
             streams = await stack.enter_async_context(transport)
             return ClientSession(streams[0], streams[1])
 
-        return cls(
-            connect,
-            label=url,
-            timeout=timeout,
-            connect_timeout=connect_timeout,
-            tool_prefix=tool_prefix,
-            return_behavior=return_behavior,
-            max_retries=max_retries,
-            sequential=sequential,
-        )
+        server = cls(connect, label=url, **options)
+        return server
 
     def __repr__(self) -> str:
         state = "connected" if self._connection else "not connected"
@@ -378,7 +349,7 @@ class MCPServer:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
-        if connection.portal is None and _running_loop() is connection.loop:
+        if connection.portal is None and running_loop() is connection.loop:
             return execution_error_result(
                 tool.name,
                 "the MCP server was entered with `async with`; "
@@ -438,7 +409,7 @@ class MCPServer:
         return _map_call_result(tool.name, result.model_dump(mode="json", by_alias=True))
 
 
-class MCPTool(SpecifiedTool):
+class MCPTool(DeclaredTool):
     """One tool of an entered `MCPServer`; it satisfies `ToolLike`.
 
     Its specification comes from the server's listing (name, description, `inputSchema`);
@@ -525,7 +496,11 @@ def _map_call_result(tool_name: str, result: Mapping[str, Any]) -> ToolExecution
     if not parts and structured is not None:
         text = pydantic_core.to_json(structured).decode()
     if result.get("isError"):
-        return ToolExecutionResult.error(text or f"Tool `{tool_name}` failed", "execution")
+        if not text:
+            return ToolExecutionResult.error(f"Tool `{tool_name}` failed", "execution")
+        # The model reads a capped text; the program finds the server's whole text on the exception.
+        error = ToolExecutionError(tool_name, text)
+        return ToolExecutionResult.error(capped_error_text(text), "execution", exception=error)
     value = structured if structured is not None else text or None
     return ToolExecutionResult(text=text or SUCCESS_TEXT, value=value)
 
@@ -562,10 +537,3 @@ def _single(exc: BaseException) -> BaseException:
 
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:
     return execution_error_result(tool.name, "the MCP server is not connected")
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None

@@ -3,14 +3,22 @@
 One set of builders, so that the model reads the same texts whatever backs the tool:
 ``Tool `x` failed: Type: message``, ``Tool `x` timed out after N seconds.``, a `ModelRetry`'s
 message as it is, and the shared arguments-error format (`format_arguments_error`).
+
+Containment: whatever a tool raises becomes a result — `SystemExit` (argparse on model input
+raises it) and every other `BaseException` too — except `KeyboardInterrupt` and the cancellation
+of the running task, which are the user's and the loop's, not the tool's (`reraise_uncontained`).
+An error's own text (message, `ModelRetry` message, an MCP server's error content) is capped at
+`MAX_ERROR_TEXT_CHARS` for the model; the full text stays on `result.exception`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from ._argument_errors import format_arguments_error
@@ -19,15 +27,52 @@ from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
 
 __all__ = [
+    "MAX_ERROR_TEXT_CHARS",
+    "ValidatedArguments",
     "arguments_error_result",
+    "capped_error_text",
+    "describe_exception",
     "execution_error_result",
     "failure_result",
+    "reraise_uncontained",
     "success_result",
     "timeout_result",
     "with_repairs",
 ]
 
 logger = logging.getLogger("agentforge_typed")
+
+ArgsT = TypeVar("ArgsT")
+
+MAX_ERROR_TEXT_CHARS = 4000
+"""The most characters of an error's own text the model reads; the rest is cut, and a marker
+says how many characters were."""
+
+
+@dataclass(slots=True)
+class ValidatedArguments(Generic[ArgsT]):
+    """The outcome of decoding and validating one call's arguments, whatever kind of tool.
+
+    Treat it as immutable; a plain slotted dataclass as it is built on every call.
+    """
+
+    arguments: ArgsT | None
+    """The validated arguments (a dict of fields, a model, or a JSON object, as the validator
+    says), or `None` when there are `errors` or a `schema_failure`."""
+    errors: tuple[ArgumentError, ...] = ()
+    """Each problem with the arguments, for the model to correct."""
+    repairs: tuple[str, ...] = ()
+    """Envelope repairs applied before validation (and dropped extra arguments)."""
+    schema_failure: str | None = None
+    """Why the tool's own schema could not check the arguments: the tool's fault, which the
+    model cannot fix by correcting them."""
+
+    def error_result(self, tool_name: str) -> ToolExecutionResult:
+        """The error result of arguments that did not pass (`arguments` is `None`): an
+        `"arguments"` error, or an `"execution"` error when the schema itself failed."""
+        if self.schema_failure is not None:
+            return execution_error_result(tool_name, self.schema_failure, repairs=self.repairs)
+        return arguments_error_result(tool_name, self.errors, self.repairs)
 
 
 def success_result(
@@ -47,24 +92,74 @@ def arguments_error_result(
 
 
 def failure_result(
-    tool_name: str, exc: Exception, repairs: tuple[str, ...] = ()
+    tool_name: str, exc: BaseException, repairs: tuple[str, ...] = ()
 ) -> ToolExecutionResult:
     """Map what a handler raised to an error result: `ModelRetry` → `"retry"` (its message as
-    is), `HandlerTimeoutError` → `"timeout"`, anything else → `"execution"` (type and message, no
-    traceback). A timed-out handler left running on its thread is logged as a warning."""
+    is, capped), `HandlerTimeoutError` → `"timeout"`, anything else → `"execution"` (type and
+    message, capped, no traceback). A timed-out handler left running is logged as a warning.
+
+    Raises:
+        BaseException: `exc` itself, when it is not the tool's to contain (`reraise_uncontained`).
+    """
     if isinstance(exc, ModelRetry):
-        return ToolExecutionResult.error(exc.message, "retry", exception=exc, repairs=repairs)
+        message = exc.message
+        # A message that is not text (`ModelRetry(None)` gets past an untyped caller): its `str`.
+        text = capped_error_text(message if isinstance(message, str) else _text_of(message))
+        return ToolExecutionResult.error(text, "retry", exception=exc, repairs=repairs)
     if isinstance(exc, HandlerTimeoutError):
         if exc.abandoned:
             logger.warning(
-                "tool %r timed out after %gs; its worker thread is abandoned and keeps running",
+                "tool %r timed out after %gs; %s",
                 tool_name,
                 exc.timeout,
+                "its worker thread is abandoned and keeps running"
+                if exc.left_running == "thread"
+                else "it ignored its cancellation, so its task is abandoned and keeps running",
             )
         return timeout_result(tool_name, exc.timeout, exception=exc, repairs=repairs)
+    reraise_uncontained(exc)
     return execution_error_result(
-        tool_name, f"{type(exc).__name__}: {exc}", exception=exc, repairs=repairs
+        tool_name, describe_exception(exc), exception=exc, repairs=repairs
     )
+
+
+def reraise_uncontained(exc: BaseException) -> None:
+    """Re-raise `exc` when no tool result may stand for it: `KeyboardInterrupt` (the user's), or a
+    `CancelledError` while the running task is being cancelled (the loop's own cancellation)."""
+    if isinstance(exc, KeyboardInterrupt):
+        raise exc
+    if isinstance(exc, asyncio.CancelledError):
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # no loop here: a tool raised it on its own
+            return
+        # Without `Task.cancelling` (Python 3.10) every cancellation is taken as the loop's own.
+        cancelling = getattr(task, "cancelling", None)
+        if task is not None and (cancelling is None or cancelling()):
+            raise exc
+
+
+def describe_exception(exc: BaseException) -> str:
+    """`Type: message`, capped (`capped_error_text`); never raises, even when the exception's
+    `__str__` does."""
+    return capped_error_text(f"{type(exc).__name__}: {_text_of(exc)}")
+
+
+def _text_of(value: object) -> str:
+    try:
+        return str(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        return f"<unprintable: its __str__ raised {type(error).__name__}>"
+
+
+def capped_error_text(text: str) -> str:
+    """`text`, or its first `MAX_ERROR_TEXT_CHARS` characters and a marker counting the rest."""
+    if len(text) <= MAX_ERROR_TEXT_CHARS:
+        return text
+    cut = len(text) - MAX_ERROR_TEXT_CHARS
+    return f"{text[:MAX_ERROR_TEXT_CHARS]}… [{cut} more characters cut]"
 
 
 def execution_error_result(

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
@@ -43,8 +42,7 @@ from ._arguments import (
     repair_string_encoded,
     without_trailing_commas,
 )
-from ._base import ToolExecutionResult
-from ._outcomes import arguments_error_result, execution_error_result
+from ._outcomes import ValidatedArguments
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
@@ -404,24 +402,8 @@ def _count(number: int, singular: str, plural: str | None = None) -> str:
 # -- one call's arguments ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class DecodedArguments:
-    """The outcome of decoding and validating one call's arguments."""
-
-    arguments: dict[str, Any] | None
-    """The validated arguments object, or `None` when there are `errors` or a `schema_failure`."""
-    errors: tuple[ArgumentError, ...] = ()
-    repairs: tuple[str, ...] = field(default=())
-    schema_failure: str | None = None
-    """Why the tool's own schema could not check the arguments: the tool's fault, which the
-    model cannot fix by correcting them."""
-
-    def error_result(self, tool_name: str) -> ToolExecutionResult:
-        """The error result of arguments that did not pass (`arguments` is `None`): an
-        `"arguments"` error, or an `"execution"` error when the schema itself failed."""
-        if self.schema_failure is not None:
-            return execution_error_result(tool_name, self.schema_failure, repairs=self.repairs)
-        return arguments_error_result(tool_name, self.errors, self.repairs)
+DecodedArguments = ValidatedArguments[dict[str, Any]]
+"""Validated arguments of a schema-declared tool: a JSON object."""
 
 
 def decode_arguments(raw: str | bytes) -> DecodedArguments:
@@ -432,7 +414,7 @@ def decode_arguments(raw: str | bytes) -> DecodedArguments:
     `str` holding a lone surrogate) is invalid JSON.
     """
     if not raw.strip():
-        return DecodedArguments({}, repairs=(REPAIR_EMPTY,))
+        return ValidatedArguments({}, repairs=(REPAIR_EMPTY,))
     repairs: tuple[str, ...] = ()
     try:
         value = _from_json(raw)
@@ -440,7 +422,7 @@ def decode_arguments(raw: str | bytes) -> DecodedArguments:
         fixed = without_trailing_commas(raw, str(exc))
         if fixed is None:
             text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-            return DecodedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
+            return ValidatedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
         value, repairs = _from_json(fixed), (REPAIR_TRAILING_COMMAS,)
     if isinstance(value, str):
         try:
@@ -450,10 +432,10 @@ def decode_arguments(raw: str | bytes) -> DecodedArguments:
         if isinstance(inner, dict):
             value, repairs = inner, (*repairs, REPAIR_DOUBLE_ENCODED)
     if not isinstance(value, dict):
-        return DecodedArguments(
+        return ValidatedArguments(
             None, (ArgumentError("$", "Input should be a JSON object", value),), repairs
         )
-    return DecodedArguments(value, repairs=repairs)
+    return ValidatedArguments(value, repairs=repairs)
 
 
 def _from_json(text: str | bytes) -> Any:
@@ -540,22 +522,22 @@ class SchemaArguments:
             arguments, errors = self._repaired(arguments, recorded)
         except pydantic_core.SchemaError:  # the build-time check missed a pattern: never raise
             failure = "its JSON schema has a pattern the linear-time regex engine cannot run"
-            return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
+            return ValidatedArguments(None, repairs=tuple(recorded), schema_failure=failure)
         except RecursionError:  # jsonschema recurses per level of the arguments
             error = ArgumentError("$", "Input is nested too deeply to validate", arguments)
-            return DecodedArguments(None, (error,), tuple(recorded))
+            return ValidatedArguments(None, (error,), tuple(recorded))
         except Unresolvable as exc:  # the build-time check missed it: never raise on a call
             failure = f"its JSON schema has a `$ref` that cannot be resolved ({exc.ref})"
-            return DecodedArguments(None, repairs=tuple(recorded), schema_failure=failure)
+            return ValidatedArguments(None, repairs=tuple(recorded), schema_failure=failure)
         non_finite = list(_non_finite_numbers(arguments, []))
         if not errors and not non_finite:
-            return DecodedArguments(arguments, repairs=tuple(recorded))
+            return ValidatedArguments(arguments, repairs=tuple(recorded))
         # A non-finite number is the problem at its path, whatever the schema says of it.
         paths = {error.path for error in non_finite}
         reported = [e for e in argument_errors(errors, arguments) if e.path not in paths]
         # One line per problem: jsonschema reports one once per subschema that finds it (`allOf`).
         unique = {(e.path, e.message, id(e.input)): e for e in (*non_finite, *reported)}
-        return DecodedArguments(None, tuple(unique.values()), tuple(recorded))
+        return ValidatedArguments(None, tuple(unique.values()), tuple(recorded))
 
     def _repaired(
         self, arguments: dict[str, Any], recorded: list[str]

@@ -15,7 +15,7 @@ import pydantic_core
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
-from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
+from ._base import DeclaredTool, ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import failure_result, success_result, with_repairs
 from ._schema_arguments import DecodedArguments, SchemaArguments
@@ -29,7 +29,7 @@ SchemaHandler = Callable[[dict[str, Any]], Any]
 """`handler(arguments)`, sync or async; its return value becomes the result text."""
 
 
-class SchemaTool(ConfiguredTool):
+class SchemaTool(DeclaredTool):
     """A tool whose arguments are validated against `specification.parameters` with `jsonschema`.
 
     ```python
@@ -115,7 +115,7 @@ class SchemaTool(ConfiguredTool):
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, decoded.repairs)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
@@ -132,7 +132,7 @@ class SchemaTool(ConfiguredTool):
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
             return success_result(value, decoded.repairs)
-        except Exception as exc:
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 
 
