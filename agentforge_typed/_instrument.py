@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextvars import ContextVar
@@ -143,8 +144,18 @@ class _Telemetry:
 
 
 def run_trace(conversation_id: str) -> RunTrace | None:
-    """The tracing of a run starting now, or `None` when instrumentation is off."""
-    return None if _active is None else RunTrace(_active, conversation_id)
+    """The tracing of a run starting now, or `None` when instrumentation is off or the run is
+    a Temporal workflow's: workflow code is replayed, so its spans would repeat (and the
+    workflow sandbox refuses the clock reads they need); its model calls run in activities,
+    where they are traced."""
+    if _active is None or _in_workflow():
+        return None
+    return RunTrace(_active, conversation_id)
+
+
+def _in_workflow() -> bool:
+    workflow = sys.modules.get("temporalio.workflow")
+    return workflow is not None and bool(workflow.in_workflow())
 
 
 class RunTrace:
