@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -22,6 +23,7 @@ from opentelemetry.trace import StatusCode
 import agentforge_typed as af
 from agentforge_typed import (
     AiMessage,
+    AnthropicChatModel,
     ChatMessage,
     ChatRequest,
     ChatRequestParameters,
@@ -382,3 +384,55 @@ def test_without_opentelemetry_instrument_says_what_to_install(
         af.instrument()
     # Nothing else changed: runs go on, untraced.
     assert ToolService().chat(FakeModel(), "hi").text
+
+
+ANTHROPIC_SSE = (
+    Path(__file__).parent / "fixtures" / "anthropic" / "text_two_tools.sse"
+).read_bytes()
+
+
+def _anthropic(body: bytes) -> AnthropicChatModel:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    transport = httpx.MockTransport(handler)
+    return AnthropicChatModel(
+        "claude-sonnet-4-5",
+        api_key=API_KEY,
+        http_client=httpx.Client(transport=transport),
+        async_http_client=httpx.AsyncClient(transport=transport),
+        max_retries=0,
+    )
+
+
+async def _consume(model: AnthropicChatModel, mode: str) -> None:
+    request = ChatRequest(messages=[UserMessage(content="Weather in Hangzhou and Zürich?")])
+    if mode == "stream":
+        list(model.stream(request))
+    else:
+        async for _ in model.astream(request):
+            pass
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+async def test_an_anthropic_stream_is_one_chat_span(otel: Telemetry, mode: str) -> None:
+    await _consume(_anthropic(ANTHROPIC_SSE), mode)
+    [span] = otel.spans
+    assert span.name == "chat claude-sonnet-4-5"
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.provider.name"] == "anthropic"
+    assert attributes["gen_ai.response.model"] == "claude-sonnet-4-5-20250929"
+    assert attributes["gen_ai.response.id"] == "msg_01XFDUDYJgAACzvnptvVoYEL"
+    assert attributes["gen_ai.response.finish_reasons"] == ("tool_execution",)
+    assert attributes["gen_ai.usage.input_tokens"] == 472
+    assert span.status.status_code is StatusCode.UNSET
+    assert API_KEY not in otel.everything()
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+async def test_a_cut_stream_fails_its_span(otel: Telemetry, mode: str) -> None:
+    with pytest.raises(ModelError):
+        await _consume(_anthropic(ANTHROPIC_SSE[: len(ANTHROPIC_SSE) // 2]), mode)
+    [span] = otel.spans
+    assert span.status.status_code is StatusCode.ERROR
+    assert dict(span.attributes or {})["error.type"] == "ModelError"
