@@ -25,7 +25,7 @@ from pydantic import TypeAdapter
 from ._events import ResponseComplete, StreamEvent
 from ._exceptions import ModelError
 from ._messages import AiMessage, ChatMessage
-from ._request import ChatRequest
+from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse, TokenUsage
 
 if TYPE_CHECKING:
@@ -343,6 +343,10 @@ class _ModelCall:
     def __init__(self, telemetry: _Telemetry, model: Any, request: ChatRequest) -> None:
         self.telemetry = telemetry
         parameters = request.parameters
+        defaults = getattr(model, "defaults", None)
+        if isinstance(defaults, ChatRequestParameters):
+            # What is sent: the model's default parameters under the request's own.
+            parameters = defaults.merge(parameters)
         model_name = (parameters.model if parameters else None) or _model_name(model)
         self.base: dict[str, Any] = {
             "gen_ai.operation.name": "chat",

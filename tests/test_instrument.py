@@ -166,7 +166,7 @@ def _completion(message: dict[str, Any], finish: str) -> Any:
     }
 
 
-def _openai(handler: Any) -> OpenAIChatModel:
+def _openai(handler: Any, **defaults: Any) -> OpenAIChatModel:
     transport = httpx.MockTransport(handler)
     return OpenAIChatModel(
         "gpt-4o-mini",
@@ -174,6 +174,7 @@ def _openai(handler: Any) -> OpenAIChatModel:
         http_client=httpx.Client(transport=transport),
         async_http_client=httpx.AsyncClient(transport=transport),
         max_retries=0,
+        **defaults,
     )
 
 
@@ -181,12 +182,15 @@ def _openai(handler: Any) -> OpenAIChatModel:
 def test_openai_chat_span_attributes_and_no_key(include_content: bool) -> None:
     telemetry = Telemetry()
     answer = {"role": "assistant", "content": "Sunny in Oslo."}
-    model = _openai(lambda request: httpx.Response(200, json=_completion(answer, "stop")))
+    model = _openai(
+        lambda request: httpx.Response(200, json=_completion(answer, "stop")), top_p=0.9
+    )
     with af.instrument(
         telemetry.tracer_provider,
         meter_provider=telemetry.meter_provider,
         include_content=include_content,
     ):
+        # The model's defaults count as much as the request's own parameters.
         parameters = ChatRequestParameters(temperature=0.2, max_tokens=100)
         ToolService([lookup]).chat(model, "Weather in Oslo?", parameters)
     [span] = telemetry.named("chat ")
@@ -198,6 +202,7 @@ def test_openai_chat_span_attributes_and_no_key(include_content: bool) -> None:
         "gen_ai.request.model": "gpt-4o-mini",
         "gen_ai.request.temperature": 0.2,
         "gen_ai.request.max_tokens": 100,
+        "gen_ai.request.top_p": 0.9,
         "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
         "gen_ai.response.id": "chatcmpl-9xYz",
         "gen_ai.response.finish_reasons": ("stop",),
