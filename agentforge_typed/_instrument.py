@@ -16,7 +16,7 @@ import contextlib
 import functools
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,7 +24,7 @@ from pydantic import TypeAdapter
 
 from ._events import ResponseComplete, StreamEvent
 from ._exceptions import ModelError
-from ._messages import AiMessage, ChatMessage
+from ._messages import ChatMessage
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse, TokenUsage
 
@@ -38,7 +38,6 @@ __all__ = ["Instrumentation", "RunTrace", "instrument", "run_trace", "traced"]
 
 ModelT = TypeVar("ModelT", bound=type)
 
-_MESSAGES = TypeAdapter(list[ChatMessage])
 _SCOPE = "agentforge_typed"
 
 _active: _Telemetry | None = None
@@ -363,9 +362,7 @@ class _ModelCall:
             if parameters.stop:
                 attributes["gen_ai.request.stop_sequences"] = list(parameters.stop)
         if telemetry.include_content:
-            attributes["gen_ai.input.messages"] = _MESSAGES.dump_json(
-                list(request.messages)
-            ).decode()
+            attributes["gen_ai.input.messages"] = _messages_json(request.messages)
         loop = _loop_request.get()
         parent = None
         if loop is not None and loop[0] is request:
@@ -398,7 +395,7 @@ class _ModelCall:
                 for kind, count in (("input", usage.input_tokens), ("output", usage.output_tokens)):
                     self.telemetry.tokens.record(count, {**metric, "gen_ai.token.type": kind})
             if self.telemetry.include_content:
-                span.set_attribute("gen_ai.output.messages", _message_json(response.ai_message))
+                span.set_attribute("gen_ai.output.messages", _messages_json([response.ai_message]))
         if error is not None and not isinstance(error, GeneratorExit):
             metric["error.type"] = _failed(span, error)
         self.telemetry.durations.record(time.perf_counter() - self.started, metric)
@@ -418,8 +415,14 @@ def _failed(span: Span, error: BaseException) -> str:
     return kind
 
 
-def _message_json(message: AiMessage) -> str:
-    return _MESSAGES.dump_json([message]).decode()
+@functools.cache
+def _messages_adapter() -> TypeAdapter[list[ChatMessage]]:
+    # Built on first use (with `include_content`), not when the package is imported.
+    return TypeAdapter(list[ChatMessage])
+
+
+def _messages_json(messages: Sequence[ChatMessage]) -> str:
+    return _messages_adapter().dump_json(list(messages)).decode()
 
 
 def _model_name(model: Any) -> str | None:
