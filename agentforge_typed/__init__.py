@@ -3,6 +3,15 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._approval import (
+    Approval,
+    ApprovalPolicy,
+    Approved,
+    PendingCall,
+    PendingReason,
+    ToolFailed,
+    pending_calls,
+)
 from ._dialects import Dialect, SchemaDialectError
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
@@ -130,6 +139,9 @@ __all__ = [
     "AgentForgeError",
     "AiMessage",
     "AnthropicChatModel",
+    "Approval",
+    "ApprovalPolicy",
+    "Approved",
     "ArgumentError",
     "ArgumentProblem",
     "ArgumentsErrorHandler",
@@ -163,6 +175,8 @@ __all__ = [
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",
+    "PendingCall",
+    "PendingReason",
     "ResponseComplete",
     "ResponseFormat",
     "ReturnBehavior",
@@ -186,6 +200,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolExecutor",
+    "ToolFailed",
     "ToolLike",
     "ToolLoopEvent",
     "ToolLoopLimitError",
@@ -205,5 +220,6 @@ __all__ = [
     "instrument",
     "list_available_tools",
     "logging_hook",
+    "pending_calls",
     "tool",
 ]

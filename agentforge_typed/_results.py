@@ -9,6 +9,7 @@ from typing import Generic
 
 from typing_extensions import TypeVar
 
+from ._approval import PendingCall
 from ._messages import ChatMessage, ToolCall
 from ._response import ChatResponse, TokenUsage
 from .tools._base import ToolExecutionResult
@@ -42,6 +43,12 @@ class ToolExecution:
         """Envelope repairs applied to the arguments before validation."""
         return self.result.repairs
 
+    @property
+    def pending(self) -> PendingCall | None:
+        """The call's wait, when it did not run but waits for approval or an external result
+        (as `after_tool_call` hooks and `ToolResultEvent`s see it); `None` for a call that ran."""
+        return getattr(self.result, "pending", None)
+
 
 @dataclass(frozen=True)
 class ToolChatResult(Generic[OutputT]):
@@ -61,6 +68,9 @@ class ToolChatResult(Generic[OutputT]):
     """The validated structured output, when `output_type` was given."""
     returned_immediately: bool = False
     """Whether a `ReturnBehavior` ended the loop on tool results instead of a final answer."""
+    pending: Sequence[PendingCall] = ()
+    """The calls the run paused on (awaiting approval or an external result), in the model's
+    order; resume with `approvals=` / `external_results=` and the `messages`."""
 
     @property
     def text(self) -> str | None:

@@ -18,6 +18,7 @@ from collections.abc import (
     Generator,
     Iterable,
     Iterator,
+    Mapping,
     Sequence,
 )
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ from typing import Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypeForm, TypeVar
 
+from ._approval import Approval, ApprovalState, no_events
 from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -191,7 +193,31 @@ class _Run:
         """The executions of the open round so far, by call position."""
         self.round_trips = 0
         self.returned_immediately = False
-        self.trace = run_trace(self.conversation_id)
+        self.asynchronous = asynchronous
+        self.resume(None, None)
+
+    def resume(
+        self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
+    ) -> None:
+        """Take the caller's decisions on the calls the history ends with (before the loop);
+        raises `ValueError` for a decision on a call that is not pending."""
+        self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
+        self.resuming = [
+            (call, *self.approval.decide(call, self.service._tools.get(call.name)))
+            for call in self.approval.unanswered(self.messages)
+        ]
+        """The unanswered calls at the end of the history, with the caller's decisions."""
+
+    def resumed(self) -> list[_Planned] | None:
+        """Once, the round of the history's unanswered calls (run, denied, answered or held
+        again); `None` when there is none."""
+        resuming, self.resuming = self.resuming, []
+        if not resuming:
+            return None
+        self.open_calls, self.finished = [entry[0] for entry in resuming], {}
+        return [
+            self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
+        ]
 
     def next_request(self) -> ChatRequest:
         """The request for the next model call; raises past `max_round_trips`."""
@@ -237,7 +263,13 @@ class _Run:
         self.messages.append(UserMessage(content=output.nudge(errors)))
         return []
 
-    def _plan(self, index: int, call: ToolCall) -> _Planned:
+    def _plan(
+        self,
+        index: int,
+        call: ToolCall,
+        *,
+        decided: ToolExecutionResult | None = None,
+    ) -> _Planned:
         service = self.service
         context: ToolContext[Any] = ToolContext(
             deps=self.deps,
@@ -249,12 +281,16 @@ class _Run:
         tool = service._tools.get(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
             tool = self.output
+        if decided is not None:
+            return _Planned(index, call, context, tool, decided)
         if tool is None:
             names = list(service._tools)
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
+        if (held := self.approval.hold(call, context, tool)) is not None:
+            return _Planned(index, call, context, tool, held)
         if service.before_tool_call is not None and not self.async_before:
             answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
             if answer is not None:
@@ -277,11 +313,13 @@ class _Run:
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
-        here (a `ReturnBehavior`)."""
-        for execution in settled:
+        here (a `ReturnBehavior`, or calls that wait for a decision)."""
+        for execution in self.approval.set_aside(settled):
             self.executions.append(execution)
             self._answer(execution.call, execution.result.text, execution.result.is_error)
         self.open_calls = ()
+        if self.approval.pending:
+            return True
         if self.output is not None:
             for execution in settled:
                 if execution.call.name == self.output.name and not execution.failed:
@@ -294,6 +332,7 @@ class _Run:
         return self.returned_immediately
 
     def __enter__(self) -> _Run:
+        self.trace = run_trace(self.conversation_id)
         return self
 
     def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
@@ -359,13 +398,14 @@ class _Run:
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended."""
         return ToolChatResult(
-            final_response=self.responses[-1],
+            final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
             usage=priced(self.model, self.responses, self._usage()),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
+            pending=tuple(self.approval.pending),
         )
 
 
@@ -578,6 +618,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -591,6 +633,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -604,6 +648,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -617,6 +663,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -629,6 +677,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[Any]:
@@ -644,9 +694,10 @@ class ToolService(Generic[DepsT]):
             usage_limits=usage_limits,
             model=model,
         )
+        run.resume(approvals, external_results)
         with run:
             while True:
-                planned = run.on_response(model.chat(run.next_request()))
+                planned = run.resumed() or run.on_response(model.chat(run.next_request()))
                 if planned is None:
                     return run.result()
                 settled = [run.settle(plan, _execute(plan)) for plan in planned]
@@ -662,6 +713,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -675,6 +728,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -688,6 +743,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -701,6 +758,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
@@ -713,6 +772,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[Any]:
@@ -729,6 +790,7 @@ class ToolService(Generic[DepsT]):
             usage_limits=usage_limits,
             model=model,
         )
+        run.resume(approvals, external_results)
         return await _adrive(run, model.achat, _aexecute)
 
     @overload
@@ -740,6 +802,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
@@ -753,6 +817,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
@@ -765,6 +831,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
@@ -781,14 +849,15 @@ class ToolService(Generic[DepsT]):
             usage_limits=usage_limits,
             model=model,
         )
+        run.resume(approvals, external_results)
         with run:
             while True:
                 reader = _RoundReader()
-                for event in model.stream(run.next_request()):
+                for event in () if run.resuming else model.stream(run.next_request()):
                     yield event
                     if update := reader.feed(event):
                         yield update
-                planned = run.on_response(reader.response())
+                planned = run.resumed() or run.on_response(reader.response())
                 if planned is None:
                     break
                 settled = []
@@ -809,6 +878,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: None = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
@@ -822,6 +893,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: DepsT,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
@@ -834,6 +907,8 @@ class ToolService(Generic[DepsT]):
         *,
         deps: Any = None,
         conversation_id: str | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
@@ -850,14 +925,17 @@ class ToolService(Generic[DepsT]):
             usage_limits=usage_limits,
             model=model,
         )
+        run.resume(approvals, external_results)
         with run:
             while True:
                 reader = _RoundReader()
-                async for event in model.astream(run.next_request()):
+                async for event in (
+                    no_events() if run.resuming else model.astream(run.next_request())
+                ):
                     yield event
                     if update := reader.feed(event):
                         yield update
-                planned = run.on_response(reader.response())
+                planned = run.resumed() or run.on_response(reader.response())
                 if planned is None:
                     break
                 for plan in planned:
@@ -935,7 +1013,7 @@ async def _adrive(
     activities."""
     with run:
         while True:
-            planned = run.on_response(await request(run.next_request()))
+            planned = run.resumed() or run.on_response(await request(run.next_request()))
             if planned is None:
                 return run.result()
             settled: list[ToolExecution] = []
@@ -972,6 +1050,9 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -> ToolExecution:
     before, after = run.service.before_tool_call, run.service.after_tool_call
+    if plan.tool is not None and run.approval.deferred(plan.preset):
+        held = await run.approval.ahold(plan.call, plan.context, plan.tool)
+        plan = run._plan(plan.index, plan.call) if held is None else replace(plan, preset=held)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:

@@ -15,7 +15,7 @@ import pytest
 from loop_drivers import DRIVERS, drive
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
@@ -441,3 +441,21 @@ async def test_a_cut_stream_fails_its_span(otel: Telemetry, mode: str) -> None:
     [span] = otel.spans
     assert span.status.status_code is StatusCode.ERROR
     assert dict(span.attributes or {})["error.type"] == "ModelError"
+
+
+def test_a_run_refused_before_it_starts_leaves_no_open_span(otel: Telemetry) -> None:
+    started: list[str] = []
+
+    class Starts(SpanProcessor):
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            started.append(span.name)
+
+    otel.tracer_provider.add_span_processor(Starts())
+    with pytest.raises(ValueError, match="no pending call"):
+        ToolService([lookup]).chat(FakeModel(), "hi", approvals={"nope": True})
+    with pytest.raises(TypeError):
+        ToolService().chat(FakeModel(), [42])  # type: ignore[list-item]
+    assert started == []
+    ToolService().chat(FakeModel(), "hi")
+    assert started == ["invoke_agent", "chat fake"]
+    assert [s.name for s in otel.spans] == ["chat fake", "invoke_agent"]

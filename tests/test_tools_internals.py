@@ -35,6 +35,8 @@ def test_tool_options_are_declared_once_and_shared_by_tool_and_the_decorator() -
         "sequential",
         "result_converter",
         "extra_arguments",
+        "requires_approval",
+        "external",
     }
 
 

@@ -4,7 +4,7 @@ protocol and the return behaviour."""
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol
 
@@ -14,6 +14,7 @@ from .._messages import ToolCall
 from .._request import ToolSpecification
 
 __all__ = [
+    "ApprovalPolicy",
     "DeclaredTool",
     "ErrorKind",
     "ReturnBehavior",
@@ -201,6 +202,10 @@ def check_options(options: Mapping[str, object], declared: Any, owner: str) -> N
     if unknown:
         raise TypeError(f"unknown {owner} option(s): {', '.join(sorted(unknown))}")
 
+
+ApprovalPolicy = bool | Callable[[ToolCall, ToolContext[Any]], "bool | Awaitable[bool]"]
+"""A tool's `requires_approval`: always, never, or decided per call by a sync or async
+`(call, context) -> bool` (which sees only calls whose arguments are valid)."""
 
 # The former names, for code written against them.
 SpecifiedTool = DeclaredTool

@@ -25,7 +25,13 @@ from .._messages import ToolCall
 from .._request import ToolSpecification
 from .._sync import run_sync
 from ._arguments import ArgumentsValidator
-from ._base import ReturnBehavior, ToolContext, ToolExecutionResult, check_options
+from ._base import (
+    ApprovalPolicy,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+    check_options,
+)
 from ._invoke import ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
@@ -66,6 +72,12 @@ class ToolOptions(TypedDict, total=False):
     """`result -> str` for the model, instead of the default conversion."""
     extra_arguments: ExtraArguments
     """`"forbid"` (default) reports unknown arguments; `"ignore"` drops them (recorded)."""
+    requires_approval: ApprovalPolicy
+    """Pause a `ToolService` run on the tool's calls until a person decides: `True`, or a sync or
+    async `(call, context) -> bool` deciding per call (default `False`)."""
+    external: bool
+    """The program executes the tool elsewhere: a run pauses on its calls for their results
+    (default `False`)."""
 
 
 class Tool(Generic[P, R]):
@@ -87,6 +99,9 @@ class Tool(Generic[P, R]):
         extra_arguments: `"forbid"` reports unknown arguments, `"ignore"` drops them (recorded).
         deps_type: The `X` of its `ToolContext[X]` parameter (`Any` without one): a `ToolService`
             with a `deps_type` refuses to register a tool whose `X` does not accept it.
+        requires_approval: Whether a `ToolService` run pauses on its calls for a person's
+            decision: a bool, or a sync or async `(call, context) -> bool` per call.
+        external: The program runs it elsewhere: a run pauses on its calls for their results.
     """
 
     # The private per-call state in slots: reading a slot is cheaper than reading an instance
@@ -127,6 +142,8 @@ class Tool(Generic[P, R]):
     sequential: bool
     extra_arguments: ExtraArguments
     deps_type: Any
+    requires_approval: ApprovalPolicy
+    external: bool
 
     def __init__(
         self,
@@ -187,6 +204,8 @@ class Tool(Generic[P, R]):
         self.sequential = options.get("sequential", False)
         self.extra_arguments = extra_arguments
         self.deps_type = signature.deps_type
+        self.requires_approval = options.get("requires_approval", False)
+        self.external = options.get("external", False)
 
         self._function: Callable[..., Any] = target
         self._binding: _Binding = binding

@@ -25,11 +25,18 @@ from .._messages import ToolCall
 from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
-from ._base import ConfiguredTool, ReturnBehavior, ToolContext, ToolExecutionResult
+from ._base import (
+    ApprovalPolicy,
+    ConfiguredTool,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+)
 from ._function import ExtraArguments
 from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
+from ._schema_tool import valid_arguments
 
 __all__ = ["HeadersFactory", "HttpTool"]
 
@@ -119,6 +126,8 @@ class HttpTool(ConfiguredTool):
         sequential: Never run this tool concurrently with other calls of its round.
         extra_arguments: `"forbid"` (default) reports arguments the schema does not declare;
             `"ignore"` drops them before the request is built, each drop recorded in `repairs`.
+        requires_approval: Pause a `ToolService` run on its calls until a person decides
+            (`True`, or a sync or async `(call, context) -> bool` deciding per call).
 
     Raises:
         ValueError: On an inconsistent declaration: a placeholder outside the path, an argument
@@ -149,6 +158,7 @@ class HttpTool(ConfiguredTool):
         max_retries: int = 2,
         sequential: bool = False,
         extra_arguments: ExtraArguments = "forbid",
+        requires_approval: ApprovalPolicy = False,
     ) -> None:
         self.method = method.upper()
         self.url = url
@@ -197,9 +207,18 @@ class HttpTool(ConfiguredTool):
         self._return_behavior = return_behavior
         self._max_retries = max_retries
         self._sequential = sequential
+        self.requires_approval = requires_approval
 
     def __repr__(self) -> str:
         return f"HttpTool({self.name!r}, {self.method} {self.url})"
+
+    def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
+        """Decode and validate raw JSON arguments, sending nothing.
+
+        Raises:
+            ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
+        """
+        return valid_arguments(self.name, self._validator.validate(arguments))
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate, send the request, and convert the response; never raises for a failed call."""

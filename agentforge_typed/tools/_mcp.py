@@ -29,7 +29,14 @@ from .._exceptions import ToolExecutionError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from .._sync import running_loop
-from ._base import DeclaredTool, ReturnBehavior, ToolContext, ToolExecutionResult, check_options
+from ._base import (
+    ApprovalPolicy,
+    DeclaredTool,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+    check_options,
+)
 from ._outcomes import (
     capped_error_text,
     execution_error_result,
@@ -39,6 +46,7 @@ from ._outcomes import (
 )
 from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import SchemaArguments
+from ._schema_tool import valid_arguments
 from ._signature import check_tool_name
 
 if TYPE_CHECKING:
@@ -90,6 +98,11 @@ class MCPServerOptions(TypedDict, total=False):
     """Given to every tool of this server (default 2)."""
     sequential: bool
     """Given to every tool of this server (default `False`)."""
+    requires_approval: ApprovalPolicy | Mapping[str, ApprovalPolicy]
+    """Pause a `ToolService` run on the calls of this server's tools until a person decides: one
+    policy for every tool (`True`, or a sync or async `(call, context) -> bool`), or a mapping
+    from the server's tool names (without `tool_prefix`) to policies, the unnamed tools needing
+    none (default `False`)."""
 
 
 class MCPServer:
@@ -125,6 +138,7 @@ class MCPServer:
         self.return_behavior = options.get("return_behavior", ReturnBehavior.TO_LLM)
         self.max_retries = options.get("max_retries", 2)
         self.sequential = options.get("sequential", False)
+        self.requires_approval = options.get("requires_approval", False)
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
         self._listed: list[dict[str, Any]] = []
@@ -449,6 +463,20 @@ class MCPTool(DeclaredTool):
     def sequential(self) -> bool:
         """Whether calls must not run concurrently (the server's setting)."""
         return self.server.sequential
+
+    @property
+    def requires_approval(self) -> ApprovalPolicy:
+        """Whether its calls wait for a person's decision (the server's setting for it)."""
+        policy = self.server.requires_approval
+        return policy.get(self.remote_name, False) if isinstance(policy, Mapping) else policy
+
+    def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
+        """Decode and validate raw JSON arguments locally, sending nothing.
+
+        Raises:
+            ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
+        """
+        return valid_arguments(self.name, self._arguments.validate(arguments))
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate locally, then call the server, blocking; never raises for a failed call."""

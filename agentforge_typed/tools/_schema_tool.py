@@ -15,7 +15,14 @@ import pydantic_core
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._request import ToolSpecification
-from ._base import DeclaredTool, ReturnBehavior, ToolContext, ToolExecutionResult, ToolExecutor
+from ._base import (
+    ApprovalPolicy,
+    DeclaredTool,
+    ReturnBehavior,
+    ToolContext,
+    ToolExecutionResult,
+    ToolExecutor,
+)
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import failure_result, success_result, with_repairs
 from ._schema_arguments import DecodedArguments, SchemaArguments
@@ -23,7 +30,7 @@ from ._schema_arguments import DecodedArguments, SchemaArguments
 if TYPE_CHECKING:
     from ._function import ExtraArguments
 
-__all__ = ["SchemaHandler", "SchemaTool"]
+__all__ = ["SchemaHandler", "SchemaTool", "valid_arguments"]
 
 SchemaHandler = Callable[[dict[str, Any]], Any]
 """`handler(arguments)`, sync or async; its return value becomes the result text."""
@@ -59,6 +66,8 @@ class SchemaTool(DeclaredTool):
         timeout: Seconds before the call becomes a `"timeout"` error result.
         extra_arguments: `"forbid"` (default) reports keys the schema does not declare (unless
             it explicitly allows them); `"ignore"` drops them, each drop recorded in `repairs`.
+        requires_approval: Pause a `ToolService` run on its calls until a person decides
+            (`True`, or a sync or async `(call, context) -> bool` deciding per call).
 
     Raises:
         ValueError: When `specification.parameters` is not a valid JSON Schema.
@@ -74,6 +83,7 @@ class SchemaTool(DeclaredTool):
         sequential: bool = False,
         timeout: float | None = None,
         extra_arguments: ExtraArguments = "forbid",
+        requires_approval: ApprovalPolicy = False,
     ) -> None:
         self._specification = specification
         self._arguments = SchemaArguments(
@@ -86,6 +96,7 @@ class SchemaTool(DeclaredTool):
         self._max_retries = max_retries
         self._sequential = sequential
         self.timeout = timeout
+        self.requires_approval = requires_approval
 
     def __repr__(self) -> str:
         return f"SchemaTool({self.name!r})"
@@ -96,10 +107,7 @@ class SchemaTool(DeclaredTool):
         Raises:
             ToolArgumentsError: Listing every problem (`path`, `message`, `input`).
         """
-        decoded = self._arguments.validate(arguments)
-        if decoded.arguments is None:
-            raise ToolArgumentsError(self.name, decoded.errors)
-        return decoded.arguments
+        return valid_arguments(self.name, self._arguments.validate(arguments))
 
     def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate, run the handler, and convert; never raises for a failed call."""
@@ -134,6 +142,13 @@ class SchemaTool(DeclaredTool):
             return success_result(value, decoded.repairs)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
+
+
+def valid_arguments(tool_name: str, decoded: DecodedArguments) -> dict[str, Any]:
+    """The arguments `decoded` holds; raises `ToolArgumentsError` listing its problems."""
+    if decoded.arguments is None:
+        raise ToolArgumentsError(tool_name, decoded.errors)
+    return decoded.arguments
 
 
 def _is_executor(handler: object) -> TypeGuard[ToolExecutor]:

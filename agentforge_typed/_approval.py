@@ -1,0 +1,296 @@
+"""Human approval and external tools: a run pauses on calls that wait for a decision and resumes
+from its history.
+
+Nothing but the messages is stored between the pause and the resume: the calls awaiting a
+decision are the calls of the history's last `AiMessage` that have no `ToolResultMessage` yet.
+`ToolService` consults an `ApprovalState` at a few points of its loop (planning a call, finishing
+a round, building the result); the rules live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import pydantic_core
+
+from ._exceptions import ToolArgumentsError
+from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
+from ._response import ChatResponse, FinishReason
+from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
+from .tools._invoke import invoke, is_async_callable
+from .tools._result_text import result_text
+
+if TYPE_CHECKING:
+    from ._results import ToolExecution
+
+__all__ = [
+    "Approval",
+    "ApprovalPolicy",
+    "ApprovalState",
+    "Approved",
+    "PendingCall",
+    "PendingReason",
+    "ToolFailed",
+    "pending_calls",
+]
+
+PendingReason = Literal["approval", "external"]
+"""Why a call waits: a person's decision, or the result of a tool executed outside the loop."""
+
+
+@dataclass(frozen=True, slots=True)
+class Approved:
+    """An approval that replaces the model's arguments (validated again before the call runs)."""
+
+    arguments: Mapping[str, Any] | None = None
+    """The arguments to run the call with; `None` keeps the model's."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolFailed:
+    """The failure of an external tool, reported as an error result the model reads."""
+
+    message: str
+    """What the model reads."""
+
+
+Approval = bool | str | Approved
+"""A decision on a pending call: `True` runs it, `False` denies it, a string denies it with that
+reason (shown to the model), `Approved(arguments=...)` runs it with other arguments."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """A call the run paused on."""
+
+    call: ToolCall
+    """The call as the model made it (its arguments are valid)."""
+    reason: PendingReason
+    """`"approval"`: answer it in `approvals=`; `"external"`: in `external_results=`."""
+
+
+@dataclass(slots=True)
+class PendingResult(ToolExecutionResult):
+    """The placeholder result of a call that waits: hooks and stream events see it; the
+    conversation never does."""
+
+    pending: PendingCall | None = None
+
+
+_DEFERRED = PendingResult("Awaiting the approval policy.")
+"""The placeholder of a call whose async `requires_approval` is awaited when the call settles."""
+
+
+def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
+    """The calls a stored history waits on: those of its last `AiMessage` without a result (when
+    only results follow it), in the model's order. These are the ids `approvals=` and
+    `external_results=` may name when the run resumes."""
+    return _unanswered(messages)[1]
+
+
+def _unanswered(messages: Sequence[ChatMessage]) -> tuple[AiMessage | None, list[ToolCall]]:
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, ToolResultMessage):
+            continue
+        if isinstance(message, AiMessage) and message.has_tool_calls:
+            answered = {m.tool_call_id for m in messages[position + 1 :]}  # type: ignore[union-attr]
+            calls = [call for call in message.tool_calls if call.id not in answered]
+            return (message if calls else None), calls
+        break
+    return None, []
+
+
+def _policy(tool: ToolLike) -> ApprovalPolicy:
+    return getattr(tool, "requires_approval", False)
+
+
+def _is_external(tool: ToolLike) -> bool:
+    return bool(getattr(tool, "external", False))
+
+
+def _valid(tool: ToolLike, call: ToolCall) -> bool:
+    """Whether the call's arguments validate (a tool kind without a validator counts as valid)."""
+    validate = getattr(tool, "validate_arguments", None)
+    if validate is None:
+        return True
+    try:
+        validate(call.arguments)
+    except ToolArgumentsError:
+        return False
+    return True
+
+
+def _decided(answer: object) -> bool:
+    if not isinstance(answer, bool):
+        raise TypeError(f"requires_approval returned {type(answer).__name__}, not bool")
+    return answer
+
+
+def _waiting(call: ToolCall, reason: PendingReason) -> PendingResult:
+    text = "Awaiting approval." if reason == "approval" else "Awaiting an external result."
+    return PendingResult(text, pending=PendingCall(call, reason))
+
+
+class ApprovalState:
+    """What one run knows about approvals: the decisions it was given, and the calls it paused on.
+
+    Args:
+        approvals: Decisions on pending calls, by call id.
+        external_results: Results of external calls, by call id (a value, or `ToolFailed`).
+        asynchronous: Whether the run is async (`achat`/`astream`): an async `requires_approval`
+            is then awaited in `ahold` rather than run on a private event loop in `hold`.
+    """
+
+    def __init__(
+        self,
+        approvals: Mapping[str, Approval] | None,
+        external_results: Mapping[str, Any] | None,
+        *,
+        asynchronous: bool,
+    ) -> None:
+        self.approvals = dict(approvals or {})
+        self.external_results = dict(external_results or {})
+        both = self.approvals.keys() & self.external_results.keys()
+        if both:
+            named = ", ".join(sorted(map(repr, both)))
+            raise ValueError(f"calls {named} have both an approval and an external result")
+        self.asynchronous = asynchronous
+        self.pending: list[PendingCall] = []
+        self.approved: set[str] = set()
+        """The ids of the calls a person approved in this run."""
+        self.paused_on: AiMessage | None = None
+        """The `AiMessage` whose calls the run resumed or paused on."""
+
+    # -- resuming ------------------------------------------------------------------------------
+
+    def unanswered(self, messages: Sequence[ChatMessage]) -> list[ToolCall]:
+        """The calls awaiting a decision at the end of `messages`; raises `ValueError` for a
+        decision on any other call."""
+        self.paused_on, calls = _unanswered(messages)
+        ids = {call.id for call in calls}
+        # `repr` before sorting: a caller's keys need not even be strings.
+        unknown = sorted(map(repr, (self.approvals.keys() | self.external_results.keys()) - ids))
+        if unknown:
+            raise ValueError(
+                f"no pending call has the id(s) {', '.join(unknown)}; pending: "
+                f"{', '.join(sorted(map(repr, ids))) or 'none'}"
+            )
+        return calls
+
+    def decide(
+        self, call: ToolCall, tool: ToolLike | None
+    ) -> tuple[ToolCall, ToolExecutionResult | None]:
+        """Apply the caller's decision to an unanswered call.
+
+        Returns:
+            The call to run (its arguments replaced by an `Approved` override), and the result
+            decided for it (a denial, an external result) or `None` to run it. An approved call
+            is not held again.
+
+        Raises:
+            ValueError: An approval for an external call, or an external result for a call that
+                is not external.
+            ToolArgumentsError: `Approved.arguments` that the tool does not accept.
+        """
+        external = tool is not None and _is_external(tool)
+        if call.id in self.external_results:
+            if not external:
+                raise ValueError(f"call {call.id!r} ({call.name}) is not an external tool's call")
+            value = self.external_results[call.id]
+            if isinstance(value, ToolFailed):
+                return call, ToolExecutionResult.error(value.message, "execution")
+            return call, ToolExecutionResult(result_text(value), value)
+        if call.id not in self.approvals:
+            return call, None
+        if external:
+            raise ValueError(
+                f"call {call.id!r} ({call.name}) is external: give its result in external_results"
+            )
+        decision = self.approvals[call.id]
+        if decision is True or isinstance(decision, Approved):
+            self.approved.add(call.id)
+        if isinstance(decision, Approved):
+            if decision.arguments is not None:
+                arguments = pydantic_core.to_json(dict(decision.arguments)).decode()
+                call = call.model_copy(update={"arguments": arguments})
+                validate = getattr(tool, "validate_arguments", None)
+                if validate is not None:
+                    validate(call.arguments)  # a person's mistake is theirs to fix, not the model's
+            return call, None
+        if decision is True:
+            return call, None
+        if decision is False or isinstance(decision, str):
+            reason = f": {decision}" if isinstance(decision, str) else "."
+            text = f"The user denied the call to `{call.name}`{reason}"
+            return call, ToolExecutionResult.error(text, "denied")
+        raise TypeError(
+            f"approval for {call.id!r} must be True, False, a reason or Approved(...), "
+            f"not {type(decision).__name__}"
+        )
+
+    # -- holding -------------------------------------------------------------------------------
+
+    def hold(
+        self, call: ToolCall, context: ToolContext[Any], tool: ToolLike
+    ) -> PendingResult | None:
+        """The placeholder for a call that must wait, or `None` to run it now. An invalid call is
+        never held: it goes back to the model as an arguments error. Under an async run, an async
+        `requires_approval` gives a placeholder that `deferred` recognises, for `ahold`."""
+        policy = _policy(tool)
+        if (policy is False and not _is_external(tool)) or call.id in self.approved:
+            return None
+        if not _valid(tool, call):
+            return None
+        if _is_external(tool):
+            return _waiting(call, "external")
+        if policy is True:
+            return _waiting(call, "approval")
+        if not callable(policy):
+            raise TypeError(f"requires_approval must be a bool or a callable, not {policy!r}")
+        if self.asynchronous and is_async_callable(policy):
+            return _DEFERRED
+        return _waiting(call, "approval") if _decided(invoke(policy, (call, context))) else None
+
+    @staticmethod
+    def deferred(result: ToolExecutionResult | None) -> bool:
+        """Whether `result` is the placeholder of a call whose async policy is still to decide."""
+        return result is _DEFERRED
+
+    async def ahold(
+        self, call: ToolCall, context: ToolContext[Any], tool: ToolLike
+    ) -> PendingResult | None:
+        """Await the async `requires_approval` of a `deferred` call: the placeholder of a call
+        that must wait, or `None` (then `hold` lets the call run when it is planned again)."""
+        answer = await _policy(tool)(call, context)  # type: ignore[operator,misc]
+        if _decided(answer):
+            return _waiting(call, "approval")
+        self.approved.add(call.id)
+        return None
+
+    # -- pausing -------------------------------------------------------------------------------
+
+    def set_aside(self, settled: Sequence[ToolExecution]) -> list[ToolExecution]:
+        """The executions of a round that ran; the others are recorded as pending."""
+        ran: list[ToolExecution] = []
+        for execution in settled:
+            result = execution.result
+            if isinstance(result, PendingResult) and result.pending is not None:
+                self.pending.append(result.pending)
+            else:
+                ran.append(execution)
+        return ran
+
+    def final_response(self) -> ChatResponse:
+        """The response a run reports when it made no model call (it resumed and paused or ended
+        again): the tool-calling message it resumed."""
+        assert self.paused_on is not None
+        return ChatResponse(ai_message=self.paused_on, finish_reason=FinishReason.TOOL_EXECUTION)
+
+
+async def no_events() -> AsyncIterator[Any]:
+    """An empty async stream: the model round a resumed run skips."""
+    return
+    yield  # pragma: no cover - makes this an async generator

@@ -1,0 +1,98 @@
+"""Static-typing contract of human approval and external tools."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from typing_extensions import assert_type
+
+from agentforge_typed import (
+    AiMessage,
+    Approval,
+    Approved,
+    ChatMessage,
+    ChatRequestParameters,
+    FunctionModel,
+    PendingCall,
+    PendingReason,
+    SchemaTool,
+    ToolCall,
+    ToolContext,
+    ToolFailed,
+    ToolService,
+    ToolSpecification,
+    tool,
+)
+
+
+def over_100(call: ToolCall, context: ToolContext[Any]) -> bool:
+    return '"amount": 1000' in call.arguments
+
+
+async def ask_service(call: ToolCall, context: ToolContext[Any]) -> bool:
+    return True
+
+
+@tool(requires_approval=True)
+def transfer(to: str, amount: int) -> str:
+    return "sent"
+
+
+@tool(requires_approval=over_100)
+def pay(amount: int) -> str:
+    return "paid"
+
+
+@tool(requires_approval=ask_service)
+def delete(path: str) -> None:
+    pass
+
+
+@tool(external=True)
+def open_page(url: str) -> str:
+    return ""
+
+
+assert_type(transfer("bob", 5), str)
+assert_type(open_page.external, bool)
+SchemaTool(
+    ToolSpecification(name="t", description="", parameters={}), dict, requires_approval=over_100
+)
+
+
+def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    return AiMessage(text="hi")
+
+
+async def main() -> None:
+    service = ToolService([transfer, open_page])
+    model = FunctionModel(reply)
+    paused = service.chat(model, "pay bob")
+    assert_type(paused.pending, Sequence[PendingCall])
+    assert_type(paused.pending[0].call, ToolCall)
+    assert_type(paused.pending[0].reason, PendingReason)
+
+    decisions: dict[str, Approval] = {
+        "a": True,
+        "b": False,
+        "c": "too much",
+        "d": Approved(arguments={"to": "bob", "amount": 5}),
+    }
+    service.chat(model, paused.messages, approvals=decisions, external_results={"e": {"x": 1}})
+    await service.achat(model, paused.messages, external_results={"e": ToolFailed("404")})
+    for _ in service.stream(model, paused.messages, approvals={"a": True}):
+        pass
+    async for _ in service.astream(model, paused.messages, approvals={"a": Approved()}):
+        pass
+
+    service.chat(model, paused.messages, approvals={"a": 1.5})  # type: ignore[dict-item]
+    service.chat(model, paused.messages, approvals=["a"])  # type: ignore[call-overload]
+
+
+def wrong_arity(call: ToolCall) -> bool:
+    return True
+
+
+tool(requires_approval="yes")  # type: ignore[call-overload]
+tool(requires_approval=wrong_arity)  # type: ignore[arg-type]
