@@ -165,13 +165,11 @@ class _Run:
         output: OutputSpec[Any] | None = None,
         *,
         asynchronous: bool = False,
-        usage_limits: UsageLimits | None = None,
-        model: object = None,
     ) -> None:
         self.service = service
-        self.model = model
+        self.model: object = None
         """The model answering, when known: `result.usage` is priced for it."""
-        self.limits = usage_limits if usage_limits is not None else service.usage_limits
+        self.limits = service.usage_limits
         self.tool_calls = 0
         self.async_before, self.async_after = service._async_hooks(asynchronous)
         self.messages = _conversation(messages)
@@ -218,6 +216,13 @@ class _Run:
         return [
             self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
         ]
+
+    def account(self, model: object, usage_limits: UsageLimits | None) -> None:
+        """Take the run's model (its `usage` is priced for it) and its own usage limits, which
+        replace the service's."""
+        self.model = model
+        if usage_limits is not None:
+            self.limits = usage_limits
 
     def next_request(self) -> ChatRequest:
         """The request for the next model call; raises past `max_round_trips`."""
@@ -684,17 +689,9 @@ class ToolService(Generic[DepsT]):
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            usage_limits=usage_limits,
-            model=model,
-        )
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         with run:
             while True:
                 planned = run.resumed() or run.on_response(model.chat(run.next_request()))
@@ -787,10 +784,9 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
-            usage_limits=usage_limits,
-            model=model,
         )
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         return await _adrive(run, model.achat, _aexecute)
 
     @overload
@@ -839,17 +835,9 @@ class ToolService(Generic[DepsT]):
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
         `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            usage_limits=usage_limits,
-            model=model,
-        )
+        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         with run:
             while True:
                 reader = _RoundReader()
@@ -922,10 +910,9 @@ class ToolService(Generic[DepsT]):
             conversation_id,
             _output_spec(output_type),
             asynchronous=True,
-            usage_limits=usage_limits,
-            model=model,
         )
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         with run:
             while True:
                 reader = _RoundReader()
