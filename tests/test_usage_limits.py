@@ -236,3 +236,29 @@ def test_limits_against_an_openai_server(asynchronous: bool) -> None:
             service.chat(model, "Charge 7 cents.")
     assert len(sent) == 2 and charges == [7]
     assert caught.value.usage.input_tokens == 2400
+
+
+paid: list[int] = []
+
+
+@tool(requires_approval=True)
+def pay(cents: int) -> str:
+    """Pay, once a person approves."""
+    paid.append(cents)
+    return "paid"
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_calls_resumed_from_the_history_are_not_counted_again(driver: str) -> None:
+    paid.clear()
+
+    def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if isinstance(messages[-1], ToolResultMessage):
+            return AiMessage(text="done")
+        return AiMessage(tool_calls=[ToolCall(id="p1", name="pay", arguments='{"cents": 9}')])
+
+    service = ToolService([pay], usage_limits=UsageLimits(tool_calls_limit=1))
+    paused = drive(driver, service, FunctionModel(reply), PROMPT)
+    assert [p.call.id for p in paused.pending] == ["p1"] and paid == []
+    resumed = drive(driver, service, FunctionModel(reply), paused.messages, approvals={"p1": True})
+    assert resumed.text == "done" and paid == [9]
