@@ -260,5 +260,11 @@ def test_calls_resumed_from_the_history_are_not_counted_again(driver: str) -> No
     service = ToolService([pay], usage_limits=UsageLimits(tool_calls_limit=1))
     paused = drive(driver, service, FunctionModel(reply), PROMPT)
     assert [p.call.id for p in paused.pending] == ["p1"] and paid == []
-    resumed = drive(driver, service, FunctionModel(reply), paused.messages, approvals={"p1": True})
+    # The resumed run may make no tool call of its own: the approved call is not one.
+    limits = UsageLimits(tool_calls_limit=0)
+    approvals = {"p1": True}
+    model = FunctionModel(reply)
+    resumed = drive(
+        driver, service, model, paused.messages, approvals=approvals, usage_limits=limits
+    )
     assert resumed.text == "done" and paid == [9]
