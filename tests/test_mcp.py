@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+from typing_extensions import Unpack
 
 pytest.importorskip("mcp")
 
@@ -39,7 +40,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.tools import _schema_arguments
 from agentforge_typed.tools._base import ToolLike, ToolSource
-from agentforge_typed.tools._mcp import MCPTool
+from agentforge_typed.tools._mcp import MCPServerOptions, MCPTool
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
 
@@ -360,7 +361,7 @@ async def test_server_that_never_initializes_times_out_on_async_enter(errlog: Te
         await server.__aenter__()
 
 
-def listing_server(*tools: Tool) -> MCPServer:
+def listing_server(*tools: Tool, **options: Unpack[MCPServerOptions]) -> MCPServer:
     """An in-process server (the SDK's low-level `Server`, over memory streams) listing `tools`."""
 
     async def list_tools(context: Any, params: Any) -> ListToolsResult:
@@ -375,7 +376,7 @@ def listing_server(*tools: Tool) -> MCPServer:
         stack.callback(tasks.cancel_scope.cancel)
         return ClientSession(*client)
 
-    return MCPServer(connect, label="in-memory")
+    return MCPServer(connect, label="in-memory", **options)
 
 
 @pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
@@ -535,6 +536,17 @@ async def test_arguments_a_server_schema_does_not_declare_never_reach_it() -> No
         "- $.options.all: Unexpected argument (input: 1)",
         "- $.recursive: Unexpected argument (input: true)",
     ]
+
+
+@pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")
+async def test_extra_arguments_ignore_drops_undeclared_arguments_and_records_it() -> None:
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    server = listing_server(Tool(name="read", input_schema=schema), extra_arguments="ignore")
+    async with server:
+        (read,) = server.tools()
+        assert read.validate_arguments('{"path": "a", "recursive": true}') == {"path": "a"}
+    with pytest.raises(ValueError, match="extra_arguments must be 'forbid' or 'ignore'"):
+        listing_server(extra_arguments="drop")  # type: ignore[arg-type]
 
 
 @pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")

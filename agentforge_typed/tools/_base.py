@@ -14,6 +14,8 @@ from .._messages import ToolCall
 from .._request import ToolSpecification
 
 __all__ = [
+    "ExtraArguments",
+    "check_extra_arguments",
     "ApprovalPolicy",
     "DeclaredTool",
     "ErrorKind",
@@ -31,6 +33,20 @@ DepsT = TypeVar("DepsT", default=None)
 ErrorKind = Literal["arguments", "retry", "execution", "timeout", "unknown_tool", "denied"]
 """Why a result is an error: invalid arguments, `ModelRetry`, an exception, a timeout, an
 unknown tool name, or a `before_tool_call` hook that refused the call."""
+
+
+ExtraArguments = Literal["forbid", "ignore"]
+"""What a tool does with arguments its schema does not declare, at any depth: `"forbid"` makes
+them an arguments error the model can correct, `"ignore"` drops them, each drop recorded."""
+
+
+def check_extra_arguments(value: str) -> ExtraArguments:
+    """`value` as an `ExtraArguments`, or `ValueError` naming what is allowed."""
+    if value == "forbid":
+        return "forbid"
+    if value == "ignore":
+        return "ignore"
+    raise ValueError(f"extra_arguments must be 'forbid' or 'ignore', got {value!r}")
 
 
 class ReturnBehavior(enum.Enum):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,7 +28,7 @@ def parse_docstring(function: Callable[..., Any]) -> DocstringInfo:
     text = inspect.getdoc(function)
     if not text:
         return DocstringInfo()
-    parsed = docstring_parser.parse(text)
+    parsed = docstring_parser.parse(text, _style(text))
     parts = [part.strip() for part in (parsed.short_description, parsed.long_description) if part]
     parameters = {
         param.arg_name: " ".join(param.description.split())
@@ -35,3 +36,18 @@ def parse_docstring(function: Callable[..., Any]) -> DocstringInfo:
         if param.description
     }
     return DocstringInfo(description="\n\n".join(parts), parameters=parameters)
+
+
+_NUMPY_SECTION = re.compile(r"^\s*[A-Za-z ]+\n\s*-{3,}\s*$", re.MULTILINE)
+
+
+def _style(text: str) -> docstring_parser.DocstringStyle:
+    """The docstring's style, from its markers: parsing in every style to pick the best (the
+    parser's `AUTO`) costs a tenth of a tool's decoration, for the same answer."""
+    if ":param" in text or ":return" in text or ":raises" in text:
+        return docstring_parser.DocstringStyle.REST
+    if "@param" in text or "@return" in text:
+        return docstring_parser.DocstringStyle.EPYDOC
+    if _NUMPY_SECTION.search(text):
+        return docstring_parser.DocstringStyle.NUMPYDOC
+    return docstring_parser.DocstringStyle.GOOGLE

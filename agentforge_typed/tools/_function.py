@@ -27,9 +27,11 @@ from .._sync import run_sync
 from ._arguments import ArgumentsValidator
 from ._base import (
     ApprovalPolicy,
+    ExtraArguments,
     ReturnBehavior,
     ToolContext,
     ToolExecutionResult,
+    check_extra_arguments,
     check_options,
 )
 from ._invoke import ainvoke, invoke, is_async_callable, is_awaitable
@@ -45,7 +47,6 @@ R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 T = TypeVar("T")
 
-ExtraArguments = Literal["forbid", "ignore"]
 _Binding = Literal["function", "instance", "class"]
 
 
@@ -172,10 +173,7 @@ class Tool(Generic[P, R]):
             raise TypeError(f"@tool needs a function, got {target!r}")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"tool timeout must be positive, got {timeout!r}")
-        if extra_arguments not in ("forbid", "ignore"):
-            raise ValueError(
-                f"extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
-            )
+        check_extra_arguments(extra_arguments)
 
         if inspect.isgeneratorfunction(target) or inspect.isasyncgenfunction(target):
             raise TypeError(

@@ -28,11 +28,11 @@ from ._arguments import ArgumentsValidator
 from ._base import (
     ApprovalPolicy,
     ConfiguredTool,
+    ExtraArguments,
     ReturnBehavior,
     ToolContext,
     ToolExecutionResult,
 )
-from ._function import ExtraArguments
 from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments

@@ -32,9 +32,11 @@ from .._sync import running_loop
 from ._base import (
     ApprovalPolicy,
     DeclaredTool,
+    ExtraArguments,
     ReturnBehavior,
     ToolContext,
     ToolExecutionResult,
+    check_extra_arguments,
     check_options,
 )
 from ._outcomes import (
@@ -98,6 +100,12 @@ class MCPServerOptions(TypedDict, total=False):
     """Given to every tool of this server (default 2)."""
     sequential: bool
     """Given to every tool of this server (default `False`)."""
+    extra_arguments: ExtraArguments
+    """What happens to arguments a tool's `inputSchema` does not declare (many servers omit
+    `additionalProperties: false`, and the server's SDK would drop them silently): `"forbid"`
+    (the default) makes them an arguments error the model can correct, `"ignore"` drops them
+    before the call, each drop recorded in the result's `repairs`. A schema that explicitly allows
+    additional properties keeps them either way."""
     requires_approval: ApprovalPolicy | Mapping[str, ApprovalPolicy]
     """Pause a `ToolService` run on the calls of this server's tools until a person decides: one
     policy for every tool (`True`, or a sync or async `(call, context) -> bool`), or a mapping
@@ -139,6 +147,7 @@ class MCPServer:
         self.max_retries = options.get("max_retries", 2)
         self.sequential = options.get("sequential", False)
         self.requires_approval = options.get("requires_approval", False)
+        self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
         self._listed: list[dict[str, Any]] = []
@@ -444,7 +453,9 @@ class MCPTool(DeclaredTool):
             description=listed.get("description") or "",
             parameters=parameters,
         )
-        self._arguments = SchemaArguments(parameters, tool_name=self._specification.name)
+        self._arguments = SchemaArguments(
+            parameters, tool_name=self._specification.name, extra_arguments=server.extra_arguments
+        )
 
     def __repr__(self) -> str:
         return f"MCPTool({self.name!r} of {self.server.label!r})"

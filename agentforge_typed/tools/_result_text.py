@@ -41,7 +41,9 @@ def result_text_converter(return_annotation: Any) -> ResultConverter:
 
 
 def _dumper(annotation: Any) -> Callable[[Any], bytes]:
-    if annotation in (inspect.Parameter.empty, Any, None, type(None)) or isinstance(
+    # No adapter where the declared type adds nothing to inference: `str` and `None` results
+    # never reach the dumper, and a value that breaks its annotation is inferred anyway.
+    if annotation in (inspect.Parameter.empty, Any, None, type(None), str) or isinstance(
         annotation, TypeVar
     ):
         return pydantic_core.to_json

@@ -42,12 +42,12 @@ from ._arguments import (
     repair_string_encoded,
     without_trailing_commas,
 )
+from ._base import ExtraArguments, check_extra_arguments
 from ._outcomes import ValidatedArguments
 
 if TYPE_CHECKING:
     from referencing._core import Resolver
 
-    from ._function import ExtraArguments
 
 __all__ = [
     "SCHEMA_REGISTRY",
@@ -474,11 +474,7 @@ class SchemaArguments:
         tool_name: str,
         extra_arguments: ExtraArguments = "forbid",
     ) -> None:
-        if extra_arguments not in ("forbid", "ignore"):
-            raise ValueError(
-                f"extra_arguments must be 'forbid' or 'ignore', got {extra_arguments!r}"
-            )
-        self._drop_undeclared = extra_arguments == "ignore"
+        self._drop_undeclared = check_extra_arguments(extra_arguments) == "ignore"
         try:
             Draft202012Validator.check_schema(schema, format_checker=FORMAT_CHECKER)
         except SchemaError as exc:

@@ -8,7 +8,7 @@ the validated arguments as a plain `dict`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeGuard, cast
+from typing import Any, TypeGuard, cast
 
 import pydantic_core
 
@@ -18,6 +18,7 @@ from .._request import ToolSpecification
 from ._base import (
     ApprovalPolicy,
     DeclaredTool,
+    ExtraArguments,
     ReturnBehavior,
     ToolContext,
     ToolExecutionResult,
@@ -26,9 +27,6 @@ from ._base import (
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import failure_result, success_result, with_repairs
 from ._schema_arguments import DecodedArguments, SchemaArguments
-
-if TYPE_CHECKING:
-    from ._function import ExtraArguments
 
 __all__ = ["SchemaHandler", "SchemaTool", "valid_arguments"]
 
