@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
+from ._approval import PendingResult
 from ._events import ResponseComplete, StreamEvent
 from ._exceptions import ModelError
 from ._messages import ChatMessage
@@ -186,6 +187,18 @@ class RunTrace:
         from opentelemetry.trace import Status, StatusCode
 
         call, result = execution.call, execution.result
+        if isinstance(result, PendingResult):
+            # Nothing ran: the run pauses on the call (an event on the run, not a tool span).
+            reason = result.pending.reason if result.pending is not None else "approval"
+            self.span.add_event(
+                "agentforge.tool.pending",
+                {
+                    "gen_ai.tool.name": call.name,
+                    "gen_ai.tool.call.id": call.id,
+                    "agentforge.tool.pending.reason": reason,
+                },
+            )
+            return
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": call.name,

@@ -459,3 +459,32 @@ def test_a_run_refused_before_it_starts_leaves_no_open_span(otel: Telemetry) -> 
     ToolService().chat(FakeModel(), "hi")
     assert started == ["invoke_agent", "chat fake"]
     assert [s.name for s in otel.spans] == ["chat fake", "invoke_agent"]
+
+
+@tool(requires_approval=True)
+def pay(cents: int) -> str:
+    """Pay, once a person approves."""
+    return "paid"
+
+
+@tool(external=True)
+def open_page(url: str) -> str:
+    """Open a page in the user's browser."""
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_paused_call_is_an_event_on_the_run_not_a_tool_span(otel: Telemetry, driver: str) -> None:
+    calls = [call("p1", "pay", {"cents": 9}), call("o1", "open_page", {"url": "https://x.test"})]
+    result = drive(driver, ToolService([pay, open_page]), script(calls, "never"), "Pay.")
+    assert len(result.pending) == 2
+    assert otel.named("execute_tool") == []
+    [run] = otel.named("invoke_agent")
+    pending = [dict(e.attributes or {}) for e in run.events]
+    # Under achat/astream the two settle concurrently: their order is not the point.
+    assert sorted(
+        (e["gen_ai.tool.call.id"], e["agentforge.tool.pending.reason"]) for e in pending
+    ) == [
+        ("o1", "external"),
+        ("p1", "approval"),
+    ]
