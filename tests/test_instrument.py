@@ -488,3 +488,24 @@ def test_a_paused_call_is_an_event_on_the_run_not_a_tool_span(otel: Telemetry, d
         ("o1", "external"),
         ("p1", "approval"),
     ]
+
+
+def test_concurrent_runs_each_parent_their_own_model_calls(otel: Telemetry) -> None:
+    async def both() -> None:
+        service = ToolService([nap])
+        runs = [
+            service.achat(script([call(f"n{i}", "nap", {"seconds": 0.02})], "ok"), "go")
+            for i in range(5)
+        ]
+        await asyncio.gather(*runs)
+
+    asyncio.run(both())
+    runs = {s.context.span_id: s.context.trace_id for s in otel.named("invoke_agent")}
+    children = [*otel.named("chat "), *otel.named("execute_tool")]
+    assert len(runs) == 5 and len(children) == 15
+    for child in children:
+        assert child.parent is not None
+        assert runs[child.parent.span_id] == child.context.trace_id
+    # Each run has its own two model calls and one tool call.
+    per_run = [sum(c.parent.span_id == run for c in children if c.parent) for run in runs]
+    assert per_run == [3] * 5
