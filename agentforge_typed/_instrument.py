@@ -443,11 +443,15 @@ def _model_name(model: Any) -> str | None:
     return name if isinstance(name, str) else None
 
 
+_PROVIDER_NAMES = {"gemini": "gcp.gemini"}
+"""A wire's provider, lower-cased, as the GenAI conventions name it where that differs."""
+
+
 def _provider_name(model: Any) -> str:
     wire = getattr(model, "_wire", None)
     provider = getattr(wire, "provider", None)
     if isinstance(provider, str):
-        return provider.lower()
+        return _PROVIDER_NAMES.get(provider.lower(), provider.lower())
     return type(model).__name__
 
 

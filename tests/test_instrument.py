@@ -30,6 +30,7 @@ from agentforge_typed import (
     ChatResponse,
     FakeModel,
     FunctionModel,
+    GeminiChatModel,
     ModelError,
     ModelRetry,
     OpenAIChatModel,
@@ -509,3 +510,16 @@ def test_concurrent_runs_each_parent_their_own_model_calls(otel: Telemetry) -> N
     # Each run has its own two model calls and one tool call.
     per_run = [sum(c.parent.span_id == run for c in children if c.parent) for run in runs]
     assert per_run == [3] * 5
+
+
+def test_gemini_calls_are_named_as_the_conventions_name_gemini(otel: Telemetry) -> None:
+    body = (Path(__file__).parent / "fixtures" / "gemini" / "text_signed.json").read_bytes()
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
+    model = GeminiChatModel(
+        "gemini-2.5-flash", api_key="AIza-test-key", http_client=httpx.Client(transport=transport)
+    )
+    model.chat(ChatRequest(messages=[UserMessage(content="hi")]))
+    [span] = otel.spans
+    assert span.name == "chat gemini-2.5-flash"
+    assert dict(span.attributes or {})["gen_ai.provider.name"] == "gcp.gemini"
+    assert "AIza-test-key" not in otel.everything()
