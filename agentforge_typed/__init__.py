@@ -27,6 +27,7 @@ from ._exceptions import (
     UnsupportedFeatureError,
 )
 from ._hooks import logging_hook
+from ._instrument import Instrumentation, instrument
 from ._loop_events import (
     FinalResultEvent,
     PartialArgumentsEvent,
@@ -67,6 +68,7 @@ from ._service import (
     list_available_tools,
 )
 from ._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
+from ._usage import UsageLimitExceeded, UsageLimits
 from .tools._base import (
     ErrorKind,
     ReturnBehavior,
@@ -163,6 +165,7 @@ __all__ = [
     "HandlerTimeoutError",
     "HttpTool",
     "ImageContent",
+    "Instrumentation",
     "MCPServer",
     "MCPTool",
     "MCPToolFilter",
@@ -215,10 +218,13 @@ __all__ = [
     "UnknownToolError",
     "UnknownToolHandler",
     "UnsupportedFeatureError",
+    "UsageLimitExceeded",
+    "UsageLimits",
     "UserMessage",
     "__version__",
     "available_tools_handler",
     "get_model",
+    "instrument",
     "list_available_tools",
     "logging_hook",
     "pending_calls",

@@ -7,7 +7,8 @@ AgentForgeError
 ├── ToolArgumentsError    a tool's arguments are invalid (and retries, if any, are spent)
 ├── ToolExecutionError    a tool raised and the error handler chose to propagate it
 ├── UnknownToolError      the model called a tool that is not registered
-└── ToolLoopLimitError    the loop exceeded `max_round_trips`
+├── ToolLoopLimitError    the loop exceeded `max_round_trips`
+└── UsageLimitExceeded    a run reached one of its `UsageLimits` (in `_usage`)
 
 ModelRetry                raised *inside* a tool on purpose: send its message back to the model
 ```

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from decimal import Decimal
 from typing import Any
 
 from pydantic import Field
@@ -32,6 +33,10 @@ class TokenUsage(FrozenModel):
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cost: Decimal | None = None
+    """Estimated price in US dollars of a `ToolService` run (`ToolChatResult.usage`), when
+    `genai-prices` (the optional extra `[prices]`) knows the model at its endpoint; `None` when
+    unknown. A sum is unknown when any of its parts that used tokens is."""
 
     def __add__(self, other: TokenUsage | None) -> TokenUsage:
         if other is None:
@@ -40,9 +45,24 @@ class TokenUsage(FrozenModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cost=_add_costs(self, other),
         )
 
     __radd__ = __add__
+
+    def _used(self) -> bool:
+        return bool(self.input_tokens or self.output_tokens or self.total_tokens)
+
+
+def _add_costs(left: TokenUsage, right: TokenUsage) -> Decimal | None:
+    if left.cost is not None and right.cost is not None:
+        return left.cost + right.cost
+    # A part that used no tokens cost nothing, so `sum(..., TokenUsage())` keeps a known cost.
+    if left.cost is None and not left._used():
+        return right.cost
+    if right.cost is None and not right._used():
+        return left.cost
+    return None
 
 
 class ChatResponse(FrozenModel):

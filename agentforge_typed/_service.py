@@ -29,6 +29,7 @@ import pydantic_core
 from typing_extensions import Self, TypeForm, TypeVar
 
 from ._approval import Approval, ApprovalState, no_events
+from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
@@ -40,6 +41,7 @@ from ._exceptions import (
     ToolLoopLimitError,
     UnknownToolError,
 )
+from ._instrument import run_trace
 from ._loop_events import (
     FinalResultEvent,
     PartialArgumentsEvent,
@@ -61,6 +63,7 @@ from ._toolsets import (
     add_to_groups,
     group_sources,
 )
+from ._usage import UsageLimits
 from .tools._base import (
     DepsT,
     ErrorKind,
@@ -172,6 +175,10 @@ class _Run:
         asynchronous: bool = False,
     ) -> None:
         self.service = service
+        self.model: object = None
+        """The model answering, when known: `result.usage` is priced for it."""
+        self.limits = service.usage_limits
+        self.tool_calls = 0
         self.async_before, self.async_after = service._async_hooks(asynchronous)
         self.messages = _conversation(messages)
         if not self.messages:
@@ -225,15 +232,28 @@ class _Run:
             self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
         ]
 
+    def account(self, model: object, usage_limits: UsageLimits | None) -> None:
+        """Take the run's model (its `usage` is priced for it) and its own usage limits, which
+        replace the service's."""
+        self.model = model
+        if usage_limits is not None:
+            self.limits = usage_limits
+
     def next_request(self) -> ChatRequest:
         """The request for the next model call; raises past `max_round_trips`."""
         if self.round_trips >= self.service.max_round_trips:
             raise ToolLoopLimitError(self.service.max_round_trips)
+        if self.limits is not None:
+            self.limits.check_request(self.round_trips + 1)
         self.round_trips += 1
         if self.offer is not None:
             parameters = self.offer.parameters(self.parameters, self.round_trips, self.messages)
-            return ChatRequest.of(self.messages, parameters)
-        return ChatRequest.of(self.messages, self.parameters)
+        else:
+            parameters = self.parameters
+        request = ChatRequest.of(self.messages, parameters)
+        if self.trace is not None:
+            self.trace.request(request)
+        return request
 
     def on_response(self, response: ChatResponse) -> list[_Planned] | None:
         """Record the model's response; return the calls to execute, or `None` when it is final."""
@@ -241,6 +261,11 @@ class _Run:
         self.messages.append(response.ai_message)
         if response.ai_message.has_tool_calls:
             self.open_calls, self.finished = response.ai_message.tool_calls, {}
+        if self.limits is not None:
+            self.limits.check_tokens(self._usage())
+            self.tool_calls += len(self.open_calls)
+            self.limits.check_tool_calls(self.tool_calls)
+        if self.open_calls:
             return [self._plan(i, call) for i, call in enumerate(self.open_calls)]
         if self.output is None:
             return None
@@ -301,6 +326,8 @@ class _Run:
         finished call."""
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
+        if self.trace is not None:
+            self.trace.tool(execution, plan.context.attempt)
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)
@@ -329,12 +356,15 @@ class _Run:
         return self.returned_immediately
 
     def __enter__(self) -> _Run:
+        self.trace = run_trace(self.conversation_id)
         return self
 
     def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
         # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
         if isinstance(error, AgentForgeError):
             self.fail(error)
+        if self.trace is not None:
+            self.trace.end(error, self._usage())
 
     def fail(self, error: AgentForgeError) -> None:
         """Attach the run so far to `error`. Every call of an unfinished round is answered (those
@@ -352,7 +382,7 @@ class _Run:
         self.open_calls = ()
         error.messages = tuple(self.messages)
         error.tool_executions = tuple(self.executions)
-        error.usage = self._usage()
+        error.usage = priced(self.model, self.responses, self._usage())
 
     def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
         self.messages.append(
@@ -396,7 +426,7 @@ class _Run:
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
-            usage=self._usage(),
+            usage=priced(self.model, self.responses, self._usage()),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
             pending=tuple(self.approval.pending),
@@ -455,6 +485,8 @@ class ToolService(Generic[DepsT]):
         groups: Named groups to register: `{"billing": [charge, refund]}` (see `register`).
         prepare_tools: Hook choosing each round's tools from the run's deps (see `PrepareTools`).
         tool_search: Offer a core set plus a search tool instead of every tool (`ToolSearch`).
+        usage_limits: Caps on each run's requests, tool calls and tokens (a run's own
+            `usage_limits=` replaces them); exceeding one raises `UsageLimitExceeded`.
     """
 
     def __init__(
@@ -472,6 +504,7 @@ class ToolService(Generic[DepsT]):
         groups: Mapping[str, Iterable[object]] | None = None,
         prepare_tools: PrepareTools | None = None,
         tool_search: ToolSearch | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -483,6 +516,7 @@ class ToolService(Generic[DepsT]):
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
         self.deps_type = deps_type
+        self.usage_limits = usage_limits
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
         self.prepare_tools = prepare_tools
@@ -656,6 +690,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -671,6 +706,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -686,6 +722,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -701,6 +738,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     def chat(
@@ -715,12 +753,14 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified."""
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
         run.select(tools)
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         with run:
             while True:
                 planned = run.resumed() or run.on_response(model.chat(run.next_request()))
@@ -743,6 +783,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -758,6 +799,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -773,6 +815,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -788,6 +831,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[OutputT]: ...
 
     async def achat(
@@ -802,6 +846,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> ToolChatResult[Any]:
         """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
         alone, in order), and sync tools run in worker threads."""
@@ -816,6 +861,7 @@ class ToolService(Generic[DepsT]):
         )
         run.select(tools)
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         return await _adrive(run, model.achat, _aexecute)
 
     @overload
@@ -831,6 +877,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     @overload
@@ -846,6 +893,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     def stream(
@@ -860,6 +908,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, yielding events as they happen: each round's model stream events (with
         `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
@@ -867,6 +916,7 @@ class ToolService(Generic[DepsT]):
         run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
         run.select(tools)
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         with run:
             while True:
                 reader = _RoundReader()
@@ -899,6 +949,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     @overload
@@ -914,6 +965,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     async def astream(
@@ -928,6 +980,7 @@ class ToolService(Generic[DepsT]):
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
         soon as its call finishes."""
@@ -942,6 +995,7 @@ class ToolService(Generic[DepsT]):
         )
         run.select(tools)
         run.resume(approvals, external_results)
+        run.account(model, usage_limits)
         with run:
             while True:
                 reader = _RoundReader()

@@ -514,3 +514,25 @@ def test_the_activities_do_not_change_the_callers_model() -> None:
     assert isinstance(model, OpenAIChatModel)
     support.openai_durable.activities  # noqa: B018
     assert model._http.retry.max_retries == 2
+
+
+@on_module_loop
+async def test_instrumented_workflows_trace_activities_not_the_replayed_loop(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import agentforge_typed as af
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with af.instrument(provider):
+        _, text, failed, _ = await _run(env, "parallel", tmp_path)
+    assert text == "reserve: table reserved in Paris; pay: paid 12 EUR" and failed == ""
+    # Workflow code is replayed: spans from it would repeat. The model calls, in activities, are
+    # traced once each.
+    names = sorted(span.name for span in exporter.get_finished_spans())
+    assert names == ["chat function", "chat function"]

@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, TextIO
 
 import pydantic_core
@@ -89,8 +90,13 @@ class LiveDisplay:
         self._line(
             f"== {rounds} model call{_s(rounds)}, {len(executions)} tool call{_s(len(executions))}"
             f" ({failed} failed), tokens: {usage.input_tokens} in / {usage.output_tokens} out"
-            f" / {usage.total_tokens} total, {seconds:.2f}s"
+            f" / {usage.total_tokens} total{_cost(usage.cost)}, {seconds:.2f}s"
         )
+
+
+def _cost(cost: Decimal | None) -> str:
+    # Small runs cost fractions of a cent: six decimals show them.
+    return "" if cost is None else f", est. cost ${cost:.6f}"
 
 
 def _s(count: int) -> str:

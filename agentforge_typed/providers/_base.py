@@ -20,6 +20,7 @@ from typing_extensions import Self, TypedDict
 
 from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
+from .._instrument import traced
 from .._messages import ChatMessage
 from .._request import (
     ChatRequest,
@@ -169,6 +170,7 @@ def default_parameters(
     return ChatRequestParameters(**fixed, **parameters)
 
 
+@traced
 class HttpChatModel:
     """A `ChatModel` over one JSON endpoint: a vendor's `Wire` composed with the `HttpShell`.
 

@@ -8,6 +8,7 @@ import pydantic_core
 
 from .._events import StreamEvent
 from .._exceptions import ModelError
+from .._instrument import traced
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from .._request import ChatRequest, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
@@ -19,6 +20,7 @@ __all__ = ["FakeModel"]
 _CALL_ID_PREFIX = "fake_call_"
 
 
+@traced
 class FakeModel:
     """A `ChatModel` for tests and offline runs: no network, same answer for the same request.
 

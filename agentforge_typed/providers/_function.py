@@ -7,6 +7,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
+from .._instrument import traced
 from .._messages import AiMessage, ChatMessage
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import ChatResponse, FinishReason
@@ -43,6 +44,7 @@ def response_events(response: ChatResponse) -> Iterator[StreamEvent]:
     yield ResponseComplete(response=response)
 
 
+@traced
 class FunctionModel:
     """A `ChatModel` whose every turn is computed by `fn(messages, parameters)`.
 

@@ -1,0 +1,63 @@
+"""Estimated cost of a run, from the `genai-prices` package (optional extra `[prices]`).
+
+A response is priced only when the model that answered it is known at the endpoint it was sent
+to: `genai-prices` identifies the provider from the model's API base URL (so a local server's
+model, even one named like a hosted one, is never priced as the hosted one) and the model from the
+name the response reports (or the model's configured name). Anything it does not know leaves the
+cost unknown (`None`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from decimal import Decimal
+
+from ._response import ChatResponse, TokenUsage
+
+__all__ = ["priced", "prices_available"]
+
+
+@functools.cache
+def prices_available() -> bool:
+    """Whether `genai-prices` is installed."""
+    try:
+        import genai_prices  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def priced(model: object, responses: Sequence[ChatResponse], total: TokenUsage) -> TokenUsage:
+    """`total`, the usage summed over `responses` that `model` answered, with its estimated
+    `cost` when every response that used tokens can be priced."""
+    base_url = getattr(model, "base_url", None)
+    if not isinstance(base_url, str) or not total.total_tokens or not prices_available():
+        return total
+    cost = Decimal(0)
+    for response in responses:
+        price = _price(model, base_url, response)
+        if price is None:
+            return total
+        cost += price
+    return total.model_copy(update={"cost": cost})
+
+
+def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | None:
+    from genai_prices import Usage, calc_price
+
+    usage = response.token_usage
+    if usage is None or not (usage.input_tokens or usage.output_tokens):
+        return Decimal(0)
+    name = response.metadata.get("model") or getattr(model, "model", None)
+    if not isinstance(name, str):
+        return None
+    try:
+        calculation = calc_price(
+            Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+            name,
+            provider_api_url=base_url,
+        )
+    except LookupError:
+        return None
+    return calculation.total_price
