@@ -6,8 +6,10 @@ inside a Temporal workflow. What has side effects or is non-deterministic runs a
 whose result Temporal records: each model call, and each tool body. What is pure stays in the
 workflow: validating arguments, the error policies, the round bookkeeping. A worker that dies is
 replaced by another that replays the recorded history and goes on from there, so a tool body that
-completed is never run again. Install the `temporal` extra (`pip install
-'agentforge-typed[temporal]'`); `AgentForgePlugin` configures clients, workers and replayers.
+completed is never run again. A call that needs a person's approval (or an external result) does
+not end a durable run: the workflow waits for the decision, sent with the `<name>.decide` update.
+Install the `temporal` extra (`pip install 'agentforge-typed[temporal]'`); `AgentForgePlugin`
+configures clients, workers and replayers.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
@@ -44,6 +46,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
         "agentforge_typed.temporal needs temporalio: pip install 'agentforge-typed[temporal]'"
     ) from error
 
+from ._approval import Approval, ApprovalState, Approved, PendingCall, ToolFailed
 from ._exceptions import AgentForgeError, ModelError, ToolArgumentsError
 from ._messages import ChatMessage, ToolCall
 from ._model import ChatModel
@@ -58,11 +61,15 @@ from .providers._retry import RetryPolicy as HttpRetryPolicy
 from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
 from .tools._outcomes import arguments_error_result, execution_error_result
 
+if TYPE_CHECKING:
+    from temporalio.client import WorkflowHandle
+
 __all__ = [
     "DEFAULT_MODEL_OPTIONS",
     "DEFAULT_TOOL_OPTIONS",
     "AgentForgePlugin",
     "ActivityOptions",
+    "Decisions",
     "TemporalToolService",
     "ToolActivityInput",
     "ToolActivityResult",
@@ -185,6 +192,137 @@ class ToolActivityResult(BaseModel):
         )
 
 
+class Decisions(BaseModel):
+    """Decisions on the calls a durable run waits on: the argument of its `<name>.decide` update.
+
+    `TemporalToolService.decide` builds it from the same values `chat(approvals=...,
+    external_results=...)` takes; a client in another language sends its JSON form.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    approvals: dict[str, bool | str | Approved] = {}
+    """By call id: `True` runs the call, `False` or a reason denies it, `Approved(arguments=...)`
+    runs it with other arguments (`{"arguments": {...}}` in JSON)."""
+    external_results: dict[str, Any] = {}
+    """By call id: the result of an external call, in its JSON form."""
+    failed: dict[str, str] = {}
+    """By call id: an external call that failed, with what the model reads (`ToolFailed`)."""
+
+    @classmethod
+    def of(
+        cls,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
+    ) -> Decisions:
+        """The update's argument for these decisions (a `ToolFailed` result goes to `failed`)."""
+        results = dict(external_results or {})
+        failed = {k: v.message for k, v in results.items() if isinstance(v, ToolFailed)}
+        return cls(
+            approvals=dict(approvals or {}),
+            external_results={k: v for k, v in results.items() if k not in failed},
+            failed=failed,
+        )
+
+    def split(self) -> tuple[dict[str, Approval], dict[str, Any]]:
+        """`approvals=` and `external_results=` as `ToolService.chat` takes them.
+
+        Raises:
+            ValueError: A call has both a result and a failure.
+        """
+        both = self.external_results.keys() & self.failed.keys()
+        if both:
+            raise ValueError(f"calls {', '.join(sorted(both))} have both a result and a failure")
+        failures = {k: ToolFailed(message) for k, message in self.failed.items()}
+        return dict(self.approvals), {**self.external_results, **failures}
+
+
+class _Waiting:
+    """One durable run's calls that wait for a decision, and the decisions received for them (the
+    run takes them when it next waits: a decision may arrive while other calls run)."""
+
+    def __init__(self, run: _Run) -> None:
+        self.run = run
+        self.undecided: dict[str, PendingCall] = {}
+        self.approvals: dict[str, Approval] = {}
+        self.external_results: dict[str, Any] = {}
+
+    def pause(self, pending: Sequence[PendingCall]) -> None:
+        """The run waits on `pending`: those without a decision yet are open for one."""
+        waiting = {p.call.id: p for p in pending}
+        # A call that no longer waits (its policy let it run) keeps no stale decision.
+        self.approvals = {k: v for k, v in self.approvals.items() if k in waiting}
+        self.external_results = {k: v for k, v in self.external_results.items() if k in waiting}
+        decided = self.approvals.keys() | self.external_results.keys()
+        self.undecided = {k: p for k, p in waiting.items() if k not in decided}
+
+    @property
+    def decided(self) -> bool:
+        """Whether a decision waits to be applied."""
+        return bool(self.approvals or self.external_results)
+
+    def take(self) -> tuple[dict[str, Approval], dict[str, Any]]:
+        """The decisions received, handed to the run once."""
+        taken = self.approvals, self.external_results
+        self.approvals, self.external_results = {}, {}
+        return taken
+
+    def check(
+        self, call_id: str, approvals: Mapping[str, Approval], results: Mapping[str, Any]
+    ) -> None:
+        """Refuse a decision the run would refuse (wrong kind, arguments the tool rejects)."""
+        call = self.undecided[call_id].call
+        state = ApprovalState(approvals, results, asynchronous=True)
+        state.decide(call, self.run.service._tools.get(call.name))
+
+    def accept(
+        self, call_id: str, approvals: Mapping[str, Approval], results: Mapping[str, Any]
+    ) -> None:
+        """Record a checked decision."""
+        del self.undecided[call_id]
+        if call_id in approvals:
+            self.approvals[call_id] = approvals[call_id]
+        else:
+            self.external_results[call_id] = results[call_id]
+
+
+class _Desk:
+    """The `<name>.decide` update and `<name>.pending` query of one service in one workflow: it
+    routes decisions to the runs that wait on them (a workflow may run several at once)."""
+
+    def __init__(self) -> None:
+        self.runs: list[_Waiting] = []
+
+    def pending(self) -> list[PendingCall]:
+        """The calls that wait for a decision now, in the order the runs paused on them."""
+        return [pending for waiting in self.runs for pending in waiting.undecided.values()]
+
+    def validate(self, decisions: Decisions) -> None:
+        """Refuse the whole update, so the runs keep waiting, if any decision in it is wrong."""
+        try:
+            approvals, results = decisions.split()
+            for call_id in [*approvals, *results]:
+                self._holder(call_id).check(call_id, approvals, results)
+        except (ValueError, TypeError, ToolArgumentsError) as error:
+            raise ApplicationError(str(error), type=type(error).__name__) from None
+
+    def decide(self, decisions: Decisions) -> list[str]:
+        """Hand each decision to its run; the ids of the calls still waiting for one."""
+        approvals, results = decisions.split()
+        for call_id in [*approvals, *results]:
+            self._holder(call_id).accept(call_id, approvals, results)
+        return [pending.call.id for pending in self.pending()]
+
+    def _holder(self, call_id: str) -> _Waiting:
+        for waiting in self.runs:
+            if call_id in waiting.undecided:
+                return waiting
+        waiting_ids = ", ".join(repr(p.call.id) for p in self.pending()) or "none"
+        raise ValueError(
+            f"no call waits for a decision with the id {call_id!r}; waiting: {waiting_ids}"
+        )
+
+
 class TemporalToolService:
     """A `ToolService` and a `ChatModel` made durable: `chat` runs the loop inside a workflow,
     each model call and each tool body as an activity.
@@ -261,6 +399,49 @@ class TemporalToolService:
         """How the activity of `tool_name` runs."""
         return self._tool_options.get(tool_name, self._default_tool_options)
 
+    @property
+    def decide_update_name(self) -> str:
+        """The name of the update that sends decisions on waiting calls (a `Decisions`)."""
+        return f"{self.name}.decide"
+
+    @property
+    def pending_query_name(self) -> str:
+        """The name of the query that lists the calls waiting for a decision."""
+        return f"{self.name}.pending"
+
+    # -- the client's side ---------------------------------------------------------------------
+
+    async def pending(self, handle: WorkflowHandle[Any, Any]) -> list[PendingCall]:
+        """The calls the workflow's runs wait on now (empty while none waits)."""
+        pending: list[PendingCall] = await handle.query(
+            self.pending_query_name, result_type=list[PendingCall]
+        )
+        return pending
+
+    async def decide(
+        self,
+        handle: WorkflowHandle[Any, Any],
+        *,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
+    ) -> list[str]:
+        """Send decisions on waiting calls, by call id, as `ToolService.chat` takes them; the
+        runs go on with them.
+
+        Returns:
+            The ids of the calls still waiting for a decision.
+
+        Raises:
+            temporalio.client.WorkflowUpdateFailedError: The workflow refused the decisions, all
+                of them (a call that does not wait, already decided, an approval for an
+                external call, `Approved.arguments` the tool rejects); the runs keep waiting.
+        """
+        decisions = Decisions.of(approvals, external_results)
+        waiting: list[str] = await handle.execute_update(
+            self.decide_update_name, decisions, result_type=list[str]
+        )
+        return waiting
+
     # -- the worker's side ---------------------------------------------------------------------
 
     @property
@@ -311,12 +492,27 @@ class TemporalToolService:
         output_type: type[OutputT] | OutputSpec[OutputT] | None = None,
         conversation_id: str | None = None,
         tools: ToolSelection | None = None,
+        approvals: Mapping[str, Approval] | None = None,
+        external_results: Mapping[str, Any] | None = None,
+        approval_timeout: timedelta | None = None,
     ) -> ToolChatResult[OutputT]:
         """Run the loop as workflow code; call it from a `@workflow.defn`'s run method.
 
         Each model call and each tool body is an activity; validating arguments, the error
         policies and the hooks run in the workflow. The conversation id (unless given) and the
         executions' timestamps come from the workflow, so a replay sees the same values.
+
+        A call that needs approval or an external result does not end the run: the workflow
+        waits, durably, for decisions sent with the `decide_update_name` update (`decide` on
+        the client's side), then goes on with the same run.
+
+        Args:
+            approvals: Decisions on the calls `messages` end with, as `ToolService.achat`
+                takes them (a run resumed from a stored history).
+            external_results: Results of the external calls `messages` end with.
+            approval_timeout: How long to wait for a decision each time the run waits; when it
+                passes, the run ends with `result.pending` as `ToolService.achat` would.
+                `None` waits without limit; `timedelta(0)` does not wait.
 
         Raises:
             RuntimeError: called outside a workflow (use `ToolService.achat` there).
@@ -344,7 +540,33 @@ class TemporalToolService:
             self.service, messages, parameters, deps, conversation_id, spec, asynchronous=True
         )
         run.select(tools)
-        return await _adrive(run, self._request, self._execute)
+        try:
+            run.resume(approvals, external_results)
+        except (ValueError, TypeError) as error:
+            # The same decisions fail the same way on every retry of the workflow task.
+            raise ApplicationError(
+                str(error), type=type(error).__name__, non_retryable=True
+            ) from None
+        desk, waiting = self._desk(), _Waiting(run)
+        desk.runs.append(waiting)
+        try:
+            while True:
+                result = await _adrive(run, self._request, self._execute)
+                if not result.pending or not await _decided(waiting, result, approval_timeout):
+                    return result
+                run.resume(*waiting.take())
+        finally:
+            desk.runs.remove(waiting)
+
+    def _desk(self) -> _Desk:
+        """The workflow's desk for this service, its update and query registered once."""
+        found = getattr(workflow.get_update_handler(self.decide_update_name), "__self__", None)
+        if isinstance(found, _Desk):
+            return found
+        desk = _Desk()
+        workflow.set_update_handler(self.decide_update_name, desk.decide, validator=desk.validate)
+        workflow.set_query_handler(self.pending_query_name, desk.pending)
+        return desk
 
     async def _request(self, request: ChatRequest) -> ChatResponse:
         try:
@@ -402,6 +624,23 @@ class TemporalToolService:
         except ActivityError as error:
             return _unfinished(tool.name, error)
         return outcome.result()
+
+
+async def _decided(
+    waiting: _Waiting, result: ToolChatResult[Any], timeout: timedelta | None
+) -> bool:
+    """Wait for a decision on a call the run paused on; `False` when `timeout` passed first."""
+    waiting.pause(result.pending)
+    if timeout is not None and timeout <= timedelta(0):
+        return waiting.decided
+    try:
+        await workflow.wait_condition(
+            lambda: waiting.decided, timeout=timeout, timeout_summary="approval timeout"
+        )
+    except asyncio.TimeoutError:
+        waiting.undecided = {}
+        return False
+    return True
 
 
 _MODEL_ERROR_TYPES = frozenset({"ModelError", "ModelRequestRefused"})

@@ -26,6 +26,7 @@ from agentforge_typed import (
     FunctionModel,
     OpenAIChatModel,
     ToolCall,
+    ToolChatResult,
     ToolContext,
     ToolResultMessage,
     ToolSearch,
@@ -161,6 +162,14 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
         [_call("c1", "search_tools", '{"query":"pay for the table"}')],
         [_call("c2", "pay", '{"amount":12}')],
     ],
+    "mixed": [
+        [
+            _call("c1", "reserve", '{"city":"Paris"}'),
+            _call("c2", "transfer", '{"to":"bob","amount":250}'),
+            _call("c3", "open_page", '{"url":"https://example.com"}'),
+        ]
+    ],
+    "transfer": [[_call("c1", "transfer", '{"to":"bob","amount":250}')]],
 }
 
 
@@ -308,6 +317,74 @@ class OpenAIWorkflow:
     async def run(self, question: str) -> str:
         result = await openai_durable.chat(question)
         return result.text or ""
+
+
+@tool(requires_approval=True)
+def transfer(to: str, amount: int, ctx: ToolContext[Ledger]) -> str:
+    """Move money.
+
+    Args:
+        to: Who gets it.
+        amount: Euros.
+    """
+    record(ctx.deps, f"transfer {to} {amount}")
+    return f"sent {amount} to {to}"
+
+
+@tool(external=True)
+def open_page(url: str) -> str:
+    """Open a page in the user's browser (the client does it)."""
+    raise NotImplementedError
+
+
+approving = TemporalToolService(
+    ToolService([reserve, transfer, open_page]),
+    FunctionModel(script),
+    name="approving",
+    deps_type=Ledger,
+)
+
+
+class Outcome(BaseModel):
+    """What an approval workflow's run ended with."""
+
+    text: str
+    failed: list[str]
+    pending: list[str]
+    messages: list[ChatMessage]
+
+    @classmethod
+    def of(cls, result: ToolChatResult[None]) -> Outcome:
+        """The outcome of `result`."""
+        return cls(
+            text=result.text or "",
+            failed=[e.call.id for e in result.tool_executions if e.failed],
+            pending=[p.call.id for p in result.pending],
+            messages=list(result.messages),
+        )
+
+
+@workflow.defn
+class ApprovalWorkflow:
+    """Runs a scenario whose calls wait for decisions (`timeout`: the approval timeout)."""
+
+    @workflow.run
+    async def run(self, scenario: str, ledger: Ledger, timeout: float | None) -> Outcome:
+        limit = None if timeout is None else timedelta(seconds=timeout)
+        result = await approving.chat(scenario, deps=ledger, approval_timeout=limit)
+        return Outcome.of(result)
+
+
+@workflow.defn
+class ResumeWorkflow:
+    """Resumes a stored history with approvals."""
+
+    @workflow.run
+    async def run(
+        self, messages: list[ChatMessage], approvals: dict[str, bool | str], ledger: Ledger
+    ) -> Outcome:
+        result = await approving.chat(messages, deps=ledger, approvals=approvals)
+        return Outcome.of(result)
 
 
 PLUGIN = AgentForgePlugin(passthrough_modules=[__name__])

@@ -22,12 +22,19 @@ import pytest
 import pytest_asyncio
 import temporal_support as support
 from temporalio.api.enums.v1 import EventType
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowFailureError,
+    WorkflowHandle,
+    WorkflowQueryFailedError,
+    WorkflowUpdateFailedError,
+)
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from agentforge_typed import FakeModel, OpenAIChatModel, ToolService
+from agentforge_typed import Approved, FakeModel, OpenAIChatModel, ToolFailed, ToolService
 from agentforge_typed.temporal import ActivityOptions, TemporalToolService, installed_binary
 
 on_module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -536,3 +543,180 @@ async def test_instrumented_workflows_trace_activities_not_the_replayed_loop(
     # traced once each.
     names = sorted(span.name for span in exporter.get_finished_spans())
     assert names == ["chat function", "chat function"]
+
+
+@contextlib.asynccontextmanager
+async def _approving(
+    env: WorkflowEnvironment, tmp_path: Path, scenario: str, timeout: float | None = None
+) -> AsyncIterator[tuple[WorkflowHandle[Any, support.Outcome], Path]]:
+    """Start `scenario` of the approval workflow on a worker of its own."""
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[support.ApprovalWorkflow, support.ResumeWorkflow],
+        activities=support.approving.activities,
+    ):
+        handle = await client.start_workflow(
+            support.ApprovalWorkflow.run,
+            args=[scenario, ledger, timeout],
+            id=f"approve-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        yield handle, tmp_path / "ledger"
+
+
+async def _waiting(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]:
+    """`(call id, reason)` of the calls the run waits on, once it waits on some."""
+    for _ in range(400):
+        with contextlib.suppress(WorkflowQueryFailedError, RPCError):
+            pending = await support.approving.pending(handle)
+            if pending:
+                return [(p.call.id, p.reason) for p in pending]
+        await asyncio.sleep(0.025)
+    raise AssertionError("the run never waited")
+
+
+async def _refused(handle: WorkflowHandle[Any, Any], **decisions: Any) -> str:
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await support.approving.decide(handle, **decisions)
+    cause = refused.value.cause
+    assert isinstance(cause, ApplicationError)
+    return cause.message
+
+
+@on_module_loop
+async def test_a_durable_run_waits_for_an_approval_and_an_external_result(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "mixed") as (handle, ledger):
+        assert await _waiting(handle) == [("c2", "approval"), ("c3", "external")]
+        assert support.entries(ledger)[0].startswith("reserve Paris")
+        assert await support.approving.decide(handle, approvals={"c2": True}) == ["c3"]
+        assert await support.approving.decide(handle, external_results={"c3": "Hello"}) == []
+        outcome = await asyncio.wait_for(handle.result(), 20)
+    assert outcome.text == (
+        "reserve: table reserved in Paris; transfer: sent 250 to bob; open_page: Hello"
+    )
+    assert (outcome.failed, outcome.pending) == ([], [])
+    assert [e.split()[0] for e in support.entries(ledger)] == ["reserve", "transfer"]
+    # The approved call ran as soon as it was approved, without waiting for the external result
+    # or calling the model again; the external call has no activity.
+    assert [name for name, _ in await _activities(handle)] == [
+        "approving.model",
+        "approving.tool.reserve",
+        "approving.tool.transfer",
+        "approving.model",
+    ]
+    # Decisions arrive as updates in the history: a replay reaches the same end.
+    replayer = Replayer(workflows=[support.ApprovalWorkflow], plugins=[support.PLUGIN])
+    replayed = await replayer.replay_workflow(
+        await handle.fetch_history(), raise_on_replay_failure=False
+    )
+    assert replayed.replay_failure is None
+    assert len(support.entries(ledger)) == 2
+
+
+@on_module_loop
+async def test_a_durable_run_denied_with_a_reason_tells_the_model(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "transfer") as (handle, ledger):
+        assert await _waiting(handle) == [("c1", "approval")]
+        await support.approving.decide(handle, approvals={"c1": "over the daily limit"})
+        outcome = await asyncio.wait_for(handle.result(), 20)
+    assert outcome.text == (
+        "transfer: The user denied the call to `transfer`: over the daily limit"
+    )
+    assert outcome.failed == ["c1"]
+    assert support.entries(ledger) == []
+
+
+@on_module_loop
+async def test_a_durable_run_runs_an_approval_with_other_arguments_once(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "transfer") as (handle, ledger):
+        await _waiting(handle)
+        invalid = Approved(arguments={"to": "bob", "amount": "lots"})
+        message = await _refused(handle, approvals={"c1": invalid})
+        assert "$.amount: Input should be a valid integer" in message
+        assert await _waiting(handle) == [("c1", "approval")]
+        approved = Approved(arguments={"to": "bob", "amount": 200})
+        assert await support.approving.decide(handle, approvals={"c1": approved}) == []
+        # The call is decided: a second decision on it is refused.
+        assert "no call waits" in await _refused(handle, approvals={"c1": True})
+        outcome = await asyncio.wait_for(handle.result(), 20)
+    assert outcome.text == "transfer: sent 200 to bob"
+    assert support.entries(ledger) == ["transfer bob 200"]
+
+
+@on_module_loop
+async def test_a_durable_run_refuses_wrong_decisions_and_keeps_waiting(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "mixed") as (handle, ledger):
+        await _waiting(handle)
+        message = await _refused(handle, approvals={"c9": True})
+        assert message == ("no call waits for a decision with the id 'c9'; waiting: 'c2', 'c3'")
+        # The update is refused whole: the valid decision on c2 in it is not taken either.
+        await _refused(handle, approvals={"c2": True, "c1": True})
+        assert "give its result in external_results" in await _refused(
+            handle, approvals={"c3": True}
+        )
+        assert "not an external tool's call" in await _refused(
+            handle, external_results={"c2": "done"}
+        )
+        # A payload that is not a decision at all (a client in another language).
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(
+                support.approving.decide_update_name, {"approvals": {"c2": [1]}}
+            )
+        assert await _waiting(handle) == [("c2", "approval"), ("c3", "external")]
+        await support.approving.decide(
+            handle, approvals={"c2": False}, external_results={"c3": ToolFailed("no browser")}
+        )
+        outcome = await asyncio.wait_for(handle.result(), 20)
+    assert outcome.text == (
+        "reserve: table reserved in Paris; "
+        "transfer: The user denied the call to `transfer`.; open_page: no browser"
+    )
+    assert outcome.failed == ["c2", "c3"]
+    assert [e.split()[0] for e in support.entries(ledger)] == ["reserve"]
+
+
+@on_module_loop
+async def test_a_durable_run_ends_pending_after_its_approval_timeout_and_resumes_later(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "transfer", timeout=3600) as (handle, ledger):
+        paused = await asyncio.wait_for(handle.result(), 20)  # the test server skips the hour
+        assert paused.pending == ["c1"]
+        assert support.entries(ledger) == []
+        client, queue = handle._client, (await handle.describe()).task_queue
+        resume: WorkflowHandle[Any, support.Outcome] = await client.start_workflow(
+            support.ResumeWorkflow.run,
+            args=[paused.messages, {"c1": True}, support.Ledger(path=str(ledger))],
+            id=f"resume-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        outcome = await asyncio.wait_for(resume.result(), 20)
+        assert outcome.text == "transfer: sent 250 to bob"
+        assert support.entries(ledger) == ["transfer bob 250"]
+        # A decision for a call the stored history does not wait on fails the workflow at once.
+        wrong = await client.start_workflow(
+            support.ResumeWorkflow.run,
+            args=[outcome.messages, {"c1": True}, support.Ledger(path=str(ledger))],
+            id=f"resume-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        with pytest.raises(WorkflowFailureError) as failure:
+            await asyncio.wait_for(wrong.result(), 20)
+    cause = failure.value.cause
+    assert isinstance(cause, ApplicationError)
+    assert (cause.type, cause.message) == (
+        "ValueError",
+        "no pending call has the id(s) 'c1'; pending: none",
+    )
+    assert support.entries(ledger) == ["transfer bob 250"]
