@@ -314,13 +314,19 @@ class _Desk:
         return [pending.call.id for pending in self.pending()]
 
     def _holder(self, call_id: str) -> _Waiting:
-        for waiting in self.runs:
-            if call_id in waiting.undecided:
-                return waiting
-        waiting_ids = ", ".join(repr(p.call.id) for p in self.pending()) or "none"
-        raise ValueError(
-            f"no call waits for a decision with the id {call_id!r}; waiting: {waiting_ids}"
-        )
+        holders = [waiting for waiting in self.runs if call_id in waiting.undecided]
+        if len(holders) > 1:
+            # Never guess which run a decision was meant for.
+            raise ValueError(
+                f"{len(holders)} runs wait on a call with the id {call_id!r}; a decision cannot "
+                "tell them apart"
+            )
+        if not holders:
+            waiting_ids = ", ".join(repr(p.call.id) for p in self.pending()) or "none"
+            raise ValueError(
+                f"no call waits for a decision with the id {call_id!r}; waiting: {waiting_ids}"
+            )
+        return holders[0]
 
 
 class TemporalToolService:

@@ -387,6 +387,16 @@ class ResumeWorkflow:
         return Outcome.of(result)
 
 
+@workflow.defn
+class TwoRunsWorkflow:
+    """Runs two scenarios at once in one workflow, both waiting for decisions."""
+
+    @workflow.run
+    async def run(self, scenarios: list[str], ledger: Ledger) -> list[Outcome]:
+        results = await asyncio.gather(*(approving.chat(s, deps=ledger) for s in scenarios))
+        return [Outcome.of(result) for result in results]
+
+
 PLUGIN = AgentForgePlugin(passthrough_modules=[__name__])
 
 

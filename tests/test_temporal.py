@@ -548,19 +548,23 @@ async def test_instrumented_workflows_trace_activities_not_the_replayed_loop(
 @contextlib.asynccontextmanager
 async def _approving(
     env: WorkflowEnvironment, tmp_path: Path, scenario: str, timeout: float | None = None
-) -> AsyncIterator[tuple[WorkflowHandle[Any, support.Outcome], Path]]:
+) -> AsyncIterator[tuple[WorkflowHandle[Any, Any], Path]]:
     """Start `scenario` of the approval workflow on a worker of its own."""
     client, queue = _client(env), f"q-{uuid.uuid4()}"
     ledger = support.Ledger(path=str(tmp_path / "ledger"))
     async with Worker(
         client,
         task_queue=queue,
-        workflows=[support.ApprovalWorkflow, support.ResumeWorkflow],
+        workflows=[support.ApprovalWorkflow, support.ResumeWorkflow, support.TwoRunsWorkflow],
         activities=support.approving.activities,
     ):
+        workflow: Any = support.ApprovalWorkflow.run
+        args: list[Any] = [scenario, ledger, timeout]
+        if "+" in scenario:
+            workflow, args = support.TwoRunsWorkflow.run, [scenario.split("+"), ledger]
         handle = await client.start_workflow(
-            support.ApprovalWorkflow.run,
-            args=[scenario, ledger, timeout],
+            workflow,
+            args=args,
             id=f"approve-{uuid.uuid4()}",
             task_queue=queue,
         )
@@ -720,3 +724,44 @@ async def test_a_durable_run_ends_pending_after_its_approval_timeout_and_resumes
         "no pending call has the id(s) 'c1'; pending: none",
     )
     assert support.entries(ledger) == ["transfer bob 250"]
+
+
+@on_module_loop
+async def test_decisions_reach_the_run_that_waits_on_each_call(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "mixed+transfer") as (handle, ledger):
+        for _ in range(400):
+            waiting = await _waiting(handle)
+            if len(waiting) == 3:
+                break
+            await asyncio.sleep(0.025)
+        assert sorted(waiting) == [("c1", "approval"), ("c2", "approval"), ("c3", "external")]
+        await support.approving.decide(
+            handle, approvals={"c1": True, "c2": "no"}, external_results={"c3": "Hi"}
+        )
+        mixed, transfer = await asyncio.wait_for(handle.result(), 20)
+    assert mixed.text == (
+        "reserve: table reserved in Paris; "
+        "transfer: The user denied the call to `transfer`: no; open_page: Hi"
+    )
+    assert transfer.text == "transfer: sent 250 to bob"
+    assert sorted(e.split()[0] for e in support.entries(ledger)) == ["reserve", "transfer"]
+
+
+@on_module_loop
+async def test_a_decision_two_runs_could_take_is_refused(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "transfer+transfer") as (handle, ledger):
+        for _ in range(400):
+            if len(await _waiting(handle)) == 2:
+                break
+            await asyncio.sleep(0.025)
+        message = await _refused(handle, approvals={"c1": True})
+        assert (
+            message == "2 runs wait on a call with the id 'c1'; a decision cannot tell them apart"
+        )
+        assert await _waiting(handle) == [("c1", "approval"), ("c1", "approval")]
+        await handle.terminate()
+    assert support.entries(ledger) == []
