@@ -34,7 +34,14 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
-from agentforge_typed import Approved, FakeModel, OpenAIChatModel, ToolFailed, ToolService
+from agentforge_typed import (
+    Approved,
+    ChatMessage,
+    FakeModel,
+    OpenAIChatModel,
+    ToolFailed,
+    ToolService,
+)
 from agentforge_typed.temporal import ActivityOptions, TemporalToolService, installed_binary
 
 on_module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -571,15 +578,15 @@ async def _approving(
         yield handle, tmp_path / "ledger"
 
 
-async def _waiting(handle: WorkflowHandle[Any, Any]) -> list[tuple[str, str]]:
-    """`(call id, reason)` of the calls the run waits on, once it waits on some."""
+async def _waiting(handle: WorkflowHandle[Any, Any], count: int = 1) -> list[tuple[str, str]]:
+    """`(call id, reason)` of the calls the workflow's runs wait on, once `count` calls wait."""
     for _ in range(400):
         with contextlib.suppress(WorkflowQueryFailedError, RPCError):
             pending = await support.approving.pending(handle)
-            if pending:
+            if len(pending) >= count:
                 return [(p.call.id, p.reason) for p in pending]
         await asyncio.sleep(0.025)
-    raise AssertionError("the run never waited")
+    raise AssertionError(f"fewer than {count} calls ever waited")
 
 
 async def _refused(handle: WorkflowHandle[Any, Any], **decisions: Any) -> str:
@@ -698,25 +705,22 @@ async def test_a_durable_run_ends_pending_after_its_approval_timeout_and_resumes
         paused = await asyncio.wait_for(handle.result(), 20)  # the test server skips the hour
         assert paused.pending == ["c1"]
         assert support.entries(ledger) == []
-        client, queue = handle._client, (await handle.describe()).task_queue
-        resume: WorkflowHandle[Any, support.Outcome] = await client.start_workflow(
-            support.ResumeWorkflow.run,
-            args=[paused.messages, {"c1": True}, support.Ledger(path=str(ledger))],
-            id=f"resume-{uuid.uuid4()}",
-            task_queue=queue,
-        )
-        outcome = await asyncio.wait_for(resume.result(), 20)
+        queue = (await handle.describe()).task_queue
+
+        async def resume(messages: list[ChatMessage]) -> support.Outcome:
+            return await handle._client.execute_workflow(
+                support.ResumeWorkflow.run,
+                args=[messages, {"c1": True}, support.Ledger(path=str(ledger))],
+                id=f"resume-{uuid.uuid4()}",
+                task_queue=queue,
+            )
+
+        outcome = await asyncio.wait_for(resume(paused.messages), 20)
         assert outcome.text == "transfer: sent 250 to bob"
         assert support.entries(ledger) == ["transfer bob 250"]
         # A decision for a call the stored history does not wait on fails the workflow at once.
-        wrong = await client.start_workflow(
-            support.ResumeWorkflow.run,
-            args=[outcome.messages, {"c1": True}, support.Ledger(path=str(ledger))],
-            id=f"resume-{uuid.uuid4()}",
-            task_queue=queue,
-        )
         with pytest.raises(WorkflowFailureError) as failure:
-            await asyncio.wait_for(wrong.result(), 20)
+            await asyncio.wait_for(resume(outcome.messages), 20)
     cause = failure.value.cause
     assert isinstance(cause, ApplicationError)
     assert (cause.type, cause.message) == (
@@ -731,11 +735,7 @@ async def test_decisions_reach_the_run_that_waits_on_each_call(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     async with _approving(env, tmp_path, "mixed+transfer") as (handle, ledger):
-        for _ in range(400):
-            waiting = await _waiting(handle)
-            if len(waiting) == 3:
-                break
-            await asyncio.sleep(0.025)
+        waiting = await _waiting(handle, 3)
         assert sorted(waiting) == [("c1", "approval"), ("c2", "approval"), ("c3", "external")]
         await support.approving.decide(
             handle, approvals={"c1": True, "c2": "no"}, external_results={"c3": "Hi"}
@@ -754,10 +754,7 @@ async def test_a_decision_two_runs_could_take_is_refused(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     async with _approving(env, tmp_path, "transfer+transfer") as (handle, ledger):
-        for _ in range(400):
-            if len(await _waiting(handle)) == 2:
-                break
-            await asyncio.sleep(0.025)
+        await _waiting(handle, 2)
         message = await _refused(handle, approvals={"c1": True})
         assert (
             message == "2 runs wait on a call with the id 'c1'; a decision cannot tell them apart"
