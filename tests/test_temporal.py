@@ -762,3 +762,47 @@ async def test_a_decision_two_runs_could_take_is_refused(
         assert await _waiting(handle) == [("c1", "approval"), ("c1", "approval")]
         await handle.terminate()
     assert support.entries(ledger) == []
+
+
+@on_module_loop
+async def test_a_waiting_run_is_decided_on_a_worker_that_did_not_start_it(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    ledger = tmp_path / "ledger"
+
+    def worker(identity: str, **options: Any) -> Worker:
+        return Worker(
+            client,
+            task_queue=queue,
+            workflows=[support.ApprovalWorkflow],
+            activities=support.approving.activities,
+            identity=identity,
+            **options,
+        )
+
+    # No workflow cache: no sticky queue the server would wait on once this worker is gone.
+    async with worker("first", max_cached_workflows=0):
+        handle = await client.start_workflow(
+            support.ApprovalWorkflow.run,
+            args=["mixed", support.Ledger(path=str(ledger)), None],
+            id=f"approve-{uuid.uuid4()}",
+            task_queue=queue,
+        )
+        assert await _waiting(handle) == [("c2", "approval"), ("c3", "external")]
+    # The run waits in the history alone: a fresh worker replays it and applies the decisions.
+    async with worker("second"):
+        await asyncio.wait_for(support.approving.decide(handle, approvals={"c2": True}), 20)
+        results = {"c3": {"title": "Example"}}
+        await asyncio.wait_for(support.approving.decide(handle, external_results=results), 20)
+        outcome = await asyncio.wait_for(handle.result(), 20)
+    assert outcome.text == (
+        'reserve: table reserved in Paris; transfer: sent 250 to bob; open_page: {"title":"Example"}'
+    )
+    assert [e.split()[0] for e in support.entries(ledger)] == ["reserve", "transfer"]
+    assert await _activities(handle) == [
+        ("approving.model", "first"),
+        ("approving.tool.reserve", "first"),
+        ("approving.tool.transfer", "second"),
+        ("approving.model", "second"),
+    ]
