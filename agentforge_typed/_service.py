@@ -201,7 +201,11 @@ class _Run:
         self.round_trips = 0
         self.returned_immediately = False
         self.asynchronous = asynchronous
+        self.resumable = False
         self.resume(None, None)
+        self.resumable = True
+        """Whether the decision-free state `__init__` found stands (a run without decisions
+        need not look at its history twice)."""
 
     def select(self, tools: ToolSelection | None) -> None:
         """Narrow what the run offers to `tools` (names, groups or a `ToolSearch`), before the
@@ -214,6 +218,8 @@ class _Run:
     ) -> None:
         """Take the caller's decisions on the calls the history ends with (before the loop);
         raises `ValueError` for a decision on a call that is not pending."""
+        if self.resumable and not approvals and not external_results:
+            return
         self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
         self.resuming = [
             (call, *self.approval.decide(call, self.service._tools.get(call.name)))
@@ -632,6 +638,8 @@ class ToolService(Generic[DepsT]):
     def _async_hooks(self, asynchronous: bool) -> tuple[bool, bool]:
         """Whether `before_tool_call` and `after_tool_call` are async functions; under a blocking
         run (`chat`, `stream`) one that is is a `TypeError`, before any model call."""
+        if self.before_tool_call is None and self.after_tool_call is None:
+            return False, False
         hooks = {"before_tool_call": self.before_tool_call, "after_tool_call": self.after_tool_call}
         found = {name: hook is not None and is_async_callable(hook) for name, hook in hooks.items()}
         for name, is_async in found.items():
