@@ -240,10 +240,15 @@ class _Run:
         self.round_trips = 0
         self.returned_immediately = False
         self.asynchronous = asynchronous
-        self.approval = ApprovalState(
-            options.get("approvals"), options.get("external_results"), asynchronous=asynchronous
-        )
-        # A decision on a call that is not pending is a `ValueError` here, before the loop.
+        self.resume(options.get("approvals"), options.get("external_results"))
+
+    def resume(
+        self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
+    ) -> None:
+        """Take the caller's decisions on the calls the history ends with (before the loop, or
+        when a paused run gets them); raises `ValueError` for a decision on a call that is not
+        pending."""
+        self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
         self.resuming = [
             (call, *self.approval.decide(call, self.service._tools.get(call.name)))
             for call in self.approval.unanswered(self.messages)
