@@ -51,7 +51,7 @@ from ._output import OutputSpec
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse
 from ._results import ToolChatResult, ToolExecution
-from ._service import ToolService, _adrive, _output_spec, _Planned, _Run
+from ._service import RunOptions, ToolService, _adrive, _Planned, _Run
 from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
@@ -339,11 +339,10 @@ class TemporalToolService:
                 non_retryable=True,
             ) from None
         conversation_id = conversation_id or workflow.uuid4().hex
-        spec = _output_spec(output_type)
+        options: RunOptions = {"conversation_id": conversation_id, "tools": tools}
         run = _Run(
-            self.service, messages, parameters, deps, conversation_id, spec, asynchronous=True
+            self.service, None, messages, parameters, deps, output_type, options, asynchronous=True
         )
-        run.select(tools)
         return await _adrive(run, self._request, self._execute)
 
     async def _request(self, request: ChatRequest) -> ChatResponse:
