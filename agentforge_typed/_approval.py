@@ -170,6 +170,8 @@ class ApprovalState:
         """The calls awaiting a decision at the end of `messages`; raises `ValueError` for a
         decision on any other call."""
         self.paused_on, calls = _unanswered(messages)
+        if not self.approvals and not self.external_results:
+            return calls
         ids = {call.id for call in calls}
         # `repr` before sorting: a caller's keys need not even be strings.
         unknown = sorted(map(repr, (self.approvals.keys() | self.external_results.keys()) - ids))

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from typing import Any, Generic, cast, get_args, overload
 
 import pydantic_core
-from typing_extensions import Self, TypeForm, TypeVar
+from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
 from ._approval import Approval, ApprovalState, no_events
 from ._cost import priced
@@ -82,6 +82,7 @@ __all__ = [
     "ArgumentsErrorHandler",
     "BeforeToolCall",
     "ExecutionErrorHandler",
+    "RunOptions",
     "ToolService",
     "UnknownToolHandler",
     "is_tool",
@@ -110,6 +111,34 @@ AfterToolCall = Callable[[ToolExecution], "Awaitable[None] | None"]
 """Sees every execution, after error policies (audit, metrics, logging); it may be an async
 function under `achat`/`astream`."""
 _AsyncAnswer = Awaitable["ToolExecutionResult | str | None"]
+
+
+class RunOptions(TypedDict, total=False):
+    """The options of one run that `chat`, `achat`, `stream` and `astream` take as keywords,
+    besides `deps` and `output_type`. Each may be left out or given as `None` (the default).
+
+    Type a wrapper's keywords with it to forward them unchanged:
+    `def ask(prompt: str, **options: Unpack[RunOptions]) -> str`.
+    """
+
+    tools: ToolSelection | None
+    """Narrow what this run offers: tool names, `"group:NAME"` groups, or a `ToolSearch`;
+    a name or group that is not registered is a `ValueError` before any model call."""
+    conversation_id: str | None
+    """The id tools see as `ToolContext.conversation_id` and traces record; a random one by
+    default."""
+    approvals: Mapping[str, Approval] | None
+    """Decisions on the calls awaiting approval that the history ends with, by tool call id
+    (`True`, `False`, a reason to deny, or `Approved(arguments=...)`); a decision on a call that
+    is not pending is a `ValueError`."""
+    external_results: Mapping[str, Any] | None
+    """Results of the pending external calls the history ends with, by tool call id: a value
+    (converted like a tool's return value) or `ToolFailed("why")`."""
+    usage_limits: UsageLimits | None
+    """Caps for this run, replacing the service's `usage_limits`."""
+
+
+_RUN_OPTIONS = frozenset(RunOptions.__annotations__)
 
 
 def available_tools_handler(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
@@ -166,30 +195,40 @@ class _Run:
     def __init__(
         self,
         service: ToolService[Any],
+        model: object,
         messages: str | Iterable[ChatMessage],
         parameters: ChatRequestParameters | None,
         deps: Any,
-        conversation_id: str | None,
-        output: OutputSpec[Any] | None = None,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None,
+        options: RunOptions,
         *,
         asynchronous: bool = False,
     ) -> None:
+        unknown = next((name for name in options if name not in _RUN_OPTIONS), None)
+        if unknown is not None:
+            # `**options` takes any keyword at run time: a misspelt `usage_limits` must not run
+            # the conversation without its limits.
+            raise TypeError(
+                f"unexpected keyword argument {unknown!r}; a run takes deps, output_type, "
+                + ", ".join(RunOptions.__annotations__)
+            )
         self.service = service
-        self.model: object = None
+        self.model = model
         """The model answering, when known: `result.usage` is priced for it."""
-        self.limits = service.usage_limits
+        limits = options.get("usage_limits")
+        self.limits = service.usage_limits if limits is None else limits
         self.tool_calls = 0
         self.async_before, self.async_after = service._async_hooks(asynchronous)
         self.messages = _conversation(messages)
         if not self.messages:
             raise ValueError("ToolService.chat needs at least one message")
-        self.output = output
+        self.output = output = _output_spec(output_type)
         self.output_value: Any = None
         self.parameters = service._request_parameters(parameters, output)
         service._check_deps(deps)
         self.deps = deps
-        self.conversation_id = conversation_id or os.urandom(16).hex()
-        self.offer = service._offer(None, deps, self.conversation_id, self.messages)
+        self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
+        self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
@@ -201,19 +240,14 @@ class _Run:
         self.round_trips = 0
         self.returned_immediately = False
         self.asynchronous = asynchronous
-        self.resume(None, None)
-
-    def select(self, tools: ToolSelection | None) -> None:
-        """Narrow what the run offers to `tools` (names, groups or a `ToolSearch`), before the
-        loop; `None` keeps the service's choice."""
-        if tools is not None:
-            self.offer = self.service._offer(tools, self.deps, self.conversation_id, self.messages)
+        self.resume(options.get("approvals"), options.get("external_results"))
 
     def resume(
         self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
     ) -> None:
-        """Take the caller's decisions on the calls the history ends with (before the loop);
-        raises `ValueError` for a decision on a call that is not pending."""
+        """Take the caller's decisions on the calls the history ends with (before the loop, or
+        when a paused run gets them); raises `ValueError` for a decision on a call that is not
+        pending."""
         self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
         self.resuming = [
             (call, *self.approval.decide(call, self.service._tools.get(call.name)))
@@ -231,13 +265,6 @@ class _Run:
         return [
             self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
         ]
-
-    def account(self, model: object, usage_limits: UsageLimits | None) -> None:
-        """Take the run's model (its `usage` is priced for it) and its own usage limits, which
-        replace the service's."""
-        self.model = model
-        if usage_limits is not None:
-            self.limits = usage_limits
 
     def next_request(self) -> ChatRequest:
         """The request for the next model call; raises past `max_round_trips`."""
@@ -632,6 +659,8 @@ class ToolService(Generic[DepsT]):
     def _async_hooks(self, asynchronous: bool) -> tuple[bool, bool]:
         """Whether `before_tool_call` and `after_tool_call` are async functions; under a blocking
         run (`chat`, `stream`) one that is is a `TypeError`, before any model call."""
+        if self.before_tool_call is None and self.after_tool_call is None:
+            return False, False
         hooks = {"before_tool_call": self.before_tool_call, "after_tool_call": self.after_tool_call}
         found = {name: hook is not None and is_async_callable(hook) for name, hook in hooks.items()}
         for name, is_async in found.items():
@@ -685,12 +714,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -701,12 +726,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -717,12 +738,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -733,12 +750,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     def chat(
@@ -748,19 +761,24 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
-        it). Calls run one after another; `messages` is not modified."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        run.select(tools)
-        run.resume(approvals, external_results)
-        run.account(model, usage_limits)
+        it). Calls run one after another; `messages` is not modified.
+
+        Args:
+            model: The model to converse with.
+            messages: The conversation so far (a string is one user message).
+            parameters: Request parameters; the registered tools are added to them.
+            deps: What tools receive as `ToolContext.deps` (required when the service has a deps
+                type).
+            output_type: The type of `result.output`, answered through a `final_result` tool (or
+                an `OutputSpec` choosing how).
+            **options: The run's options (`tools`, `conversation_id`, `approvals`,
+                `external_results`, `usage_limits`), documented on `RunOptions`.
+        """
+        run = _Run(self, model, messages, parameters, deps, output_type, options)
         with run:
             while True:
                 planned = run.resumed() or run.on_response(model.chat(run.next_request()))
@@ -778,12 +796,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -794,12 +808,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -810,12 +820,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[OutputT] = ...,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     @overload
@@ -826,12 +832,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: OutputSpec[OutputT],
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[OutputT]: ...
 
     async def achat(
@@ -841,27 +843,12 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> ToolChatResult[Any]:
-        """Async `chat`: independent calls of a round run concurrently (`sequential` tools run
-        alone, in order), and sync tools run in worker threads."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            asynchronous=True,
-        )
-        run.select(tools)
-        run.resume(approvals, external_results)
-        run.account(model, usage_limits)
+        """Async `chat`, with the same arguments: independent calls of a round run concurrently
+        (`sequential` tools run alone, in order), and sync tools run in worker threads."""
+        run = _Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
         return await _adrive(run, model.achat, _aexecute)
 
     @overload
@@ -872,12 +859,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     @overload
@@ -888,12 +871,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> Generator[ToolLoopEvent, None, None]: ...
 
     def stream(
@@ -903,20 +882,13 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> Generator[ToolLoopEvent, None, None]:
-        """`chat`, yielding events as they happen: each round's model stream events (with
-        `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before and a
-        `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
-        run = _Run(self, messages, parameters, deps, conversation_id, _output_spec(output_type))
-        run.select(tools)
-        run.resume(approvals, external_results)
-        run.account(model, usage_limits)
+        """`chat`, with the same arguments, yielding events as they happen: each round's model
+        stream events (with `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before
+        and a `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
+        run = _Run(self, model, messages, parameters, deps, output_type, options)
         with run:
             while True:
                 reader = _RoundReader()
@@ -944,12 +916,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     @overload
@@ -960,12 +928,8 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> AsyncGenerator[ToolLoopEvent, None]: ...
 
     async def astream(
@@ -975,27 +939,12 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
-        tools: ToolSelection | None = None,
-        conversation_id: str | None = None,
-        approvals: Mapping[str, Approval] | None = None,
-        external_results: Mapping[str, Any] | None = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
-        usage_limits: UsageLimits | None = None,
+        **options: Unpack[RunOptions],
     ) -> AsyncGenerator[ToolLoopEvent, None]:
-        """Async `stream`: calls run as under `achat`, and each `ToolResultEvent` is yielded as
-        soon as its call finishes."""
-        run = _Run(
-            self,
-            messages,
-            parameters,
-            deps,
-            conversation_id,
-            _output_spec(output_type),
-            asynchronous=True,
-        )
-        run.select(tools)
-        run.resume(approvals, external_results)
-        run.account(model, usage_limits)
+        """Async `stream`, with the same arguments: calls run as under `achat`, and each
+        `ToolResultEvent` is yielded as soon as its call finishes."""
+        run = _Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
         with run:
             while True:
                 reader = _RoundReader()

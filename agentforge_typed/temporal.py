@@ -54,7 +54,7 @@ from ._output import OutputSpec
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse
 from ._results import ToolChatResult, ToolExecution
-from ._service import ToolService, _adrive, _output_spec, _Planned, _Run
+from ._service import RunOptions, ToolService, _adrive, _Planned, _Run
 from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
@@ -541,15 +541,26 @@ class TemporalToolService:
                 non_retryable=True,
             ) from None
         conversation_id = conversation_id or workflow.uuid4().hex
-        spec = _output_spec(output_type)
-        run = _Run(
-            self.service, messages, parameters, deps, conversation_id, spec, asynchronous=True
-        )
-        run.select(tools)
+        options: RunOptions = {
+            "conversation_id": conversation_id,
+            "tools": tools,
+            "approvals": approvals,
+            "external_results": external_results,
+        }
         try:
-            run.resume(approvals, external_results)
+            run = _Run(
+                self.service,
+                None,
+                messages,
+                parameters,
+                deps,
+                output_type,
+                options,
+                asynchronous=True,
+            )
         except (ValueError, TypeError) as error:
-            # The same decisions fail the same way on every retry of the workflow task.
+            # The same arguments fail the same way on every retry of the workflow task (a
+            # decision on a call the history does not wait on, say).
             raise ApplicationError(
                 str(error), type=type(error).__name__, non_retryable=True
             ) from None

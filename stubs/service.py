@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
-from typing_extensions import assert_type
+from typing_extensions import Unpack, assert_type
 
 from agentforge_typed import (
     AgentForgeError,
@@ -17,6 +17,7 @@ from agentforge_typed import (
     ChatRequestParameters,
     FunctionModel,
     OutputSpec,
+    RunOptions,
     TokenUsage,
     ToolChatResult,
     ToolExecution,
@@ -92,6 +93,22 @@ async def main() -> None:
     service.chat(prompt, model)  # type: ignore[call-overload]
     ToolService(max_round_trips="3")  # type: ignore[arg-type]
 
+    # The run options (`RunOptions`): a misspelt one or a wrong type stays an error.
+    service.chat(model, prompt, conversation="c")  # type: ignore[call-overload]
+    await service.achat(model, prompt, usage_limit=None)  # type: ignore[call-overload]
+    service.stream(model, prompt, tool=["a"])  # type: ignore[call-overload]
+    service.chat(model, prompt, conversation_id=7)  # type: ignore[call-overload]
+    service.astream(model, prompt, usage_limits=5)  # type: ignore[call-overload]
+    assert_type(ask(service, "hi", conversation_id="c", tools=["a"]), str | None)
+    ask(service, "hi", conversation_idd="c")  # type: ignore[call-arg]
+    ask(service, "hi", tools=7)  # type: ignore[arg-type]
+
+
+def ask(service: ToolService[None], prompt: str, **options: Unpack[RunOptions]) -> str | None:
+    """A wrapper forwards the run options typed."""
+    model = FunctionModel(reply)
+    return service.chat(model, prompt, **options).text
+
 
 def failed(error: AgentForgeError) -> None:
     # An error escaping a run carries the run so far.
@@ -134,6 +151,8 @@ async def typed_deps(model: FunctionModel) -> None:
     await typed.achat(model, "hi", deps=None)  # type: ignore[call-overload]
     typed.stream(model, "hi")  # type: ignore[call-arg]
     typed.astream(model, "hi", deps="db")  # type: ignore[arg-type]
+    typed.chat(model, "hi", deps=Db(), conversation="c")  # type: ignore[call-overload]
+    typed.stream(model, "hi", deps=Db(), usage_limits=5)  # type: ignore[arg-type]
     ToolService().chat(model, "hi", deps=Db())  # type: ignore[call-overload]
     wrong: ToolService[Db] = ToolService(deps_type=Other)  # type: ignore[arg-type]
 

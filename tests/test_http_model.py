@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_type_hints
 
 import httpx
 import pytest
@@ -18,6 +18,8 @@ from agentforge_typed import (
     ChatRequestParameters,
     ChatResponse,
     ModelError,
+    OpenAIChatModel,
+    OpenAIResponsesModel,
     ResponseComplete,
     StreamEvent,
     TextDelta,
@@ -26,6 +28,7 @@ from agentforge_typed import (
 from agentforge_typed.providers._base import HttpChatModel, HttpModelOptions, ParameterDefaults
 from agentforge_typed.providers._http import WireBase
 from agentforge_typed.providers._sse import ServerSentEvent
+from agentforge_typed.providers.openai import OpenAIOptions
 
 REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
 
@@ -136,3 +139,29 @@ def test_parameter_defaults_are_the_request_parameters() -> None:
     """The typed keyword list cannot drift from `ChatRequestParameters`."""
     own = {"model", "max_tokens"}
     assert set(ParameterDefaults.__annotations__) == set(ChatRequestParameters.model_fields) - own
+
+
+@pytest.mark.parametrize("cls", [OpenAIChatModel, OpenAIResponsesModel])
+def test_openai_models_take_the_account_options_from_one_list(cls: Any) -> None:
+    """`organization` and `project` are declared once, for both OpenAI APIs, and still reach
+    the headers; a misspelt one is refused, not sent as a request parameter."""
+    assert get_type_hints(cls.__init__)["options"] == Unpack[OpenAIOptions]
+    own = set(OpenAIOptions.__annotations__) - set(HttpModelOptions.__annotations__)
+    assert own == {"organization", "project"}
+    seen: list[httpx.Request] = []
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(400, json={"error": {"message": "bad request", "type": "x"}})
+
+    client = httpx.Client(transport=httpx.MockTransport(refuse))
+    model = cls("m", api_key="sk-1", http_client=client, organization="org-1", project="proj-1")
+    with pytest.raises(ModelError, match="bad request"):
+        model.chat(REQUEST)
+    assert (seen[0].headers["openai-organization"], seen[0].headers["openai-project"]) == (
+        "org-1",
+        "proj-1",
+    )
+    assert "organization" not in json.loads(seen[0].content)
+    with pytest.raises(TypeError, match="organisation"):
+        cls("m", api_key="sk-1", organisation="org-1")

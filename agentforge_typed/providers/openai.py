@@ -10,7 +10,17 @@ from ._base import HttpChatModel, HttpModelOptions
 from ._openai_wire import OpenAIWire
 from ._profiles import ModelProfile, resolve_profile
 
-__all__ = ["OpenAIChatModel"]
+__all__ = ["OpenAIChatModel", "OpenAIOptions"]
+
+
+class OpenAIOptions(HttpModelOptions, total=False):
+    """The keyword options of OpenAI's models (`OpenAIChatModel`, `OpenAIResponsesModel`): the
+    shared `HttpModelOptions` plus the account headers."""
+
+    organization: str | None
+    """Sent as `OpenAI-Organization`."""
+    project: str | None
+    """Sent as `OpenAI-Project`."""
 
 
 class OpenAIChatModel(HttpChatModel):
@@ -23,17 +33,16 @@ class OpenAIChatModel(HttpChatModel):
     Args:
         model: The model name, e.g. `"gpt-4o-mini"`; a request's `parameters.model` overrides it.
         max_tokens: Default `max_tokens` of every request.
-        organization: Sent as `OpenAI-Organization`.
-        project: Sent as `OpenAI-Project`.
         profile: What the model behind the endpoint supports: a `ModelProfile`, a built-in
             profile's name (`"ollama"`, `"deepseek"`, …) or the path of a profile file that
             `agentforge-typed probe --write` made. A request asking for something the profile
             lacks is adapted by a documented rule (recorded in the response's
             `metadata["adaptations"]`) or refused with `UnsupportedFeatureError`, as the
             profile's `policy` says. `None` (the default): everything is sent as asked.
-        **options: The shared `HttpModelOptions` (`api_key=`, `base_url=`, `http_client=`,
-            `max_retries=`, `timeout=`, …) and default `ChatRequestParameters` fields
-            (`temperature=0.2`, `custom={...}`, …); a request's own parameters win.
+        **options: `OpenAIOptions`: `organization=`, `project=` and the shared
+            `HttpModelOptions` (`api_key=`, `base_url=`, `http_client=`, `max_retries=`,
+            `timeout=`, …); and default `ChatRequestParameters` fields (`temperature=0.2`,
+            `custom={...}`, …); a request's own parameters win.
 
     Raises:
         ModelError: no API key for the OpenAI endpoint.
@@ -46,15 +55,13 @@ class OpenAIChatModel(HttpChatModel):
         model: str,
         *,
         max_tokens: int | None = None,
-        organization: str | None = None,
-        project: str | None = None,
         profile: ModelProfile | str | os.PathLike[str] | None = None,
-        **options: Unpack[HttpModelOptions],
+        **options: Unpack[OpenAIOptions],
     ) -> None:
         resolved = resolve_profile(profile)
         wire = OpenAIWire(
-            organization=organization,
-            project=project,
+            organization=options.pop("organization", None),
+            project=options.pop("project", None),
             stream_usage=resolved is None or resolved.stream_usage,
         )
         super().__init__(wire, model, options, profile=resolved, max_tokens=max_tokens)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing_extensions import Unpack
 
-from ._base import HttpChatModel, HttpModelOptions
+from ._base import HttpChatModel
 from ._responses_wire import OpenAIResponsesWire
+from .openai import OpenAIOptions
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -22,12 +23,11 @@ class OpenAIResponsesModel(HttpChatModel):
     Args:
         model: The model name, e.g. `"gpt-5-mini"`; a request's `parameters.model` overrides it.
         max_tokens: Default `max_tokens` of every request (sent as `max_output_tokens`).
-        organization: Sent as `OpenAI-Organization`.
-        project: Sent as `OpenAI-Project`.
-        **options: The shared `HttpModelOptions` (`api_key=`, default `OPENAI_API_KEY`;
-            `base_url=`, default `OPENAI_BASE_URL`, else `https://api.openai.com/v1`;
-            `http_client=`, `max_retries=`, `timeout=`, …) and default `ChatRequestParameters`
-            fields; a request's own parameters win.
+        **options: `OpenAIOptions`: `organization=`, `project=` and the shared
+            `HttpModelOptions` (`api_key=`, default `OPENAI_API_KEY`; `base_url=`, default
+            `OPENAI_BASE_URL`, else `https://api.openai.com/v1`; `http_client=`,
+            `max_retries=`, `timeout=`, …); and default `ChatRequestParameters` fields; a
+            request's own parameters win.
 
     Raises:
         ModelError: no API key for the OpenAI endpoint.
@@ -39,9 +39,9 @@ class OpenAIResponsesModel(HttpChatModel):
         model: str,
         *,
         max_tokens: int | None = None,
-        organization: str | None = None,
-        project: str | None = None,
-        **options: Unpack[HttpModelOptions],
+        **options: Unpack[OpenAIOptions],
     ) -> None:
-        wire = OpenAIResponsesWire(organization=organization, project=project)
+        wire = OpenAIResponsesWire(
+            organization=options.pop("organization", None), project=options.pop("project", None)
+        )
         super().__init__(wire, model, options, max_tokens=max_tokens)
