@@ -10,10 +10,29 @@ from typing import Any
 import httpx
 
 from agentforge_typed import ChatModel, ChatRequest, ChatResponse, ResponseComplete, StreamEvent
+from agentforge_typed.providers._base import HttpModelOptions
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "openai"
 API_KEY = "sk-proj-TESTKEY0123456789abcdefXYZ"
+
+
+def mock_options(
+    handler: Callable[[httpx.Request], httpx.Response], sleeps: list[float] | None = None
+) -> HttpModelOptions:
+    """Options giving a provider sync and async clients served by `handler`, with its retry
+    waits recorded into `sleeps` instead of slept."""
+    recorded = [] if sleeps is None else sleeps
+
+    async def asleep(seconds: float) -> None:
+        recorded.append(seconds)
+
+    return {
+        "http_client": httpx.Client(transport=httpx.MockTransport(handler)),
+        "async_http_client": httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+        "sleep": recorded.append,
+        "asleep": asleep,
+    }
 
 
 def fixture_bytes(name: str) -> bytes:

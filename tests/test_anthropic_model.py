@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from anthropic_support import streamed_arguments, with_arguments
+from openai_support import mock_options
 
 from agentforge_typed import (
     AnthropicChatModel,
@@ -77,20 +78,8 @@ def sse_response(chunks: list[bytes]) -> httpx.Response:
 
 
 def make(handler: Handler, sleeps: list[float] | None = None, **kwargs: Any) -> AnthropicChatModel:
-    recorded = [] if sleeps is None else sleeps
-
-    async def asleep(seconds: float) -> None:
-        recorded.append(seconds)
-
     kwargs.setdefault("api_key", KEY)
-    return AnthropicChatModel(
-        "claude-sonnet-4-5",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-        async_http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
-        sleep=recorded.append,
-        asleep=asleep,
-        **kwargs,
-    )
+    return AnthropicChatModel("claude-sonnet-4-5", **mock_options(handler, sleeps), **kwargs)
 
 
 def test_chat_sends_headers_and_default_max_tokens() -> None:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_support import ChunkedStream
+from openai_support import ChunkedStream, mock_options
 from pydantic import BaseModel
 
 from agentforge_typed import (
@@ -99,20 +99,8 @@ def make(
     sleeps: list[float] | None = None,
     **kwargs: Any,
 ) -> GeminiChatModel:
-    recorded = [] if sleeps is None else sleeps
-
-    async def asleep(seconds: float) -> None:
-        recorded.append(seconds)
-
     kwargs.setdefault("api_key", KEY)
-    return GeminiChatModel(
-        "gemini-2.5-flash",
-        http_client=httpx.Client(transport=httpx.MockTransport(handler)),
-        async_http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
-        sleep=recorded.append,
-        asleep=asleep,
-        **kwargs,
-    )
+    return GeminiChatModel("gemini-2.5-flash", **mock_options(handler, sleeps), **kwargs)
 
 
 def test_chat_posts_to_generate_content_with_the_key_in_a_header() -> None:
