@@ -17,6 +17,21 @@ FIXTURES = Path(__file__).parent / "fixtures" / "openai"
 API_KEY = "sk-proj-TESTKEY0123456789abcdefXYZ"
 
 
+class Recorder:
+    """A MockTransport handler answering scripted responses in turn and recording each request."""
+
+    def __init__(self, *responses: httpx.Response) -> None:
+        self.responses = list(responses)
+        self.requests: list[httpx.Request] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.requests.append(request)
+        return self.responses.pop(0)
+
+    def json(self, index: int = -1) -> Any:
+        return json.loads(self.requests[index].content)
+
+
 def mock_options(
     handler: Callable[[httpx.Request], httpx.Response], sleeps: list[float] | None = None
 ) -> HttpModelOptions:

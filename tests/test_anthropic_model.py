@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from anthropic_support import streamed_arguments, with_arguments
-from openai_support import mock_options
+from openai_support import Recorder, mock_options
 
 from agentforge_typed import (
     AnthropicChatModel,
@@ -42,21 +42,6 @@ REQUEST = ChatRequest(messages=[UserMessage(content="Hi")])
 SSE = {"content-type": "text/event-stream"}
 
 Handler = Callable[[httpx.Request], httpx.Response]
-
-
-class Recorder:
-    """A MockTransport handler answering scripted responses in turn and recording each request."""
-
-    def __init__(self, *responses: httpx.Response) -> None:
-        self.responses = list(responses)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.responses.pop(0)
-
-    def json(self, index: int = -1) -> Any:
-        return json.loads(self.requests[index].content)
 
 
 class Chunks(httpx.SyncByteStream, httpx.AsyncByteStream):

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_support import ChunkedStream, mock_options
+from openai_support import ChunkedStream, Recorder, mock_options
 from pydantic import BaseModel
 
 from agentforge_typed import (
@@ -69,21 +69,6 @@ def quota(delay: str = "37s", key: str = "") -> dict[str, Any]:
             "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay}],
         }
     }
-
-
-class Recorder:
-    """A MockTransport handler answering scripted responses in turn and recording each request."""
-
-    def __init__(self, *responses: httpx.Response) -> None:
-        self.responses = list(responses)
-        self.requests: list[httpx.Request] = []
-
-    def __call__(self, request: httpx.Request) -> httpx.Response:
-        self.requests.append(request)
-        return self.responses.pop(0)
-
-    def json(self, index: int = -1) -> Any:
-        return json.loads(self.requests[index].content)
 
 
 def sse_response(chunks: list[bytes]) -> httpx.Response:
