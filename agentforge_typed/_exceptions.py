@@ -52,7 +52,7 @@ class AgentForgeError(Exception):
     message (calls that did not run get an error result saying so), so providers accept it."""
     tool_executions: tuple[ToolExecution, ...] = ()
     """Every call that ran, the failing one included, in the model's order."""
-    usage: TokenUsage = TokenUsage()
+    usage: TokenUsage = TokenUsage.model_construct()
     """Token usage summed over the model calls of the run."""
 
 

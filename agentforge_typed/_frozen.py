@@ -18,4 +18,4 @@ FrozenSeq = Annotated[Sequence[T], AfterValidator(tuple)]
 class FrozenModel(BaseModel):
     """Base of every contract type: immutable, unknown fields rejected."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)

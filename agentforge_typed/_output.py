@@ -57,7 +57,7 @@ class OutputValidationError(ToolArgumentsError):
 
 
 class _Wrapper(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class OutputSpec(Generic[OutputT]):
