@@ -19,22 +19,27 @@ ResultConverter = Callable[[Any], str]
 
 
 def result_text_converter(return_annotation: Any) -> ResultConverter:
-    """A converter for values of the declared return type, built once per tool.
+    """A converter for values of the declared return type (its serializer built at first use).
 
     `str` is sent as it is, `None` as `"Success"`, anything else as JSON through pydantic
     serialization of the declared type (so a model declared as the return type is dumped as that
     model, by alias, with its serializers). Without a usable annotation, pydantic-core infers
     the JSON from the value.
     """
-    dump_json = _dumper(return_annotation)
+    dump_json: Callable[[Any], bytes] | None = None
 
     def convert(value: Any) -> str:
+        nonlocal dump_json
         if type(value) is str:
             return value
         if value is None:
             return SUCCESS_TEXT
         if isinstance(value, str):  # a `str` subclass such as a `StrEnum` member: its string
             return str.__str__(value)
+        if dump_json is None:
+            # Built at the first result to dump, not at decoration: many tools are never called,
+            # or return only strings, and the adapter is a tenth of a small tool's decoration.
+            dump_json = _dumper(return_annotation)
         return dump_json(value).decode()
 
     return convert

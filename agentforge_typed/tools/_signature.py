@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 import types
 import typing
@@ -38,6 +39,8 @@ __all__ = [
     "type_name",
 ]
 
+_JSON_NATIVE = frozenset({str, int, bool, type(None)})
+
 TOOL_NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """What every provider accepts as a tool (function) name."""
 
@@ -50,6 +53,20 @@ class ToolJsonSchema(GenerateJsonSchema):
     costs tokens on every request; model titles in `$defs` (class names) are kept.
     """
 
+    _method_names: tuple[tuple[Any, str], ...] | None = None
+
+    def build_schema_type_to_method(self) -> dict[Any, Callable[[Any], JsonSchemaValue]]:
+        """pydantic's, with the schema types and method names listed once per process, not per
+        schema (listing them is about a tenth of a small tool's JSON Schema)."""
+        names = ToolJsonSchema._method_names
+        if names is None:
+            names = tuple(
+                (kind, method.__name__)
+                for kind, method in super().build_schema_type_to_method().items()
+            )
+            ToolJsonSchema._method_names = names
+        return {kind: getattr(self, name) for kind, name in names}
+
     def field_title_should_be_set(self, schema: CoreSchema) -> bool:
         """Never: a field's title only repeats its name."""
         return False
@@ -59,6 +76,13 @@ class ToolJsonSchema(GenerateJsonSchema):
         return self.handle_invalid_for_json_schema(
             schema, f"core_schema.IsSubclassSchema ({schema['cls']})"
         )
+
+    def encode_default(self, dft: Any) -> Any:
+        """pydantic's, without building a `TypeAdapter` for the JSON-native defaults (what most
+        parameters default to), which encode as themselves."""
+        if type(dft) in _JSON_NATIVE or (type(dft) is float and math.isfinite(dft)):
+            return dft
+        return super().encode_default(dft)
 
     def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
         """pydantic's, closed (`additionalProperties: false`) where the validator rejects
@@ -172,14 +196,15 @@ def inspect_function(
     config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
     try:
         args_model: type[BaseModel] = create_model(f"{name}_arguments", __config__=config, **fields)
-        _close(args_model)
+        nodes = core_schema_nodes(args_model.__pydantic_core_schema__)
+        _close(args_model, nodes)
         schema = args_model.model_json_schema(schema_generator=ToolJsonSchema)
     except _UNSUPPORTED_TYPE_ERRORS as exc:
         raise TypeError(_unsupported_type_message(label, fields, renames, exc)) from exc
-    if _contains_context(args_model.__pydantic_core_schema__):
+    if _contains_context(nodes):
         # The model would fill it: a forged context. Find the parameter to name.
         for field_name, (annotation, _) in fields.items():
-            if _contains_context(TypeAdapter(annotation).core_schema):
+            if _contains_context(core_schema_nodes(TypeAdapter(annotation).core_schema)):
                 raise TypeError(
                     f"{label}, parameter `{renames.get(field_name, field_name)}`: a `ToolContext` "
                     "is injected only as a parameter of the tool itself, never inside another "
@@ -331,46 +356,58 @@ _TYPE_ALIAS_TYPES: tuple[type, ...] = (
 )
 
 
-def core_schema_nodes(schema: Any) -> Iterator[dict[str, Any]]:
-    """Every node of a pydantic core schema, depth first (definitions included)."""
-    if isinstance(schema, dict):
-        yield schema
-        for value in schema.values():
-            yield from core_schema_nodes(value)
-    elif isinstance(schema, (list, tuple)):
-        for item in schema:
-            yield from core_schema_nodes(item)
+def core_schema_nodes(schema: Any) -> list[dict[str, Any]]:
+    """Every node of a pydantic core schema (definitions included), in no particular order."""
+    nodes: list[dict[str, Any]] = []
+    pending = [schema]
+    # A loop over a stack, not recursion: decoration walks each schema several times, and a
+    # recursive generator costs a frame per node.
+    while pending:
+        item = pending.pop()
+        kind = type(item)
+        if kind is dict:
+            nodes.append(item)
+            pending.extend(item.values())
+        elif kind is list or kind is tuple:
+            pending.extend(item)
+    return nodes
 
 
 _FIELDS_NODES = frozenset({"model-fields", "dataclass-args", "typed-dict"})
 """The core-schema nodes that hold an object's named fields, and its `extra_behavior`."""
 
 
-def _close(args_model: type[BaseModel]) -> None:
+def _close(args_model: type[BaseModel], nodes: list[dict[str, Any]]) -> None:
     """Make `args_model` reject unknown keys at every depth, not only at the top.
 
-    Its core schema is replaced by a copy in which every nested model, dataclass and TypedDict
-    forbids extra keys, whatever its own `extra` setting, except a class that explicitly sets
-    `extra="allow"`; the validator is rebuilt from it. The nested classes are left untouched.
+    `nodes` are those of its core schema. When one of them, a nested model, dataclass or
+    TypedDict, does not forbid extra keys (and its class does not explicitly set
+    `extra="allow"`), the schema is replaced by a copy in which it does, and the validator is
+    rebuilt from it. The nested classes are left untouched.
     """
+    if not any(_needs_closing(node) for node in nodes):
+        return  # pydantic's own validator already refuses unknown keys everywhere
     schema = _copy(args_model.__pydantic_core_schema__)
     for node in core_schema_nodes(schema):
-        kind = node.get("type")
-        if kind not in ("model", "dataclass", "typed-dict"):
-            continue
-        fields = _fields_node(node)
-        if fields is None or fields.get("extra_behavior") == "allow":
-            continue
-        cls = node.get("cls")
-        own = (
-            cls.model_config
-            if isinstance(cls, type) and issubclass(cls, BaseModel)
-            else getattr(cls, "__pydantic_config__", None) or {}
-        )
-        if own.get("extra") != "allow":
-            fields["extra_behavior"] = "forbid"
+        if _needs_closing(node):
+            _fields_node(node)["extra_behavior"] = "forbid"  # type: ignore[index]
     args_model.__pydantic_core_schema__ = schema
     args_model.__pydantic_validator__ = closed_validator(schema)
+
+
+def _needs_closing(node: dict[str, Any]) -> bool:
+    if node.get("type") not in ("model", "dataclass", "typed-dict"):
+        return False
+    fields = _fields_node(node)
+    if fields is None or fields.get("extra_behavior") in ("allow", "forbid"):
+        return False
+    cls = node.get("cls")
+    own = (
+        cls.model_config
+        if isinstance(cls, type) and issubclass(cls, BaseModel)
+        else getattr(cls, "__pydantic_config__", None) or {}
+    )
+    return own.get("extra") not in ("allow", "forbid")  # a class that forbids them already does
 
 
 def closed_validator(schema: Any, config: core_schema.CoreConfig | None = None) -> SchemaValidator:
@@ -435,12 +472,11 @@ def _copy(schema: Any) -> Any:
     return schema
 
 
-def _contains_context(schema: Any) -> bool:
-    """Whether a pydantic core schema validates a `ToolContext` anywhere (the JSON Schema may
-    not show it: `SkipJsonSchema`)."""
+def _contains_context(nodes: list[dict[str, Any]]) -> bool:
+    """Whether the `nodes` of a pydantic core schema validate a `ToolContext` anywhere (the JSON
+    Schema may not show it: `SkipJsonSchema`)."""
     return any(
-        node.get("type") == "dataclass" and _is_context_class(node.get("cls"))
-        for node in core_schema_nodes(schema)
+        node.get("type") == "dataclass" and _is_context_class(node.get("cls")) for node in nodes
     )
 
 
@@ -448,12 +484,19 @@ def _field(
     annotation: Any, parameter: inspect.Parameter, doc: str | None, alias: str | None
 ) -> tuple[Any, Any]:
     """`(annotation, default)` for `create_model`; a `Field` description beats the docstring."""
-    if doc and not _has_description(annotation, parameter.default):
-        annotation = Annotated[annotation, Field(description=doc)]
-    if alias is not None:
-        annotation = Annotated[annotation, Field(alias=alias)]
     default = parameter.default
-    return (annotation, ... if default is inspect.Parameter.empty else default)
+    if default is inspect.Parameter.empty:
+        default = ...
+    extra: dict[str, Any] = {}
+    if doc and not _has_description(annotation, default):
+        extra["description"] = doc
+    if alias is not None:
+        extra["alias"] = alias
+    if not extra:
+        return (annotation, default)
+    if isinstance(default, FieldInfo):
+        return (Annotated[annotation, Field(**extra)], default)
+    return (annotation, Field(default, **extra))
 
 
 def _has_description(annotation: Any, default: Any) -> bool:
