@@ -7,7 +7,6 @@ back. `chat` and `achat` are thin drivers over the same `_Run`, so the rules exi
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import os
 from collections import Counter
@@ -23,7 +22,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import Any, Generic, cast, get_args, overload
+from typing import TYPE_CHECKING, Any, Generic, cast, get_args, overload
 
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
@@ -76,6 +75,9 @@ from .tools._base import (
 from .tools._invoke import is_async_callable
 from .tools._outcomes import describe_exception, reraise_uncontained
 from .tools._signature import deps_accepted, type_name
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "AfterToolCall",
@@ -960,6 +962,8 @@ class ToolService(Generic[DepsT]):
                 for plan in planned:
                     yield ToolCallEvent(plan.call)
                 # Results arrive in completion order and are recorded in the model's order.
+                import asyncio  # loaded by then; not at import, for blocking programs
+
                 settled: dict[int, ToolExecution] = {}
                 for batch in _batches(planned, self.parallel):
                     tasks = [asyncio.ensure_future(_asettle_at(run, plan)) for plan in batch]
@@ -1045,6 +1049,8 @@ async def _adrive(
 async def _settle_batch(
     run: _Run, batch: Sequence[_Planned], execute: _Execute
 ) -> list[ToolExecution]:
+    import asyncio  # loaded by then; not at import, for blocking programs
+
     tasks = [asyncio.ensure_future(_asettle(run, plan, execute)) for plan in batch]
     try:
         return await asyncio.gather(*tasks)
@@ -1059,6 +1065,8 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
     for task in pending:
         task.cancel()
     if pending:
+        import asyncio
+
         await asyncio.wait(pending)
     # Only the first failure propagates; the others are retrieved here, or asyncio logs each
     # one as "Task exception was never retrieved".

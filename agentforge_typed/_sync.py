@@ -6,16 +6,21 @@ functions under `chat`, anything else a blocking API has to await): with no even
 this thread, the awaitable runs under `asyncio.run`; with one running (blocking code called from
 async code), that loop is busy waiting for us, so the awaitable runs to completion on a fresh loop
 in a worker thread, and this thread blocks until it is done. It never raises for a running loop.
+
+`asyncio` is imported only by code that runs a loop: a blocking program never pays for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextvars
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["run_sync", "running_loop", "start_daemon_thread"]
 
@@ -24,8 +29,11 @@ T = TypeVar("T")
 
 def running_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop running in this thread, or `None`."""
+    loaded = sys.modules.get("asyncio")
+    if loaded is None:  # nothing imported asyncio: no loop can be running
+        return None
     try:
-        return asyncio.get_running_loop()
+        return loaded.get_running_loop()  # type: ignore[no-any-return]
     except RuntimeError:
         return None
 
@@ -35,6 +43,8 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
 
     `factory` is called on the loop that runs it, so an awaitable bound to a loop is made there.
     """
+
+    import asyncio
 
     async def main() -> T:
         return await factory()

@@ -31,6 +31,7 @@ def test_every_exported_class_and_function_has_a_docstring() -> None:
 
 def test_import_defers_what_a_program_may_not_use() -> None:
     deferred = [
+        "asyncio",
         "mcp",
         "httpx",
         "jsonschema",
@@ -44,6 +45,24 @@ def test_import_defers_what_a_program_may_not_use() -> None:
         "from agentforge_typed import OpenAIChatModel, HttpTool\n"
         "assert 'httpx' in sys.modules and 'jsonschema' in sys.modules\n"
         "assert 'OpenAIChatModel' in dir(agentforge_typed)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_a_blocking_run_never_loads_asyncio() -> None:
+    code = (
+        "import sys\n"
+        "from agentforge_typed import AiMessage, FunctionModel, ToolCall, ToolService, tool\n"
+        "@tool\n"
+        "def add(a: int, b: int) -> int:\n"
+        "    return a + b\n"
+        "def script(messages, parameters):\n"
+        "    if len(messages) > 1:\n"
+        "        return AiMessage(text=messages[-1].text)\n"
+        "    call = ToolCall(id='c1', name='add', arguments='{\"a\": 2, \"b\": 3}')\n"
+        "    return AiMessage(tool_calls=[call])\n"
+        "assert ToolService([add]).chat(FunctionModel(script), '2 + 3?').text == '5'\n"
+        "assert 'asyncio' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

@@ -12,19 +12,24 @@ cannot be interrupted at all, but when it finishes past its limit its result is 
 call timed out all the same. A timed-out sync handler cannot be killed: its thread is abandoned (a
 daemon thread, so it never blocks interpreter exit). The raised `HandlerTimeoutError` says what
 was abandoned, so that the caller can log it.
+
+The async paths import `asyncio` where they run (it is loaded by then): a blocking program never
+pays for importing it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import functools
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from types import GeneratorType
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._sync import run_sync, start_daemon_thread
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "CANCEL_GRACE",
@@ -149,6 +154,8 @@ async def ainvoke(
     """
     if is_async if is_async is not None else is_async_callable(fn):
         return await _with_timeout(fn(*args, **kwargs), timeout)
+    import asyncio
+
     if timeout is None:
         returned, result = await asyncio.to_thread(_settled_call, fn, args, kwargs)
         if not returned:
@@ -177,6 +184,8 @@ async def _with_timeout(
     if timeout is None:
         return await awaitable
     reported = reported if reported is not None else timeout
+    import asyncio
+
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     task = asyncio.ensure_future(_settled(awaitable, loop))
@@ -227,6 +236,8 @@ async def _settled(
     as raised out of a task it would stop the event loop, and a `GeneratorExit` would close the
     awaiting coroutines (`_with_timeout` re-raises it in the caller, where the tool's containment
     applies)."""
+    import asyncio
+
     try:
         value = await awaitable
     except (KeyboardInterrupt, asyncio.CancelledError):

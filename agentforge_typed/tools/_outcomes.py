@@ -13,9 +13,9 @@ An error's own text (message, `ModelRetry` message, an MCP server's error conten
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -128,7 +128,9 @@ def reraise_uncontained(exc: BaseException) -> None:
     `CancelledError` while the running task is being cancelled (the loop's own cancellation)."""
     if isinstance(exc, KeyboardInterrupt):
         raise exc
-    if isinstance(exc, asyncio.CancelledError):
+    # Without asyncio loaded (a blocking program), `exc` cannot be its `CancelledError`.
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None and isinstance(exc, asyncio.CancelledError):
         try:
             task = asyncio.current_task()
         except RuntimeError:  # no loop here: a tool raised it on its own
