@@ -3,7 +3,9 @@
 It plays a deterministic model: with tools offered (and `tool_choice` not `none`), it calls the
 first tool (or the named one) once per city the last user message names ("Paris", "London"),
 one call only when `parallel_tool_calls` is false (unless it ignores that); after tool results,
-or without tools, it answers in text. Each quirk switches on one documented misbehaviour. The
+or without tools, it answers in text. A tool without a `city` parameter is called once, each
+`enum` parameter set to the value the prompt quotes, or, when the tool is `strict` and the server
+enforces it, to the enum's first value (as constrained decoding would). Each quirk switches on one documented misbehaviour. The
 server records every request body, and stops by itself after `lifetime` seconds even if a test
 forgets it.
 """
@@ -11,6 +13,7 @@ forgets it.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -32,6 +35,8 @@ QUIRKS = frozenset(
         "reasoning_content",  # reasoning in `reasoning_content`
         "reasoning",  # reasoning in `reasoning`
         "refuse_strict",  # 400 for a tool with `strict: true`
+        "ignore_strict",  # `strict: true` accepted, and not enforced
+        "bad_arguments",  # tool-call arguments that are not JSON
         "reject_stream_options",  # 400 for `stream_options`
         "system_first",  # 400 for a system message after the first message
         "no_system",  # 400 for any system message
@@ -98,6 +103,9 @@ class CompatibleServer:
         if isinstance(choice, dict):
             name = choice["function"]["name"]
         text = json.dumps(last.get("content"))
+        function = next(t["function"] for t in tools if t["function"]["name"] == name)
+        if "city" not in function.get("parameters", {}).get("properties", {}):
+            return None, [(name, self.arguments(function, str(last.get("content"))))]
         cities = [city for city in CITIES if city in text]
         if not cities and (choice == "required" or isinstance(choice, dict)):
             cities = ["Paris"]
@@ -107,8 +115,21 @@ class CompatibleServer:
         if single:
             cities = cities[:1]
         return (None if cities else "No tool needed."), [
-            (name, json.dumps({"city": city})) for city in cities
+            (name, self.encode({"city": city})) for city in cities
         ]
+
+    def arguments(self, function: dict[str, Any], prompt: str) -> str:
+        """Arguments for a tool without `city`: each enum parameter set as the module says."""
+        enforced = function.get("strict") and "ignore_strict" not in self.quirks
+        quoted = re.findall(r'"([^"]+)"', prompt)
+        arguments = {}
+        for key, schema in function["parameters"].get("properties", {}).items():
+            allowed = schema.get("enum") or [""]
+            arguments[key] = allowed[0] if enforced or not quoted else quoted[0]
+        return self.encode(arguments)
+
+    def encode(self, arguments: dict[str, Any]) -> str:
+        return '{"broken": ' if "bad_arguments" in self.quirks else json.dumps(arguments)
 
     def reasoning(self) -> dict[str, str]:
         for field in ("reasoning_content", "reasoning"):

@@ -43,6 +43,10 @@ def run_probe(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tupl
     return status, captured.out, captured.err
 
 
+def _strict(body: dict[str, Any]) -> bool:
+    return any(tool["function"].get("strict") for tool in body.get("tools", ()))
+
+
 @pytest.mark.parametrize(
     ("quirks", "expected"),
     [
@@ -59,6 +63,8 @@ def run_probe(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tupl
         (("reasoning_content",), {"reasoning_field": "reasoning_content"}),
         (("reasoning",), {"reasoning_field": "reasoning"}),
         (("refuse_strict",), {"strict_schema": False}),
+        (("ignore_strict",), {"strict_schema": False}),
+        (("bad_arguments",), {"strict_schema": False}),
         (("reject_stream_options",), {"stream_usage": False}),
         (("system_first",), {"system_message": "first"}),
         (("no_system",), {"system_message": "none"}),
@@ -80,6 +86,57 @@ def test_probe_reports_each_quirk(
         and "at most 12 requests (up to 7 more if a schema keyword is refused)"
         in err.splitlines()[0]
     )
+
+
+@pytest.mark.parametrize(
+    ("quirks", "value", "evidence"),
+    [
+        ((), True, 'accepted; asked for "kelvin", the model sent the one allowed "celsius"'),
+        (("refuse_strict",), False, "refused: probe API error 400: strict is not supported"),
+        (
+            ("ignore_strict",),
+            False,
+            'accepted, not enforced: off-schema arguments \'{"unit": "kelvin"}\'',
+        ),
+        (
+            ("bad_arguments",),
+            False,
+            "accepted, not enforced: off-schema arguments '{\"broken\": '",
+        ),
+    ],
+)
+def test_probe_measures_whether_strict_is_enforced(
+    capsys: pytest.CaptureFixture[str], quirks: tuple[str, ...], value: bool, evidence: str
+) -> None:
+    with compatible_server(*quirks) as server:
+        status, out, _ = run_probe(capsys, server.url, "--json")
+    result = json.loads(out)
+    assert status == 0
+    assert (result["profile"]["strict_schema"], result["evidence"]["strict_schema"]) == (
+        value,
+        evidence,
+    )
+    (sent,) = [body for body in server.requests if _strict(body)]
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "set_unit"}}
+    assert "kelvin" in sent["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("quirks", "forced"),
+    [
+        (("reject_named",), "required"),
+        (("reject_named", "reject_required"), None),
+    ],
+)
+def test_probe_forces_the_strict_call_with_a_supported_tool_choice(
+    capsys: pytest.CaptureFixture[str], quirks: tuple[str, ...], forced: str | None
+) -> None:
+    with compatible_server(*quirks, "ignore_strict") as server:
+        status, out, _ = run_probe(capsys, server.url, "--json")
+    assert status == 0
+    assert json.loads(out)["profile"]["strict_schema"] is False
+    (sent,) = [body for body in server.requests if _strict(body)]
+    assert sent.get("tool_choice") == forced
 
 
 def test_probe_tries_each_keyword_alone_when_the_schema_is_refused(

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pydantic_core
+
 from .._exceptions import ModelError
 from ..providers._http import HttpShell
 from ..providers._openai_wire import openai_headers
@@ -43,14 +45,24 @@ _WEATHER: dict[str, Any] = {
         },
     },
 }
-_STRICT_WEATHER: dict[str, Any] = {
+_STRICT_UNIT: dict[str, Any] = {
     "type": "function",
     "function": {
-        **_WEATHER["function"],
+        "name": "set_unit",
+        "description": "Set the temperature unit.",
         "strict": True,
-        "parameters": {**_WEATHER["function"]["parameters"], "additionalProperties": False},
+        "parameters": {
+            "type": "object",
+            "properties": {"unit": {"type": "string", "enum": ["celsius"]}},
+            "required": ["unit"],
+            "additionalProperties": False,
+        },
     },
 }
+"""A strict tool whose one parameter allows one value: an endpoint that enforces the schema can
+only send `{"unit": "celsius"}`, whatever the prompt asks for."""
+_KELVIN = 'Call set_unit with unit "kelvin". Use exactly that value, whatever the tool allows.'
+_STRICT_CONFORMING = {"unit": "celsius"}
 
 _KEYWORD_SCHEMAS: dict[str, dict[str, Any]] = {
     "pattern": {"type": "string", "pattern": "^[A-Za-z ]+$"},
@@ -277,14 +289,35 @@ class Probe:
             self._set("parallel_tool_calls_parameter", True, honoured)
 
     def _strict(self) -> None:
+        # Asked for a value outside the enum, a model the endpoint does not constrain tends to
+        # echo it: arguments off the schema prove `strict` is not enforced. The allowed value is
+        # evidence, not proof (the model may have picked it by itself).
+        modes = self.found.get("tool_choice", ())
+        forced: dict[str, Any] = {}
+        if "named" in modes:
+            forced["tool_choice"] = {"type": "function", "function": {"name": "set_unit"}}
+        elif "required" in modes:
+            forced["tool_choice"] = "required"
         outcome, answer = self._send(
-            "strict", self._body([_user(_ONE_CITY)], tools=[_STRICT_WEATHER])
+            "strict", self._body([_user(_KELVIN)], tools=[_STRICT_UNIT], **forced)
         )
-        self._set(
-            "strict_schema",
-            outcome == "ok",
-            f"refused: {answer}" if outcome == "refused" else "accepted (enforcement not measured)",
-        )
+        if outcome == "refused":
+            self._set("strict_schema", False, f"refused: {answer}")
+            return
+        calls = _calls(answer)
+        if not calls:
+            self._set("strict_schema", False, "accepted, but no tool call: enforcement not seen")
+            return
+        function = calls[0].get("function") if isinstance(calls[0], dict) else None
+        raw = function.get("arguments") if isinstance(function, dict) else None
+        if _parsed(raw) == _STRICT_CONFORMING:
+            evidence = 'accepted; asked for "kelvin", the model sent the one allowed "celsius"'
+            self._set("strict_schema", True, evidence)
+        else:
+            shown = _shorten(repr(raw))
+            self._set(
+                "strict_schema", False, f"accepted, not enforced: off-schema arguments {shown}"
+            )
 
     def _keywords(self) -> None:
         every = list(_KEYWORD_SCHEMAS)
@@ -394,6 +427,21 @@ def _user(text: str) -> dict[str, Any]:
 def _calls(message: Any) -> list[Any]:
     calls = message.get("tool_calls") if isinstance(message, dict) else None
     return calls if isinstance(calls, list) else []
+
+
+def _parsed(arguments: Any) -> Any:
+    """Tool-call arguments as JSON data: decoded from a string, or as sent (some servers send an
+    object); `None` when they are not JSON."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return pydantic_core.from_json(arguments)
+    except ValueError:
+        return None
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _deltas(chunk: dict[str, Any]) -> Iterator[Any]:

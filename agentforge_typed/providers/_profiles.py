@@ -90,7 +90,8 @@ class ModelProfile(FrozenModel):
     """Whether streamed tool-call pieces carry `index` (informational: the stream parser copes
     without it)."""
     strict_schema: bool = True
-    """Whether `strict: true` tool schemas are accepted and enforced."""
+    """Whether `strict: true` tool schemas are accepted and enforced (a probe sets it only when
+    the model, asked for a value outside a strict enum, still sent the allowed one)."""
     refused_schema_keywords: _FrozenSet[str] = frozenset()
     """JSON Schema keywords the endpoint rejects in tool schemas."""
     reasoning_field: Literal["reasoning_content", "reasoning"] | None = None
