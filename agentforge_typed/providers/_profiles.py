@@ -99,7 +99,8 @@ class ModelProfile(FrozenModel):
     stream_usage: bool = True
     """Whether `stream_options: {"include_usage": true}` is accepted (token usage in streams)."""
     max_tools: Annotated[int, Field(ge=0)] | None = 128
-    """The most tools one request may offer; `None`: no known limit."""
+    """The most tools one request may offer; `None`: no known limit (what a probe reports when
+    all the 1024 tools it tries are accepted)."""
     system_message: Literal["any", "first", "none"] = "any"
     """Where system messages may stand: anywhere, only first (many chat templates raise on a
     later one), or nowhere (no system role)."""
