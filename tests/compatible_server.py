@@ -3,7 +3,9 @@
 It plays a deterministic model: with tools offered (and `tool_choice` not `none`), it calls the
 first tool (or the named one) once per city the last user message names ("Paris", "London"),
 one call only when `parallel_tool_calls` is false (unless it ignores that); after tool results,
-or without tools, it answers in text. Each quirk switches on one documented misbehaviour. The
+or without tools, it answers in text. A tool without a `city` parameter is called once, each
+`enum` parameter set to the value the prompt quotes, or, when the tool is `strict` and the server
+enforces it, to the enum's first value (as constrained decoding would). Each quirk switches on one documented misbehaviour. The
 server records every request body, and stops by itself after `lifetime` seconds even if a test
 forgets it.
 """
@@ -11,6 +13,7 @@ forgets it.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -32,23 +35,32 @@ QUIRKS = frozenset(
         "reasoning_content",  # reasoning in `reasoning_content`
         "reasoning",  # reasoning in `reasoning`
         "refuse_strict",  # 400 for a tool with `strict: true`
+        "ignore_strict",  # `strict: true` accepted, and not enforced
+        "bad_arguments",  # tool-call arguments that are not JSON
         "reject_stream_options",  # 400 for `stream_options`
         "system_first",  # 400 for a system message after the first message
         "no_system",  # 400 for any system message
         "no_choices",  # a 200 answer without choices
+        "overflow_413",  # 413 (not 400) for more tools than `max_tools`
+        "overflow_no_choices",  # a 200 answer without choices for more tools than `max_tools`
+        "overflow_not_json",  # a 200 answer that is not JSON for more tools than `max_tools`
     }
 )
 CITIES = ("Paris", "London")
 
 
 class CompatibleServer:
-    """The server's state: its quirks, refused schema keywords, and the requests it received."""
+    """The server's state: its quirks, refused schema keywords, tool limit, and the requests it
+    received."""
 
-    def __init__(self, quirks: set[str], refused_keywords: set[str]) -> None:
+    def __init__(
+        self, quirks: set[str], refused_keywords: set[str], max_tools: int | None = None
+    ) -> None:
         unknown = set(quirks) - QUIRKS
         assert not unknown, unknown
         self.quirks = quirks
         self.refused_keywords = refused_keywords
+        self.max_tools = max_tools
         self.requests: list[dict[str, Any]] = []
         self.url = ""
 
@@ -67,6 +79,11 @@ class CompatibleServer:
             return "System message must be at the beginning."
         if tools and "no_tools" in q:
             return "tools are not supported by this model"
+        if self.overflow(body) and not q & {"overflow_no_choices", "overflow_not_json"}:
+            return (
+                "Invalid 'tools': array too long. Expected an array with maximum length "
+                f"{self.max_tools}, but got an array with length {len(tools)} instead."
+            )
         if choice == "required" and "reject_required" in q:
             return "tool_choice 'required' is not supported"
         if choice == "none" and "reject_none" in q:
@@ -86,6 +103,10 @@ class CompatibleServer:
                 return f"Unknown name {sorted(found)[0]!r} in function parameters"
         return None
 
+    def overflow(self, body: dict[str, Any]) -> bool:
+        """Whether `body` offers more tools than this server takes."""
+        return self.max_tools is not None and len(body.get("tools") or ()) > self.max_tools
+
     def answer(self, body: dict[str, Any]) -> tuple[str | None, list[tuple[str, str]]]:
         """The text and the tool calls (name, arguments) of the answer."""
         tools = body.get("tools") or []
@@ -98,6 +119,9 @@ class CompatibleServer:
         if isinstance(choice, dict):
             name = choice["function"]["name"]
         text = json.dumps(last.get("content"))
+        function = next(t["function"] for t in tools if t["function"]["name"] == name)
+        if "city" not in function.get("parameters", {}).get("properties", {}):
+            return None, [(name, self.arguments(function, str(last.get("content"))))]
         cities = [city for city in CITIES if city in text]
         if not cities and (choice == "required" or isinstance(choice, dict)):
             cities = ["Paris"]
@@ -107,8 +131,21 @@ class CompatibleServer:
         if single:
             cities = cities[:1]
         return (None if cities else "No tool needed."), [
-            (name, json.dumps({"city": city})) for city in cities
+            (name, self.encode({"city": city})) for city in cities
         ]
+
+    def arguments(self, function: dict[str, Any], prompt: str) -> str:
+        """Arguments for a tool without `city`: each enum parameter set as the module says."""
+        enforced = function.get("strict") and "ignore_strict" not in self.quirks
+        quoted = re.findall(r'"([^"]+)"', prompt)
+        arguments = {}
+        for key, schema in function["parameters"].get("properties", {}).items():
+            allowed = schema.get("enum") or [""]
+            arguments[key] = allowed[0] if enforced or not quoted else quoted[0]
+        return self.encode(arguments)
+
+    def encode(self, arguments: dict[str, Any]) -> str:
+        return '{"broken": ' if "bad_arguments" in self.quirks else json.dumps(arguments)
 
     def reasoning(self) -> dict[str, str]:
         for field in ("reasoning_content", "reasoning"):
@@ -194,11 +231,15 @@ def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
             if self.path != "/v1/chat/completions":
                 return self.send_json(404, {"error": {"message": "not found"}})
             refusal = state.refusal(body)
+            overflow = state.overflow(body)
             if refusal is not None:
                 error = {"message": refusal, "type": "invalid_request_error"}
-                return self.send_json(400, {"error": error})
-            if "no_choices" in state.quirks:
+                status = 413 if overflow and "overflow_413" in state.quirks else 400
+                return self.send_json(status, {"error": error})
+            if "no_choices" in state.quirks or (overflow and "overflow_no_choices" in state.quirks):
                 return self.send_json(200, {"object": "chat.completion", "choices": []})
+            if overflow and "overflow_not_json" in state.quirks:
+                return self.send_json(200, "<html>Bad Gateway</html>", raw=True)
             if not body.get("stream"):
                 return self.send_json(200, state.completion(body))
             self.send_response(200)
@@ -210,8 +251,8 @@ def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(b"data: [DONE]\n\n")
             self.close_connection = True
 
-        def send_json(self, status: int, payload: Any) -> None:
-            data = json.dumps(payload).encode()
+        def send_json(self, status: int, payload: Any, raw: bool = False) -> None:
+            data = (payload if raw else json.dumps(payload)).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(data)))
@@ -223,10 +264,14 @@ def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def compatible_server(
-    *quirks: str, refused_keywords: set[str] | None = None, lifetime: float = 60.0
+    *quirks: str,
+    refused_keywords: set[str] | None = None,
+    max_tools: int | None = None,
+    lifetime: float = 60.0,
 ) -> Iterator[CompatibleServer]:
-    """Serve on 127.0.0.1 (a free port) until the block ends or `lifetime` seconds pass."""
-    state = CompatibleServer(set(quirks), refused_keywords or set())
+    """Serve on 127.0.0.1 (a free port) until the block ends or `lifetime` seconds pass; more
+    tools than `max_tools` in one request are refused with a 400 (or a quirk's answer)."""
+    state = CompatibleServer(set(quirks), refused_keywords or set(), max_tools)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     server.timeout = 0.1

@@ -14,12 +14,14 @@ from agentforge_typed import (
     ChatRequest,
     ChatRequestParameters,
     ModelError,
+    ModelProfile,
     ResponseComplete,
     ToolChoice,
     ToolSpecification,
     UserMessage,
 )
 from agentforge_typed.cli import main
+from agentforge_typed.cli._probe import MAX_TOOLS_REQUESTS, max_requests
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 DEFAULTS: dict[str, Any] = {
@@ -34,13 +36,22 @@ DEFAULTS: dict[str, Any] = {
     "reasoning_field": None,
     "stream_usage": True,
     "system_message": "any",
+    "max_tools": None,
 }
+PLAN = (
+    "at most 30 requests: 12, up to 7 more if a schema keyword is refused, up to 11 more "
+    "measuring max_tools (1024 tiny tools first); max_tokens=200 or less each"
+)
 
 
 def run_probe(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tuple[int, str, str]:
     status = main(["probe", "--model", "openai:local-model", "--base-url", url, *extra])
     captured = capsys.readouterr()
     return status, captured.out, captured.err
+
+
+def _strict(body: dict[str, Any]) -> bool:
+    return any(tool["function"].get("strict") for tool in body.get("tools", ()))
 
 
 @pytest.mark.parametrize(
@@ -59,6 +70,8 @@ def run_probe(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tupl
         (("reasoning_content",), {"reasoning_field": "reasoning_content"}),
         (("reasoning",), {"reasoning_field": "reasoning"}),
         (("refuse_strict",), {"strict_schema": False}),
+        (("ignore_strict",), {"strict_schema": False}),
+        (("bad_arguments",), {"strict_schema": False}),
         (("reject_stream_options",), {"stream_usage": False}),
         (("system_first",), {"system_message": "first"}),
         (("no_system",), {"system_message": "none"}),
@@ -74,12 +87,59 @@ def test_probe_reports_each_quirk(
     measured = {key: result["profile"][key] for key in DEFAULTS}
     assert measured == {**DEFAULTS, **expected}
     # Without a system role, the probe of a later system message is skipped.
-    assert result["requests"] == len(server.requests) == (11 if "no_system" in quirks else 12)
-    assert (
-        err.startswith("probing local-model at http://127.0.0.1:")
-        and "at most 12 requests (up to 7 more if a schema keyword is refused)"
-        in err.splitlines()[0]
+    assert result["requests"] == len(server.requests) == (12 if "no_system" in quirks else 13)
+    assert err.splitlines()[0] == f"probing local-model at {server.url}: {PLAN}"
+
+
+@pytest.mark.parametrize(
+    ("quirks", "value", "evidence"),
+    [
+        ((), True, 'accepted; asked for "kelvin", the model sent the one allowed "celsius"'),
+        (("refuse_strict",), False, "refused: probe API error 400: strict is not supported"),
+        (
+            ("ignore_strict",),
+            False,
+            'accepted, not enforced: off-schema arguments \'{"unit": "kelvin"}\'',
+        ),
+        (
+            ("bad_arguments",),
+            False,
+            "accepted, not enforced: off-schema arguments '{\"broken\": '",
+        ),
+    ],
+)
+def test_probe_measures_whether_strict_is_enforced(
+    capsys: pytest.CaptureFixture[str], quirks: tuple[str, ...], value: bool, evidence: str
+) -> None:
+    with compatible_server(*quirks) as server:
+        status, out, _ = run_probe(capsys, server.url, "--json")
+    result = json.loads(out)
+    assert status == 0
+    assert (result["profile"]["strict_schema"], result["evidence"]["strict_schema"]) == (
+        value,
+        evidence,
     )
+    (sent,) = [body for body in server.requests if _strict(body)]
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "set_unit"}}
+    assert "kelvin" in sent["messages"][-1]["content"]
+
+
+@pytest.mark.parametrize(
+    ("quirks", "forced"),
+    [
+        (("reject_named",), "required"),
+        (("reject_named", "reject_required"), None),
+    ],
+)
+def test_probe_forces_the_strict_call_with_a_supported_tool_choice(
+    capsys: pytest.CaptureFixture[str], quirks: tuple[str, ...], forced: str | None
+) -> None:
+    with compatible_server(*quirks, "ignore_strict") as server:
+        status, out, _ = run_probe(capsys, server.url, "--json")
+    assert status == 0
+    assert json.loads(out)["profile"]["strict_schema"] is False
+    (sent,) = [body for body in server.requests if _strict(body)]
+    assert sent.get("tool_choice") == forced
 
 
 def test_probe_tries_each_keyword_alone_when_the_schema_is_refused(
@@ -90,7 +150,7 @@ def test_probe_tries_each_keyword_alone_when_the_schema_is_refused(
     result = json.loads(out)
     assert status == 0
     assert result["profile"]["refused_schema_keywords"] == ["$defs", "$ref", "multipleOf"]
-    assert result["requests"] == len(server.requests) == 12 + 7
+    assert result["requests"] == len(server.requests) == 12 + 7 + 1
 
 
 def test_probe_without_tools_skips_the_tool_probes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -111,7 +171,8 @@ def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0].split() == ["feature", "value", "evidence"]
     assert any(line.split()[:2] == ["stream_tool_deltas", "False"] for line in lines)
     assert "required: refused" in out
-    assert lines[-1] == "12 requests made"
+    assert any(line.split()[:2] == ["max_tools", "None"] for line in lines)
+    assert lines[-1] == "13 requests made"
 
 
 def test_written_profile_makes_the_quirky_server_work(
@@ -181,10 +242,98 @@ def test_probe_of_a_compatible_prefix_keeps_what_it_does_not_measure(
 ) -> None:
     with compatible_server("whole_calls") as server:
         monkeypatch.setenv("OLLAMA_BASE_URL", server.url)
-        status = main(["probe", "--model", "ollama:qwen3", "--json"])
+        status = main(["probe", "--model", "ollama:qwen3", "--json", "--no-max-tools"])
     result = json.loads(capsys.readouterr().out)
     assert status == 0
     assert result["profile"]["name"] == "qwen3"
     assert result["profile"]["max_tools"] is None  # from the built-in ollama profile
+    assert result["evidence"]["max_tools"] == "not measured: from the ollama profile"
     assert result["profile"]["tool_choice"] == ["auto", "named", "none", "required"]
     assert result["profile"]["stream_tool_deltas"] is False
+
+
+def _offered(body: dict[str, Any]) -> int:
+    """How many tools a `max_tools` request offered (0 for the other requests)."""
+    tools = body.get("tools", ())
+    return len(tools) if tools and tools[0]["function"]["name"] == "t0" else 0
+
+
+@pytest.mark.parametrize("limit", [1, 2, 127, 128, 129, 700, 1023])
+def test_probe_measures_max_tools_exactly(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, limit: int
+) -> None:
+    path = tmp_path / "profile.json"
+    with compatible_server(max_tools=limit) as server:
+        status, out, err = run_probe(capsys, server.url, "--json", "--write", str(path))
+    result = json.loads(out)
+    assert status == 0, err
+    assert result["profile"]["max_tools"] == ModelProfile.load(path).max_tools == limit
+    assert result["evidence"]["max_tools"].startswith(
+        f"{limit} tools accepted, {limit + 1} refused: probe API error 400: Invalid 'tools'"
+    )
+    sizes = [_offered(body) for body in server.requests if _offered(body)]
+    assert sizes[0] == 1024 and len(sizes) <= MAX_TOOLS_REQUESTS == 11
+    assert {limit, limit + 1} <= {1, *sizes}
+    assert result["requests"] == len(server.requests) <= max_requests()
+    assert all(
+        body["max_tokens"] == 16 and body["tool_choice"] == "none"
+        for body in server.requests
+        if _offered(body)
+    )
+
+
+def test_probe_reports_no_limit_when_every_tool_is_accepted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "profile.json"
+    with compatible_server() as server:
+        status, out, _ = run_probe(capsys, server.url, "--json", "--write", str(path))
+    result = json.loads(out)
+    assert status == 0
+    assert result["profile"]["max_tools"] is ModelProfile.load(path).max_tools is None
+    assert result["evidence"]["max_tools"] == "1024 tools accepted: no limit up to that"
+    assert [_offered(body) for body in server.requests if _offered(body)] == [1024]
+
+
+@pytest.mark.parametrize(
+    ("quirk", "why"),
+    [
+        ("overflow_413", "probe API error 413: Invalid 'tools'"),
+        ("overflow_no_choices", "an answer without a message"),
+        ("overflow_not_json", "probe returned malformed JSON"),
+    ],
+)
+def test_probe_survives_hostile_answers_to_too_many_tools(
+    capsys: pytest.CaptureFixture[str], quirk: str, why: str
+) -> None:
+    with compatible_server(quirk, max_tools=100) as server:
+        status, out, err = run_probe(capsys, server.url, "--json")
+    assert status == 0, err
+    result = json.loads(out)
+    assert result["profile"]["max_tools"] == 100
+    assert result["evidence"]["max_tools"].startswith(f"100 tools accepted, 101 refused: {why}")
+    assert result["requests"] == len(server.requests) <= max_requests()
+
+
+def test_probe_without_tool_choice_none_measures_max_tools_with_auto(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with compatible_server("reject_none", max_tools=300) as server:
+        status, out, _ = run_probe(capsys, server.url, "--json")
+    assert status == 0
+    assert json.loads(out)["profile"]["max_tools"] == 300
+    assert all("tool_choice" not in body for body in server.requests if _offered(body))
+
+
+def test_no_max_tools_keeps_the_base_value_and_states_fewer_requests(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with compatible_server(max_tools=5) as server:
+        status, out, err = run_probe(capsys, server.url, "--json", "--no-max-tools")
+    result = json.loads(out)
+    assert status == 0
+    assert result["profile"]["max_tools"] == 128  # the openai profile's
+    assert result["evidence"]["max_tools"] == "not measured: from the openai profile"
+    assert not any(map(_offered, server.requests))
+    assert result["requests"] == len(server.requests) == 12 == max_requests(max_tools=False) - 7
+    assert "at most 19 requests: 12, up to 7 more if a schema keyword is refused;" in err

@@ -154,11 +154,12 @@ def _parser() -> argparse.ArgumentParser:
     probe = commands.add_parser(
         "probe",
         help="measure what a model behind an OpenAI-compatible endpoint supports",
-        description="Send a small fixed set of live requests (tiny prompts, max_tokens "
+        description="Send a small bounded set of live requests (tiny prompts, max_tokens "
         "limited) to find what the model supports: tool calling, tool_choice modes, parallel "
-        "calls, strict schemas, schema keywords, streamed tool calls, usage in streams, system "
-        "messages, the reasoning field. Prints a capability table; --write saves it as a "
-        "profile file for get_model(..., profile=PATH) and OpenAIChatModel(..., profile=PATH).",
+        "calls, strict schemas (enforced or not), schema keywords, streamed tool calls, usage in "
+        "streams, system messages, the reasoning field, max tools. Prints a capability table; "
+        "--write saves it as a profile file for get_model(..., profile=PATH) and "
+        "OpenAIChatModel(..., profile=PATH).",
     )
     probe.add_argument(
         "--model",
@@ -170,6 +171,13 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--base-url", metavar="URL", help="the API root (default: the provider's)")
     probe.add_argument("--json", action="store_true", help="print the result as JSON")
     probe.add_argument("--write", metavar="PATH", help="write the measured profile to PATH")
+    probe.add_argument(
+        "--no-max-tools",
+        dest="max_tools",
+        action="store_false",
+        help="do not measure max_tools (up to 11 requests, the first offering 1024 tiny tools); "
+        "keep the provider profile's value",
+    )
     probe.set_defaults(handler=_probe)
     return parser
 
@@ -312,20 +320,21 @@ def _check(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     from ..providers._profiles import PROFILES
     from ..providers._registry import endpoint
-    from ._probe import BASE_REQUESTS, KEYWORD_REQUESTS, probe
+    from ._probe import plan, probe
 
     try:
         found = endpoint(args.model, args.base_url)
     except (ValueError, AgentForgeError) as exc:
         raise _UsageError(str(exc)) from None
     print(
-        f"probing {found.model} at {found.base_url}: at most {BASE_REQUESTS} requests (up to "
-        f"{KEYWORD_REQUESTS} more if a schema keyword is refused), max_tokens=200 each",
+        f"probing {found.model} at {found.base_url}: {plan(max_tools=args.max_tools)}",
         file=sys.stderr,
     )
     base = PROFILES[found.profile or "openai"]
     try:
-        result = probe(found.model, found.base_url, found.api_key, base=base)
+        result = probe(
+            found.model, found.base_url, found.api_key, base=base, max_tools=args.max_tools
+        )
     except AgentForgeError as exc:
         print(f"agentforge-typed: probe failed: {exc}", file=sys.stderr)
         return 1

@@ -90,7 +90,8 @@ class ModelProfile(FrozenModel):
     """Whether streamed tool-call pieces carry `index` (informational: the stream parser copes
     without it)."""
     strict_schema: bool = True
-    """Whether `strict: true` tool schemas are accepted and enforced."""
+    """Whether `strict: true` tool schemas are accepted and enforced (a probe sets it only when
+    the model, asked for a value outside a strict enum, still sent the allowed one)."""
     refused_schema_keywords: _FrozenSet[str] = frozenset()
     """JSON Schema keywords the endpoint rejects in tool schemas."""
     reasoning_field: Literal["reasoning_content", "reasoning"] | None = None
@@ -98,7 +99,8 @@ class ModelProfile(FrozenModel):
     stream_usage: bool = True
     """Whether `stream_options: {"include_usage": true}` is accepted (token usage in streams)."""
     max_tools: Annotated[int, Field(ge=0)] | None = 128
-    """The most tools one request may offer; `None`: no known limit."""
+    """The most tools one request may offer; `None`: no known limit (what a probe reports when
+    all the 1024 tools it tries are accepted)."""
     system_message: Literal["any", "first", "none"] = "any"
     """Where system messages may stand: anywhere, only first (many chat templates raise on a
     later one), or nowhere (no system role)."""
@@ -153,55 +155,69 @@ _LOCAL = {"max_tools": None}
 
 PROFILES: dict[str, ModelProfile] = {
     "openai": ModelProfile(name="openai"),
-    # https://api-docs.deepseek.com/api/create-chat-completion: tools "a max of 128 functions",
-    # tool_choice none/auto/required/named, no `parallel_tool_calls` field; strict mode only on
-    # the /beta base URL (https://api-docs.deepseek.com/guides/function_calling); reasoning in
-    # `reasoning_content` (https://api-docs.deepseek.com/guides/reasoning_model).
+    # Checked: https://api-docs.deepseek.com/guides/function_calling: `strict` mode is a beta that
+    # needs the /beta base URL (the default URL gets plain schemas). Not found in the stored
+    # docs, kept from general knowledge: at most 128 functions, no `parallel_tool_calls` field,
+    # reasoning in `reasoning_content`.
     "deepseek": _profile(
         "deepseek",
         parallel_tool_calls_parameter=False,
         reasoning_field="reasoning_content",
     ),
-    # https://help.aliyun.com/zh/model-studio/qwen-function-calling: tool_choice auto, none and
-    # a named function ("required" is not offered); qwen3/QwQ reasoning in `reasoning_content`;
-    # Qwen's chat templates raise "System message must be at the beginning."
+    # Checked: https://www.alibabacloud.com/help/en/model-studio/qwen-function-calling (stored
+    # copy updated 2026-06-18): OpenAI-compatible tools on the compatible-mode URL; the stored
+    # excerpts do not show the tool_choice modes, so "no required" is general knowledge, as are
+    # `reasoning_content` and Qwen's templates raising "System message must be at the beginning."
     "dashscope": _profile(
         "dashscope",
         tool_choice={"auto", "none", "named"},
         reasoning_field="reasoning_content",
         system_message="first",
     ),
-    # https://platform.moonshot.ai/docs/api/tool-use: "tool_choice ... required is not supported
-    # for now"; at most 128 tools; kimi thinking models send `reasoning_content`.
+    # Checked: https://platform.kimi.ai/docs/api/tool-use: each function takes `strict` (on by
+    # default, a JSON Schema subset), at most 128 functions. Forced tool_choice (`required` or
+    # named) is refused with a 400 while thinking is on: seen in third-party reports
+    # (AstrBotDevs/AstrBot#7825, harn-vm's moonshot capability notes), not in the docs;
+    # `reasoning_content` from general knowledge.
     "moonshot": _profile(
         "moonshot",
         tool_choice={"auto", "none"},
         parallel_tool_calls_parameter=False,
+        strict_schema=True,
         reasoning_field="reasoning_content",
     ),
-    # https://platform.minimax.io/docs/api-reference/text-openai-api: tools with tool_choice
-    # auto/none only; no parallel_tool_calls or strict fields documented.
+    # Checked: https://platform.minimax.io/docs/guides/text-m2-function-call: only `tools` is
+    # documented (no tool_choice, parallel_tool_calls or strict); M2 thinks in `<think>` tags
+    # inside `content`, so no reasoning field. auto/none is general knowledge.
     "minimax": _profile(
         "minimax",
         tool_choice={"auto", "none"},
         parallel_tool_calls_parameter=False,
     ),
-    # https://console.groq.com/docs/tool-use and /docs/openai: tool_choice and
-    # parallel_tool_calls supported, at most 128 tools, `strict` not enforced on tools;
-    # reasoning models send `reasoning` (reasoning_format "parsed").
+    # Checked: https://console.groq.com/docs/tool-use (parallel tool use supported) and
+    # https://console.groq.com/llms-full.txt (reasoning in a `reasoning` field, the default for
+    # gpt-oss). Not found: the tool limit and `strict` enforcement, kept from general knowledge.
     "groq": _profile("groq", reasoning_field="reasoning"),
-    # https://docs.together.ai/docs/function-calling: auto/required/named/none; no strict mode.
+    # Checked: https://docs.together.ai/docs/inference/function-calling/single-call: tool_choice
+    # auto/none/required and a named function; streamed calls arrive as `delta.tool_calls`
+    # pieces; parallel calls: https://docs.together.ai/docs/inference/function-calling/parallel.
+    # No strict mode documented; `reasoning` from general knowledge.
     "together": _profile("together", reasoning_field="reasoning"),
-    # https://docs.mistral.ai/capabilities/function_calling/: tool_choice auto/none/any/required
-    # and named, parallel_tool_calls accepted; no strict tool schemas (reasoning arrives as
-    # `thinking` content parts, which the wire reads).
+    # Checked: Mistral's OpenAPI spec as published in the mistral-openapi-client crate
+    # (https://docs.rs/mistral-openapi-client/0.1.0/src/mistral_openapi_client/models/tool_choice.rs.html):
+    # tool_choice none/auto/any/required and a named function. `strict` enforcement not found,
+    # kept off (reasoning arrives as `thinking` content parts, which the wire reads).
     "mistral": _profile("mistral"),
-    # https://openrouter.ai/docs/features/tool-calling: passes tool_choice/parallel_tool_calls to
-    # the routed provider; reasoning as `reasoning` (https://openrouter.ai/docs/use-cases/reasoning-tokens).
+    # Checked: OpenRouter's tool-calling guide, found only as a mirror
+    # (https://openrouter.helicone.ai/docs/guides/features/tool-calling): one tool interface
+    # across routed providers, which decide what they honour. Reasoning as `reasoning`
+    # (https://openrouter.ai/docs/use-cases/reasoning-tokens, the page its own SDK cites).
     "openrouter": _profile("openrouter", reasoning_field="reasoning"),
-    # https://github.com/ollama/ollama/blob/main/docs/openai.md: `tool_choice` and
-    # `parallel_tool_calls` are not among the supported fields; tool calls are sent whole in
-    # one chunk, not as argument deltas (ollama/ollama#7886); reasoning as `reasoning`.
+    # Checked: https://docs.ollama.com/api/openai-compatibility lists `tool_choice` among the
+    # accepted fields (not `parallel_tool_calls`), but it is still ignored: forced calls come
+    # back as text and "none" still calls tools (ollama/ollama#17921, 2026-08-21; #8421); tool
+    # calls stream whole, one chunk each (ollama/ollama#11633, #13581). `reasoning` is general
+    # knowledge.
     "ollama": _profile(
         "ollama",
         tool_choice={"auto"},
@@ -210,35 +226,40 @@ PROFILES: dict[str, ModelProfile] = {
         reasoning_field="reasoning",
         **_LOCAL,
     ),
-    # https://docs.vllm.ai/en/latest/features/tool_calling.html: auto/required/named/none
-    # (required since 0.8.3); `parallel_tool_calls` is ignored by most tool parsers; `strict` is
-    # ignored; reasoning parsers fill `reasoning_content` (`reasoning` in newer releases); Qwen
-    # and Llama chat templates refuse a system message after the first.
+    # Checked: https://docs.vllm.ai/en/latest/features/tool_calling/: named, auto, required
+    # (vllm>=0.8.3) and none. `parallel_tool_calls: false` is honoured since
+    # vllm-project/vllm#26233 (older releases ignored it, #9451). From general knowledge:
+    # `strict` is ignored; reasoning parsers fill `reasoning_content`; Qwen and Llama chat
+    # templates refuse a system message after the first.
     "vllm": _profile(
         "vllm",
-        parallel_tool_calls_parameter=False,
         reasoning_field="reasoning_content",
         system_message="first",
         **_LOCAL,
     ),
-    # https://github.com/ggml-org/llama.cpp/blob/master/docs/function-calling.md: tool calls need
-    # --jinja; tool_choice auto/required/none (no named choice); `parallel_tool_calls` accepted;
-    # reasoning in `reasoning_content` (--reasoning-format deepseek); templates as for vLLM.
+    # Checked: https://github.com/ggml-org/llama.cpp/blob/master/docs/function-calling.md: tool
+    # calls go through the Jinja templates; parallel calls are off unless the request sets
+    # `parallel_tool_calls: true`; streamed calls are deltas keyed by `index`. From general
+    # knowledge: no named tool_choice, `reasoning_content` (--reasoning-format deepseek),
+    # templates as for vLLM.
     "llamacpp": _profile(
         "llamacpp",
         tool_choice={"auto", "required", "none"},
+        parallel_tool_calls=False,
         reasoning_field="reasoning_content",
         system_message="first",
         **_LOCAL,
     ),
-    # https://docs.litellm.ai/docs/completion/function_call: the proxy forwards tool fields to
-    # the backend and normalises reasoning to `reasoning_content`
-    # (https://docs.litellm.ai/docs/reasoning_content); limits are the backend's.
+    # Checked: https://docs.litellm.ai/docs/completion/function_call (tool fields forwarded,
+    # parallel support per backend) and the "Reasoning Content" guide listed on
+    # https://docs.litellm.ai/docs/guides/core_request_response_patterns (`reasoning_content`
+    # across providers); limits are the backend's.
     "litellm": _profile(
         "litellm", strict_schema=True, reasoning_field="reasoning_content", **_LOCAL
     ),
-    # https://lmstudio.ai/docs/app/api/tools: tool_choice auto/none/required; no
-    # parallel_tool_calls; reasoning in `reasoning_content` when separated (app setting).
+    # Checked: https://lmstudio.ai/docs/advanced/tool-use: tools through /v1/chat/completions in
+    # OpenAI's format. Not found there, kept from general knowledge: tool_choice
+    # auto/none/required, no `parallel_tool_calls`, `reasoning_content` when separated.
     "lmstudio": _profile(
         "lmstudio",
         tool_choice={"auto", "required", "none"},
@@ -246,10 +267,11 @@ PROFILES: dict[str, ModelProfile] = {
         reasoning_field="reasoning_content",
         **_LOCAL,
     ),
-    # https://ai.google.dev/gemini-api/docs/openai: tool_choice supported, no
-    # parallel_tool_calls; streamed tool calls arrive whole and without `index`; function
-    # parameters are an OpenAPI subset (https://ai.google.dev/api/caching#Schema) that rejects
-    # these keywords.
+    # Checked: https://ai.google.dev/gemini-api/docs/openai (the endpoint and base URL). Streamed
+    # tool calls without `index`, a forum report:
+    # https://discuss.ai.google.dev/t/gemini-openai-compatibility-issue-with-tool-call-streaming/59886
+    # From general knowledge: no `parallel_tool_calls`, whole calls in streams, and the OpenAPI
+    # schema subset (https://ai.google.dev/api/caching#Schema) that rejects these keywords.
     "gemini-openai": _profile(
         "gemini-openai",
         parallel_tool_calls_parameter=False,
