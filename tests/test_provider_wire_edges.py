@@ -315,10 +315,20 @@ async def test_the_last_event_needs_no_final_blank_line(provider: str, mode: str
 
 @pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
 @pytest.mark.parametrize("mode", ["stream", "astream"])
+async def test_the_last_data_line_needs_no_line_break(provider: str, mode: str) -> None:
+    # OpenAI's ends on `data: [DONE]`, the others on a JSON object: both are whole as they are.
+    whole = _stream_bytes(provider, Answer())
+    blank = b"\r\n" if provider == "gemini" else b"\n"
+    response = await call(_stream_of(provider, whole.removesuffix(blank * 2)), REQUEST, mode)
+    assert json.loads(response.ai_message.tool_calls[0].arguments) == json.loads(ARGUMENTS)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "gemini"])
+@pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_a_stream_cut_inside_a_data_line_is_a_model_error(provider: str, mode: str) -> None:
     whole = _stream_bytes(provider, Answer())
     with pytest.raises(ModelError, match="stream ended inside a line"):
-        await call(_stream_of(provider, whole[:-4]), REQUEST, mode)
+        await call(_stream_of(provider, whole.rstrip(b"\r\n")[:-2]), REQUEST, mode)
 
 
 # -- Anthropic tool-call arguments -------------------------------------------------------------

@@ -209,7 +209,28 @@ def test_end_after_a_blank_line_or_a_comment_gives_nothing() -> None:
     assert decoder.end() == []
 
 
-@pytest.mark.parametrize("cut", [b'data: {"a": ', b"data: x\n\ndata", "data: 杭".encode()[:-1]])
+@pytest.mark.parametrize(
+    ("tail", "data"),
+    [(b"data: [DONE]", "[DONE]"), (b'data:{"a": [1, "\xc3\xa9"]}', '{"a": [1, "é"]}')],
+)
+def test_end_reads_a_whole_last_data_line_without_its_line_break(tail: bytes, data: str) -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: first\n\nevent: final\n" + tail) == [ServerSentEvent(data="first")]
+    assert decoder.end() == [ServerSentEvent("final", data)]
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        b'data: {"a": ',
+        b"data: x\n\ndata",
+        "data: 杭".encode()[:-1],
+        b"data: [DON",
+        b"data: 12",  # a cut "123" parses: only a whole object is taken as whole
+        b'data: {"a": 1}\n\nevent: message_sto',
+        b'data: {"a": 1}\n\nid: 7',
+    ],
+)
 def test_end_inside_a_line_is_a_model_error(cut: bytes) -> None:
     decoder = SSEDecoder(source="Acme")
     decoder.feed(cut)

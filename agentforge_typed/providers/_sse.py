@@ -7,8 +7,10 @@ multi-byte UTF-8 character may be split anywhere — and returns the events each
 join with `\\n`; `id` persists across events; a block without `data` dispatches nothing.
 
 At the end of the input (`SSEDecoder.end()`), an event whose lines are all complete is dispatched
-even without the final blank line (real servers end that way, and the official SDKs accept it);
-a stream that stops inside a line was cut off, and that is a `ModelError`.
+even without the final blank line (real servers end that way, and the official SDKs accept it).
+So is a last `data:` line without its line break when its value is whole — a JSON document, or
+OpenAI's `[DONE]` — as the SDKs read it too. Any other stream that stops inside a line was cut
+off, and that is a `ModelError`.
 
 Work is linear in the stream's size however it is chunked: each chunk is scanned once, and the
 pieces of an unfinished line are joined once, when it ends. A line, or the data of one event,
@@ -142,15 +144,23 @@ class SSEDecoder:
 
     def end(self) -> list[ServerSentEvent]:
         """The event the input ended on, when all its lines are complete but the final blank line
-        is missing.
+        is missing (or its last line is a `data:` line whose value is whole, see the module).
 
         Raises:
             ModelError: the input stopped inside a line (it was cut off).
         """
-        tail = self._utf8.decode(b"", final=True)
-        if self._partial or tail:
-            raise ModelError(f"{self._source} stream ended inside a line: it was cut off")
+        if self._utf8.decode(b"", final=True):  # a character cut in two
+            raise self._cut_off()
+        if self._partial:
+            line = "".join(self._partial)
+            self._partial.clear()
+            if not _whole_data_line(line):
+                raise self._cut_off()
+            self._field(line)
         return [self._dispatch()] if self._data else []
+
+    def _cut_off(self) -> ModelError:
+        return ModelError(f"{self._source} stream ended inside a line: it was cut off")
 
     def _too_long(self, what: str) -> ModelError:
         return ModelError(
@@ -187,6 +197,24 @@ class SSEDecoder:
         self._event = ""
         self._retry = None
         return event
+
+
+def _whole_data_line(line: str) -> bool:
+    """Whether an unterminated last line is a `data:` line that cannot have been cut: its value is
+    `[DONE]` or a whole JSON object (a cut one does not parse; every payload here is one)."""
+    name, _, value = line.partition(":")
+    if name != "data":
+        return False
+    value = value.removeprefix(" ")
+    if value == "[DONE]":
+        return True
+    if not value.startswith("{"):
+        return False
+    try:
+        pydantic_core.from_json(value)
+    except ValueError:
+        return False
+    return True
 
 
 def iter_sse(
