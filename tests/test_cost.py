@@ -30,6 +30,10 @@ from agentforge_typed.cli._run import LiveDisplay
 # gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output tokens.
 TWO_ROUNDS = Decimal("0.00015") * 2 + Decimal("0.00006") * 2
 
+needs_prices = pytest.mark.skipif(
+    not prices_available(), reason="genai-prices is not installed (it needs Python 3.11+)"
+)
+
 
 @tool
 def lookup(city: str) -> str:
@@ -104,6 +108,7 @@ def _openai(handler: Any, **options: Any) -> OpenAIChatModel:
     )
 
 
+@needs_prices
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_known_model_at_its_vendor_is_priced(driver: str) -> None:
     result = drive(driver, ToolService([lookup]), _openai(_openai_server()), "Weather in Oslo?")
@@ -114,6 +119,7 @@ def test_a_known_model_at_its_vendor_is_priced(driver: str) -> None:
     assert final is not None and final.cost is None
 
 
+@needs_prices
 def test_a_failed_run_carries_the_cost_so_far() -> None:
     model = _openai(_openai_server())
     limits = UsageLimits(request_limit=1)
@@ -122,6 +128,7 @@ def test_a_failed_run_carries_the_cost_so_far() -> None:
     assert caught.value.usage.cost == TWO_ROUNDS / 2
 
 
+@needs_prices
 def test_anthropic_is_priced() -> None:
     body = {
         "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
@@ -178,6 +185,7 @@ def test_adding_usages_keeps_a_cost_only_while_every_part_is_known() -> None:
     assert TokenUsage.model_validate_json(priced.model_dump_json()) == priced
 
 
+@needs_prices
 def test_the_cli_summary_shows_the_cost() -> None:
     out = io.StringIO()
     model = _openai(_openai_server())
