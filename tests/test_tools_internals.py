@@ -187,6 +187,23 @@ def test_validate_arguments_returns_the_model_with_its_fields() -> None:
     assert move._validate_fields == move._validator.validate_json
 
 
+def test_args_model_is_built_at_first_use_once_for_every_bound_copy() -> None:
+    class Shelf:
+        @tool
+        def take(self, _slot: int, json: str = "j", /, *, count: int = 1) -> str:
+            return f"{_slot}{json}{count}"
+
+    unbound = Shelf.__dict__["take"]
+    assert "_args_model" not in unbound._signature.__dict__  # decoration did not build it
+    first, second = Shelf().take, Shelf().take
+    assert first.execute(call("take", '{"_slot": 2, "count": 3}')).text == "2j3"
+    assert first.args_model is second.args_model is unbound.args_model
+    assert list(first.args_model.model_fields) == ["arg0_slot", "arg1_json", "count"]
+    validated = second.validate_arguments('{"_slot": 2, "json": "x"}')
+    assert validated.model_dump(by_alias=True) == {"_slot": 2, "json": "x", "count": 1}
+    assert validated.model_fields_set == {"arg0_slot", "arg1_json"}
+
+
 # --- one event-loop policy ---------------------------------------------------------------------------
 
 

@@ -12,10 +12,9 @@ from typing import Annotated, Any, Literal
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError
 
 from agentforge_typed import Tool, ToolCall, tool
-from agentforge_typed.tools._arguments import fields_validator
 
 
 class Color(enum.Enum):
@@ -179,29 +178,21 @@ def walk(root: Node, depth: int = 1) -> int:
     st.sampled_from([True, None]),
     json_values | json_objects | ARGUMENTS.map(lambda v: everything.args_model(**v)),
 )
-def test_fields_validator_validates_exactly_as_the_args_model(
+def test_the_signature_validates_exactly_as_the_args_model(
     dispatch: Tool[..., Any], strict: bool | None, value: Any
 ) -> None:
+    # A tool validates with a core schema of its own (the model's fields keyed by parameter name,
+    # no model around them), not with the lazily built model's: same rules, same errors.
     raw = value.model_dump_json() if isinstance(value, BaseModel) else json.dumps(value)
-    fields = fields_validator(dispatch.args_model)
+    signature = dispatch._signature
     try:
-        instance = dispatch.args_model.__pydantic_validator__.validate_json(raw, strict=strict)
+        expected = dispatch.args_model.__pydantic_validator__.validate_json(raw, strict=strict)
     except ValidationError as model_error:
-        with pytest.raises(ValidationError) as fields_error:
-            fields.validate_json(raw, strict=strict)
-        assert fields_error.value.errors() == model_error.errors()
+        with pytest.raises(ValidationError) as error:
+            signature.validator.validate_json(raw, strict=strict)
+        assert error.value.errors() == model_error.errors()
     else:
-        assert fields.validate_json(raw, strict=strict)[0] == instance.__dict__
-
-
-def test_fields_validator_refuses_a_model_with_model_level_validators() -> None:
-    class Checked(BaseModel):
-        low: int
-        high: int
-
-        @model_validator(mode="after")
-        def ordered(self) -> Checked:
-            return self
-
-    with pytest.raises(TypeError, match="Checked is not a plain model"):
-        fields_validator(Checked)
+        arguments, _, given = signature.validator.validate_json(raw, strict=strict)
+        instance = signature.args_instance(arguments, given)
+        assert instance.__dict__ == expected.__dict__
+        assert instance.model_fields_set == expected.model_fields_set

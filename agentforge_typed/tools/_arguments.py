@@ -28,7 +28,7 @@ from pydantic_core import ErrorDetails, SchemaValidator
 from .._exceptions import ArgumentError
 from ._argument_errors import json_path, render_input
 from ._outcomes import ValidatedArguments
-from ._signature import closed_validator, core_schema_nodes
+from ._signature import core_schema_nodes
 
 __all__ = [
     "MAX_REPAIR_ROUNDS",
@@ -37,7 +37,6 @@ __all__ = [
     "REPAIR_TRAILING_COMMAS",
     "ArgumentsValidator",
     "argument_errors",
-    "fields_validator",
     "json_choices",
     "repair_string_encoded",
     "without_trailing_commas",
@@ -94,7 +93,7 @@ MAX_REPAIR_ROUNDS = 8
 
 
 class ArgumentsValidator:
-    """Validates a tool's raw arguments against its arguments model.
+    """Validates a tool's raw arguments against its arguments model (or core validator).
 
     Args:
         args_model: The pydantic model of the arguments (built with `extra="forbid"`).
@@ -104,9 +103,10 @@ class ArgumentsValidator:
             enforces (OpenAI strict mode makes every optional property required and nullable):
             a `null` that fails validation where the schema does not require the property is
             read as "not given", so the default applies, at any depth.
-        fields_only: Validate with `fields_validator(args_model)`: the validated arguments are
-            then what it returns, `(fields, extra, fields_set)`, no model instance built (only for
-            models generated from a signature); else an `args_model` instance.
+
+    `ArgumentsValidator.of_schema` validates with a core validator instead of a model's: a
+    signature's (`ToolSignature.validator`), whose validated arguments are
+    `(arguments, None, given)`, no model instance built.
     """
 
     __slots__ = (
@@ -127,28 +127,68 @@ class ArgumentsValidator:
         strict: bool,
         extra_arguments: Literal["forbid", "ignore"] = "forbid",
         null_means_default: dict[str, Any] | None = None,
-        fields_only: bool = False,
     ) -> None:
-        self._validator = (
-            fields_validator(args_model) if fields_only else args_model.__pydantic_validator__
+        self._setup(
+            args_model.__pydantic_validator__,
+            args_model.__pydantic_core_schema__,
+            [field.alias or name for name, field in args_model.model_fields.items()],
+            strict=strict,
+            extra_arguments=extra_arguments,
+            null_means_default=null_means_default,
         )
-        self.validate_json = self._validator.validate_json
+
+    @classmethod
+    def of_schema(
+        cls,
+        validator: SchemaValidator,
+        core_schema: Any,
+        names: Sequence[str],
+        *,
+        strict: bool,
+        extra_arguments: Literal["forbid", "ignore"] = "forbid",
+        null_means_default: dict[str, Any] | None = None,
+    ) -> ArgumentsValidator:
+        """A validator with `validator` (of `core_schema`, taking the arguments `names`) instead
+        of a model's; the other arguments as for the constructor."""
+        self = cls.__new__(cls)
+        self._setup(
+            validator,
+            core_schema,
+            names,
+            strict=strict,
+            extra_arguments=extra_arguments,
+            null_means_default=null_means_default,
+        )
+        return self
+
+    def _setup(
+        self,
+        validator: Any,  # a `SchemaValidator`, or pydantic's plugin wrapper of one
+        core_schema: Any,
+        names: Sequence[str],
+        *,
+        strict: bool,
+        extra_arguments: Literal["forbid", "ignore"],
+        null_means_default: dict[str, Any] | None,
+    ) -> None:
+        self._validator = validator
+        self.validate_json = validator.validate_json
         """The core validator's `validate_json`, for callers that inline the fast path."""
         self._optional_schema = null_means_default
         self.strict: bool | None = True if strict else None
         """What `validate_json` takes as `strict`: `True`, or `None` for each model's own setting.
-        Callers that inline the fast path (see `fields_validator`) pass it, then call
+        Callers that inline the fast path (`Tool.execute`) pass it, then call
         `repair(raw, error)` on a `ValidationError`."""
         self._drop_extra = extra_arguments == "ignore"
         self._repairable_kinds = _STRING_ENCODED_ERRORS | (
             _EXTRA_ERRORS if self._drop_extra else frozenset()
         )
-        names = ", ".join(field.alias or name for name, field in args_model.model_fields.items())
-        self._unexpected = f"Unexpected argument; this tool takes: {names or 'nothing'}"
-        self._choices = json_choices(args_model.__pydantic_core_schema__)
+        self._unexpected = f"Unexpected argument; this tool takes: {', '.join(names) or 'nothing'}"
+        self._choices = json_choices(core_schema)
 
     def validate(self, raw: str | bytes) -> ValidatedArguments[Any]:
-        """The validated arguments (see `fields_only`), or the errors."""
+        """The validated arguments (an `args_model` instance, or what `of_schema`'s validator
+        returns), or the errors."""
         try:
             arguments = self._validator.validate_json(raw, strict=self.strict)
         except ValidationError as error:
@@ -283,26 +323,6 @@ def json_choices(core_schema: Any) -> dict[str, str]:
 def _one_of(texts: Sequence[str]) -> str:
     """pydantic's list of choices: `a`, `a or b`, `a, b or c`."""
     return texts[0] if len(texts) == 1 else f"{', '.join(texts[:-1])} or {texts[-1]}"
-
-
-def fields_validator(args_model: type[BaseModel]) -> SchemaValidator:
-    """A validator of `args_model`'s fields alone: `validate_json(raw)[0]` is the dict of validated
-    fields, with no model instance built (about a quarter of a small tool's validation cost).
-
-    It is the model's own core schema without the model around it, so it validates exactly as the
-    model does, error for error. Only for models generated from a signature: they have no
-    model-level validators, which this would skip.
-    """
-    schema: Any = args_model.__pydantic_core_schema__
-    definitions = None
-    if schema["type"] == "definitions":  # nested models that refer to themselves
-        schema, definitions = schema["schema"], schema["definitions"]
-    if schema["type"] != "model":
-        raise TypeError(f"{args_model.__name__} is not a plain model: {schema['type']}")
-    fields = schema["schema"]
-    if definitions is not None:
-        fields = {"type": "definitions", "schema": fields, "definitions": definitions}
-    return closed_validator(fields, schema.get("config"))
 
 
 def _details(error: ValidationError) -> list[ErrorDetails]:

@@ -1,8 +1,9 @@
 """`@tool`: a typed function (or method) as a tool the model can call.
 
-Decoration does all the work once: the arguments model and JSON Schema from the signature and the
-docstring, the validator, the result converter. A call is then validate → run → convert, each
-failure an error result the model can read (`ToolExecutionResult`), never an exception.
+Decoration does the work once: the arguments' validator and JSON Schema from the signature and
+the docstring, and the result converter (the `args_model` and the result serializer are built at
+first use). A call is then validate → run → convert, each failure an error result the model can
+read (`ToolExecutionResult`), never an exception.
 """
 
 from __future__ import annotations
@@ -91,7 +92,8 @@ class Tool(Generic[P, R]):
         name: The name the model calls it by (the function's name unless given).
         description: From `description=` or the docstring (summary and long description).
         specification: What is offered to the model: name, description, JSON Schema.
-        args_model: The pydantic model of the arguments, built from the signature.
+        args_model: The pydantic model of the arguments, built from the signature at first use
+            (calls validate without it).
         strict: Validate in pydantic's strict mode (no `"5"` → `5`).
         return_behavior: What happens to the result (see `ReturnBehavior`).
         max_retries: How many invalid-argument attempts a `ToolService` sends back to the model.
@@ -120,7 +122,7 @@ class Tool(Generic[P, R]):
         "_is_async",
         "_may_await",
         "_positional",
-        "_renames",
+        "_signature",
         "_strict",
         "_validate_fields",
         "_validator",
@@ -135,7 +137,6 @@ class Tool(Generic[P, R]):
     name: str
     description: str
     specification: ToolSpecification
-    args_model: type[BaseModel]
     strict: bool
     return_behavior: ReturnBehavior
     max_retries: int
@@ -185,7 +186,7 @@ class Tool(Generic[P, R]):
             target, name=self.name, has_receiver=binding != "function", localns=namespace
         )
         self.description = description if description is not None else signature.description
-        self.args_model = signature.args_model
+        self._signature = signature
         self.specification = ToolSpecification(
             name=self.name,
             description=self.description,
@@ -210,12 +211,14 @@ class Tool(Generic[P, R]):
         self._bound = binding == "function"
         self._attribute: str | None = None
         self._is_async = is_async_callable(target)
-        self._validator = ArgumentsValidator(
-            signature.args_model,
+        # The arguments validate into a dict keyed by parameter name, no `args_model` instance.
+        self._validator = ArgumentsValidator.of_schema(
+            signature.validator,
+            signature.core_schema,
+            signature.argument_names,
             strict=strict,
             extra_arguments=extra_arguments,
             null_means_default=signature.parameters if strict_schema else None,
-            fields_only=True,
         )
         self._validate_fields = self._validator.validate_json
         self._strict = self._validator.strict
@@ -226,7 +229,6 @@ class Tool(Generic[P, R]):
         )
         self._context_parameter = signature.context_parameter
         self._positional = signature.positional
-        self._renames = signature.renames
         # Whether the direct call must look for an awaitable result: not when the declared return
         # type rules one out (a sync wrapper of an async function declares the async one's).
         self._may_await = _may_return_awaitable(signature.return_annotation, target)
@@ -234,7 +236,6 @@ class Tool(Generic[P, R]):
         self._direct_call = not (
             signature.context_parameter
             or signature.positional
-            or signature.renames
             or self._is_async
             or timeout is not None
         )
@@ -279,6 +280,11 @@ class Tool(Generic[P, R]):
 
     # --- arguments -----------------------------------------------------------------------------
 
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The pydantic model of the arguments, built from the signature (at first use)."""
+        return self._signature.args_model
+
     def validate_arguments(self, arguments: str | bytes) -> BaseModel:
         """Validate raw JSON arguments, applying (and only applying) the envelope repairs.
 
@@ -291,18 +297,14 @@ class Tool(Generic[P, R]):
         outcome = self._validator.validate(arguments)
         if outcome.arguments is None:
             raise ToolArgumentsError(self.name, outcome.errors)
-        fields, _, fields_set = outcome.arguments
-        return self.args_model.model_construct(fields_set, **fields)
+        fields, _, given = outcome.arguments
+        return self._signature.args_instance(fields, given)
 
     def _call_arguments(
         self, fields: dict[str, Any], context: ToolContext[Any] | None
     ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """`(args, kwargs)` for the function, from the validated fields (left unchanged)."""
-        values = fields
-        if self._renames:
-            values = {self._renames.get(key, key): value for key, value in values.items()}
-        else:
-            values = dict(values)
+        """`(args, kwargs)` for the function, from the validated arguments (left unchanged)."""
+        values = dict(fields)
         if self._context_parameter:
             values[self._context_parameter] = context
         positional = tuple(values.pop(key) for key in self._positional)
@@ -351,7 +353,7 @@ class Tool(Generic[P, R]):
         """Like `execute`, without blocking the event loop: a sync tool runs in a worker thread."""
         if not self._bound:
             self._refuse_unbound()
-        # The same validator as `execute`'s (the fields of the arguments model).
+        # The same validator as `execute`'s.
         outcome = self._validator.validate(call.arguments)
         if outcome.arguments is None:
             return outcome.error_result(self.name)

@@ -1,7 +1,9 @@
-"""A function's signature as a tool: the pydantic arguments model, its JSON Schema, and how to call.
+"""A function's signature as a tool: the arguments' validator, their JSON Schema, how to call.
 
 Everything here runs once, at decoration; anything a model could not express or fill is refused
-then, with a message naming the function and the parameter.
+then, with a message naming the function and the parameter. The arguments are one pydantic core
+schema built field by field (a model's fields keyed by parameter name, no class around them); the
+pydantic model of the same arguments (`args_model`) is built only when something asks for it.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import functools
 import inspect
 import math
 import re
+import threading
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -19,10 +22,18 @@ from typing import Annotated, Any
 
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
-from pydantic.errors import PydanticInvalidForJsonSchema, PydanticSchemaGenerationError
+from pydantic._internal._config import ConfigWrapper
+from pydantic._internal._decorators import DecoratorInfos
+from pydantic._internal._generate_schema import GenerateSchema
+from pydantic.errors import (
+    PydanticInvalidForJsonSchema,
+    PydanticSchemaGenerationError,
+    PydanticUndefinedAnnotation,
+)
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
+from typing_inspection.introspection import AnnotationSource
 
 from ._base import ToolContext
 from ._docstrings import parse_docstring
@@ -96,9 +107,21 @@ class ToolJsonSchema(GenerateJsonSchema):
 
 @dataclass(frozen=True)
 class ToolSignature:
-    """What decoration learns from a function."""
+    """What decoration learns from a function.
 
-    args_model: type[BaseModel]
+    The arguments are validated by the core schema of a model's fields keyed by parameter name,
+    with no model class around it: what the function is called with. The pydantic model of the
+    same arguments, `args_model`, is only built when something asks for it.
+    """
+
+    core_schema: CoreSchema
+    """The arguments' core schema: `model-fields` keyed by parameter name, closed at every depth
+    (in a `definitions` schema where nested types refer to themselves)."""
+    validator: SchemaValidator
+    """`validate_json(raw)` → `(arguments, None, given)`: the dict of validated arguments by
+    parameter name (defaults filled in), and the set of those the input gave."""
+    argument_names: tuple[str, ...]
+    """The names the model fills the arguments by (a parameter's alias, or its name)."""
     parameters: dict[str, Any]
     """The arguments' JSON Schema (pydantic's dialect, top-level title removed)."""
     description: str
@@ -108,10 +131,47 @@ class ToolSignature:
     """The `X` of that parameter's `ToolContext[X]`: `Any` without one, or for a bare `ToolContext`."""
     positional: tuple[str, ...]
     """Positional-only parameters, in order: passed positionally."""
-    renames: Mapping[str, str] | None
-    """Model field name → parameter name, for parameters that cannot be field names as they are."""
     return_annotation: Any
     """The declared return type, or `inspect.Parameter.empty`."""
+    model_name: str
+    model_fields: Mapping[str, Any]
+    """`args_model`'s fields for `create_model`: field name → `(annotation, default)`."""
+    renames: Mapping[str, str] | None
+    """Parameter name → `args_model` field name, for parameters that cannot be field names as
+    they are (`_x`, `json`, `model_*`)."""
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The pydantic model of the arguments, built at first use: most tools never need it, and
+        a model class costs about as much again as the rest of decoration."""
+        built: type[BaseModel] | None = self.__dict__.get("_args_model")
+        if built is None:
+            with _MODEL_LOCK:  # concurrent first uses still see one class
+                built = self.__dict__.get("_args_model")
+                if built is None:
+                    built = create_model(self.model_name, __config__=_CONFIG, **self.model_fields)
+                    _close(built, core_schema_nodes(built.__pydantic_core_schema__))
+                    self.__dict__["_args_model"] = built
+        return built
+
+    def args_instance(self, arguments: dict[str, Any], given: set[str]) -> BaseModel:
+        """The `args_model` instance of what `validator` returned."""
+        if self.renames:
+            renames = self.renames
+            arguments = {renames.get(key, key): value for key, value in arguments.items()}
+            given = {renames.get(key, key) for key in given}
+        return self.args_model.model_construct(given, **arguments)
+
+
+_MODEL_LOCK = threading.Lock()
+
+# Always `extra="forbid"`, at every depth (see `_close`): the schema tells the model it must not
+# invent arguments; a tool with `extra_arguments="ignore"` drops them in the validator's repair
+# path instead. JSON has no NaN or Infinity (and `1e400` parses as infinity): refuse them as a
+# model's numbers.
+_CONFIG = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
+_CONFIG_WRAPPER = ConfigWrapper(_CONFIG)
+_NO_DECORATORS = DecoratorInfos()
 
 
 def check_tool_name(name: str, function: Callable[..., Any] | None = None) -> str:
@@ -143,7 +203,8 @@ def inspect_function(
     if has_receiver:
         parameters = parameters[1:]
 
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # `args_model`'s, by field name
+    arguments: dict[str, tuple[Any, Any]] = {}  # `fields`, by parameter name and without aliases
     renames: dict[str, str] = {}
     positional: list[str] = []
     context_parameter: str | None = None
@@ -176,52 +237,103 @@ def inspect_function(
         field_name, alias = parameter.name, None
         if field_name.startswith("_") or hasattr(BaseModel, field_name):
             # `_x` would be a private attribute and `json`/`copy`/`model_*` shadow BaseModel
-            # members: store under another field name, keep the parameter name as the alias.
+            # members: `args_model` stores them under another field name, the parameter name as
+            # the alias. (The validated dict keeps the parameter name.)
             field_name, alias = f"arg{len(fields)}_{field_name.lstrip('_')}", field_name
         if field_name in fields:
             # `_x` is stored as `arg0_x`: a parameter of that very name would silently replace it.
+            taken = next((p for p, f in renames.items() if f == field_name), field_name)
             raise TypeError(
-                f"{label}: parameters `{renames.get(field_name, field_name)}` and "
-                f"`{parameter.name}` collide: both would be stored as `{field_name}`; rename one"
+                f"{label}: parameters `{taken}` and `{parameter.name}` collide: both would be "
+                f"stored as `{field_name}`; rename one"
             )
         if alias is not None:
-            renames[field_name] = parameter.name
+            renames[parameter.name] = field_name
         doc = docstring.parameters.get(parameter.name)
         fields[field_name] = _field(annotation, parameter, doc, alias)
+        arguments[parameter.name] = _field(annotation, parameter, doc, None)
 
-    # Always `extra="forbid"`, at every depth (see `_close`): the schema tells the model it must
-    # not invent arguments; a tool with `extra_arguments="ignore"` drops them in the validator's
-    # repair path instead. JSON has no NaN or Infinity (and `1e400` parses as infinity): refuse
-    # them as a model's numbers.
-    config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
+    model_name = f"{name}_arguments"
+    core_config = _CONFIG_WRAPPER.core_config(title=model_name)
     try:
-        args_model: type[BaseModel] = create_model(f"{name}_arguments", __config__=config, **fields)
-        nodes = core_schema_nodes(args_model.__pydantic_core_schema__)
-        _close(args_model, nodes)
-        schema = args_model.model_json_schema(schema_generator=ToolJsonSchema)
+        infos = {
+            parameter: FieldInfo.from_annotated_attribute(*field, _source=AnnotationSource.CLASS)
+            for parameter, field in arguments.items()
+        }  # what `create_model` makes of the same `(annotation, default)`
+        schema, nodes, closed = _arguments_schema(infos, model_name)
+        # One validator, built once the schema is closed. Where nothing needed closing, nested
+        # classes' own validators are reused as they are.
+        validator = (
+            closed_validator(schema, core_config)
+            if closed
+            else SchemaValidator(schema, core_config)
+        )
+        json_schema = _object_schema(ToolJsonSchema().generate(schema, mode="validation"))
+    except PydanticUndefinedAnnotation as exc:
+        # In today's words: what a model built from the signature says.
+        error = PydanticUserError(
+            f"`{model_name}` is not fully defined; you should define `{exc.name}`, then call "
+            f"`{model_name}.model_rebuild()`.",
+            code="class-not-fully-defined",
+        )
+        raise TypeError(_unsupported_type_message(label, arguments, error)) from exc
     except _UNSUPPORTED_TYPE_ERRORS as exc:
-        raise TypeError(_unsupported_type_message(label, fields, renames, exc)) from exc
+        raise TypeError(_unsupported_type_message(label, arguments, exc)) from exc
     if _contains_context(nodes):
         # The model would fill it: a forged context. Find the parameter to name.
-        for field_name, (annotation, _) in fields.items():
+        for parameter_name, (annotation, _) in arguments.items():
             if _contains_context(core_schema_nodes(TypeAdapter(annotation).core_schema)):
                 raise TypeError(
-                    f"{label}, parameter `{renames.get(field_name, field_name)}`: a `ToolContext` "
-                    "is injected only as a parameter of the tool itself, never inside another "
-                    "parameter's type"
+                    f"{label}, parameter `{parameter_name}`: a `ToolContext` is injected only as "
+                    "a parameter of the tool itself, never inside another parameter's type"
                 )
-    schema.pop("title", None)
 
     return ToolSignature(
-        args_model=args_model,
-        parameters=schema,
+        core_schema=schema,
+        validator=validator,
+        argument_names=tuple(info.alias or name for name, info in infos.items()),
+        parameters=json_schema,
         description=docstring.description,
         context_parameter=context_parameter,
         deps_type=deps_type,
         positional=tuple(positional),
-        renames=renames or None,
         return_annotation=hints.get("return", inspect.Parameter.empty),
+        model_name=model_name,
+        model_fields=fields,
+        renames=renames or None,
     )
+
+
+def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:
+    """The arguments' JSON Schema as a model's reads, without its title: closed, keys in order."""
+    json_schema["additionalProperties"] = False
+    return dict(sorted(json_schema.items()))
+
+
+def _arguments_schema(
+    arguments: Mapping[str, FieldInfo], model_name: str
+) -> tuple[CoreSchema, list[dict[str, Any]], bool]:
+    """The `model-fields` core schema of `arguments`, closed at every depth (see `_close`); the
+    nodes of the schema before closing (the same but for `extra_behavior`); whether it needed
+    closing.
+
+    pydantic's own schema generation, field by field, as it does for a model's fields, without
+    the model class (its creation and field collection cost about as much as the rest) nor a
+    serializer. `model-fields` rather than `typed-dict`: pydantic-core's typed-dict validator
+    pays for `extra="forbid"` on every call (a fifth more for 12 parameters).
+    """
+    generate = GenerateSchema(_CONFIG_WRAPPER)
+    fields = {
+        name: generate._generate_md_field_schema(name, info, _NO_DECORATORS)
+        for name, info in arguments.items()
+    }
+    schema = generate.clean_schema(
+        core_schema.model_fields_schema(fields, model_name=model_name, extra_behavior="forbid")
+    )
+    nodes = core_schema_nodes(schema)
+    if not any(_needs_closing(node) for node in nodes):
+        return schema, nodes, False
+    return _closed_copy(schema), nodes, True
 
 
 def _qualified_name(function: Callable[..., Any]) -> Any:
@@ -387,12 +499,19 @@ def _close(args_model: type[BaseModel], nodes: list[dict[str, Any]]) -> None:
     """
     if not any(_needs_closing(node) for node in nodes):
         return  # pydantic's own validator already refuses unknown keys everywhere
-    schema = _copy(args_model.__pydantic_core_schema__)
+    schema = _closed_copy(args_model.__pydantic_core_schema__)
+    args_model.__pydantic_core_schema__ = schema
+    args_model.__pydantic_validator__ = closed_validator(schema)
+
+
+def _closed_copy(schema: Any) -> Any:
+    """A copy of `schema` in which every object node that `_needs_closing` forbids extra keys
+    (nested classes share their schemas: the copy leaves theirs untouched)."""
+    schema = _copy(schema)
     for node in core_schema_nodes(schema):
         if _needs_closing(node):
             _fields_node(node)["extra_behavior"] = "forbid"  # type: ignore[index]
-    args_model.__pydantic_core_schema__ = schema
-    args_model.__pydantic_validator__ = closed_validator(schema)
+    return schema
 
 
 def _needs_closing(node: dict[str, Any]) -> bool:
@@ -519,14 +638,13 @@ _UNSUPPORTED_TYPE_ERRORS = (
 
 
 def _unsupported_type_message(
-    label: str, fields: Mapping[str, Any], renames: Mapping[str, str], error: Exception
+    label: str, arguments: Mapping[str, tuple[Any, Any]], error: Exception
 ) -> str:
     # pydantic's error names the type, not the parameter: find the parameter that fails alone.
-    for field_name, (annotation, _) in fields.items():
+    for parameter, (annotation, _) in arguments.items():
         try:
             TypeAdapter(annotation).json_schema(schema_generator=ToolJsonSchema)
         except _UNSUPPORTED_TYPE_ERRORS as field_error:
-            parameter = renames.get(field_name, field_name)
             where = f"{label}, parameter `{parameter}`: type {annotation!r}"
             if isinstance(field_error, SchemaError):
                 # Nested "Error building … validator:" lines; the last one says what is wrong.
