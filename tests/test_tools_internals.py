@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import inspect
 import typing
-from typing import Any
+from enum import Enum
+from typing import Annotated, Any, Literal
 
 import pytest
+from pydantic import BaseModel, Field, ValidationError
 
 from agentforge_typed import ReturnBehavior, Tool, ToolCall, tool
-from agentforge_typed.tools import ToolOptions
+from agentforge_typed.tools import ToolOptions, _signature
 
 
 def call(name: str, arguments: str = "{}", id: str = "call_1") -> ToolCall:
@@ -202,6 +204,90 @@ def test_args_model_is_built_at_first_use_once_for_every_bound_copy() -> None:
     validated = second.validate_arguments('{"_slot": 2, "json": "x"}')
     assert validated.model_dump(by_alias=True) == {"_slot": 2, "json": "x", "count": 1}
     assert validated.model_fields_set == {"arg0_slot", "arg1_json"}
+
+
+class _Line(BaseModel):
+    sku: str
+    quantity: Annotated[int, Field(ge=1)]
+
+
+class _Node(BaseModel):
+    name: str
+    children: list[_Node] = []
+
+
+class _Shape(str, Enum):
+    ROUND = "round"
+    SQUARE = "square"
+
+
+def _order(lines: list[_Line], note: str | None = None) -> str:
+    """Place an order.
+
+    Args:
+        lines: What to order.
+        note: For the courier.
+    """
+    return "ok"
+
+
+def _renamed(_slot: int, json: str = "j", model_x: bool = False) -> str:
+    return "ok"
+
+
+def _aliased(
+    count: Annotated[int, Field(alias="n", description="How many.")],
+    shape: _Shape = _Shape.ROUND,
+    kind: Literal["a", "b"] = "a",
+) -> str:
+    return "ok"
+
+
+def _tree(root: _Node, depth: int = 2) -> str:
+    return "ok"
+
+
+_PROBES = [
+    "{}",
+    '{"lines": [{"sku": "a", "quantity": 2}], "note": null}',
+    '{"lines": [{"sku": "a", "quantity": 0, "extra": 1}]}',
+    '{"_slot": 3, "json": "x", "model_x": true, "other": 1}',
+    '{"_slot": "3"}',
+    '{"n": 2, "shape": "square", "kind": "b"}',
+    '{"n": 2, "shape": "oval", "kind": "c", "count": 1}',
+    '{"root": {"name": "r", "children": [{"name": "c", "children": [], "x": 1}]}}',
+    '{"root": {"name": "r"}, "depth": 1.5}',
+    "[1, 2]",
+]
+
+
+@pytest.mark.parametrize("function", [_order, _renamed, _aliased, _tree])
+def test_without_pydantics_private_schema_api_the_model_gives_the_same_arguments(
+    function: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Decoration generates the arguments' schema through pydantic's private API; a pydantic that
+    # moved it must still get the same schema, validation and errors (through `args_model`).
+    direct = _signature.inspect_function(function, name="t", has_receiver=False)
+
+    def moved(*args: Any) -> Any:
+        raise AttributeError("'GenerateSchema' object has no attribute '_generate_md_field_schema'")
+
+    monkeypatch.setattr(_signature, "_generated_fields", moved)
+    fallback = _signature.inspect_function(function, name="t", has_receiver=False)
+    assert fallback.parameters == direct.parameters
+    assert fallback.argument_names == direct.argument_names
+    for raw in _PROBES:
+        assert _outcome(fallback.validator, raw) == _outcome(direct.validator, raw), raw
+    # A tool built that way runs.
+    monkeypatch.setattr(_signature, "_generated_fields", moved)
+    assert tool(_renamed).execute(call("_renamed", '{"_slot": 1}')).text == "ok"
+
+
+def _outcome(validator: Any, raw: str) -> Any:
+    try:
+        return validator.validate_json(raw, strict=True)
+    except ValidationError as error:
+        return error.errors(include_url=False)
 
 
 # --- one event-loop policy ---------------------------------------------------------------------------

@@ -22,9 +22,6 @@ from typing import Annotated, Any
 
 import typing_extensions
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, TypeAdapter, create_model
-from pydantic._internal._config import ConfigWrapper
-from pydantic._internal._decorators import DecoratorInfos
-from pydantic._internal._generate_schema import GenerateSchema
 from pydantic.errors import (
     PydanticInvalidForJsonSchema,
     PydanticSchemaGenerationError,
@@ -33,7 +30,6 @@ from pydantic.errors import (
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
-from typing_inspection.introspection import AnnotationSource
 
 from ._base import ToolContext
 from ._docstrings import parse_docstring
@@ -170,8 +166,6 @@ _MODEL_LOCK = threading.Lock()
 # path instead. JSON has no NaN or Infinity (and `1e400` parses as infinity): refuse them as a
 # model's numbers.
 _CONFIG = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
-_CONFIG_WRAPPER = ConfigWrapper(_CONFIG)
-_NO_DECORATORS = DecoratorInfos()
 
 
 def check_tool_name(name: str, function: Callable[..., Any] | None = None) -> str:
@@ -254,13 +248,11 @@ def inspect_function(
         arguments[parameter.name] = _field(annotation, parameter, doc, None)
 
     model_name = f"{name}_arguments"
-    core_config = _CONFIG_WRAPPER.core_config(title=model_name)
     try:
-        infos = {
-            parameter: FieldInfo.from_annotated_attribute(*field, _source=AnnotationSource.CLASS)
-            for parameter, field in arguments.items()
-        }  # what `create_model` makes of the same `(annotation, default)`
-        schema, nodes, closed = _arguments_schema(infos, model_name)
+        fields_schema, core_config, argument_names = _fields_schema(
+            arguments, fields, renames, model_name
+        )
+        schema, nodes, closed = _closed_schema(fields_schema)
         # One validator, built once the schema is closed. Where nothing needed closing, nested
         # classes' own validators are reused as they are.
         validator = (
@@ -291,7 +283,7 @@ def inspect_function(
     return ToolSignature(
         core_schema=schema,
         validator=validator,
-        argument_names=tuple(info.alias or name for name, info in infos.items()),
+        argument_names=argument_names,
         parameters=json_schema,
         description=docstring.description,
         context_parameter=context_parameter,
@@ -310,26 +302,84 @@ def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:
     return dict(sorted(json_schema.items()))
 
 
-def _arguments_schema(
-    arguments: Mapping[str, FieldInfo], model_name: str
-) -> tuple[CoreSchema, list[dict[str, Any]], bool]:
-    """The `model-fields` core schema of `arguments`, closed at every depth (see `_close`); the
-    nodes of the schema before closing (the same but for `extra_behavior`); whether it needed
-    closing.
+_FieldsSchema = tuple[CoreSchema, core_schema.CoreConfig, tuple[str, ...]]
+"""The arguments' `model-fields` core schema keyed by parameter name, its config, and the names
+the model fills the arguments by (a parameter's alias, or its name)."""
 
-    pydantic's own schema generation, field by field, as it does for a model's fields, without
+_PRIVATE_API_CHANGED = (ImportError, AttributeError, TypeError)
+"""What a pydantic whose private schema-generation API moved raises from `_generated_fields`."""
+
+
+def _fields_schema(
+    arguments: Mapping[str, tuple[Any, Any]],
+    fields: Mapping[str, Any],
+    renames: Mapping[str, str],
+    model_name: str,
+) -> _FieldsSchema:
+    """The arguments' fields schema (see `_FieldsSchema`), not yet closed.
+
+    Generated field by field (`_generated_fields`), through pydantic's private API; where that
+    API has changed, taken from `args_model` built from `fields` (`_model_fields`): the same
+    schema, at about twice the cost.
+    """
+    try:
+        return _generated_fields(arguments, model_name)
+    except _PRIVATE_API_CHANGED:
+        # A genuine `TypeError` of an argument's type comes back from pydantic's public API too.
+        return _model_fields(fields, renames, model_name)
+
+
+def _generated_fields(arguments: Mapping[str, tuple[Any, Any]], model_name: str) -> _FieldsSchema:
+    """pydantic's own schema generation, field by field, as it does for a model's fields, without
     the model class (its creation and field collection cost about as much as the rest) nor a
     serializer. `model-fields` rather than `typed-dict`: pydantic-core's typed-dict validator
     pays for `extra="forbid"` on every call (a fifth more for 12 parameters).
     """
-    generate = GenerateSchema(_CONFIG_WRAPPER)
-    fields = {
-        name: generate._generate_md_field_schema(name, info, _NO_DECORATORS)
-        for name, info in arguments.items()
-    }
+    from pydantic._internal._config import ConfigWrapper
+    from pydantic._internal._decorators import DecoratorInfos
+    from pydantic._internal._generate_schema import GenerateSchema
+    from typing_inspection.introspection import AnnotationSource
+
+    config = ConfigWrapper(_CONFIG)
+    generate = GenerateSchema(config)
+    decorators = DecoratorInfos()
+    names = []
+    fields = {}
+    for name, field in arguments.items():
+        # What `create_model` makes of the same `(annotation, default)`.
+        info = FieldInfo.from_annotated_attribute(*field, _source=AnnotationSource.CLASS)
+        names.append(info.alias or name)
+        fields[name] = generate._generate_md_field_schema(name, info, decorators)
     schema = generate.clean_schema(
         core_schema.model_fields_schema(fields, model_name=model_name, extra_behavior="forbid")
     )
+    return schema, config.core_config(title=model_name), tuple(names)
+
+
+def _model_fields(
+    fields: Mapping[str, Any], renames: Mapping[str, str], model_name: str
+) -> _FieldsSchema:
+    """The fields schema of `args_model` built from `fields` (pydantic's public API), its keys
+    renamed back to parameter names."""
+    model = create_model(model_name, __config__=_CONFIG, **fields)
+    schema: Any = model.__pydantic_core_schema__
+    definitions = None
+    if schema["type"] == "definitions":  # nested models that refer to themselves
+        schema, definitions = schema["schema"], schema["definitions"]
+    fields_schema: Any = dict(schema["schema"])
+    parameter_of = {field: parameter for parameter, field in renames.items()}
+    fields_schema["fields"] = {
+        parameter_of.get(name, name): field for name, field in fields_schema["fields"].items()
+    }
+    if definitions is not None:
+        fields_schema = core_schema.definitions_schema(fields_schema, definitions)
+    names = tuple(info.alias or name for name, info in model.model_fields.items())
+    return fields_schema, schema["config"], names
+
+
+def _closed_schema(schema: CoreSchema) -> tuple[CoreSchema, list[dict[str, Any]], bool]:
+    """`schema`, closed at every depth (see `_close`); the nodes of the schema before closing
+    (the same but for `extra_behavior`); whether it needed closing."""
     nodes = core_schema_nodes(schema)
     if not any(_needs_closing(node) for node in nodes):
         return schema, nodes, False
