@@ -163,6 +163,10 @@ def _as_result(
     return ToolExecutionResult.error(value, error_kind)
 
 
+_NO_USAGE = TokenUsage()
+"""The usage of a run whose responses report none (immutable, so one serves every run)."""
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -173,7 +177,7 @@ def _crashed(exc: BaseException) -> ToolExecutionResult:
     return ToolExecutionResult.error(describe_exception(exc), "execution", exception=exc)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Planned:
     """A call of the current round: the tool to run, or the result already decided for it."""
 
@@ -204,10 +208,10 @@ class _Run:
         *,
         asynchronous: bool = False,
     ) -> None:
-        unknown = next((name for name in options if name not in _RUN_OPTIONS), None)
-        if unknown is not None:
+        if not _RUN_OPTIONS.issuperset(options):
             # `**options` takes any keyword at run time: a misspelt `usage_limits` must not run
             # the conversation without its limits.
+            unknown = next(name for name in options if name not in _RUN_OPTIONS)
             raise TypeError(
                 f"unexpected keyword argument {unknown!r}; a run takes deps, output_type, "
                 + ", ".join(RunOptions.__annotations__)
@@ -258,9 +262,9 @@ class _Run:
     def resumed(self) -> list[_Planned] | None:
         """Once, the round of the history's unanswered calls (run, denied, answered or held
         again); `None` when there is none."""
-        resuming, self.resuming = self.resuming, []
-        if not resuming:
+        if not self.resuming:
             return None
+        resuming, self.resuming = self.resuming, []
         self.open_calls, self.finished = [entry[0] for entry in resuming], {}
         return [
             self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
@@ -286,7 +290,7 @@ class _Run:
         """Record the model's response; return the calls to execute, or `None` when it is final."""
         self.responses.append(response)
         self.messages.append(response.ai_message)
-        if response.ai_message.has_tool_calls:
+        if response.ai_message.tool_calls:
             self.open_calls, self.finished = response.ai_message.tool_calls, {}
         if self.limits is not None:
             self.limits.check_tokens(self._usage())
@@ -322,12 +326,9 @@ class _Run:
         decided: ToolExecutionResult | None = None,
     ) -> _Planned:
         service = self.service
+        attempt = self.failures.get(call.name, 0) + 1
         context: ToolContext[Any] = ToolContext(
-            deps=self.deps,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            attempt=self.failures.get(call.name, 0) + 1,
-            conversation_id=self.conversation_id,
+            self.deps, call.id, call.name, attempt, self.conversation_id
         )
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
@@ -419,7 +420,7 @@ class _Run:
         )
 
     def _usage(self) -> TokenUsage:
-        return sum((r.token_usage for r in self.responses if r.token_usage), TokenUsage())
+        return sum((r.token_usage for r in self.responses if r.token_usage), _NO_USAGE)
 
     def _apply_policy(self, plan: _Planned, result: ToolExecutionResult) -> ToolExecutionResult:
         service, kind, tool = self.service, result.error_kind, plan.tool
@@ -476,8 +477,6 @@ def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution
     """Stop when every call of the round may end the loop — `IMMEDIATE`, or `IMMEDIATE_IF_LAST`
     as the round's last call — and none of them failed (a failure goes back to the model, which
     must see it)."""
-    if any(e.failed for e in executions):
-        return False
     last = len(planned) - 1
     for index, plan in enumerate(planned):
         behavior = plan.tool.return_behavior if plan.tool is not None else ReturnBehavior.TO_LLM
@@ -485,7 +484,7 @@ def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution
             return False
         if behavior is ReturnBehavior.IMMEDIATE_IF_LAST and index != last:
             return False
-    return True
+    return not any(e.failed for e in executions)
 
 
 class ToolService(Generic[DepsT]):
@@ -975,6 +974,7 @@ class ToolService(Generic[DepsT]):
 
 
 _MESSAGE_TYPES: tuple[type, ...] = get_args(get_args(ChatMessage)[0])
+_EXACT_MESSAGE_TYPES = frozenset(_MESSAGE_TYPES)
 
 
 def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
@@ -982,13 +982,15 @@ def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
     message is refused here, before any model call."""
     if isinstance(messages, str):
         return [UserMessage(content=messages)]
-    if not isinstance(messages, Iterable):
+    if not isinstance(messages, (list, tuple)) and not isinstance(messages, Iterable):
         raise TypeError(
             f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
         )
     conversation = list(messages)
     for position, message in enumerate(conversation):
-        if not isinstance(message, _MESSAGE_TYPES):
+        # The exact-type test first: `isinstance` on pydantic classes costs several times more,
+        # and a long history pays it per message.
+        if type(message) not in _EXACT_MESSAGE_TYPES and not isinstance(message, _MESSAGE_TYPES):
             raise TypeError(
                 f"messages[{position}] is of type {type(message).__name__!r}, not a chat message"
                 f" ({', '.join(t.__name__ for t in _MESSAGE_TYPES)})"
