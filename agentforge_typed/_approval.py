@@ -33,6 +33,7 @@ __all__ = [
     "PendingCall",
     "PendingReason",
     "ToolFailed",
+    "may_wait",
     "pending_calls",
 ]
 
@@ -110,6 +111,12 @@ def _policy(tool: ToolLike) -> ApprovalPolicy:
 
 def _is_external(tool: ToolLike) -> bool:
     return bool(getattr(tool, "external", False))
+
+
+def may_wait(tool: ToolLike) -> bool:
+    """Whether calls of `tool` may wait (it has an approval policy or is external); read from
+    the tool on every call, as a policy may change after registration (an MCP server's)."""
+    return _policy(tool) is not False or _is_external(tool)
 
 
 def _valid(tool: ToolLike, call: ToolCall) -> bool:
@@ -242,9 +249,9 @@ class ApprovalState:
         """The placeholder for a call that must wait, or `None` to run it now. An invalid call is
         never held: it goes back to the model as an arguments error. Under an async run, an async
         `requires_approval` gives a placeholder that `deferred` recognises, for `ahold`."""
-        policy = _policy(tool)
-        if (policy is False and not _is_external(tool)) or call.id in self.approved:
+        if not may_wait(tool) or call.id in self.approved:
             return None
+        policy = _policy(tool)
         if not _valid(tool, call):
             return None
         if _is_external(tool):

@@ -28,7 +28,7 @@ from typing import Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
-from ._approval import Approval, ApprovalState, no_events
+from ._approval import Approval, ApprovalState, may_wait, no_events, pending_calls
 from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -234,6 +234,8 @@ class _Run:
         self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
         self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
+        self.usage = _NO_USAGE
+        """The usage summed over `responses`, kept as they arrive."""
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
         """Consecutive failed calls (invalid arguments, `ModelRetry`) per tool."""
@@ -252,12 +254,25 @@ class _Run:
         """Take the caller's decisions on the calls the history ends with (before the loop, or
         when a paused run gets them); raises `ValueError` for a decision on a call that is not
         pending."""
-        self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
-        self.resuming = [
-            (call, *self.approval.decide(call, self.service._tools.get(call.name)))
-            for call in self.approval.unanswered(self.messages)
-        ]
+        self._approval: ApprovalState | None = None
+        """Built only when there is something to decide: most runs never wait for anyone."""
+        self.resuming: list[tuple[ToolCall, ToolCall, ToolExecutionResult | None]] = []
         """The unanswered calls at the end of the history, with the caller's decisions."""
+        if approvals or external_results or pending_calls(self.messages):
+            state = self._approval = ApprovalState(
+                approvals, external_results, asynchronous=self.asynchronous
+            )
+            self.resuming = [
+                (call, *state.decide(call, self.service._tools.get(call.name)))
+                for call in state.unanswered(self.messages)
+            ]
+
+    @property
+    def approval(self) -> ApprovalState:
+        """The run's approvals: the decisions it was given and the calls it paused on."""
+        if self._approval is None:
+            self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
+        return self._approval
 
     def resumed(self) -> list[_Planned] | None:
         """Once, the round of the history's unanswered calls (run, denied, answered or held
@@ -289,11 +304,13 @@ class _Run:
     def on_response(self, response: ChatResponse) -> list[_Planned] | None:
         """Record the model's response; return the calls to execute, or `None` when it is final."""
         self.responses.append(response)
+        if response.token_usage is not None:
+            self.usage += response.token_usage
         self.messages.append(response.ai_message)
         if response.ai_message.tool_calls:
             self.open_calls, self.finished = response.ai_message.tool_calls, {}
         if self.limits is not None:
-            self.limits.check_tokens(self._usage())
+            self.limits.check_tokens(self.usage)
             self.tool_calls += len(self.open_calls)
             self.limits.check_tool_calls(self.tool_calls)
         if self.open_calls:
@@ -341,7 +358,7 @@ class _Run:
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
-        if (held := self.approval.hold(call, context, tool)) is not None:
+        if may_wait(tool) and (held := self.approval.hold(call, context, tool)) is not None:
             return _Planned(index, call, context, tool, held)
         if service.before_tool_call is not None and not self.async_before:
             answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
@@ -366,11 +383,13 @@ class _Run:
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
         here (a `ReturnBehavior`, or calls that wait for a decision)."""
-        for execution in self.approval.set_aside(settled):
+        # Only a call that `hold` answered can wait, so without approvals every call ran.
+        approval = self._approval
+        for execution in settled if approval is None else approval.set_aside(settled):
             self.executions.append(execution)
             self._answer(execution.call, execution.result.text, execution.result.is_error)
         self.open_calls = ()
-        if self.approval.pending:
+        if approval is not None and approval.pending:
             return True
         if self.output is not None:
             for execution in settled:
@@ -392,7 +411,7 @@ class _Run:
         if isinstance(error, AgentForgeError):
             self.fail(error)
         if self.trace is not None:
-            self.trace.end(error, self._usage())
+            self.trace.end(error, self.usage)
 
     def fail(self, error: AgentForgeError) -> None:
         """Attach the run so far to `error`. Every call of an unfinished round is answered (those
@@ -410,7 +429,7 @@ class _Run:
         self.open_calls = ()
         error.messages = tuple(self.messages)
         error.tool_executions = tuple(self.executions)
-        error.usage = priced(self.model, self.responses, self._usage())
+        error.usage = priced(self.model, self.responses, self.usage)
 
     def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
         self.messages.append(
@@ -418,9 +437,6 @@ class _Run:
                 tool_call_id=call.id, tool_name=call.name, text=text, is_error=is_error
             )
         )
-
-    def _usage(self) -> TokenUsage:
-        return sum((r.token_usage for r in self.responses if r.token_usage), _NO_USAGE)
 
     def _apply_policy(self, plan: _Planned, result: ToolExecutionResult) -> ToolExecutionResult:
         service, kind, tool = self.service, result.error_kind, plan.tool
@@ -454,10 +470,10 @@ class _Run:
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
-            usage=priced(self.model, self.responses, self._usage()),
+            usage=priced(self.model, self.responses, self.usage),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
-            pending=tuple(self.approval.pending),
+            pending=() if self._approval is None else tuple(self._approval.pending),
         )
 
 
@@ -1071,7 +1087,7 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -> ToolExecution:
     before, after = run.service.before_tool_call, run.service.after_tool_call
-    if plan.tool is not None and run.approval.deferred(plan.preset):
+    if plan.tool is not None and ApprovalState.deferred(plan.preset):
         held = await run.approval.ahold(plan.call, plan.context, plan.tool)
         plan = run._plan(plan.index, plan.call) if held is None else replace(plan, preset=held)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
