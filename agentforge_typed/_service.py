@@ -246,7 +246,13 @@ class _Run:
         self.round_trips = 0
         self.returned_immediately = False
         self.asynchronous = asynchronous
-        self.resume(options.get("approvals"), options.get("external_results"))
+        self._approval: ApprovalState | None = None
+        """Built only when there is something to decide: most runs never wait for anyone."""
+        self.resuming: list[tuple[ToolCall, ToolCall, ToolExecutionResult | None]] = []
+        """The unanswered calls at the end of the history, with the caller's decisions."""
+        approvals, external_results = options.get("approvals"), options.get("external_results")
+        if approvals or external_results or pending_calls(self.messages):
+            self.resume(approvals, external_results)
 
     def resume(
         self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
@@ -254,18 +260,13 @@ class _Run:
         """Take the caller's decisions on the calls the history ends with (before the loop, or
         when a paused run gets them); raises `ValueError` for a decision on a call that is not
         pending."""
-        self._approval: ApprovalState | None = None
-        """Built only when there is something to decide: most runs never wait for anyone."""
-        self.resuming: list[tuple[ToolCall, ToolCall, ToolExecutionResult | None]] = []
-        """The unanswered calls at the end of the history, with the caller's decisions."""
-        if approvals or external_results or pending_calls(self.messages):
-            state = self._approval = ApprovalState(
-                approvals, external_results, asynchronous=self.asynchronous
-            )
-            self.resuming = [
-                (call, *state.decide(call, self.service._tools.get(call.name)))
-                for call in state.unanswered(self.messages)
-            ]
+        state = self._approval = ApprovalState(
+            approvals, external_results, asynchronous=self.asynchronous
+        )
+        self.resuming = [
+            (call, *state.decide(call, self.service._tools.get(call.name)))
+            for call in state.unanswered(self.messages)
+        ]
 
     @property
     def approval(self) -> ApprovalState:
@@ -465,7 +466,7 @@ class _Run:
 
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended."""
-        return ToolChatResult(
+        return ToolChatResult._of(
             final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
