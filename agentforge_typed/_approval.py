@@ -159,9 +159,9 @@ class ApprovalState:
         *,
         asynchronous: bool,
     ) -> None:
-        self.approvals = dict(approvals) if approvals else {}
-        self.external_results = dict(external_results) if external_results else {}
-        both = self.approvals and self.approvals.keys() & self.external_results.keys()
+        self.approvals = dict(approvals or {})
+        self.external_results = dict(external_results or {})
+        both = self.approvals.keys() & self.external_results.keys()
         if both:
             named = ", ".join(sorted(map(repr, both)))
             raise ValueError(f"calls {named} have both an approval and an external result")
