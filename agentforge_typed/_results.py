@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Generic
+from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
@@ -76,3 +76,13 @@ class ToolChatResult(Generic[OutputT]):
     def text(self) -> str | None:
         """The final answer's text."""
         return self.final_response.ai_message.text
+
+    @classmethod
+    def _of(cls, **fields: Any) -> ToolChatResult[Any]:
+        """The result of a run, from every one of its fields. The generated `__init__` of a
+        frozen dataclass sets each field through `object.__setattr__`, which made building the
+        result cost a twentieth of a short run; nothing else differs (there is no
+        `__post_init__`)."""
+        result = cls.__new__(cls)
+        result.__dict__.update(fields)
+        return result

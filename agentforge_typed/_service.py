@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
-from ._approval import Approval, ApprovalState, no_events
+from ._approval import Approval, ApprovalState, may_wait, no_events, pending_calls
 from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -165,6 +165,10 @@ def _as_result(
     return ToolExecutionResult.error(value, error_kind)
 
 
+_NO_USAGE = TokenUsage()
+"""The usage of a run whose responses report none (immutable, so one serves every run)."""
+
+
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -175,7 +179,7 @@ def _crashed(exc: BaseException) -> ToolExecutionResult:
     return ToolExecutionResult.error(describe_exception(exc), "execution", exception=exc)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Planned:
     """A call of the current round: the tool to run, or the result already decided for it."""
 
@@ -206,10 +210,10 @@ class _Run:
         *,
         asynchronous: bool = False,
     ) -> None:
-        unknown = next((name for name in options if name not in _RUN_OPTIONS), None)
-        if unknown is not None:
+        if not _RUN_OPTIONS.issuperset(options):
             # `**options` takes any keyword at run time: a misspelt `usage_limits` must not run
             # the conversation without its limits.
+            unknown = next(name for name in options if name not in _RUN_OPTIONS)
             raise TypeError(
                 f"unexpected keyword argument {unknown!r}; a run takes deps, output_type, "
                 + ", ".join(RunOptions.__annotations__)
@@ -232,6 +236,8 @@ class _Run:
         self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
         self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
+        self.usage = _NO_USAGE
+        """The usage summed over `responses`, kept as they arrive."""
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
         """Consecutive failed calls (invalid arguments, `ModelRetry`) per tool."""
@@ -242,7 +248,13 @@ class _Run:
         self.round_trips = 0
         self.returned_immediately = False
         self.asynchronous = asynchronous
-        self.resume(options.get("approvals"), options.get("external_results"))
+        self._approval: ApprovalState | None = None
+        """Built only when there is something to decide: most runs never wait for anyone."""
+        self.resuming: list[tuple[ToolCall, ToolCall, ToolExecutionResult | None]] = []
+        """The unanswered calls at the end of the history, with the caller's decisions."""
+        approvals, external_results = options.get("approvals"), options.get("external_results")
+        if approvals or external_results or pending_calls(self.messages):
+            self.resume(approvals, external_results)
 
     def resume(
         self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
@@ -250,19 +262,27 @@ class _Run:
         """Take the caller's decisions on the calls the history ends with (before the loop, or
         when a paused run gets them); raises `ValueError` for a decision on a call that is not
         pending."""
-        self.approval = ApprovalState(approvals, external_results, asynchronous=self.asynchronous)
+        state = self._approval = ApprovalState(
+            approvals, external_results, asynchronous=self.asynchronous
+        )
         self.resuming = [
-            (call, *self.approval.decide(call, self.service._tools.get(call.name)))
-            for call in self.approval.unanswered(self.messages)
+            (call, *state.decide(call, self.service._tools.get(call.name)))
+            for call in state.unanswered(self.messages)
         ]
-        """The unanswered calls at the end of the history, with the caller's decisions."""
+
+    @property
+    def approval(self) -> ApprovalState:
+        """The run's approvals: the decisions it was given and the calls it paused on."""
+        if self._approval is None:
+            self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
+        return self._approval
 
     def resumed(self) -> list[_Planned] | None:
         """Once, the round of the history's unanswered calls (run, denied, answered or held
         again); `None` when there is none."""
-        resuming, self.resuming = self.resuming, []
-        if not resuming:
+        if not self.resuming:
             return None
+        resuming, self.resuming = self.resuming, []
         self.open_calls, self.finished = [entry[0] for entry in resuming], {}
         return [
             self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
@@ -287,11 +307,13 @@ class _Run:
     def on_response(self, response: ChatResponse) -> list[_Planned] | None:
         """Record the model's response; return the calls to execute, or `None` when it is final."""
         self.responses.append(response)
+        if response.token_usage is not None:
+            self.usage += response.token_usage
         self.messages.append(response.ai_message)
-        if response.ai_message.has_tool_calls:
+        if response.ai_message.tool_calls:
             self.open_calls, self.finished = response.ai_message.tool_calls, {}
         if self.limits is not None:
-            self.limits.check_tokens(self._usage())
+            self.limits.check_tokens(self.usage)
             self.tool_calls += len(self.open_calls)
             self.limits.check_tool_calls(self.tool_calls)
         if self.open_calls:
@@ -324,12 +346,9 @@ class _Run:
         decided: ToolExecutionResult | None = None,
     ) -> _Planned:
         service = self.service
+        attempt = self.failures.get(call.name, 0) + 1
         context: ToolContext[Any] = ToolContext(
-            deps=self.deps,
-            tool_call_id=call.id,
-            tool_name=call.name,
-            attempt=self.failures.get(call.name, 0) + 1,
-            conversation_id=self.conversation_id,
+            self.deps, call.id, call.name, attempt, self.conversation_id
         )
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
@@ -342,7 +361,7 @@ class _Run:
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
-        if (held := self.approval.hold(call, context, tool)) is not None:
+        if may_wait(tool) and (held := self.approval.hold(call, context, tool)) is not None:
             return _Planned(index, call, context, tool, held)
         if service.before_tool_call is not None and not self.async_before:
             answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
@@ -367,11 +386,13 @@ class _Run:
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
         here (a `ReturnBehavior`, or calls that wait for a decision)."""
-        for execution in self.approval.set_aside(settled):
+        # Only a call that `hold` answered can wait, so without approvals every call ran.
+        approval = self._approval
+        for execution in settled if approval is None else approval.set_aside(settled):
             self.executions.append(execution)
             self._answer(execution.call, execution.result.text, execution.result.is_error)
         self.open_calls = ()
-        if self.approval.pending:
+        if approval is not None and approval.pending:
             return True
         if self.output is not None:
             for execution in settled:
@@ -393,7 +414,7 @@ class _Run:
         if isinstance(error, AgentForgeError):
             self.fail(error)
         if self.trace is not None:
-            self.trace.end(error, self._usage())
+            self.trace.end(error, self.usage)
 
     def fail(self, error: AgentForgeError) -> None:
         """Attach the run so far to `error`. Every call of an unfinished round is answered (those
@@ -411,7 +432,7 @@ class _Run:
         self.open_calls = ()
         error.messages = tuple(self.messages)
         error.tool_executions = tuple(self.executions)
-        error.usage = priced(self.model, self.responses, self._usage())
+        error.usage = priced(self.model, self.responses, self.usage)
 
     def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
         self.messages.append(
@@ -419,9 +440,6 @@ class _Run:
                 tool_call_id=call.id, tool_name=call.name, text=text, is_error=is_error
             )
         )
-
-    def _usage(self) -> TokenUsage:
-        return sum((r.token_usage for r in self.responses if r.token_usage), TokenUsage())
 
     def _apply_policy(self, plan: _Planned, result: ToolExecutionResult) -> ToolExecutionResult:
         service, kind, tool = self.service, result.error_kind, plan.tool
@@ -450,15 +468,15 @@ class _Run:
 
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended."""
-        return ToolChatResult(
+        return ToolChatResult._of(
             final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
-            usage=priced(self.model, self.responses, self._usage()),
+            usage=priced(self.model, self.responses, self.usage),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
-            pending=tuple(self.approval.pending),
+            pending=() if self._approval is None else tuple(self._approval.pending),
         )
 
 
@@ -478,8 +496,6 @@ def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution
     """Stop when every call of the round may end the loop — `IMMEDIATE`, or `IMMEDIATE_IF_LAST`
     as the round's last call — and none of them failed (a failure goes back to the model, which
     must see it)."""
-    if any(e.failed for e in executions):
-        return False
     last = len(planned) - 1
     for index, plan in enumerate(planned):
         behavior = plan.tool.return_behavior if plan.tool is not None else ReturnBehavior.TO_LLM
@@ -487,7 +503,7 @@ def _returns_now(planned: Sequence[_Planned], executions: Sequence[ToolExecution
             return False
         if behavior is ReturnBehavior.IMMEDIATE_IF_LAST and index != last:
             return False
-    return True
+    return not any(e.failed for e in executions)
 
 
 class ToolService(Generic[DepsT]):
@@ -979,6 +995,7 @@ class ToolService(Generic[DepsT]):
 
 
 _MESSAGE_TYPES: tuple[type, ...] = get_args(get_args(ChatMessage)[0])
+_EXACT_MESSAGE_TYPES = frozenset(_MESSAGE_TYPES)
 
 
 def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
@@ -986,13 +1003,15 @@ def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
     message is refused here, before any model call."""
     if isinstance(messages, str):
         return [UserMessage(content=messages)]
-    if not isinstance(messages, Iterable):
+    if not isinstance(messages, (list, tuple)) and not isinstance(messages, Iterable):
         raise TypeError(
             f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
         )
     conversation = list(messages)
     for position, message in enumerate(conversation):
-        if not isinstance(message, _MESSAGE_TYPES):
+        # The exact-type test first: `isinstance` on pydantic classes costs several times more,
+        # and a long history pays it per message.
+        if type(message) not in _EXACT_MESSAGE_TYPES and not isinstance(message, _MESSAGE_TYPES):
             raise TypeError(
                 f"messages[{position}] is of type {type(message).__name__!r}, not a chat message"
                 f" ({', '.join(t.__name__ for t in _MESSAGE_TYPES)})"
@@ -1077,7 +1096,7 @@ async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
 
 async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -> ToolExecution:
     before, after = run.service.before_tool_call, run.service.after_tool_call
-    if plan.tool is not None and run.approval.deferred(plan.preset):
+    if plan.tool is not None and ApprovalState.deferred(plan.preset):
         held = await run.approval.ahold(plan.call, plan.context, plan.tool)
         plan = run._plan(plan.index, plan.call) if held is None else replace(plan, preset=held)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
