@@ -232,7 +232,8 @@ def inspect_function(
         if field_name.startswith("_") or hasattr(BaseModel, field_name):
             # `_x` would be a private attribute and `json`/`copy`/`model_*` shadow BaseModel
             # members: `args_model` stores them under another field name, the parameter name as
-            # the alias. (The validated dict keeps the parameter name.)
+            # the alias unless the parameter has its own. (The validated dict keeps the parameter
+            # name.)
             field_name, alias = f"arg{len(fields)}_{field_name.lstrip('_')}", field_name
         if field_name in fields:
             # `_x` is stored as `arg0_x`: a parameter of that very name would silently replace it.
@@ -652,14 +653,15 @@ def _contains_context(nodes: list[dict[str, Any]]) -> bool:
 def _field(
     annotation: Any, parameter: inspect.Parameter, doc: str | None, alias: str | None
 ) -> tuple[Any, Any]:
-    """`(annotation, default)` for `create_model`; a `Field` description beats the docstring."""
+    """`(annotation, default)` for `create_model`; a `Field` description beats the docstring, and
+    a `Field` alias (or validation alias) of the parameter's own beats `alias`."""
     default = parameter.default
     if default is inspect.Parameter.empty:
         default = ...
     extra: dict[str, Any] = {}
     if doc and not _has_description(annotation, default):
         extra["description"] = doc
-    if alias is not None:
+    if alias is not None and not _has_alias(annotation, default):
         extra["alias"] = alias
     if not extra:
         return (annotation, default)
@@ -677,6 +679,14 @@ def _has_description(annotation: Any, default: Any) -> bool:
         isinstance(meta, FieldInfo) and meta.description is not None
         for meta in annotation.__metadata__
     )
+
+
+def _has_alias(annotation: Any, default: Any) -> bool:
+    """Whether the parameter's own `Field` names the argument (`alias` or `validation_alias`)."""
+    infos = [default] if isinstance(default, FieldInfo) else []
+    if typing.get_origin(annotation) is Annotated:
+        infos += [meta for meta in annotation.__metadata__ if isinstance(meta, FieldInfo)]
+    return any(info.alias is not None or info.validation_alias is not None for info in infos)
 
 
 _UNSUPPORTED_TYPE_ERRORS = (
