@@ -117,7 +117,7 @@ class ToolSignature:
     """`validate_json(raw)` → `(arguments, None, given)`: the dict of validated arguments by
     parameter name (defaults filled in), and the set of those the input gave."""
     argument_names: tuple[str, ...]
-    """The names the model fills the arguments by (a parameter's alias, or its name)."""
+    """The names the model fills the arguments by: the properties of `parameters`."""
     parameters: dict[str, Any]
     """The arguments' JSON Schema (pydantic's dialect, top-level title removed)."""
     description: str
@@ -250,9 +250,7 @@ def inspect_function(
 
     model_name = f"{name}_arguments"
     try:
-        fields_schema, core_config, argument_names = _fields_schema(
-            arguments, fields, renames, model_name
-        )
+        fields_schema, core_config = _fields_schema(arguments, fields, renames, model_name)
         schema, nodes, closed = _closed_schema(fields_schema)
         # One validator, built once the schema is closed. Where nothing needed closing, nested
         # classes' own validators are reused as they are.
@@ -284,7 +282,9 @@ def inspect_function(
     return ToolSignature(
         core_schema=schema,
         validator=validator,
-        argument_names=argument_names,
+        # What the schema offers: a validation alias, not the parameter's name, is what the
+        # validator takes.
+        argument_names=tuple(json_schema.get("properties", ())),
         parameters=json_schema,
         description=docstring.description,
         context_parameter=context_parameter,
@@ -303,9 +303,8 @@ def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:
     return dict(sorted(json_schema.items()))
 
 
-_FieldsSchema = tuple[CoreSchema, core_schema.CoreConfig, tuple[str, ...]]
-"""The arguments' `model-fields` core schema keyed by parameter name, its config, and the names
-the model fills the arguments by (a parameter's alias, or its name)."""
+_FieldsSchema = tuple[CoreSchema, core_schema.CoreConfig]
+"""The arguments' `model-fields` core schema keyed by parameter name, and its config."""
 
 _PRIVATE_API_CHANGED = (ImportError, AttributeError, TypeError)
 """What a pydantic whose private schema-generation API moved raises from `_generated_fields`."""
@@ -344,17 +343,15 @@ def _generated_fields(arguments: Mapping[str, tuple[Any, Any]], model_name: str)
     config = ConfigWrapper(_CONFIG)
     generate = GenerateSchema(config)
     decorators = DecoratorInfos()
-    names = []
     fields = {}
     for name, field in arguments.items():
         # What `create_model` makes of the same `(annotation, default)`.
         info = FieldInfo.from_annotated_attribute(*field, _source=AnnotationSource.CLASS)
-        names.append(info.alias or name)
         fields[name] = generate._generate_md_field_schema(name, info, decorators)
     schema = generate.clean_schema(
         core_schema.model_fields_schema(fields, model_name=model_name, extra_behavior="forbid")
     )
-    return schema, config.core_config(title=model_name), tuple(names)
+    return schema, config.core_config(title=model_name)
 
 
 def _model_fields(
@@ -374,8 +371,7 @@ def _model_fields(
     }
     if definitions is not None:
         fields_schema = core_schema.definitions_schema(fields_schema, definitions)
-    names = tuple(info.alias or name for name, info in model.model_fields.items())
-    return fields_schema, schema["config"], names
+    return fields_schema, schema["config"]
 
 
 def _closed_schema(schema: CoreSchema) -> tuple[CoreSchema, list[dict[str, Any]], bool]:
