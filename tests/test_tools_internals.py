@@ -247,6 +247,12 @@ def _tree(root: _Node, depth: int = 2) -> str:
     return "ok"
 
 
+def _renamed_aliased(
+    _n: Annotated[int, Field(alias="n")] = 0, json: Annotated[int, Field(alias="j")] = 0
+) -> str:
+    return f"{_n} {json}"
+
+
 _PROBES = [
     "{}",
     '{"lines": [{"sku": "a", "quantity": 2}], "note": null}',
@@ -257,11 +263,12 @@ _PROBES = [
     '{"n": 2, "shape": "oval", "kind": "c", "count": 1}',
     '{"root": {"name": "r", "children": [{"name": "c", "children": [], "x": 1}]}}',
     '{"root": {"name": "r"}, "depth": 1.5}',
+    '{"n": 1, "j": 2, "_n": 3}',
     "[1, 2]",
 ]
 
 
-@pytest.mark.parametrize("function", [_order, _renamed, _aliased, _tree])
+@pytest.mark.parametrize("function", [_order, _renamed, _aliased, _tree, _renamed_aliased])
 def test_without_pydantics_private_schema_api_the_model_gives_the_same_arguments(
     function: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -281,6 +288,20 @@ def test_without_pydantics_private_schema_api_the_model_gives_the_same_arguments
     # A tool built that way runs.
     monkeypatch.setattr(_signature, "_generated_fields", moved)
     assert tool(_renamed).execute(call("_renamed", '{"_slot": 1}')).text == "ok"
+
+
+def test_a_renamed_parameters_own_alias_names_it_in_the_args_model_too() -> None:
+    # `args_model` stores `_n` and `json` under other field names; their own aliases still name
+    # them there, as in the schema and the validator.
+    renamed = tool(_renamed_aliased)
+    assert list(renamed.specification.parameters["properties"]) == ["n", "j"]
+    assert list(renamed.args_model.model_json_schema()["properties"]) == ["n", "j"]
+    assert renamed.execute(call("_renamed_aliased", '{"n": 1, "j": 2}')).text == "1 2"
+    assert renamed.validate_arguments('{"n": 1}').model_dump(by_alias=True) == {"n": 1, "j": 0}
+    assert renamed.args_model.model_validate({"n": 1, "j": 2}).model_dump(by_alias=True) == {
+        "n": 1,
+        "j": 2,
+    }
 
 
 def _outcome(validator: Any, raw: str) -> Any:

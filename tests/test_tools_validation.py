@@ -255,6 +255,25 @@ def test_unknown_arguments_are_rejected_by_default() -> None:
     )
 
 
+def test_unknown_arguments_are_told_the_names_the_schema_offers() -> None:
+    # A validation alias, not the parameter's name, is what the validator takes: the message
+    # must not offer the name it has just refused (`_k` is stored under another field name).
+    @tool
+    def count(
+        n: Annotated[int, Field(validation_alias="N")] = 0,
+        _k: Annotated[int, Field(validation_alias="K")] = 0,
+    ) -> str:
+        return f"{n} {_k}"
+
+    assert list(count.specification.parameters["properties"]) == ["N", "K"]
+    with pytest.raises(ToolArgumentsError) as caught:
+        count.validate_arguments('{"n": 1, "_k": 2}')
+    assert [e.message for e in caught.value.errors] == [
+        "Unexpected argument; this tool takes: N, K"
+    ] * 2
+    assert count.execute(ToolCall(id="c", name="count", arguments='{"N": 1, "K": 2}')).text == "1 2"
+
+
 def test_unknown_arguments_can_be_ignored_and_the_drop_is_recorded() -> None:
     @tool(extra_arguments="ignore")
     def greet(name: str) -> str:

@@ -117,7 +117,7 @@ class ToolSignature:
     """`validate_json(raw)` → `(arguments, None, given)`: the dict of validated arguments by
     parameter name (defaults filled in), and the set of those the input gave."""
     argument_names: tuple[str, ...]
-    """The names the model fills the arguments by (a parameter's alias, or its name)."""
+    """The names the model fills the arguments by: the properties of `parameters`."""
     parameters: dict[str, Any]
     """The arguments' JSON Schema (pydantic's dialect, top-level title removed)."""
     description: str
@@ -232,7 +232,8 @@ def inspect_function(
         if field_name.startswith("_") or hasattr(BaseModel, field_name):
             # `_x` would be a private attribute and `json`/`copy`/`model_*` shadow BaseModel
             # members: `args_model` stores them under another field name, the parameter name as
-            # the alias. (The validated dict keeps the parameter name.)
+            # the alias unless the parameter has its own. (The validated dict keeps the parameter
+            # name.)
             field_name, alias = f"arg{len(fields)}_{field_name.lstrip('_')}", field_name
         if field_name in fields:
             # `_x` is stored as `arg0_x`: a parameter of that very name would silently replace it.
@@ -249,9 +250,7 @@ def inspect_function(
 
     model_name = f"{name}_arguments"
     try:
-        fields_schema, core_config, argument_names = _fields_schema(
-            arguments, fields, renames, model_name
-        )
+        fields_schema, core_config = _fields_schema(arguments, fields, renames, model_name)
         schema, nodes, closed = _closed_schema(fields_schema)
         # One validator, built once the schema is closed. Where nothing needed closing, nested
         # classes' own validators are reused as they are.
@@ -283,7 +282,9 @@ def inspect_function(
     return ToolSignature(
         core_schema=schema,
         validator=validator,
-        argument_names=argument_names,
+        # What the schema offers: a validation alias, not the parameter's name, is what the
+        # validator takes.
+        argument_names=tuple(json_schema.get("properties", ())),
         parameters=json_schema,
         description=docstring.description,
         context_parameter=context_parameter,
@@ -302,9 +303,8 @@ def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:
     return dict(sorted(json_schema.items()))
 
 
-_FieldsSchema = tuple[CoreSchema, core_schema.CoreConfig, tuple[str, ...]]
-"""The arguments' `model-fields` core schema keyed by parameter name, its config, and the names
-the model fills the arguments by (a parameter's alias, or its name)."""
+_FieldsSchema = tuple[CoreSchema, core_schema.CoreConfig]
+"""The arguments' `model-fields` core schema keyed by parameter name, and its config."""
 
 _PRIVATE_API_CHANGED = (ImportError, AttributeError, TypeError)
 """What a pydantic whose private schema-generation API moved raises from `_generated_fields`."""
@@ -343,17 +343,15 @@ def _generated_fields(arguments: Mapping[str, tuple[Any, Any]], model_name: str)
     config = ConfigWrapper(_CONFIG)
     generate = GenerateSchema(config)
     decorators = DecoratorInfos()
-    names = []
     fields = {}
     for name, field in arguments.items():
         # What `create_model` makes of the same `(annotation, default)`.
         info = FieldInfo.from_annotated_attribute(*field, _source=AnnotationSource.CLASS)
-        names.append(info.alias or name)
         fields[name] = generate._generate_md_field_schema(name, info, decorators)
     schema = generate.clean_schema(
         core_schema.model_fields_schema(fields, model_name=model_name, extra_behavior="forbid")
     )
-    return schema, config.core_config(title=model_name), tuple(names)
+    return schema, config.core_config(title=model_name)
 
 
 def _model_fields(
@@ -373,8 +371,7 @@ def _model_fields(
     }
     if definitions is not None:
         fields_schema = core_schema.definitions_schema(fields_schema, definitions)
-    names = tuple(info.alias or name for name, info in model.model_fields.items())
-    return fields_schema, schema["config"], names
+    return fields_schema, schema["config"]
 
 
 def _closed_schema(schema: CoreSchema) -> tuple[CoreSchema, list[dict[str, Any]], bool]:
@@ -652,14 +649,15 @@ def _contains_context(nodes: list[dict[str, Any]]) -> bool:
 def _field(
     annotation: Any, parameter: inspect.Parameter, doc: str | None, alias: str | None
 ) -> tuple[Any, Any]:
-    """`(annotation, default)` for `create_model`; a `Field` description beats the docstring."""
+    """`(annotation, default)` for `create_model`; a `Field` description beats the docstring, and
+    a `Field` alias (or validation alias) of the parameter's own beats `alias`."""
     default = parameter.default
     if default is inspect.Parameter.empty:
         default = ...
     extra: dict[str, Any] = {}
     if doc and not _has_description(annotation, default):
         extra["description"] = doc
-    if alias is not None:
+    if alias is not None and not _has_alias(annotation, default):
         extra["alias"] = alias
     if not extra:
         return (annotation, default)
@@ -677,6 +675,14 @@ def _has_description(annotation: Any, default: Any) -> bool:
         isinstance(meta, FieldInfo) and meta.description is not None
         for meta in annotation.__metadata__
     )
+
+
+def _has_alias(annotation: Any, default: Any) -> bool:
+    """Whether the parameter's own `Field` names the argument (`alias` or `validation_alias`)."""
+    infos = [default] if isinstance(default, FieldInfo) else []
+    if typing.get_origin(annotation) is Annotated:
+        infos += [meta for meta in annotation.__metadata__ if isinstance(meta, FieldInfo)]
+    return any(info.alias is not None or info.validation_alias is not None for info in infos)
 
 
 _UNSUPPORTED_TYPE_ERRORS = (
