@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, field_validator
 
 from agentforge_typed import (
     AiMessage,
@@ -16,6 +17,7 @@ from agentforge_typed import (
     ChatRequestParameters,
     FinalResultEvent,
     FunctionModel,
+    HttpTool,
     ModelRetry,
     SchemaTool,
     ToolCall,
@@ -94,6 +96,57 @@ async def test_aexecute_contains_every_base_exception(
     for executor in sync_and_async_tools(make, timeout=timeout):
         result = await executor.aexecute(call(executor.name), context(executor.name))
         assert_contained(result, executor.name, type(make()))
+
+
+@pytest.mark.parametrize("make", [lambda: KeyError("boom"), *RAISED])
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"order": {"count": 1}}',
+        '{"order": "{\\"count\\": 1}"}',
+    ],  # valid; string-encoded (repaired)
+    ids=["fast path", "repair path"],
+)
+@pytest.mark.parametrize("mode", ["execute", "aexecute"])
+async def test_an_argument_types_own_validator_raising_is_an_execution_error(
+    make: Callable[[], BaseException], arguments: str, mode: str
+) -> None:
+    # pydantic lets anything but `ValueError` / `AssertionError` out of a `field_validator`:
+    # the tool failed, as if its body had raised; the call never raises.
+    class Order(BaseModel):
+        count: int
+
+        @field_validator("count")
+        @classmethod
+        def explode(cls, value: int) -> int:
+            raise make()
+
+    @tool
+    def place(order: Order) -> str:
+        return "placed"
+
+    request = call("place", arguments)
+    result = place.execute(request) if mode == "execute" else await place.aexecute(request)
+    assert_contained(result, "place", type(make()))
+
+
+@pytest.mark.parametrize("make", [lambda: KeyError("boom"), *RAISED])
+@pytest.mark.parametrize("mode", ["execute", "aexecute"])
+async def test_an_http_tools_args_model_raising_is_an_execution_error(
+    make: Callable[[], BaseException], mode: str
+) -> None:
+    class Order(BaseModel):
+        count: int
+
+        @field_validator("count")
+        @classmethod
+        def explode(cls, value: int) -> int:
+            raise make()
+
+    http = HttpTool("place", url="http://127.0.0.1:9/orders", body="rest", args_model=Order)
+    request, ctx = call("place", '{"count": 1}'), context("place")
+    result = http.execute(request, ctx) if mode == "execute" else await http.aexecute(request, ctx)
+    assert_contained(result, "place", type(make()))  # and nothing was sent
 
 
 def test_system_exit_reads_like_any_failure() -> None:

@@ -328,11 +328,18 @@ class Tool(Generic[P, R]):
         try:
             fields = self._validate_fields(call.arguments, strict=self._strict)[0]
         except ValidationError as error:
-            outcome = self._validator.repair(call.arguments, error)
+            try:
+                outcome = self._validator.repair(call.arguments, error)
+            except BaseException as exc:  # see below
+                return failure_result(self.name, exc)
             if outcome.arguments is None:
                 # `outcome.error_result` inlined: a typed tool's schema cannot fail.
                 return arguments_error_result(self.name, outcome.errors, outcome.repairs)
             return self._run(outcome.arguments[0], outcome.repairs, call, context, deps)
+        except BaseException as exc:
+            # Not a validation error: the argument types' own code raised (a `KeyError` in a
+            # `field_validator`). The tool failed, as when its body raises: an execution error.
+            return failure_result(self.name, exc)
         if not self._direct_call:
             return self._run(fields, (), call, context, deps)
         try:
@@ -354,7 +361,10 @@ class Tool(Generic[P, R]):
         if not self._bound:
             self._refuse_unbound()
         # The same validator as `execute`'s.
-        outcome = self._validator.validate(call.arguments)
+        try:
+            outcome = self._validator.validate(call.arguments)
+        except BaseException as exc:  # the argument types' own code raised: see `execute`
+            return failure_result(self.name, exc)
         if outcome.arguments is None:
             return outcome.error_result(self.name)
         repairs = outcome.repairs

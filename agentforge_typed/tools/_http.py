@@ -284,7 +284,10 @@ class HttpTool(ConfiguredTool):
     def _prepare(
         self, call: ToolCall, context: ToolContext[Any]
     ) -> _Prepared | ToolExecutionResult:
-        decoded = self._validator.validate(call.arguments)
+        try:
+            decoded = self._validator.validate(call.arguments)
+        except BaseException as exc:  # an `args_model`'s own validator code raised
+            return failure_result(self.name, exc)
         if decoded.arguments is None:
             return decoded.error_result(self.name)
         routed = self._routes.apply(self.url, decoded.arguments)
