@@ -9,14 +9,20 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
-from agentforge_typed import HttpTool, ToolCall, ToolContext, ToolExecutionResult
+from agentforge_typed import (
+    HttpTool,
+    ToolArgumentsError,
+    ToolCall,
+    ToolContext,
+    ToolExecutionResult,
+)
 from agentforge_typed.tools._base import ToolLike
 
 Mode = Literal["sync", "async"]
@@ -768,3 +774,15 @@ async def test_args_model_extra_arguments_ignore(srv: Server, mode: Mode) -> Non
     )
     assert refused.error_kind == "arguments"
     assert len(srv.requests) == 1
+
+
+def test_unknown_arguments_of_an_args_model_are_told_the_names_the_schema_offers() -> None:
+    class Query(BaseModel):
+        city: Annotated[str, Field(validation_alias="City")]
+
+    weather = HttpTool("weather", url="http://127.0.0.1:9/weather", query="rest", args_model=Query)
+    assert list(weather.specification.parameters["properties"]) == ["City"]
+    with pytest.raises(ToolArgumentsError) as caught:
+        weather.validate_arguments('{"city": "Oslo"}')
+    messages = [error.message for error in caught.value.errors]
+    assert "Unexpected argument; this tool takes: City" in messages

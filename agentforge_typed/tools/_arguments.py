@@ -131,7 +131,8 @@ class ArgumentsValidator:
         self._setup(
             args_model.__pydantic_validator__,
             args_model.__pydantic_core_schema__,
-            [field.alias or name for name, field in args_model.model_fields.items()],
+            # The names its JSON Schema offers (a `validation_alias` where there is one).
+            list(args_model.model_json_schema().get("properties", ())),
             strict=strict,
             extra_arguments=extra_arguments,
             null_means_default=null_means_default,
