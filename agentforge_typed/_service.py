@@ -165,7 +165,7 @@ def _as_result(
     return ToolExecutionResult.error(value, error_kind)
 
 
-_NO_USAGE = TokenUsage()
+_NO_USAGE = TokenUsage.model_construct()  # not `TokenUsage()`: no validator built at import
 """The usage of a run whose responses report none (immutable, so one serves every run)."""
 
 
