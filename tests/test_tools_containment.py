@@ -98,6 +98,20 @@ async def test_aexecute_contains_every_base_exception(
         assert_contained(result, executor.name, type(make()))
 
 
+def exploding_order(make: Callable[[], BaseException]) -> type[BaseModel]:
+    """A model whose own validator raises `make()`."""
+
+    class Order(BaseModel):
+        count: int
+
+        @field_validator("count")
+        @classmethod
+        def explode(cls, value: int) -> int:
+            raise make()
+
+    return Order
+
+
 @pytest.mark.parametrize("make", [lambda: KeyError("boom"), *RAISED])
 @pytest.mark.parametrize(
     "arguments",
@@ -113,16 +127,10 @@ async def test_an_argument_types_own_validator_raising_is_an_execution_error(
 ) -> None:
     # pydantic lets anything but `ValueError` / `AssertionError` out of a `field_validator`:
     # the tool failed, as if its body had raised; the call never raises.
-    class Order(BaseModel):
-        count: int
-
-        @field_validator("count")
-        @classmethod
-        def explode(cls, value: int) -> int:
-            raise make()
+    Order = exploding_order(make)
 
     @tool
-    def place(order: Order) -> str:
+    def place(order: Order) -> str:  # type: ignore[valid-type]  # a class made at run time
         return "placed"
 
     request = call("place", arguments)
@@ -135,15 +143,8 @@ async def test_an_argument_types_own_validator_raising_is_an_execution_error(
 async def test_an_http_tools_args_model_raising_is_an_execution_error(
     make: Callable[[], BaseException], mode: str
 ) -> None:
-    class Order(BaseModel):
-        count: int
-
-        @field_validator("count")
-        @classmethod
-        def explode(cls, value: int) -> int:
-            raise make()
-
-    http = HttpTool("place", url="http://127.0.0.1:9/orders", body="rest", args_model=Order)
+    order = exploding_order(make)
+    http = HttpTool("place", url="http://127.0.0.1:9/orders", body="rest", args_model=order)
     request, ctx = call("place", '{"count": 1}'), context("place")
     result = http.execute(request, ctx) if mode == "execute" else await http.aexecute(request, ctx)
     assert_contained(result, "place", type(make()))  # and nothing was sent
