@@ -1071,10 +1071,17 @@ async def _settle_batch(
     import asyncio  # loaded by then; not at import, for blocking programs
 
     tasks = [asyncio.ensure_future(_asettle(run, plan, execute)) for plan in batch]
+    gathered = asyncio.gather(*tasks)
     try:
-        return await asyncio.gather(*tasks)
-    finally:
+        return await gathered
+    except GeneratorExit:
+        # The run's coroutine is being closed (a durable workflow torn down mid-round): it may
+        # await nothing more. Cancelling the gathering cancels every call, and logs nothing.
+        gathered.cancel()
+        raise
+    except BaseException:
         await _cancel_unfinished(tasks)
+        raise
 
 
 async def _cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:

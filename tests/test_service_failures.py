@@ -293,3 +293,31 @@ def test_achat_answers_a_cancelled_sibling_as_not_completed() -> None:
     assert error.messages[-2].text == (  # type: ignore[union-attr]
         "Tool `slow_transfer` did not complete: the run stopped on ToolArgumentsError first."
     )
+
+
+async def test_closing_a_run_while_its_tools_run_cancels_them_and_awaits_nothing() -> None:
+    # A durable workflow torn down mid-round closes the run's coroutine: awaiting anything then
+    # is "coroutine ignored GeneratorExit" (an error pytest reports); the calls are cancelled.
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        return AiMessage(tool_calls=[ToolCall(id="c1", name="slow", arguments="{}")])
+
+    run = ToolService([slow]).achat(FunctionModel(script), "go")
+    waiting: Any = run.send(None)  # driven by hand, as a workflow runtime drives it
+    while not started.is_set():
+        await asyncio.sleep(0)
+        if waiting.done():
+            waiting = run.send(None)
+    run.close()
+    await asyncio.wait_for(cancelled.wait(), timeout=5)
