@@ -286,16 +286,12 @@ class HttpShell:
                     finally:
                         response.close()
             except httpx.HTTPError as exc:
-                delay = self._retry_delay(retries, path, error=exc)
-                if delay is None:
-                    raise self._transport_error(exc) from exc
+                outcome = self._settle(retries, path, exc)
             else:
-                if response.is_success:
-                    return response
-                delay = self._retry_delay(retries, path, response=response)
-                if delay is None:
-                    raise self._status_error(response)
-            self._sleep(delay)
+                outcome = self._settle(retries, path, response)
+            if isinstance(outcome, httpx.Response):
+                return outcome
+            self._sleep(outcome)
             retries += 1
 
     # -- async --------------------------------------------------------------------------------
@@ -389,19 +385,33 @@ class HttpShell:
                     finally:
                         await response.aclose()
             except httpx.HTTPError as exc:
-                delay = self._retry_delay(retries, path, error=exc)
-                if delay is None:
-                    raise self._transport_error(exc) from exc
+                outcome = self._settle(retries, path, exc)
             else:
-                if response.is_success:
-                    return response
-                delay = self._retry_delay(retries, path, response=response)
-                if delay is None:
-                    raise self._status_error(response)
-            await self._asleep(delay)
+                outcome = self._settle(retries, path, response)
+            if isinstance(outcome, httpx.Response):
+                return outcome
+            await self._asleep(outcome)
             retries += 1
 
     # -- shared decisions ---------------------------------------------------------------------
+
+    def _settle(
+        self, retries: int, path: str, attempt: httpx.Response | httpx.HTTPError
+    ) -> httpx.Response | float:
+        """What one attempt comes to: the successful response, or the seconds to wait before the
+        next attempt; raises `ModelError` when the failure is final (no retry left, or none
+        allowed)."""
+        if isinstance(attempt, httpx.HTTPError):
+            delay = self._retry_delay(retries, path, error=attempt)
+            if delay is None:
+                raise self._transport_error(attempt) from attempt
+            return delay
+        if attempt.is_success:
+            return attempt
+        delay = self._retry_delay(retries, path, response=attempt)
+        if delay is None:
+            raise self._status_error(attempt)
+        return delay
 
     def _url(self, path: str) -> str:
         path = path.lstrip("/")
