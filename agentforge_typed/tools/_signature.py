@@ -146,7 +146,7 @@ class ToolSignature:
                 built = self.__dict__.get("_args_model")
                 if built is None:
                     built = create_model(self.model_name, __config__=_CONFIG, **self.model_fields)
-                    _close(built, core_schema_nodes(built.__pydantic_core_schema__))
+                    _close(built)
                     self.__dict__["_args_model"] = built
         return built
 
@@ -245,8 +245,11 @@ def inspect_function(
         if alias is not None:
             renames[parameter.name] = field_name
         doc = docstring.parameters.get(parameter.name)
-        fields[field_name] = _field(annotation, parameter, doc, alias)
-        arguments[parameter.name] = _field(annotation, parameter, doc, None)
+        argument = _field(annotation, parameter, doc, None)
+        arguments[parameter.name] = argument
+        fields[field_name] = (
+            argument if alias is None else _field(annotation, parameter, doc, alias)
+        )
 
     model_name = f"{name}_arguments"
     try:
@@ -536,19 +539,18 @@ _FIELDS_NODES = frozenset({"model-fields", "dataclass-args", "typed-dict"})
 """The core-schema nodes that hold an object's named fields, and its `extra_behavior`."""
 
 
-def _close(args_model: type[BaseModel], nodes: list[dict[str, Any]]) -> None:
+def _close(args_model: type[BaseModel]) -> None:
     """Make `args_model` reject unknown keys at every depth, not only at the top.
 
-    `nodes` are those of its core schema. When one of them, a nested model, dataclass or
-    TypedDict, does not forbid extra keys (and its class does not explicitly set
-    `extra="allow"`), the schema is replaced by a copy in which it does, and the validator is
-    rebuilt from it. The nested classes are left untouched.
+    When a nested model, dataclass or TypedDict of its core schema does not forbid extra keys
+    (and its class does not explicitly set `extra="allow"`), the schema is replaced by a closed
+    copy (`_closed_schema`) and the validator is rebuilt from it. The nested classes are left
+    untouched.
     """
-    if not any(_needs_closing(node) for node in nodes):
-        return  # pydantic's own validator already refuses unknown keys everywhere
-    schema = _closed_copy(args_model.__pydantic_core_schema__)
-    args_model.__pydantic_core_schema__ = schema
-    args_model.__pydantic_validator__ = closed_validator(schema)
+    schema, _, closed = _closed_schema(args_model.__pydantic_core_schema__)
+    if closed:  # else pydantic's own validator already refuses unknown keys everywhere
+        args_model.__pydantic_core_schema__ = schema
+        args_model.__pydantic_validator__ = closed_validator(schema)
 
 
 def _closed_copy(schema: Any) -> Any:
