@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails, SchemaValidator
+from pydantic_core import ErrorDetails
 
 from .._exceptions import ArgumentError
 from ._argument_errors import json_path, render_input
@@ -93,20 +93,20 @@ MAX_REPAIR_ROUNDS = 8
 
 
 class ArgumentsValidator:
-    """Validates a tool's raw arguments against its arguments model (or core validator).
+    """Validates a tool's raw arguments with a core validator: a signature's
+    (`ToolSignature.validator`, whose validated arguments are `(arguments, None, given)`, no model
+    instance built), or an arguments model's (`ArgumentsValidator.of_model`).
 
     Args:
-        args_model: The pydantic model of the arguments (built with `extra="forbid"`).
+        validator: The core validator (a `SchemaValidator`, or pydantic's plugin wrapper of one).
+        core_schema: Its core schema (for the JSON wording of `Literal` and `Enum` messages).
+        names: The names the arguments are filled by, listed to a model that sends another.
         strict: pydantic strict mode (no `"5"` → `5`); `False` leaves each model's own setting.
         extra_arguments: `"forbid"` reports unknown keys, `"ignore"` drops them (at any depth).
         null_means_default: The arguments' JSON Schema, for tools whose schema the provider
             enforces (OpenAI strict mode makes every optional property required and nullable):
             a `null` that fails validation where the schema does not require the property is
             read as "not given", so the default applies, at any depth.
-
-    `ArgumentsValidator.of_schema` validates with a core validator instead of a model's: a
-    signature's (`ToolSignature.validator`), whose validated arguments are
-    `(arguments, None, given)`, no model instance built.
     """
 
     __slots__ = (
@@ -122,55 +122,13 @@ class ArgumentsValidator:
 
     def __init__(
         self,
-        args_model: type[BaseModel],
-        *,
-        strict: bool,
-        extra_arguments: Literal["forbid", "ignore"] = "forbid",
-        null_means_default: dict[str, Any] | None = None,
-    ) -> None:
-        self._setup(
-            args_model.__pydantic_validator__,
-            args_model.__pydantic_core_schema__,
-            # The names its JSON Schema offers (a `validation_alias` where there is one).
-            list(args_model.model_json_schema().get("properties", ())),
-            strict=strict,
-            extra_arguments=extra_arguments,
-            null_means_default=null_means_default,
-        )
-
-    @classmethod
-    def of_schema(
-        cls,
-        validator: SchemaValidator,
+        validator: Any,
         core_schema: Any,
         names: Sequence[str],
         *,
         strict: bool,
         extra_arguments: Literal["forbid", "ignore"] = "forbid",
         null_means_default: dict[str, Any] | None = None,
-    ) -> ArgumentsValidator:
-        """A validator with `validator` (of `core_schema`, taking the arguments `names`) instead
-        of a model's; the other arguments as for the constructor."""
-        self = cls.__new__(cls)
-        self._setup(
-            validator,
-            core_schema,
-            names,
-            strict=strict,
-            extra_arguments=extra_arguments,
-            null_means_default=null_means_default,
-        )
-        return self
-
-    def _setup(
-        self,
-        validator: Any,  # a `SchemaValidator`, or pydantic's plugin wrapper of one
-        core_schema: Any,
-        names: Sequence[str],
-        *,
-        strict: bool,
-        extra_arguments: Literal["forbid", "ignore"],
-        null_means_default: dict[str, Any] | None,
     ) -> None:
         self._validator = validator
         self.validate_json = validator.validate_json
@@ -187,9 +145,27 @@ class ArgumentsValidator:
         self._unexpected = f"Unexpected argument; this tool takes: {', '.join(names) or 'nothing'}"
         self._choices = json_choices(core_schema)
 
+    @classmethod
+    def of_model(
+        cls,
+        args_model: type[BaseModel],
+        *,
+        strict: bool,
+        extra_arguments: Literal["forbid", "ignore"] = "forbid",
+    ) -> ArgumentsValidator:
+        """A validator of `args_model` (built with `extra="forbid"`): the validated arguments are
+        an instance of it."""
+        return cls(
+            args_model.__pydantic_validator__,
+            args_model.__pydantic_core_schema__,
+            # The names its JSON Schema offers (a `validation_alias` where there is one).
+            list(args_model.model_json_schema().get("properties", ())),
+            strict=strict,
+            extra_arguments=extra_arguments,
+        )
+
     def validate(self, raw: str | bytes) -> ValidatedArguments[Any]:
-        """The validated arguments (an `args_model` instance, or what `of_schema`'s validator
-        returns), or the errors."""
+        """The validated arguments (what the validator returns), or the errors."""
         try:
             arguments = self._validator.validate_json(raw, strict=self.strict)
         except ValidationError as error:

@@ -212,7 +212,7 @@ class Tool(Generic[P, R]):
         self._attribute: str | None = None
         self._is_async = is_async_callable(target)
         # The arguments validate into a dict keyed by parameter name, no `args_model` instance.
-        self._validator = ArgumentsValidator.of_schema(
+        self._validator = ArgumentsValidator(
             signature.validator,
             signature.core_schema,
             signature.argument_names,

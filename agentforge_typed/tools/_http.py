@@ -559,7 +559,9 @@ class _ModelArguments:
             config = pydantic.ConfigDict(extra="forbid")
             namespace = {"model_config": config, "__module__": model.__module__}
             model = type(model.__name__, (model,), namespace)
-        self._validator = ArgumentsValidator(model, strict=True, extra_arguments=extra_arguments)
+        self._validator = ArgumentsValidator.of_model(
+            model, strict=True, extra_arguments=extra_arguments
+        )
 
     def validate(self, raw: str | bytes) -> DecodedArguments:
         outcome = self._validator.validate(raw)
