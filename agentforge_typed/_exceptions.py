@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._messages import ChatMessage
-from ._response import TokenUsage
+from ._response import NO_USAGE, TokenUsage
 
 if TYPE_CHECKING:
     from ._results import ToolExecution
@@ -52,7 +52,7 @@ class AgentForgeError(Exception):
     message (calls that did not run get an error result saying so), so providers accept it."""
     tool_executions: tuple[ToolExecution, ...] = ()
     """Every call that ran, the failing one included, in the model's order."""
-    usage: TokenUsage = TokenUsage.model_construct()
+    usage: TokenUsage = NO_USAGE
     """Token usage summed over the model calls of the run."""
 
 

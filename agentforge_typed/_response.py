@@ -11,7 +11,7 @@ from pydantic import Field
 from ._frozen import FrozenModel
 from ._messages import AiMessage
 
-__all__ = ["ChatResponse", "FinishReason", "TokenUsage"]
+__all__ = ["NO_USAGE", "ChatResponse", "FinishReason", "TokenUsage"]
 
 
 class FinishReason(str, enum.Enum):
@@ -52,6 +52,11 @@ class TokenUsage(FrozenModel):
 
     def _used(self) -> bool:
         return bool(self.input_tokens or self.output_tokens or self.total_tokens)
+
+
+NO_USAGE = TokenUsage.model_construct()
+"""Zero usage, shared (immutable); built without validation, so that no validator is built at
+import (see `_frozen`)."""
 
 
 def _add_costs(left: TokenUsage, right: TokenUsage) -> Decimal | None:

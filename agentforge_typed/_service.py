@@ -52,7 +52,7 @@ from ._messages import ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
-from ._response import ChatResponse, TokenUsage
+from ._response import NO_USAGE, ChatResponse
 from ._results import ToolChatResult, ToolExecution
 from ._toolsets import (
     Offer,
@@ -165,10 +165,6 @@ def _as_result(
     return ToolExecutionResult.error(value, error_kind)
 
 
-_NO_USAGE = TokenUsage.model_construct()  # not `TokenUsage()`: no validator built at import
-"""The usage of a run whose responses report none (immutable, so one serves every run)."""
-
-
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -236,7 +232,7 @@ class _Run:
         self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
         self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
-        self.usage = _NO_USAGE
+        self.usage = NO_USAGE
         """The usage summed over `responses`, kept as they arrive."""
         self.executions: list[ToolExecution] = []
         self.failures: dict[str, int] = {}
