@@ -281,6 +281,7 @@ def test_without_pydantics_private_schema_api_the_model_gives_the_same_arguments
 
     monkeypatch.setattr(_signature, "_generated_fields", moved)
     fallback = _signature.inspect_function(function, name="t", has_receiver=False)
+    assert "_args_model" in fallback.__dict__  # the model built for its schema is kept
     assert fallback.parameters == direct.parameters
     assert fallback.argument_names == direct.argument_names
     for raw in _PROBES:

@@ -253,7 +253,7 @@ def inspect_function(
 
     model_name = f"{name}_arguments"
     try:
-        fields_schema, core_config = _fields_schema(arguments, fields, renames, model_name)
+        fields_schema, core_config, model = _fields_schema(arguments, fields, renames, model_name)
         schema, nodes, closed = _closed_schema(fields_schema)
         # One validator, built once the schema is closed. Where nothing needed closing, nested
         # classes' own validators are reused as they are.
@@ -282,7 +282,7 @@ def inspect_function(
                     "a parameter of the tool itself, never inside another parameter's type"
                 )
 
-    return ToolSignature(
+    signature = ToolSignature(
         core_schema=schema,
         validator=validator,
         # What the schema offers: a validation alias, not the parameter's name, is what the
@@ -298,6 +298,10 @@ def inspect_function(
         model_fields=fields,
         renames=renames or None,
     )
+    if model is not None:  # built to take its schema: kept, not built again at first use
+        _close(model)
+        signature.__dict__["_args_model"] = model
+    return signature
 
 
 def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:
@@ -306,8 +310,9 @@ def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:
     return dict(sorted(json_schema.items()))
 
 
-_FieldsSchema = tuple[CoreSchema, core_schema.CoreConfig]
-"""The arguments' `model-fields` core schema keyed by parameter name, and its config."""
+_FieldsSchema = tuple[CoreSchema, core_schema.CoreConfig, type[BaseModel] | None]
+"""The arguments' `model-fields` core schema keyed by parameter name, its config, and the
+`args_model` when it was built to get them."""
 
 _PRIVATE_API_CHANGED = (ImportError, AttributeError, TypeError)
 """What a pydantic whose private schema-generation API moved raises from `_generated_fields`."""
@@ -354,7 +359,7 @@ def _generated_fields(arguments: Mapping[str, tuple[Any, Any]], model_name: str)
     schema = generate.clean_schema(
         core_schema.model_fields_schema(fields, model_name=model_name, extra_behavior="forbid")
     )
-    return schema, config.core_config(title=model_name)
+    return schema, config.core_config(title=model_name), None
 
 
 def _model_fields(
@@ -374,7 +379,7 @@ def _model_fields(
     }
     if definitions is not None:
         fields_schema = core_schema.definitions_schema(fields_schema, definitions)
-    return fields_schema, schema["config"]
+    return fields_schema, schema["config"], model
 
 
 def _closed_schema(schema: CoreSchema) -> tuple[CoreSchema, list[dict[str, Any]], bool]:
