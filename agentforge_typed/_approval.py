@@ -9,17 +9,18 @@ a round, building the result); the rules live here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
 
-from ._exceptions import ToolArgumentsError
 from ._messages import AiMessage, ChatMessage, ToolCall
 from ._response import ChatResponse, FinishReason
 from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
 from .tools._invoke import invoke, is_async_callable
+from .tools._outcomes import reraise_uncontained
 from .tools._result_text import result_text
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ __all__ = [
     "ApprovalPolicy",
     "ApprovalState",
     "Approved",
+    "Decided",
     "PendingCall",
     "PendingReason",
     "ToolFailed",
@@ -70,6 +72,18 @@ class PendingCall:
     """The call as the model made it (its arguments are valid)."""
     reason: PendingReason
     """`"approval"`: answer it in `approvals=`; `"external"`: in `external_results=`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """The caller's decision on one unanswered call, as the run applies it."""
+
+    call: ToolCall
+    """The call to run (with the arguments of an `Approved` override)."""
+    result: ToolExecutionResult | None = None
+    """The result decided for it (a denial, an external result), or `None` to run it."""
+    approved: bool = False
+    """Whether a person approved it: it runs without being held again."""
 
 
 @dataclass(slots=True)
@@ -120,13 +134,19 @@ def may_wait(tool: ToolLike) -> bool:
 
 
 def _valid(tool: ToolLike, call: ToolCall) -> bool:
-    """Whether the call's arguments validate (a tool kind without a validator counts as valid)."""
+    """Whether the call's arguments validate (a tool kind without a validator counts as valid).
+
+    Arguments whose validation raised anything else (a `KeyError` in a `field_validator`) are not
+    valid either: the call runs, and its execution reports the failure as it would for a tool
+    without approval.
+    """
     validate = getattr(tool, "validate_arguments", None)
     if validate is None:
         return True
     try:
         validate(call.arguments)
-    except ToolArgumentsError:
+    except BaseException as exc:
+        reraise_uncontained(exc)
         return False
     return True
 
@@ -167,8 +187,6 @@ class ApprovalState:
             raise ValueError(f"calls {named} have both an approval and an external result")
         self.asynchronous = asynchronous
         self.pending: list[PendingCall] = []
-        self.approved: set[str] = set()
-        """The ids of the calls a person approved in this run."""
         self.paused_on: AiMessage | None = None
         """The `AiMessage` whose calls the run resumed or paused on."""
 
@@ -180,25 +198,32 @@ class ApprovalState:
         self.paused_on, calls = _unanswered(messages)
         if not self.approvals and not self.external_results:
             return calls
-        ids = {call.id for call in calls}
+        ids = Counter(call.id for call in calls)
+        decided = self.approvals.keys() | self.external_results.keys()
         # `repr` before sorting: a caller's keys need not even be strings.
-        unknown = sorted(map(repr, (self.approvals.keys() | self.external_results.keys()) - ids))
+        unknown = sorted(map(repr, decided - ids.keys()))
         if unknown:
             raise ValueError(
                 f"no pending call has the id(s) {', '.join(unknown)}; pending: "
                 f"{', '.join(sorted(map(repr, ids))) or 'none'}"
             )
+        # The loop gives every call it admits an id of its own; a history written elsewhere may
+        # still end with two calls of one id, and one decision must never settle both.
+        shared = sorted(repr(call_id) for call_id in decided if ids[call_id] > 1)
+        if shared:
+            raise ValueError(
+                f"several pending calls have the id(s) {', '.join(shared)}: a decision cannot "
+                "tell them apart"
+            )
         return calls
 
-    def decide(
-        self, call: ToolCall, tool: ToolLike | None
-    ) -> tuple[ToolCall, ToolExecutionResult | None]:
+    def decide(self, call: ToolCall, tool: ToolLike | None) -> Decided:
         """Apply the caller's decision to an unanswered call.
 
         Returns:
-            The call to run (its arguments replaced by an `Approved` override), and the result
-            decided for it (a denial, an external result) or `None` to run it. An approved call
-            is not held again.
+            The call to run (its arguments replaced by an `Approved` override), the result decided
+            for it (a denial, an external result) or `None` to run it, and whether a person
+            approved it (then it runs without being held again: this call, in this round, only).
 
         Raises:
             ValueError: An approval for an external call, or an external result for a call that
@@ -211,17 +236,15 @@ class ApprovalState:
                 raise ValueError(f"call {call.id!r} ({call.name}) is not an external tool's call")
             value = self.external_results[call.id]
             if isinstance(value, ToolFailed):
-                return call, ToolExecutionResult.error(value.message, "execution")
-            return call, ToolExecutionResult(result_text(value), value)
+                return Decided(call, ToolExecutionResult.error(value.message, "execution"))
+            return Decided(call, ToolExecutionResult(result_text(value), value))
         if call.id not in self.approvals:
-            return call, None
+            return Decided(call)
         if external:
             raise ValueError(
                 f"call {call.id!r} ({call.name}) is external: give its result in external_results"
             )
         decision = self.approvals[call.id]
-        if decision is True or isinstance(decision, Approved):
-            self.approved.add(call.id)
         if isinstance(decision, Approved):
             if decision.arguments is not None:
                 arguments = pydantic_core.to_json(dict(decision.arguments)).decode()
@@ -229,13 +252,13 @@ class ApprovalState:
                 validate = getattr(tool, "validate_arguments", None)
                 if validate is not None:
                     validate(call.arguments)  # a person's mistake is theirs to fix, not the model's
-            return call, None
+            return Decided(call, approved=True)
         if decision is True:
-            return call, None
+            return Decided(call, approved=True)
         if decision is False or isinstance(decision, str):
             reason = f": {decision}" if isinstance(decision, str) else "."
             text = f"The user denied the call to `{call.name}`{reason}"
-            return call, ToolExecutionResult.error(text, "denied")
+            return Decided(call, ToolExecutionResult.error(text, "denied"))
         raise TypeError(
             f"approval for {call.id!r} must be True, False, a reason or Approved(...), "
             f"not {type(decision).__name__}"
@@ -249,7 +272,7 @@ class ApprovalState:
         """The placeholder for a call that must wait, or `None` to run it now. An invalid call is
         never held: it goes back to the model as an arguments error. Under an async run, an async
         `requires_approval` gives a placeholder that `deferred` recognises, for `ahold`."""
-        if not may_wait(tool) or call.id in self.approved:
+        if not may_wait(tool):
             return None
         policy = _policy(tool)
         if not _valid(tool, call):
@@ -273,12 +296,10 @@ class ApprovalState:
         self, call: ToolCall, context: ToolContext[Any], tool: ToolLike
     ) -> PendingResult | None:
         """Await the async `requires_approval` of a `deferred` call: the placeholder of a call
-        that must wait, or `None` (then `hold` lets the call run when it is planned again)."""
+        that must wait, or `None` when the policy lets this call run (it is planned again, not
+        held: the policy's answer covers it alone)."""
         answer = await _policy(tool)(call, context)  # type: ignore[operator,misc]
-        if _decided(answer):
-            return _waiting(call, "approval")
-        self.approved.add(call.id)
-        return None
+        return _waiting(call, "approval") if _decided(answer) else None
 
     # -- pausing -------------------------------------------------------------------------------
 

@@ -10,12 +10,15 @@ cost unknown (`None`).
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Sequence
 from decimal import Decimal
 
 from ._response import ChatResponse, TokenUsage
 
 __all__ = ["priced", "prices_available"]
+
+logger = logging.getLogger("agentforge_typed")
 
 
 @functools.cache
@@ -58,6 +61,10 @@ def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | No
             name,
             provider_api_url=base_url,
         )
-    except LookupError:
+        price = calculation.total_price
+    except Exception:
+        # Not only `LookupError`: whatever the pricing tables or their code raise, an estimate
+        # must never break the run it prices (its tools have run; its messages must come back).
+        logger.debug("no price for %r at %s", name, base_url, exc_info=True)
         return None
-    return calculation.total_price
+    return price if isinstance(price, Decimal) else None

@@ -6,7 +6,7 @@ import enum
 from decimal import Decimal
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, NonNegativeInt
 
 from ._frozen import FrozenModel
 from ._messages import AiMessage
@@ -28,11 +28,15 @@ class FinishReason(str, enum.Enum):
 
 
 class TokenUsage(FrozenModel):
-    """Token counts of one or more model calls; `+` adds them up."""
+    """Token counts of one or more model calls; `+` adds them up.
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
+    Counts are whole and never negative: a provider that reports otherwise sent a malformed body
+    (a `ModelError`), and a count that could go down would let a run slip under its usage limits.
+    """
+
+    input_tokens: NonNegativeInt = 0
+    output_tokens: NonNegativeInt = 0
+    total_tokens: NonNegativeInt = 0
     cost: Decimal | None = None
     """Estimated price in US dollars of a `ToolService` run (`ToolChatResult.usage`), when
     `genai-prices` (the optional extra `[prices]`) knows the model at its endpoint; `None` when

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
-from ._approval import Approval, ApprovalState, may_wait, no_events, pending_calls
+from ._approval import Approval, ApprovalState, Decided, may_wait, no_events, pending_calls
 from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -40,6 +40,7 @@ from ._exceptions import (
     ToolLoopLimitError,
     UnknownToolError,
 )
+from ._identity import CallIds
 from ._instrument import run_trace
 from ._loop_events import (
     FinalResultEvent,
@@ -246,8 +247,10 @@ class _Run:
         self.asynchronous = asynchronous
         self._approval: ApprovalState | None = None
         """Built only when there is something to decide: most runs never wait for anyone."""
-        self.resuming: list[tuple[ToolCall, ToolCall, ToolExecutionResult | None]] = []
-        """The unanswered calls at the end of the history, with the caller's decisions."""
+        self.call_ids: CallIds | None = None
+        """The call ids taken in the conversation, built at the first answer with calls."""
+        self.resuming: list[Decided] = []
+        """The caller's decisions on the unanswered calls at the end of the history."""
         approvals, external_results = options.get("approvals"), options.get("external_results")
         if approvals or external_results or pending_calls(self.messages):
             self.resume(approvals, external_results)
@@ -262,7 +265,7 @@ class _Run:
             approvals, external_results, asynchronous=self.asynchronous
         )
         self.resuming = [
-            (call, *state.decide(call, self.service._tools.get(call.name)))
+            state.decide(call, self.service._tools.get(call.name))
             for call in state.unanswered(self.messages)
         ]
 
@@ -279,9 +282,11 @@ class _Run:
         if not self.resuming:
             return None
         resuming, self.resuming = self.resuming, []
-        self.open_calls, self.finished = [entry[0] for entry in resuming], {}
+        # An `Approved` override changes a call's arguments, never its id: the result pairs.
+        self.open_calls, self.finished = [decided.call for decided in resuming], {}
         return [
-            self._plan(i, call, decided=decided) for i, (_, call, decided) in enumerate(resuming)
+            self._plan(i, decided.call, decided=decided.result, approved=decided.approved)
+            for i, decided in enumerate(resuming)
         ]
 
     def next_request(self) -> ChatRequest:
@@ -301,13 +306,24 @@ class _Run:
         return request
 
     def on_response(self, response: ChatResponse) -> list[_Planned] | None:
-        """Record the model's response; return the calls to execute, or `None` when it is final."""
+        """Record the model's response; return the calls to execute, or `None` when it is final.
+
+        The calls are admitted first: each gets an id of its own in the conversation
+        (`_identity`), so that every decision keyed on an id concerns exactly one call.
+        """
+        message = response.ai_message
+        if message.tool_calls:
+            if self.call_ids is None:
+                self.call_ids = CallIds(self.messages)
+            admitted = self.call_ids.admit(message)
+            if admitted is not message:
+                message = admitted
+                response = response.model_copy(update={"ai_message": message})
+            self.open_calls, self.finished = message.tool_calls, {}
         self.responses.append(response)
         if response.token_usage is not None:
             self.usage += response.token_usage
-        self.messages.append(response.ai_message)
-        if response.ai_message.tool_calls:
-            self.open_calls, self.finished = response.ai_message.tool_calls, {}
+        self.messages.append(message)
         if self.limits is not None:
             self.limits.check_tokens(self.usage)
             self.tool_calls += len(self.open_calls)
@@ -340,6 +356,7 @@ class _Run:
         call: ToolCall,
         *,
         decided: ToolExecutionResult | None = None,
+        approved: bool = False,
     ) -> _Planned:
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
@@ -357,7 +374,11 @@ class _Run:
             if answer is None:
                 raise UnknownToolError(call.name, names)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
-        if may_wait(tool) and (held := self.approval.hold(call, context, tool)) is not None:
+        if (
+            not approved
+            and may_wait(tool)
+            and (held := self.approval.hold(call, context, tool)) is not None
+        ):
             return _Planned(index, call, context, tool, held)
         if service.before_tool_call is not None and not self.async_before:
             answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
@@ -1101,7 +1122,10 @@ async def _asettle(run: _Run, plan: _Planned, execute: _Execute | None = None) -
     before, after = run.service.before_tool_call, run.service.after_tool_call
     if plan.tool is not None and ApprovalState.deferred(plan.preset):
         held = await run.approval.ahold(plan.call, plan.context, plan.tool)
-        plan = run._plan(plan.index, plan.call) if held is None else replace(plan, preset=held)
+        if held is None:
+            plan = run._plan(plan.index, plan.call, approved=True)
+        else:
+            plan = replace(plan, preset=held)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:

@@ -59,12 +59,13 @@ from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
 from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
-from .tools._outcomes import arguments_error_result, execution_error_result
+from .tools._outcomes import arguments_error_result, execution_error_result, failure_result
 
 if TYPE_CHECKING:
     from temporalio.client import WorkflowHandle
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
     "DEFAULT_MODEL_OPTIONS",
     "DEFAULT_TOOL_OPTIONS",
     "AgentForgePlugin",
@@ -161,14 +162,26 @@ class ToolActivityInput(BaseModel):
     conversation_id: str | None = None
 
 
+DEFAULT_MAX_RESULT_BYTES = 2_000_000
+"""The most bytes a tool activity's result may take, encoded: Temporal's server refuses a payload
+over 2 MiB by default (`limit.blobSize.error`), and the rest is room for the envelope."""
+
+
 class ToolActivityResult(BaseModel):
-    """What a tool activity returns: a `ToolExecutionResult` without its exception."""
+    """What a tool activity returns: a `ToolExecutionResult` without its exception.
+
+    The value travels once: when the text is the value (a `str`) or its JSON, only the text does,
+    and `value_from` says how the workflow gets the value back.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     text: str
     value: Any = None
-    """The tool's return value in its JSON form (what pydantic makes of it)."""
+    """The tool's return value in its JSON form (what pydantic makes of it), unless `value_from`
+    says it is the text."""
+    value_from: Literal["text", "json"] | None = None
+    """`"text"`: the value is `text`; `"json"`: the value is `text` parsed as JSON."""
     is_error: bool = False
     error_kind: ErrorKind | None = None
     repairs: tuple[str, ...] = ()
@@ -177,9 +190,15 @@ class ToolActivityResult(BaseModel):
     def of(cls, result: ToolExecutionResult) -> ToolActivityResult:
         """The travelling form of `result`."""
         value = pydantic_core.to_jsonable_python(result.value, serialize_unknown=True)
+        value_from: Literal["text", "json"] | None = None
+        if isinstance(value, str) and value == result.text:
+            value, value_from = None, "text"
+        elif value is not None and pydantic_core.to_json(value).decode() == result.text:
+            value, value_from = None, "json"
         return cls(
             text=result.text,
             value=value,
+            value_from=value_from,
             is_error=result.is_error,
             error_kind=result.error_kind,
             repairs=result.repairs,
@@ -187,9 +206,24 @@ class ToolActivityResult(BaseModel):
 
     def result(self) -> ToolExecutionResult:
         """The `ToolExecutionResult` the loop records."""
-        return ToolExecutionResult(
-            self.text, self.value, self.is_error, self.error_kind, self.repairs
+        value = self.value
+        if self.value_from == "text":
+            value = self.text
+        elif self.value_from == "json":
+            value = pydantic_core.from_json(self.text)
+        return ToolExecutionResult(self.text, value, self.is_error, self.error_kind, self.repairs)
+
+    def bounded(self, tool_name: str, limit: int) -> ToolActivityResult:
+        """Itself, or an error result when its encoding is over `limit` bytes: Temporal would
+        refuse to record it, fail the attempt and run the body again."""
+        size = len(self.model_dump_json())
+        if size <= limit:
+            return self
+        text = (
+            f"Tool `{tool_name}` ran, but its result ({size:,} bytes) is over the {limit:,}-byte "
+            "limit of a durable run's tool results, so it was not recorded."
         )
+        return ToolActivityResult(text=text, is_error=True, error_kind="execution")
 
 
 class Decisions(BaseModel):
@@ -348,6 +382,9 @@ class TemporalToolService:
             from tool name to options (tools it does not name get the defaults).
         deps_type: The type `deps` is validated back into in the activity (e.g. a pydantic model
             or a dataclass); without it, a tool sees the JSON form of `deps`.
+        max_result_bytes: The most bytes a tool's result may take, encoded, to travel back from
+            its activity; a larger one becomes an error result the model reads (the body ran once
+            and is not run again). Keep it under the server's payload limit (2 MiB by default).
 
     Raises:
         ValueError: `name` is not 1-100 letters, digits, `_` or `-`, or `tool_options` names a
@@ -363,6 +400,7 @@ class TemporalToolService:
         model_options: ActivityOptions | None = None,
         tool_options: ActivityOptions | Mapping[str, ActivityOptions] | None = None,
         deps_type: type[Any] | None = None,
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         if not _NAME.match(name):
             raise ValueError(
@@ -386,6 +424,7 @@ class TemporalToolService:
             self._tool_options = {}
             self._default_tool_options = tool_options or DEFAULT_TOOL_OPTIONS
         self._deps = TypeAdapter(deps_type) if deps_type is not None else None
+        self.max_result_bytes = max_result_bytes
 
     def __repr__(self) -> str:
         return f"TemporalToolService(name={self.name!r}, model={self.model!r})"
@@ -461,7 +500,7 @@ class TemporalToolService:
         return found
 
     def _tool_activity(self, tool: ToolLike, heartbeat: timedelta | None) -> Callable[..., Any]:
-        deps_adapter = self._deps
+        deps_adapter, limit = self._deps, self.max_result_bytes
 
         @activity.defn(name=self.tool_activity_name(tool.name))
         async def run_tool(payload: ToolActivityInput) -> ToolActivityResult:
@@ -483,7 +522,7 @@ class TemporalToolService:
             )
             async with _heartbeating(heartbeat):
                 result = await tool.aexecute(payload.call, context)
-            return ToolActivityResult.of(result)
+            return ToolActivityResult.of(result).bounded(tool.name, limit)
 
         return run_tool
 
@@ -623,6 +662,10 @@ class TemporalToolService:
                 validate(plan.call.arguments)
             except ToolArgumentsError as error:
                 return arguments_error_result(tool.name, error.errors)
+            except BaseException as exc:
+                # The argument types' own code raised (a `KeyError` in a validator): the same
+                # error result as under `achat`, never a workflow task failing on every retry.
+                return failure_result(tool.name, exc)
         payload = ToolActivityInput(
             call=plan.call,
             deps=plan.context.deps,

@@ -15,7 +15,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import httpx
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
@@ -128,6 +128,51 @@ def receipt(number: int, ctx: ToolContext[Ledger]) -> Receipt:
     return Receipt(number)
 
 
+@tool
+def dump(size: int, ctx: ToolContext[Ledger]) -> str:
+    """Return `size` characters (a large result).
+
+    Args:
+        size: How many.
+    """
+    record(ctx.deps, f"dump {size}")
+    return "x" * size
+
+
+@tool
+def dump_rows(count: int, ctx: ToolContext[Ledger]) -> list[str]:
+    """Return `count` rows of 100 characters (a large structured result).
+
+    Args:
+        count: How many.
+    """
+    record(ctx.deps, f"dump_rows {count}")
+    return ["y" * 100] * count
+
+
+class Order(BaseModel):
+    """An item whose own validator raises on an unknown sku (a `KeyError`, not a
+    `ValidationError`)."""
+
+    sku: str
+
+    @field_validator("sku")
+    @classmethod
+    def known(cls, value: str) -> str:
+        return {"a": "A"}[value]
+
+
+@tool
+def order(item: Order, ctx: ToolContext[Ledger]) -> str:
+    """Order an item.
+
+    Args:
+        item: What.
+    """
+    record(ctx.deps, f"order {item.sku}")
+    return "ordered"
+
+
 class Reservation(BaseModel):
     """The structured answer of the `output` scenario."""
 
@@ -170,6 +215,18 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
         ]
     ],
     "transfer": [[_call("c1", "transfer", '{"to":"bob","amount":250}')]],
+    "big": [[_call("c1", "dump", '{"size":1200000}')]],
+    "big_rows": [[_call("c1", "dump_rows", '{"count":12000}')]],
+    "huge": [[_call("c1", "dump", '{"size":2100000}')]],
+    "keyerror": [[_call("c1", "order", '{"item":{"sku":"zzz"}}')]],
+    # A server that repeats ids: two transfers with one id, and the id again next round.
+    "twins": [
+        [
+            _call("c1", "transfer", '{"to":"bob","amount":5}'),
+            _call("c1", "transfer", '{"to":"mallory","amount":999999}'),
+        ],
+        [_call("c1", "transfer", '{"to":"eve","amount":7}')],
+    ],
 }
 
 
@@ -180,11 +237,18 @@ def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -
     done = sum(isinstance(m, AiMessage) for m in messages)
     if done < len(turns):
         return AiMessage(tool_calls=turns[done])
-    results = [f"{m.tool_name}: {m.text}" for m in messages if isinstance(m, ToolResultMessage)]
+    results = [
+        f"{m.tool_name}: {_short(m.text)}" for m in messages if isinstance(m, ToolResultMessage)
+    ]
     return AiMessage(text="; ".join(results))
 
 
-service = ToolService([reserve, pay, linger, stall, survey, receipt])
+def _short(text: str) -> str:
+    """A result as the summary quotes it: a large one by its size."""
+    return text if len(text) <= 1000 else f"<{len(text)} characters>"
+
+
+service = ToolService([reserve, pay, linger, stall, survey, receipt, dump, dump_rows, order])
 durable = TemporalToolService(
     service,
     FunctionModel(script),

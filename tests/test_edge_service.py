@@ -121,7 +121,7 @@ def test_huge_invalid_arguments_stay_an_arguments_error() -> None:
 # -- odd model turns -----------------------------------------------------------------------------
 
 
-def test_two_calls_with_the_same_id_both_run_in_order(
+def test_two_calls_with_the_same_id_both_run_in_order_each_with_its_own_id(
     drive: Callable[..., ToolChatResult[Any]],
 ) -> None:
     model, _ = scripted(
@@ -134,7 +134,15 @@ def test_two_calls_with_the_same_id_both_run_in_order(
         AiMessage(text="ok"),
     )
     result = drive(ToolService([echo]), model)
-    assert [(m.tool_call_id, m.text) for m in results(result)] == [("dup", "one"), ("dup", "two")]
+    assert [(m.tool_call_id, m.text) for m in results(result)] == [("dup", "one"), ("dup~1", "two")]
+    # The history records what the server sent beside what the loop used.
+    assert result.messages[1] == AiMessage(
+        tool_calls=[
+            ToolCall(id="dup", name="echo", arguments='{"text": "one"}'),
+            ToolCall(id="dup~1", name="echo", arguments='{"text": "two"}'),
+        ],
+        attributes={"server_call_ids": {"dup~1": "dup"}},
+    )
 
 
 def test_tool_names_are_case_sensitive(drive: Callable[..., ToolChatResult[Any]]) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import platform
 import sys
 import uuid
@@ -38,6 +39,7 @@ from agentforge_typed import (
     Approved,
     ChatMessage,
     FakeModel,
+    FunctionModel,
     OpenAIChatModel,
     ToolFailed,
     ToolService,
@@ -75,6 +77,16 @@ async def env() -> AsyncIterator[WorkflowEnvironment]:
     """The time-skipping test server, one for the module."""
     path = _binary("temporal-test-server")
     environment = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=path)
+    yield environment
+    await environment.shutdown()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    """Temporal's dev server, one for the module: a real server, with its payload size limits
+    (the time-skipping test server has none below gRPC's 4 MiB)."""
+    path = _binary("temporal")
+    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=path)
     yield environment
     await environment.shutdown()
 
@@ -806,3 +818,62 @@ async def test_a_waiting_run_is_decided_on_a_worker_that_did_not_start_it(
         ("approving.tool.transfer", "second"),
         ("approving.model", "second"),
     ]
+
+
+# -- once, whatever the result's size, and ids of the loop's own -------------------------------
+
+
+@on_module_loop
+@pytest.mark.parametrize("scenario", ["big", "big_rows"])
+async def test_a_large_result_travels_once_and_its_tool_runs_once(
+    dev_env: WorkflowEnvironment, tmp_path: Path, scenario: str
+) -> None:
+    # 1.2 MB as text and again as value was over the server's 2 MiB: refused, run three times.
+    handle, text, failed, lines = await _run(dev_env, scenario, tmp_path)
+    assert failed == "" and len(lines) == 1
+    rows = len(json.dumps(["y" * 100] * 12000, separators=(",", ":")))
+    expected = {"big": "dump: <1200000 characters>", "big_rows": f"dump_rows: <{rows} characters>"}
+    assert text == expected[scenario]
+    tool_name = lines[0].split()[0]
+    assert [name for name, _ in await _activities(handle)].count(f"booking.tool.{tool_name}") == 1
+
+
+@on_module_loop
+async def test_a_result_over_the_limit_is_an_error_result_and_its_tool_runs_once(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    _, text, failed, lines = await _run(dev_env, "huge", tmp_path)
+    assert lines == ["dump 2100000"] and failed == "c1"
+    assert "limit of a durable run's tool results" in text and "2,000,000-byte" in text
+
+
+@on_module_loop
+async def test_a_validator_raising_in_the_workflow_is_the_error_result_achat_gives(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    _, text, failed, lines = await _run(env, "keyerror", tmp_path)
+    assert failed == "c1" and lines == []
+    ledger = support.Ledger(path=str(tmp_path / "direct"))
+    service: Any = support.service
+    direct = await service.achat(FunctionModel(support.script), "keyerror", deps=ledger)
+    assert text == direct.text and "KeyError" in text
+
+
+@on_module_loop
+async def test_a_durable_run_lists_and_decides_calls_of_one_server_id_apart(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "twins") as (handle, ledger):
+        assert await _waiting(handle, 2) == [("c1", "approval"), ("c1~1", "approval")]
+        # One decision settles exactly one call: the other still waits.
+        assert await support.approving.decide(handle, approvals={"c1": True}) == ["c1~1"]
+        await support.approving.decide(handle, approvals={"c1~1": False})
+        # The next round reuses "c1": a new call, waiting for its own decision.
+        assert await _waiting(handle) == [("c1~2", "approval")]
+        await support.approving.decide(handle, approvals={"c1~2": True})
+        outcome = await asyncio.wait_for(handle.result(), 20)
+    assert [line.split()[:3] for line in support.entries(ledger)] == [
+        ["transfer", "bob", "5"],
+        ["transfer", "eve", "7"],
+    ]
+    assert outcome.failed == ["c1~1"]

@@ -538,12 +538,17 @@ def test_the_idempotency_key_is_stable_across_a_resume(driver: str) -> None:
     service = ToolService([pay])
     with pytest.raises(ModelError) as failed:
         drive(driver, service, first, "pay ada", conversation_id="conv-7")
-    # The resumed run replays the same call (as a durable worker does after a crash).
+    # The same call replayed: the history as it was before its result was recorded (a worker
+    # that died mid-call), resumed in the same conversation.
+    paused = list(failed.value.messages[:2])
+    drive(driver, service, Script(AiMessage(text="paid")), paused, conversation_id="conv-7")
+    # A new call that reuses the id in a later round is another call: another key.
     again = Script(call("c1", "pay", customer="ada", cents=5), AiMessage(text="paid"))
     drive(driver, service, again, list(failed.value.messages), conversation_id="conv-7")
     other = Script(call("c1", "pay", customer="ada", cents=5), AiMessage(text="paid"))
     drive(driver, service, other, "pay ada", conversation_id="conv-8")
-    assert keys[0] == keys[1] != keys[2]
+    assert keys[0] == keys[1]
+    assert len(set(keys)) == 3 and keys[2] != keys[0] != keys[3]
     assert len(keys[0]) == 32 and int(keys[0], 16) >= 0
 
 

@@ -20,6 +20,7 @@ from typing_extensions import Self, TypedDict
 
 from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
+from .._identity import with_server_ids
 from .._instrument import traced
 from .._messages import ChatMessage
 from .._request import (
@@ -236,9 +237,11 @@ class HttpChatModel:
 
     def _adapt(self, request: ChatRequest, *, stream: bool) -> Adapted:
         parameters = self.defaults.merge(request.parameters)
+        # The server gets back the call ids it sent, whatever ids the loop gave the calls.
+        messages = with_server_ids(request.messages)
         if self.profile is None:
-            return Adapted(list(request.messages), parameters)
-        return adapt_request(self.profile, request.messages, parameters, stream=stream)
+            return Adapted(list(messages), parameters)
+        return adapt_request(self.profile, messages, parameters, stream=stream)
 
     def _path(self, adapted: Adapted, stream: bool) -> str:
         return self._wire.request_path(adapted.parameters.model or self.model, stream=stream)

@@ -1,0 +1,99 @@
+"""Call identity: what identifies a tool call within a conversation.
+
+A call id is a string the server chose, and servers repeat them: some compatible servers number
+every answer's calls from `call_0`, and a proxy or a hostile server can send one id twice in an
+answer or reuse an id of an earlier round. The loop keys every decision on a call's id — its
+approval, its external result, its `ToolContext.idempotency_key`, its place in `pending` — so an
+id must name one call. `CallIds.admit` makes it so where an answer enters the loop: a call whose id
+is missing or already taken in the conversation gets a new one (`<id>~<n>`), and the message
+records the id the server sent (`SERVER_CALL_IDS`), so the history shows both. A provider gets
+back the ids it sent (`with_server_ids`, applied by the HTTP shell before the wire).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
+
+__all__ = ["SERVER_CALL_IDS", "CallIds", "with_server_ids"]
+
+SERVER_CALL_IDS = "server_call_ids"
+"""`AiMessage.attributes` key: the id the server sent for each call the loop gave a new id, by
+the new id."""
+
+
+class CallIds:
+    """The call ids taken in one conversation, to keep every admitted call's id unique in it."""
+
+    __slots__ = ("_next", "_taken")
+
+    def __init__(self, messages: Iterable[ChatMessage]) -> None:
+        taken: set[str] = set()
+        for message in messages:
+            if message.role == "assistant":
+                taken.update(call.id for call in message.tool_calls)
+            elif message.role == "tool":
+                taken.add(message.tool_call_id)
+        self._taken = taken
+        self._next: dict[str, int] = {}
+        """The next suffix to try for each base id: a server repeating one id n times costs n
+        steps in all, not n²."""
+
+    def admit(self, message: AiMessage) -> AiMessage:
+        """`message`, its calls' ids made unique in the conversation (and taken); the same object
+        when every id already was."""
+        taken = self._taken
+        renamed: dict[str, str] = {}
+        calls: list[ToolCall] = []
+        for call in message.tool_calls:
+            if call.id and call.id not in taken:
+                taken.add(call.id)
+                calls.append(call)
+                continue
+            new_id = self._fresh(call.id or "call")
+            renamed[new_id] = call.id
+            calls.append(call.model_copy(update={"id": new_id}))
+        if not renamed:
+            return message
+        earlier = message.attributes.get(SERVER_CALL_IDS)
+        if isinstance(earlier, dict):
+            # Admitted before (a history passed back in): the server's ids stay the first ones.
+            renamed = {new: earlier.get(old, old) for new, old in renamed.items()}
+        attributes = {**message.attributes, SERVER_CALL_IDS: renamed}
+        return message.model_copy(update={"tool_calls": tuple(calls), "attributes": attributes})
+
+    def _fresh(self, base: str) -> str:
+        n = self._next.get(base, 1)
+        while f"{base}~{n}" in self._taken:
+            n += 1
+        self._next[base] = n + 1
+        new_id = f"{base}~{n}"
+        self._taken.add(new_id)
+        return new_id
+
+
+def with_server_ids(messages: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
+    """`messages` as the server sent its side of them: each call the loop gave a new id, and the
+    result paired with it, carry the server's id again. `messages` itself when none was renamed."""
+    server: dict[str, str] = {}
+    for message in messages:
+        if message.role == "assistant" and message.attributes:
+            recorded = message.attributes.get(SERVER_CALL_IDS)
+            if isinstance(recorded, dict):
+                server.update(recorded)
+    if not server:
+        return messages
+    restored: list[ChatMessage] = []
+    for message in messages:
+        if isinstance(message, AiMessage) and SERVER_CALL_IDS in message.attributes:
+            calls = tuple(
+                call.model_copy(update={"id": server[call.id]}) if call.id in server else call
+                for call in message.tool_calls
+            )
+            attributes = {k: v for k, v in message.attributes.items() if k != SERVER_CALL_IDS}
+            message = message.model_copy(update={"tool_calls": calls, "attributes": attributes})
+        elif isinstance(message, ToolResultMessage) and message.tool_call_id in server:
+            message = message.model_copy(update={"tool_call_id": server[message.tool_call_id]})
+        restored.append(message)
+    return restored
