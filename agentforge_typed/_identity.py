@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
+from ._messages import AiMessage, ChatMessage, ToolResultMessage
 
 __all__ = ["SERVER_CALL_IDS", "CallIds", "with_server_ids"]
 
@@ -36,17 +36,31 @@ class CallIds:
             elif message.role == "tool":
                 taken.add(message.tool_call_id)
         self._taken = taken
-        self._next: dict[str, int] = {}
+        self._next: dict[str, int] | None = None
         """The next suffix to try for each base id: a server repeating one id n times costs n
         steps in all, not n²."""
 
     def admit(self, message: AiMessage) -> AiMessage:
         """`message`, its calls' ids made unique in the conversation (and taken); the same object
         when every id already was."""
+        # The common case, on every round of every run: ids that are new. Kept lean.
+        taken = self._taken
+        position = 0
+        for call in message.tool_calls:
+            call_id = call.id
+            if not call_id or call_id in taken:
+                return self._renamed(message, position)
+            taken.add(call_id)
+            position += 1
+        return message
+
+    def _renamed(self, message: AiMessage, start: int) -> AiMessage:
+        """`message` with new ids for its calls from `start` on that need one (those before it
+        are taken already)."""
         taken = self._taken
         renamed: dict[str, str] = {}
-        calls: list[ToolCall] = []
-        for call in message.tool_calls:
+        calls = list(message.tool_calls[:start])
+        for call in message.tool_calls[start:]:
             if call.id and call.id not in taken:
                 taken.add(call.id)
                 calls.append(call)
@@ -54,8 +68,6 @@ class CallIds:
             new_id = self._fresh(call.id or "call")
             renamed[new_id] = call.id
             calls.append(call.model_copy(update={"id": new_id}))
-        if not renamed:
-            return message
         earlier = message.attributes.get(SERVER_CALL_IDS)
         if isinstance(earlier, dict):
             # Admitted before (a history passed back in): the server's ids stay the first ones.
@@ -64,6 +76,8 @@ class CallIds:
         return message.model_copy(update={"tool_calls": tuple(calls), "attributes": attributes})
 
     def _fresh(self, base: str) -> str:
+        if self._next is None:
+            self._next = {}
         n = self._next.get(base, 1)
         while f"{base}~{n}" in self._taken:
             n += 1
