@@ -35,7 +35,14 @@ if TYPE_CHECKING:
 
     from ._results import ToolExecution
 
-__all__ = ["Instrumentation", "RunTrace", "instrument", "run_trace", "traced"]
+__all__ = [
+    "Instrumentation",
+    "RunTrace",
+    "instrument",
+    "note_admission_wait",
+    "run_trace",
+    "traced",
+]
 
 ModelT = TypeVar("ModelT", bound=type)
 
@@ -53,6 +60,11 @@ very request (compared by identity, so a stale value is never used) is a child o
 _inside: ContextVar[object | None] = ContextVar("agentforge_typed_inside_model", default=None)
 """The model whose traced call is running: its own calls to itself (a test model's `stream`
 replaying its `chat`) are part of that call, not calls of their own."""
+
+_current_call: ContextVar[_ModelCall | None] = ContextVar(
+    "agentforge_typed_model_call", default=None
+)
+"""The traced model call running, for what the layers under it record on its span."""
 
 
 class Instrumentation:
@@ -247,14 +259,14 @@ def traced(cls: ModelT) -> ModelT:
     def traced_chat(self: Any, request: ChatRequest) -> ChatResponse:
         if _active is None or _inside.get() is self:
             return chat(self, request)  # type: ignore[no-any-return]
-        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self):
+        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self, watch.call):
             return watch.answer(chat(self, request))
 
     @functools.wraps(achat)
     async def traced_achat(self: Any, request: ChatRequest) -> ChatResponse:
         if _active is None or _inside.get() is self:
             return await achat(self, request)  # type: ignore[no-any-return]
-        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self):
+        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self, watch.call):
             return watch.answer(await achat(self, request))
 
     @functools.wraps(stream)
@@ -285,7 +297,7 @@ def _stream(
     try:
         with _Watch(call) as watch:
             while True:
-                with _calling(model):
+                with _calling(model, call):
                     event = next(events, None)
                 if event is None:
                     return
@@ -300,7 +312,7 @@ async def _astream(
     try:
         with _Watch(call) as watch:
             while True:
-                with _calling(model):
+                with _calling(model, call):
                     event = await anext(events, None)
                 if event is None:
                     return
@@ -337,12 +349,21 @@ class _Watch:
 
 
 @contextlib.contextmanager
-def _calling(model: object) -> Iterator[None]:
-    token = _inside.set(model)
+def _calling(model: object, call: _ModelCall) -> Iterator[None]:
+    token, current = _inside.set(model), _current_call.set(call)
     try:
         yield
     finally:
+        _current_call.reset(current)
         _inside.reset(token)
+
+
+def note_admission_wait(seconds: float) -> None:
+    """Record on the traced model call running (if any) how long its request waited for a slot
+    (`agentforge.admission.wait_seconds`): time counted in none of the request's timeouts."""
+    call = _current_call.get()
+    if call is not None:
+        call.span.set_attribute("agentforge.admission.wait_seconds", seconds)
 
 
 def _nothing() -> None:

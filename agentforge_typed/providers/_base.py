@@ -145,6 +145,13 @@ class HttpModelOptions(ParameterDefaults, total=False):
     max_line_length: int
     """The most characters one server-sent-event line (or one event's data) may hold before a
     stream is refused with `ModelError`; default 32 Mi."""
+    max_connections: int
+    """Connections of the pool of each client created here (all kept alive). Default 100."""
+    max_concurrent_requests: int | None
+    """The most requests of this model in flight at once, streams included (a stream holds its
+    slot until read or closed); the others wait their turn, in order, and the wait counts in no
+    timeout. Default: as many as the pool has connections (`max_connections`, or the pool limit
+    of an `http_client`/`async_http_client` passed in where it can be read, else 100)."""
     sleep: Callable[[float], None]
     """How to wait between sync retries (tests pass a recorder)."""
     asleep: Callable[[float], Awaitable[None]]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -31,6 +32,8 @@ import pydantic_core
 
 from .._events import StreamEvent
 from .._exceptions import ModelError
+from .._instrument import note_admission_wait
+from ._admission import DEFAULT_MAX_CONNECTIONS, AsyncGate, SyncGate, close_with_loop, pool_size
 from ._retry import RetryPolicy, retry_after
 from ._sse import DEFAULT_MAX_LINE_LENGTH, ServerSentEvent, aiter_sse, iter_sse
 
@@ -140,11 +143,28 @@ class WireBase:
         return error
 
 
+class _LoopState:
+    """What the shell keeps per event loop: the async client used there, its admission gate, and
+    the handle that closes a client created here when that loop shuts down."""
+
+    __slots__ = ("client", "closer", "gate")
+
+    def __init__(self, client: httpx.AsyncClient, gate: AsyncGate, closer: Any) -> None:
+        self.client = client
+        self.gate = gate
+        self.closer = closer
+
+
 class HttpShell:
     """Sync and async POST of JSON to one provider, with retries and error mapping.
 
-    Clients passed in are used as they are (their own timeout applies) and never closed here;
-    clients created here get `timeout` and are closed by `close()` / `aclose()`.
+    Clients passed in are used as they are (their own timeout and limits apply) and never closed
+    here; clients created here get `timeout` and a pool of `max_connections` connections, all
+    kept alive, and are closed by `close()` / `aclose()` (an async one also when the event loop
+    it was created for shuts down: each loop gets its own). At most `max_concurrent_requests`
+    requests are in flight at once (by default, as many as the pool has connections); the others
+    wait their turn, in order, before the pool sees them (`_admission`), and the wait counts in
+    no timeout.
     """
 
     def __init__(
@@ -164,7 +184,15 @@ class HttpShell:
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
         retry_hint: Callable[[Any], float | None] | None = None,
         refine_error: Callable[[ModelError], ModelError] | None = None,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        max_concurrent_requests: int | None = None,
     ) -> None:
+        for name, value in (
+            ("max_connections", max_connections),
+            ("max_concurrent_requests", max_concurrent_requests),
+        ):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
         self.provider = provider
         self._retry_hint = retry_hint
         """The wait an error body asks for (seconds), for vendors that say so there rather than
@@ -186,7 +214,15 @@ class HttpShell:
         self._client = http_client
         self._owns_client = http_client is None
         self._async_client = async_http_client
-        self._owns_async_client = async_http_client is None
+        """The async client passed in, used on every loop; `None`: one is created per loop."""
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._loopless: _LoopState | None = None
+        """The state of `async_client` read outside any running loop."""
+        self._sync_gate: SyncGate | None = None
+        self.max_connections = max_connections
+        self.max_concurrent_requests = max_concurrent_requests
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
@@ -204,8 +240,20 @@ class HttpShell:
     def client(self) -> httpx.Client:
         """The sync client, created on first use when none was passed in."""
         if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout)
+            self._client = httpx.Client(timeout=self.timeout, limits=self._limits())
         return self._client
+
+    def _limits(self) -> httpx.Limits:
+        size = self.max_connections
+        return httpx.Limits(max_connections=size, max_keepalive_connections=size)
+
+    def _admission_limit(self, client: httpx.Client | httpx.AsyncClient, owned: bool) -> int:
+        """How many requests may be in flight: as configured, else as many as the pool serves."""
+        if self.max_concurrent_requests is not None:
+            return self.max_concurrent_requests
+        if owned:
+            return self.max_connections
+        return pool_size(client) or DEFAULT_MAX_CONNECTIONS
 
     def post_json(
         self,
@@ -252,20 +300,25 @@ class HttpShell:
         self, path: str, payload: Mapping[str, Any]
     ) -> Generator[ServerSentEvent, None, None]:
         response = self._send(path, payload, stream=True)
-        if _not_an_event_stream(response):
+        gate = self.sync_gate
+        try:
+            if _not_an_event_stream(response):
+                try:
+                    response.read()
+                finally:
+                    response.close()
+                raise self._not_a_stream_error(response)
             try:
-                response.read()
+                yield from iter_sse(
+                    response, max_line_length=self.max_line_length, source=self.provider
+                )
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc, streaming=True) from exc
             finally:
                 response.close()
-            raise self._not_a_stream_error(response)
-        try:
-            yield from iter_sse(
-                response, max_line_length=self.max_line_length, source=self.provider
-            )
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc, streaming=True) from exc
         finally:
-            response.close()
+            # Read to the end, failed, or closed by its consumer: the slot is free again.
+            gate.release()
 
     def close(self) -> None:
         """Close the sync client if this shell created it."""
@@ -273,24 +326,42 @@ class HttpShell:
             self._client.close()
             self._client = None
 
+    @property
+    def sync_gate(self) -> SyncGate:
+        """The admission gate of blocking calls."""
+        if self._sync_gate is None:
+            client = self.client
+            self._sync_gate = SyncGate(self._admission_limit(client, self._owns_client))
+        return self._sync_gate
+
     def _send(self, path: str, payload: Mapping[str, Any], *, stream: bool) -> httpx.Response:
+        """Send with retries. Each attempt holds an admission slot; a successful stream keeps its
+        slot, which the caller releases once the stream is read or closed."""
         content = pydantic_core.to_json(payload)
+        client, gate = self.client, self.sync_gate
         retries = 0
         while True:
-            request, deadline = self._request(self.client, path, content)
+            _admitted(self.provider, gate.acquire())
+            keep = False
             try:
-                response = self._bounded(self.client.send(request, stream=True), deadline)
-                if not (stream and response.is_success):
-                    try:
-                        response.read()
-                    finally:
-                        response.close()
-            except httpx.HTTPError as exc:
-                outcome = self._settle(retries, path, exc)
-            else:
-                outcome = self._settle(retries, path, response)
-            if isinstance(outcome, httpx.Response):
-                return outcome
+                request, deadline = self._request(client, path, content)
+                try:
+                    response = self._bounded(client.send(request, stream=True), deadline)
+                    if not (stream and response.is_success):
+                        try:
+                            response.read()
+                        finally:
+                            response.close()
+                except httpx.HTTPError as exc:
+                    outcome = self._settle(retries, path, exc)
+                else:
+                    outcome = self._settle(retries, path, response)
+                if isinstance(outcome, httpx.Response):
+                    keep = stream
+                    return outcome
+            finally:
+                if not keep:
+                    gate.release()
             self._sleep(outcome)
             retries += 1
 
@@ -298,10 +369,30 @@ class HttpShell:
 
     @property
     def async_client(self) -> httpx.AsyncClient:
-        """The async client, created on first use when none was passed in."""
-        if self._async_client is None:
-            self._async_client = httpx.AsyncClient(timeout=self.timeout)
-        return self._async_client
+        """The async client of the running event loop: the one passed in, or one created for this
+        loop on first use (a client's connections belong to the loop they were opened on)."""
+        return self._loop_state().client
+
+    def _loop_state(self) -> _LoopState:
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        state = self._loopless if loop is None else self._loops.get(loop)
+        if state is not None:
+            return state
+        client, closer = self._async_client, None
+        if client is None:
+            client = httpx.AsyncClient(timeout=self.timeout, limits=self._limits())
+            if loop is not None:
+                closer = close_with_loop(client)
+        gate = AsyncGate(self._admission_limit(client, self._async_client is None))
+        state = _LoopState(client, gate, closer)
+        if loop is None:
+            self._loopless = state
+        else:
+            self._loops[loop] = state
+        return state
 
     async def apost_json(
         self,
@@ -345,51 +436,75 @@ class HttpShell:
     async def _aevents(
         self, path: str, payload: Mapping[str, Any]
     ) -> AsyncGenerator[ServerSentEvent, None]:
-        response = await self._asend(path, payload, stream=True)
-        if _not_an_event_stream(response):
+        state = self._loop_state()
+        response = await self._asend(path, payload, stream=True, state=state)
+        try:
+            if _not_an_event_stream(response):
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+                raise self._not_a_stream_error(response)
             try:
-                await response.aread()
+                async for event in aiter_sse(
+                    response, max_line_length=self.max_line_length, source=self.provider
+                ):
+                    yield event
+            except httpx.HTTPError as exc:
+                raise self._transport_error(exc, streaming=True) from exc
             finally:
                 await response.aclose()
-            raise self._not_a_stream_error(response)
-        try:
-            async for event in aiter_sse(
-                response, max_line_length=self.max_line_length, source=self.provider
-            ):
-                yield event
-        except httpx.HTTPError as exc:
-            raise self._transport_error(exc, streaming=True) from exc
         finally:
-            await response.aclose()
+            # Read to the end, failed, or closed by its consumer (an abandoned stream is closed
+            # by the loop's async generator finalizer): the slot is free again.
+            state.gate.release()
 
     async def aclose(self) -> None:
-        """Close the async client (and the sync one) if this shell created them."""
-        if self._owns_async_client and self._async_client is not None:
-            await self._async_client.aclose()
-            self._async_client = None
+        """Close the async client this shell created for the running loop (and the sync one)."""
+        state = self._loops.pop(asyncio.get_running_loop(), None)
+        if state is not None and state.closer is not None:
+            await state.closer.aclose()  # closes the client, once
+        if self._loopless is not None and self._async_client is None:
+            await self._loopless.client.aclose()
+            self._loopless = None
         self.close()
 
     async def _asend(
-        self, path: str, payload: Mapping[str, Any], *, stream: bool
+        self,
+        path: str,
+        payload: Mapping[str, Any],
+        *,
+        stream: bool,
+        state: _LoopState | None = None,
     ) -> httpx.Response:
+        """Async `_send`."""
         content = pydantic_core.to_json(payload)
+        state = state or self._loop_state()
+        client, gate = state.client, state.gate
         retries = 0
         while True:
-            request, deadline = self._request(self.async_client, path, content)
+            _admitted(self.provider, await gate.acquire())
+            keep = False
             try:
-                response = await self.async_client.send(request, stream=True)
-                response = self._bounded(response, deadline)
-                if not (stream and response.is_success):
-                    try:
-                        await response.aread()
-                    finally:
-                        await response.aclose()
-            except httpx.HTTPError as exc:
-                outcome = self._settle(retries, path, exc)
-            else:
-                outcome = self._settle(retries, path, response)
-            if isinstance(outcome, httpx.Response):
-                return outcome
+                request, deadline = self._request(client, path, content)
+                try:
+                    response = await client.send(request, stream=True)
+                    response = self._bounded(response, deadline)
+                    if not (stream and response.is_success):
+                        try:
+                            await response.aread()
+                        finally:
+                            await response.aclose()
+                except httpx.HTTPError as exc:
+                    outcome = self._settle(retries, path, exc)
+                else:
+                    outcome = self._settle(retries, path, response)
+                if isinstance(outcome, httpx.Response):
+                    keep = stream
+                    return outcome
+            finally:
+                if not keep:
+                    gate.release()
             await self._asleep(outcome)
             retries += 1
 
@@ -587,6 +702,13 @@ class HttpShell:
                 head = head.replace(_REDACTED * 2, _REDACTED)
         more = len(head) - _MAX_TEXT + max(len(text) - shown, 0)
         return head if more <= 0 else f"{head[:_MAX_TEXT]}… [{more} more characters]"
+
+
+def _admitted(provider: str, waited: float) -> None:
+    """Make a wait for an admission slot visible: a debug log line, and the model call's span."""
+    if waited:
+        logger.debug("%s request waited %.3fs for an admission slot", provider, waited)
+        note_admission_wait(waited)
 
 
 def _parsed_body(response: httpx.Response) -> Any:
