@@ -165,8 +165,19 @@ def test_probe_without_tools_skips_the_tool_probes(capsys: pytest.CaptureFixture
 
 def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     with compatible_server("reject_required", "whole_calls") as server:
-        status, out, _ = run_probe(capsys, server.url)
+        status, out, err = run_probe(capsys, server.url)
     assert status == 0
+    # A line per request on stderr, as it is sent; stdout holds the table alone.
+    progress = err.splitlines()[1:]
+    assert progress[:3] == [
+        "request 1: tools",
+        "request 2: tool_choice=required",
+        "request 3: tool_choice=named",
+    ]
+    assert progress == [
+        f"request {n}: {line.split(': ', 1)[1]}" for n, line in enumerate(progress, 1)
+    ]
+    assert len(progress) == 13
     lines = out.splitlines()
     assert lines[0].split() == ["feature", "value", "evidence"]
     assert any(line.split()[:2] == ["stream_tool_deltas", "False"] for line in lines)

@@ -178,8 +178,26 @@ def _parser() -> argparse.ArgumentParser:
         help="do not measure max_tools (up to 11 requests, the first offering 1024 tiny tools); "
         "keep the provider profile's value",
     )
+    probe.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=120.0,
+        metavar="SECONDS",
+        help="the most one request may take, from sending it to the last byte of its answer, "
+        "retries included (default: 120)",
+    )
     probe.set_defaults(handler=_probe)
     return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -320,7 +338,7 @@ def _check(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     from ..providers._profiles import PROFILES
     from ..providers._registry import endpoint
-    from ._probe import plan, probe
+    from ._probe import one_line, plan, probe
 
     try:
         found = endpoint(args.model, args.base_url)
@@ -331,12 +349,26 @@ def _probe(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     base = PROFILES[found.profile or "openai"]
+    made = 0
+
+    def progress(name: str) -> None:
+        nonlocal made
+        made += 1
+        print(f"request {made}: {name}", file=sys.stderr, flush=True)
+
     try:
         result = probe(
-            found.model, found.base_url, found.api_key, base=base, max_tools=args.max_tools
+            found.model,
+            found.base_url,
+            found.api_key,
+            base=base,
+            on_request=progress,
+            max_tools=args.max_tools,
+            timeout=args.timeout,
         )
     except AgentForgeError as exc:
-        print(f"agentforge-typed: probe failed: {exc}", file=sys.stderr)
+        # One line, scrubbed of the key at the provider boundary; no traceback.
+        print(f"agentforge-typed: probe failed: {one_line(str(exc))}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(result.as_json(), indent=2))
