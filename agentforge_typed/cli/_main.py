@@ -1,8 +1,9 @@
 """The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, and
 `probe` of a model endpoint.
 
-Exit status: 0 success; 1 the run failed, `check` found errors, or a dialect cannot express a
-schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an unknown model).
+Exit status: 0 success; 1 the run or the probe failed, `check` found errors, or a dialect
+cannot express a schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an
+unknown model).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..providers._registry import KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import deps_accepted, type_name
 from ._target import Target, TargetError, load_object, load_target
+from ._text import one_line
 
 __all__ = ["main"]
 
@@ -240,7 +242,7 @@ def _run(args: argparse.Namespace) -> int:
             LiveDisplay(sys.stdout).show(events, time.perf_counter())
     except AgentForgeError as exc:
         sys.stdout.flush()
-        print(f"agentforge-typed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"agentforge-typed: {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr)
         return 1
     return 0
 
@@ -338,7 +340,7 @@ def _check(args: argparse.Namespace) -> int:
 def _probe(args: argparse.Namespace) -> int:
     from ..providers._profiles import PROFILES
     from ..providers._registry import endpoint
-    from ._probe import one_line, plan, probe
+    from ._probe import plan, probe
 
     try:
         found = endpoint(args.model, args.base_url)

@@ -32,6 +32,7 @@ from ..providers._http import HttpShell
 from ..providers._openai_wire import openai_headers
 from ..providers._profiles import PROFILES, ModelProfile, ToolChoiceMode
 from ..providers._retry import RetryPolicy
+from ._text import one_line
 
 __all__ = [
     "BASE_REQUESTS",
@@ -44,7 +45,6 @@ __all__ = [
     "Probe",
     "ProbeResult",
     "max_requests",
-    "one_line",
     "plan",
     "probe",
 ]
@@ -695,12 +695,6 @@ def _parsed(arguments: Any) -> Any:
 
 def _shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def one_line(text: str) -> str:
-    """`text` on one line of printable characters: what a server sends can neither forge output
-    lines nor reach the terminal as control sequences."""
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
 class _CappedTransport(httpx.AsyncBaseTransport):
