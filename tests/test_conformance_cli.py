@@ -46,8 +46,9 @@ LIFETIME = 20.0
 
 NO_NETWORK = "test_schema_and_check_make_no_network_request"
 UNDER_PROVIDER = (
-    "run reads only through a provider (HttpShell): the provider conformance suite covers its "
-    "caps and deadlines; run streams every event as it comes, so nothing waits unseen"
+    "run reads only through a provider's HttpShell, whose caps and total_timeout the provider "
+    "suite checks (test_provider_bounds.py); run prints each event as it arrives, and Ctrl-C "
+    "ends it (exit status 130)"
 )
 COVERED: dict[str, dict[str, str]] = {
     "bounded": {
@@ -567,6 +568,29 @@ def test_run_stops_on_a_malformed_answer_with_one_line(
         assert status == 1, (out, err)
         assert err.startswith("agentforge-typed: ModelError: ")
         assert err.count("\n") == 1, err
+
+
+def _forging(handler: Handler, body: dict[str, Any]) -> None:
+    """An error message that would print a forged line and clear the terminal."""
+    message = "denied\nagentforge-typed: all good\x1b[2J\r"
+    handler.send_json(401, {"error": {"message": message}})
+
+
+@pytest.mark.parametrize("command", ["probe", "run"])
+def test_a_server_error_is_shown_on_one_printable_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    with server(_forging) as url:
+        if command == "probe":
+            status, _, err, _ = probe(capsys, url)
+            last = failure_line(err)
+        else:
+            monkeypatch.setenv("OPENAI_BASE_URL", url)
+            status = main(["run", "examples/weather.py:tools", "hi", "--model", "openai:m"])
+            err = capsys.readouterr().err
+            (last,) = err.splitlines()
+    assert status == 1
+    assert last.endswith("API error 401: denied agentforge-typed: all good [2J")
 
 
 # -- commands that read no server --------------------------------------------------------------
