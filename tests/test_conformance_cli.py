@@ -111,11 +111,15 @@ class Handler(BaseHTTPRequestHandler):
             pass  # the client gave up, as it should
         self.close_connection = True
 
-    def send_json(self, status: int, payload: Any, *, raw: bytes | None = None) -> None:
+    def send_json(
+        self, status: int, payload: Any, *, raw: bytes | None = None, length: bool = True
+    ) -> None:
+        """Answer JSON; without `length`, the body ends where the connection closes."""
         data = json.dumps(payload).encode() if raw is None else raw
         self.send_response(status)
         self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
+        if length:
+            self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
@@ -209,13 +213,15 @@ def failure_line(err: str) -> str:
 # -- bounded -----------------------------------------------------------------------------------
 
 
-def _padded(size: int) -> Script:
-    """The first answer padded with spaces to exactly `size` bytes, the rest well-behaved."""
+def _padded(size: int, length: bool) -> Script:
+    """The answers without `tool_choice` padded with spaces to exactly `size` bytes, with a
+    `content-length` or without; the rest well-behaved."""
 
     def script(handler: Handler, body: dict[str, Any]) -> None:
         if body.get("tools") and not body.get("tool_choice") and not body.get("stream"):
             data = json.dumps(MODEL.completion(body)).encode()
-            handler.send_json(200, None, raw=data + b" " * (size - len(data)))
+            padded = data + b" " * (size - len(data))
+            handler.send_json(200, None, raw=padded, length=length)
         else:
             well_behaved(handler, body)
 
@@ -237,11 +243,12 @@ def _endless(handler: Handler, body: dict[str, Any]) -> None:
         handler.wfile.write(line)
 
 
+@pytest.mark.parametrize("length", [True, False], ids=["content-length", "until-close"])
 @pytest.mark.parametrize("over", [0, 1])
 def test_probe_reads_at_most_the_cap_of_one_answer(
-    capsys: pytest.CaptureFixture[str], over: int
+    capsys: pytest.CaptureFixture[str], over: int, length: bool
 ) -> None:
-    with server(_padded(MAX_ANSWER_BYTES + over)) as url:
+    with server(_padded(MAX_ANSWER_BYTES + over, length)) as url:
         status, out, err, _ = probe(capsys, url, "--json")
     if not over:
         assert status == 0, err
