@@ -10,6 +10,7 @@ the network), so the server-facing guarantees hold for them without anything to 
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import secrets
@@ -258,6 +259,30 @@ def test_probe_reads_at_most_the_cap_of_one_answer(
     assert failure_line(err) == (
         "agentforge-typed: probe failed: probe tools: the answer is longer than "
         f"{MAX_ANSWER_BYTES} bytes, the most the probe reads of one answer"
+    )
+
+
+def test_probe_refuses_a_compressed_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    """A gzip bomb: 1 MiB of zeros in about a kilobyte. The cap counts the bytes read, so the
+    probe asks for none compressed and refuses one that is."""
+    asked: list[str | None] = []
+
+    def script(handler: Handler, body: dict[str, Any]) -> None:
+        asked.append(handler.headers.get("accept-encoding"))
+        data = gzip.compress(b"0" * MAX_ANSWER_BYTES)
+        handler.send_response(200)
+        handler.send_header("content-type", "application/json")
+        handler.send_header("content-encoding", "gzip")
+        handler.send_header("content-length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+
+    with server(script) as url:
+        status, out, err, _ = probe(capsys, url, "--json")
+    assert (status, out, asked) == (1, "", ["identity"])
+    assert failure_line(err) == (
+        "agentforge-typed: probe failed: probe tools: the answer is compressed (gzip), although "
+        "the probe asked for no compression"
     )
 
 
