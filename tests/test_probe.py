@@ -21,7 +21,7 @@ from agentforge_typed import (
     UserMessage,
 )
 from agentforge_typed.cli import main
-from agentforge_typed.cli._probe import MAX_TOOLS_REQUESTS, max_requests
+from agentforge_typed.cli._probe import MAX_TOOLS_REQUESTS, Probe, max_requests
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 DEFAULTS: dict[str, Any] = {
@@ -348,3 +348,12 @@ def test_no_max_tools_keeps_the_base_value_and_states_fewer_requests(
     assert not any(map(_offered, server.requests))
     assert result["requests"] == len(server.requests) == 12 == max_requests(max_tools=False) - 7
     assert "at most 19 requests: 12, up to 7 more if a schema keyword is refused;" in err
+
+
+def test_a_probe_session_can_run_again_after_closing_its_client() -> None:
+    with compatible_server("whole_calls") as server:
+        session = Probe("local-model", server.url, measure_max_tools=False)
+        first, again = session.run(), session.run()
+    assert first.profile == again.profile
+    assert first.profile.stream_tool_deltas is False
+    assert len(server.requests) == 24

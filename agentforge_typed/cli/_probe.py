@@ -217,7 +217,15 @@ class Probe:
 
     def __post_init__(self) -> None:
         self._transport = _CappedTransport(self.max_answer_bytes)
-        self._shell = HttpShell(
+        self._shell = self._open()
+        self._requests = 0
+        self._reasoning: set[str] = set()
+        self.found: dict[str, Any] = {}
+        self.evidence: dict[str, str] = {}
+
+    def _open(self) -> HttpShell:
+        """A shell on a fresh client, through the capped transport."""
+        return HttpShell(
             provider="probe",
             base_url=self.base_url,
             # No compression: the cap counts the bytes the probe decodes.
@@ -226,10 +234,6 @@ class Probe:
             async_http_client=httpx.AsyncClient(transport=self._transport, timeout=self.timeout),
             retry=RetryPolicy(max_retries=1),
         )
-        self._requests = 0
-        self._reasoning: set[str] = set()
-        self.found: dict[str, Any] = {}
-        self.evidence: dict[str, str] = {}
 
     # -- requests -----------------------------------------------------------------------------
 
@@ -323,6 +327,8 @@ class Probe:
 
     async def arun(self) -> ProbeResult:
         """Async `run`."""
+        if self._shell.async_client.is_closed:  # run before
+            self._shell = self._open()
         try:
             with self._shell.redacting():
                 if await self._tools():
