@@ -216,16 +216,16 @@ class Probe:
     """Bytes of one answer (a body, a stream, an error) the probe reads before it stops."""
 
     def __post_init__(self) -> None:
-        self._transport = _CappedTransport(self.max_answer_bytes)
-        self._shell = self._open()
+        self._open()
         self._requests = 0
         self._reasoning: set[str] = set()
         self.found: dict[str, Any] = {}
         self.evidence: dict[str, str] = {}
 
-    def _open(self) -> HttpShell:
-        """A shell on a fresh client, through the capped transport."""
-        return HttpShell(
+    def _open(self) -> None:
+        """A shell on a fresh client and capped transport."""
+        self._transport = _CappedTransport(self.max_answer_bytes)
+        self._shell = HttpShell(
             provider="probe",
             base_url=self.base_url,
             # No compression: the cap counts the bytes the probe decodes.
@@ -328,7 +328,7 @@ class Probe:
     async def arun(self) -> ProbeResult:
         """Async `run`."""
         if self._shell.async_client.is_closed:  # run before
-            self._shell = self._open()
+            self._open()
         try:
             with self._shell.redacting():
                 if await self._tools():
