@@ -21,7 +21,7 @@ from agentforge_typed import (
     UserMessage,
 )
 from agentforge_typed.cli import main
-from agentforge_typed.cli._probe import MAX_TOOLS_REQUESTS, max_requests
+from agentforge_typed.cli._probe import MAX_TOOLS_REQUESTS, Probe, max_requests
 from agentforge_typed.providers.openai import OpenAIChatModel
 
 DEFAULTS: dict[str, Any] = {
@@ -165,8 +165,19 @@ def test_probe_without_tools_skips_the_tool_probes(capsys: pytest.CaptureFixture
 
 def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     with compatible_server("reject_required", "whole_calls") as server:
-        status, out, _ = run_probe(capsys, server.url)
+        status, out, err = run_probe(capsys, server.url)
     assert status == 0
+    # A line per request on stderr, as it is sent; stdout holds the table alone.
+    progress = err.splitlines()[1:]
+    assert progress[:3] == [
+        "request 1: tools",
+        "request 2: tool_choice=required",
+        "request 3: tool_choice=named",
+    ]
+    assert progress == [
+        f"request {n}: {line.split(': ', 1)[1]}" for n, line in enumerate(progress, 1)
+    ]
+    assert len(progress) == 13
     lines = out.splitlines()
     assert lines[0].split() == ["feature", "value", "evidence"]
     assert any(line.split()[:2] == ["stream_tool_deltas", "False"] for line in lines)
@@ -337,3 +348,12 @@ def test_no_max_tools_keeps_the_base_value_and_states_fewer_requests(
     assert not any(map(_offered, server.requests))
     assert result["requests"] == len(server.requests) == 12 == max_requests(max_tools=False) - 7
     assert "at most 19 requests: 12, up to 7 more if a schema keyword is refused;" in err
+
+
+def test_a_probe_session_can_run_again_after_closing_its_client() -> None:
+    with compatible_server("whole_calls") as server:
+        session = Probe("local-model", server.url, measure_max_tools=False)
+        first, again = session.run(), session.run()
+    assert first.profile == again.profile
+    assert first.profile.stream_tool_deltas is False
+    assert len(server.requests) == 24

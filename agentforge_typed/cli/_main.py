@@ -1,8 +1,9 @@
 """The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, and
 `probe` of a model endpoint.
 
-Exit status: 0 success; 1 the run failed, `check` found errors, or a dialect cannot express a
-schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an unknown model).
+Exit status: 0 success; 1 the run or the probe failed, `check` found errors, or a dialect
+cannot express a schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an
+unknown model).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from ..providers._registry import KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import deps_accepted, type_name
 from ._target import Target, TargetError, load_object, load_target
+from ._text import one_line
 
 __all__ = ["main"]
 
@@ -178,8 +180,26 @@ def _parser() -> argparse.ArgumentParser:
         help="do not measure max_tools (up to 11 requests, the first offering 1024 tiny tools); "
         "keep the provider profile's value",
     )
+    probe.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=120.0,
+        metavar="SECONDS",
+        help="the most one request may take, from sending it to the last byte of its answer, "
+        "retries included (default: 120)",
+    )
     probe.set_defaults(handler=_probe)
     return parser
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def _positive_int(text: str) -> int:
@@ -222,7 +242,7 @@ def _run(args: argparse.Namespace) -> int:
             LiveDisplay(sys.stdout).show(events, time.perf_counter())
     except AgentForgeError as exc:
         sys.stdout.flush()
-        print(f"agentforge-typed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"agentforge-typed: {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr)
         return 1
     return 0
 
@@ -331,12 +351,26 @@ def _probe(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     base = PROFILES[found.profile or "openai"]
+    made = 0
+
+    def progress(name: str) -> None:
+        nonlocal made
+        made += 1
+        print(f"request {made}: {name}", file=sys.stderr, flush=True)
+
     try:
         result = probe(
-            found.model, found.base_url, found.api_key, base=base, max_tools=args.max_tools
+            found.model,
+            found.base_url,
+            found.api_key,
+            base=base,
+            on_request=progress,
+            max_tools=args.max_tools,
+            timeout=args.timeout,
         )
     except AgentForgeError as exc:
-        print(f"agentforge-typed: probe failed: {exc}", file=sys.stderr)
+        # One line, scrubbed of the key at the provider boundary; no traceback.
+        print(f"agentforge-typed: probe failed: {one_line(str(exc))}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(result.as_json(), indent=2))

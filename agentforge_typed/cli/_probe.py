@@ -7,25 +7,39 @@ keywords, streamed tool-call deltas and their `index`, usage in streams, system-
 placement, and the reasoning field (read off every answer); then `max_tools`, by a bisection of
 at most `MAX_TOOLS_REQUESTS` requests. A 400 or 422 answer means "refused"; any other failure (a
 wrong key, a wrong URL) stops the probe.
+
+No answer is trusted: each request ends within `timeout` seconds whatever the server does (it may
+drip a byte a second, headers included: the requests run on an event loop, under one deadline),
+the probe reads at most `MAX_ANSWER_BYTES` of one answer and keeps counts of a stream, not its
+chunks, an answer of the wrong shape stops it with a `ModelError` naming the part, and what it
+quotes of a server is scrubbed of the key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Set
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Set
+from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
+import httpx
 import pydantic_core
 
 from .._exceptions import ModelError
+from .._sync import run_sync
 from ..providers._http import HttpShell
 from ..providers._openai_wire import openai_headers
 from ..providers._profiles import PROFILES, ModelProfile, ToolChoiceMode
 from ..providers._retry import RetryPolicy
+from ._text import one_line
 
 __all__ = [
     "BASE_REQUESTS",
+    "DEFAULT_TIMEOUT",
+    "EVIDENCE_CHARS",
     "KEYWORD_REQUESTS",
+    "MAX_ANSWER_BYTES",
     "MAX_TOOLS_REQUESTS",
     "MAX_TOOLS_TRIED",
     "Probe",
@@ -35,8 +49,19 @@ __all__ = [
     "probe",
 ]
 
+T = TypeVar("T")
+ValueT = TypeVar("ValueT")
+
 MAX_TOKENS = 200
 """Each probe's `max_tokens`: enough for a tool call or two, even with brief reasoning first."""
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one request may take, from sending it to the last byte of its answer, retries
+included (`--timeout`): room for a slow local model to read 1024 tools and answer."""
+MAX_ANSWER_BYTES = 1024 * 1024
+"""Bytes the probe reads of one answer (a body, a whole stream, an error): an answer of at most
+`MAX_TOKENS` tokens takes a few kilobytes."""
+EVIDENCE_CHARS = 200
+"""Characters kept of each feature's evidence (scrubbed of the key first)."""
 
 _PATH = "chat/completions"
 _ONE_CITY = "What is the weather in Paris? Use the get_weather tool."
@@ -184,71 +209,95 @@ class Probe:
     measure_max_tools: bool = True
     """Whether to measure `max_tools` (up to `MAX_TOOLS_REQUESTS` requests, the first offering
     `MAX_TOOLS_TRIED` tools)."""
+    timeout: float = DEFAULT_TIMEOUT
+    """Seconds each request may take, from sending it to the last byte of its answer (retries
+    included)."""
+    max_answer_bytes: int = MAX_ANSWER_BYTES
+    """Bytes of one answer (a body, a stream, an error) the probe reads before it stops."""
 
     def __post_init__(self) -> None:
-        self._shell = HttpShell(
-            provider="probe",
-            base_url=self.base_url,
-            headers=openai_headers(self.api_key, None, None),
-            secrets=[self.api_key],
-            retry=RetryPolicy(max_retries=1),
-        )
+        self._open()
         self._requests = 0
         self._reasoning: set[str] = set()
         self.found: dict[str, Any] = {}
         self.evidence: dict[str, str] = {}
+
+    def _open(self) -> None:
+        """A shell on a fresh client and capped transport."""
+        self._transport = _CappedTransport(self.max_answer_bytes)
+        self._shell = HttpShell(
+            provider="probe",
+            base_url=self.base_url,
+            # No compression: the cap counts the bytes the probe decodes.
+            headers={**openai_headers(self.api_key, None, None), "accept-encoding": "identity"},
+            secrets=[self.api_key],
+            async_http_client=httpx.AsyncClient(transport=self._transport, timeout=self.timeout),
+            retry=RetryPolicy(max_retries=1),
+        )
 
     # -- requests -----------------------------------------------------------------------------
 
     def _body(self, messages: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
         return {"model": self.model, "messages": messages, "max_tokens": MAX_TOKENS, **fields}
 
-    def _post(
-        self, name: str, body: dict[str, Any], refusals: Set[int] = _REFUSALS
-    ) -> tuple[Outcome, Any]:
-        """The answer's JSON, or `"refused"` with the error text for a status in `refusals`."""
+    async def _exchange(
+        self, name: str, refusals: Set[int], read: Callable[[], Awaitable[T]]
+    ) -> tuple[Outcome, T | str]:
+        """`read()`'s result within `timeout`, or `"refused"` with the error text for a status in
+        `refusals`; any other failure raises `ModelError`."""
         self.on_request(name)
         self._requests += 1
+        self._transport.request = name
         try:
-            return "ok", self._shell.post_json(_PATH, body)
+            return "ok", await asyncio.wait_for(read(), self.timeout)
+        except asyncio.TimeoutError:
+            raise ModelError(
+                f"probe {name}: no complete answer within {self.timeout:g}s (--timeout)"
+            ) from None
         except ModelError as error:
             if error.status_code in refusals:
                 return "refused", error.message
             raise
 
-    def _send(self, name: str, body: dict[str, Any]) -> tuple[Outcome, Any]:
+    async def _post(
+        self, name: str, body: dict[str, Any], refusals: Set[int] = _REFUSALS
+    ) -> tuple[Outcome, Any]:
+        """The answer's JSON, or `"refused"` with the error text for a status in `refusals`."""
+        return await self._exchange(name, refusals, lambda: self._shell.apost_json(_PATH, body))
+
+    async def _send(self, name: str, body: dict[str, Any]) -> tuple[Outcome, Any]:
         """The answer's message, or `"refused"` with the error text for a 400/422."""
-        outcome, answer = self._post(name, body)
+        outcome, answer = await self._post(name, body)
         if outcome == "refused":
             return outcome, answer
-        message = _message(answer)
-        if message is None:
-            raise ModelError(f"probe {name}: unexpected answer", body=answer)
+        message = _checked_message(name, answer)
         self._note_reasoning(message)
         return "ok", message
 
-    def _stream(self, name: str, body: dict[str, Any]) -> tuple[Outcome, Any]:
-        """The streamed chunks, or `"refused"` with the error text for a 400/422."""
-        self.on_request(name)
-        self._requests += 1
-        chunks: list[dict[str, Any]] = []
-        try:
-            for event in self._shell.stream_sse(_PATH, {**body, "stream": True}):
-                if event.data == "[DONE]":
-                    break
-                try:
-                    chunk = event.json()
-                except ValueError as exc:
-                    raise ModelError(f"probe {name}: malformed stream chunk: {exc}") from exc
-                if isinstance(chunk, dict):
-                    chunks.append(chunk)
-                    for delta in _deltas(chunk):
+    async def _stream(self, name: str, body: dict[str, Any]) -> tuple[Outcome, _Streamed | str]:
+        """What the stream showed (nothing of it is kept), or `"refused"` with the error text
+        for a 400/422."""
+
+        async def read() -> _Streamed:
+            seen = _Streamed()
+            events = self._shell.astream_sse(_PATH, {**body, "stream": True})
+            async with aclosing(events):
+                async for event in events:
+                    if event.data == "[DONE]":
+                        break
+                    try:
+                        chunk = pydantic_core.from_json(event.data)
+                    except ValueError as exc:
+                        raise ModelError(f"probe {name}: malformed stream chunk: {exc}") from None
+                    seen.chunks += 1
+                    for delta in _checked_deltas(name, seen.chunks, chunk):
                         self._note_reasoning(delta)
-        except ModelError as error:
-            if error.status_code in _REFUSALS:
-                return "refused", error.message
-            raise
-        return "ok", chunks
+                        seen.take(delta)
+                    if isinstance(chunk.get("usage"), dict):
+                        seen.usage = True
+            return seen
+
+        return await self._exchange(name, _REFUSALS, read)
 
     def _note_reasoning(self, message: Any) -> None:
         if isinstance(message, dict):
@@ -258,24 +307,41 @@ class Probe:
 
     def _set(self, feature: str, value: Any, evidence: str) -> None:
         self.found[feature] = value
-        self.evidence[feature] = evidence
+        self.evidence[feature] = self._quote(evidence, EVIDENCE_CHARS)
+
+    def _quote(self, text: str, limit: int = 60) -> str:
+        """`text` as the probe may print it: the key scrubbed, one line, at most `limit`
+        characters (cut after scrubbing, so no part of a key survives the cut)."""
+        return _shorten(one_line(self._shell.scrub(text)), limit)
 
     # -- the probes ---------------------------------------------------------------------------
 
     def run(self) -> ProbeResult:
-        """Make the probe requests and return what they found."""
+        """Make the probe requests and return what they found.
+
+        Raises:
+            ModelError: a failure other than a refusal, a malformed answer, an answer over
+                `max_answer_bytes`, or a request past `timeout`; its text holds no key.
+        """
+        return run_sync(self.arun)
+
+    async def arun(self) -> ProbeResult:
+        """Async `run`."""
+        if self._shell.async_client.is_closed:  # run before
+            self._open()
         try:
-            if self._tools():
-                self._tool_choice()
-                self._parallel()
-                self._strict()
-                self._keywords()
-                self._stream_tools()
-                self._max_tools()
-            self._stream_usage()
-            self._system()
+            with self._shell.redacting():
+                if await self._tools():
+                    await self._tool_choice()
+                    await self._parallel()
+                    await self._strict()
+                    await self._keywords()
+                    await self._stream_tools()
+                    await self._max_tools()
+                await self._stream_usage()
+                await self._system()
         finally:
-            self._shell.close()
+            await self._shell.async_client.aclose()
         reasoning = next(
             (key for key in ("reasoning_content", "reasoning") if key in self._reasoning), None
         )
@@ -288,8 +354,10 @@ class Probe:
         profile = ModelProfile.model_validate(measured)
         return ProbeResult(profile, self.evidence, self._requests)
 
-    def _tools(self) -> bool:
-        outcome, answer = self._send("tools", self._body([_user(_ONE_CITY)], tools=[_WEATHER]))
+    async def _tools(self) -> bool:
+        outcome, answer = await self._send(
+            "tools", self._body([_user(_ONE_CITY)], tools=[_WEATHER])
+        )
         calls = _calls(answer) if outcome == "ok" else []
         if outcome == "refused":
             self._set("tools", False, f"refused: {answer}")
@@ -299,7 +367,7 @@ class Probe:
             self._set("tools", True, "the model called the tool")
         return bool(calls)
 
-    def _tool_choice(self) -> None:
+    async def _tool_choice(self) -> None:
         modes: set[ToolChoiceMode] = {"auto"}
         notes = ["auto: ok"]
         choices: list[tuple[ToolChoiceMode, Any]] = [
@@ -308,7 +376,7 @@ class Probe:
             ("none", "none"),
         ]
         for mode, choice in choices:
-            outcome, answer = self._send(
+            outcome, answer = await self._send(
                 f"tool_choice={mode}",
                 self._body([_user(_ONE_CITY)], tools=[_WEATHER], tool_choice=choice),
             )
@@ -323,12 +391,12 @@ class Probe:
                 notes.append(f"{mode}: ok")
         self._set("tool_choice", sorted(modes), "; ".join(notes))
 
-    def _parallel(self) -> None:
+    async def _parallel(self) -> None:
         body = self._body([_user(_TWO_CITIES)], tools=[_WEATHER])
-        outcome, answer = self._send("parallel calls", body)
+        outcome, answer = await self._send("parallel calls", body)
         calls = len(_calls(answer)) if outcome == "ok" else 0
         self._set("parallel_tool_calls", calls > 1, f"{calls} call(s) for two cities")
-        outcome, answer = self._send(
+        outcome, answer = await self._send(
             "parallel_tool_calls=false", {**body, "parallel_tool_calls": False}
         )
         calls_off = len(_calls(answer)) if outcome == "ok" else 0
@@ -344,7 +412,7 @@ class Probe:
             honoured = "honoured: one call with it false" if calls > 1 else "accepted"
             self._set("parallel_tool_calls_parameter", True, honoured)
 
-    def _strict(self) -> None:
+    async def _strict(self) -> None:
         # Asked for a value outside the enum, a model the endpoint does not constrain tends to
         # echo it: arguments off the schema prove `strict` is not enforced. The allowed value is
         # evidence, not proof (the model may have picked it by itself).
@@ -354,7 +422,7 @@ class Probe:
             forced["tool_choice"] = {"type": "function", "function": {"name": "set_unit"}}
         elif "required" in modes:
             forced["tool_choice"] = "required"
-        outcome, answer = self._send(
+        outcome, answer = await self._send(
             "strict", self._body([_user(_KELVIN)], tools=[_STRICT_UNIT], **forced)
         )
         if outcome == "refused":
@@ -364,20 +432,20 @@ class Probe:
         if not calls:
             self._set("strict_schema", False, "accepted, but no tool call: enforcement not seen")
             return
-        function = calls[0].get("function") if isinstance(calls[0], dict) else None
-        raw = function.get("arguments") if isinstance(function, dict) else None
+        function = calls[0].get("function") or {}
+        raw = function.get("arguments")
         if _parsed(raw) == _STRICT_CONFORMING:
             evidence = 'accepted; asked for "kelvin", the model sent the one allowed "celsius"'
             self._set("strict_schema", True, evidence)
         else:
-            shown = _shorten(repr(raw))
+            shown = self._quote(repr(raw))
             self._set(
                 "strict_schema", False, f"accepted, not enforced: off-schema arguments {shown}"
             )
 
-    def _keywords(self) -> None:
+    async def _keywords(self) -> None:
         every = list(_KEYWORD_SCHEMAS)
-        outcome, _ = self._send(
+        outcome, _ = await self._send(
             "schema keywords", self._body([_user(_ONE_CITY)], tools=[_keyword_tool(every)])
         )
         if outcome == "ok":
@@ -385,7 +453,7 @@ class Probe:
             return
         refused = []
         for keyword in every:
-            outcome, _ = self._send(
+            outcome, _ = await self._send(
                 f"schema keyword {keyword}",
                 self._body([_user(_ONE_CITY)], tools=[_keyword_tool([keyword])]),
             )
@@ -397,26 +465,24 @@ class Probe:
                     refused.append("maximum")
         self._set("refused_schema_keywords", refused, "each keyword tried alone")
 
-    def _stream_tools(self) -> None:
-        outcome, chunks = self._stream(
+    async def _stream_tools(self) -> None:
+        _, seen = await self._stream(
             "stream with tools", self._body([_user(_TWO_CITIES)], tools=[_WEATHER])
         )
-        if outcome == "refused":
-            self._set("stream_tool_deltas", False, f"refused: {chunks}")
+        if not isinstance(seen, _Streamed):
+            self._set("stream_tool_deltas", False, f"refused: {seen}")
             self._set("stream_tool_index", False, "streaming with tools refused")
             return
-        pieces = [piece for chunk in chunks for piece in _tool_pieces(chunk)]
-        if not pieces:
+        if not seen.pieces:
             self._set("stream_tool_deltas", False, "no tool call in the stream")
             self._set("stream_tool_index", False, "no tool call in the stream")
             return
-        indexed = all(isinstance(piece.get("index"), int) for piece in pieces)
-        calls = sum(1 for piece in pieces if piece.get("id"))
-        deltas = len(pieces) > max(calls, 1)
+        indexed = seen.unindexed == 0
+        deltas = seen.pieces > max(seen.calls, 1)
         self._set(
             "stream_tool_deltas",
             deltas,
-            f"{len(pieces)} piece(s) for {calls} call(s)"
+            f"{seen.pieces} piece(s) for {seen.calls} call(s)"
             + ("" if deltas else ": whole calls, no argument deltas"),
         )
         self._set(
@@ -425,7 +491,7 @@ class Probe:
             "every piece has an index" if indexed else "pieces without index",
         )
 
-    def _max_tools(self) -> None:
+    async def _max_tools(self) -> None:
         if not self.measure_max_tools:
             self.evidence["max_tools"] = f"not measured: from the {self.base.name} profile"
             return
@@ -438,7 +504,7 @@ class Probe:
             body = self._body(
                 [_user("Say hi.")], tools=tools, max_tokens=MAX_TOOLS_TOKENS, **choice
             )
-            outcome, answer = self._post(f"max_tools {count}", body, _MAX_TOOLS_REFUSALS)
+            outcome, answer = await self._post(f"max_tools {count}", body, _MAX_TOOLS_REFUSALS)
             message = _message(answer) if outcome == "ok" else None
             if message is not None:
                 self._note_reasoning(message)
@@ -453,24 +519,24 @@ class Probe:
             if refused - accepted <= 1:
                 break
             count = (accepted + refused) // 2
-        evidence = f"{accepted} tools accepted, {refused} refused: {_shorten(why)}"
+        evidence = f"{accepted} tools accepted, {refused} refused: {self._quote(why)}"
         self._set("max_tools", accepted, evidence)
 
-    def _stream_usage(self) -> None:
+    async def _stream_usage(self) -> None:
         body = self._body([_user("Say hi.")], stream_options={"include_usage": True})
-        outcome, chunks = self._stream("stream usage", body)
-        if outcome == "refused":
-            self._set("stream_usage", False, f"stream_options refused: {chunks}")
+        _, seen = await self._stream("stream usage", body)
+        if not isinstance(seen, _Streamed):
+            self._set("stream_usage", False, f"stream_options refused: {seen}")
             return
-        usage = any(isinstance(chunk.get("usage"), dict) for chunk in chunks)
+        usage = seen.usage
         self._set(
             "stream_usage",
             usage,
             "usage in the stream" if usage else "stream_options accepted, no usage sent",
         )
 
-    def _system(self) -> None:
-        outcome, answer = self._send(
+    async def _system(self) -> None:
+        outcome, answer = await self._send(
             "system first",
             self._body([{"role": "system", "content": "Be brief."}, _user("Say hi.")]),
         )
@@ -483,7 +549,7 @@ class Probe:
             {"role": "system", "content": "Be brief."},
             _user("Say hi again."),
         ]
-        outcome, answer = self._send("system later", self._body(later))
+        outcome, answer = await self._send("system later", self._body(later))
         if outcome == "refused":
             self._set("system_message", "first", f"a later system message is refused: {answer}")
         else:
@@ -498,14 +564,20 @@ def probe(
     base: ModelProfile | None = None,
     on_request: Callable[[str], None] = lambda name: None,
     max_tools: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> ProbeResult:
     """Probe `model` at `base_url` and return the profile it measured; `max_tools=False` skips
-    the `max_tools` measurement (keeping `base`'s value).
+    the `max_tools` measurement (keeping `base`'s value); each request may take `timeout`
+    seconds.
 
     Raises:
-        ModelError: a failure other than a refusal (400/422): a wrong key, URL, or model.
+        ModelError: a failure other than a refusal (400/422): a wrong key, URL, or model; an
+            answer that is malformed, over `MAX_ANSWER_BYTES`, or not complete within `timeout`.
+            Its text holds no key.
     """
-    session = Probe(model, base_url, api_key, base or PROFILES["openai"], on_request, max_tools)
+    session = Probe(
+        model, base_url, api_key, base or PROFILES["openai"], on_request, max_tools, timeout
+    )
     return session.run()
 
 
@@ -529,6 +601,88 @@ def _message(answer: Any) -> dict[str, Any] | None:
     return message if isinstance(message, dict) else None
 
 
+def _checked_message(name: str, answer: Any) -> dict[str, Any]:
+    """The first choice's message, with its tool calls checked; raises `ModelError` naming the
+    first part of the wrong shape."""
+    choices = _get(name, answer, "the answer", "choices", list)
+    if not choices:
+        raise _unexpected(name, "no choices")
+    message = _get(name, choices[0], "choices[0]", "message", dict)
+    if message is None:
+        raise _unexpected(name, "no choices[0].message")
+    for n, call in enumerate(_get(name, message, "message", "tool_calls", list) or ()):
+        _get(name, call, f"message.tool_calls[{n}]", "function", dict)
+    return message
+
+
+def _checked_deltas(name: str, number: int, chunk: Any) -> Iterator[dict[str, Any]]:
+    """The deltas of stream chunk `number`, their tool-call pieces checked; raises `ModelError`
+    naming the first part of the wrong shape."""
+    where = f"chunk {number}"
+    for n, choice in enumerate(_get(name, chunk, where, "choices", list) or ()):
+        delta = _get(name, choice, f"{where}: choices[{n}]", "delta", dict)
+        if delta is None:
+            continue
+        pieces = _get(name, delta, f"{where}: choices[{n}].delta", "tool_calls", list) or ()
+        for m, piece in enumerate(pieces):
+            if not isinstance(piece, dict):
+                what = f"{where}: choices[{n}].delta.tool_calls[{m}]"
+                raise _unexpected(name, f"{what} is {_kind(piece)}, not an object")
+        yield delta
+
+
+_KIND_NAMES: dict[type, str] = {dict: "an object", list: "an array"}
+
+
+def _get(name: str, container: Any, where: str, key: str, kind: type[ValueT]) -> ValueT | None:
+    """`container[key]` when it is a `kind` (`None` when absent or null); raises `ModelError`
+    when `container` is not an object or the value is of another kind."""
+    if not isinstance(container, dict):
+        raise _unexpected(name, f"{where} is {_kind(container)}, not an object")
+    value = container.get(key)
+    if value is None or isinstance(value, kind):
+        return value
+    raise _unexpected(name, f"{where}.{key} is {_kind(value)}, not {_KIND_NAMES[kind]}")
+
+
+def _kind(value: Any) -> str:
+    """The JSON kind of `value`, in words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return _KIND_NAMES.get(type(value), "a value")
+
+
+def _unexpected(name: str, what: str) -> ModelError:
+    return ModelError(f"probe {name}: unexpected answer: {what}")
+
+
+@dataclass
+class _Streamed:
+    """What the probe keeps of a stream: counts, not chunks (a stream may never end)."""
+
+    chunks: int = 0
+    pieces: int = 0
+    """Tool-call pieces."""
+    calls: int = 0
+    """Pieces with an `id` (each starts a call)."""
+    unindexed: int = 0
+    """Pieces without an integer `index`."""
+    usage: bool = False
+
+    def take(self, delta: dict[str, Any]) -> None:
+        for piece in delta.get("tool_calls") or ():
+            self.pieces += 1
+            self.calls += bool(piece.get("id"))
+            index = piece.get("index")
+            self.unindexed += not isinstance(index, int) or isinstance(index, bool)
+
+
 def _calls(message: Any) -> list[Any]:
     calls = message.get("tool_calls") if isinstance(message, dict) else None
     return calls if isinstance(calls, list) else []
@@ -549,15 +703,61 @@ def _shorten(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _deltas(chunk: dict[str, Any]) -> Iterator[Any]:
-    for choice in chunk.get("choices") or ():
-        if isinstance(choice, dict):
-            yield choice.get("delta")
+class _CappedTransport(httpx.AsyncBaseTransport):
+    """The probe's transport: an answer whose body passes `cap` bytes fails, and so does a
+    compressed one (the probe asks for none: compressed, a few bytes counted could decode to
+    gigabytes)."""
+
+    def __init__(self, cap: int) -> None:
+        self._transport = httpx.AsyncHTTPTransport()
+        self.cap = cap
+        self.request = ""
+        """The name of the request under way, for the errors."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._transport.handle_async_request(request)
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        length = response.headers.get("content-length", "")
+        if encoding not in ("", "identity"):
+            await response.aclose()
+            raise ModelError(
+                f"probe {self.request}: the answer is compressed ({one_line(encoding[:40])}), "
+                "although the probe asked for no compression"
+            )
+        if length.isdigit() and int(length) > self.cap:
+            await response.aclose()
+            raise self.over()
+        response.stream = _CappedStream(response.stream, self)
+        return response
+
+    def over(self) -> ModelError:
+        return ModelError(
+            f"probe {self.request}: the answer is longer than {self.cap} bytes, the most the "
+            "probe reads of one answer"
+        )
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
 
 
-def _tool_pieces(chunk: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    for delta in _deltas(chunk):
-        if isinstance(delta, dict):
-            for piece in delta.get("tool_calls") or ():
-                if isinstance(piece, dict):
-                    yield piece
+class _CappedStream(httpx.AsyncByteStream):
+    """A response body that raises once it passes its transport's cap."""
+
+    def __init__(
+        self, stream: httpx.SyncByteStream | httpx.AsyncByteStream, owner: _CappedTransport
+    ) -> None:
+        self._stream = stream
+        self._owner = owner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        assert isinstance(self._stream, httpx.AsyncByteStream)
+        read = 0
+        async for chunk in self._stream:
+            read += len(chunk)
+            if read > self._owner.cap:
+                raise self._owner.over()
+            yield chunk
+
+    async def aclose(self) -> None:
+        assert isinstance(self._stream, httpx.AsyncByteStream)
+        await self._stream.aclose()

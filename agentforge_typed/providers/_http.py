@@ -669,6 +669,11 @@ class HttpShell:
                 error.__suppress_context__ = True
             raise
 
+    def scrub(self, text: str) -> str:
+        """`text` as the boundary leaves an error's: secrets replaced, then cut to size (for
+        callers that show what a server sent other than through an error)."""
+        return self._scrub(text)
+
     def _chain_mentions_secret(self, error: BaseException) -> bool:
         seen: set[int] = set()
         cause = error.__cause__ or error.__context__
