@@ -138,6 +138,21 @@ def test_cancelling_waiters_costs_each_the_same_however_many_wait() -> None:
     assert_linear(cancel_all, 2000, what="cancelling queued admission waiters", repeat=5)
 
 
+async def test_the_created_pool_is_spread_over_small_clients_evenly_loaded() -> None:
+    model = OpenAIChatModel("gpt-4o-mini", api_key="sk-test", max_connections=100)
+    clients = model._http._loop_clients()
+    assert len(clients.clients) == 7 and clients.gate._free == 100
+    slots = [(await clients.acquire())[1] for _ in range(40)]
+    assert max(clients.loads) - min(clients.loads) <= 1 and sorted(set(slots)) == list(range(7))
+    for slot in slots:
+        clients.release(slot)
+    assert clients.loads == [0] * 7 and clients.gate._free == 100
+    pools = {clients.client(i)._transport._pool._max_connections for i in range(7)}  # type: ignore[attr-defined]
+    assert pools == {16}
+    await model.aclose()
+    assert all(client is None or client.is_closed for client in clients.clients)
+
+
 # -- the shell -----------------------------------------------------------------------------------
 
 
@@ -159,7 +174,7 @@ async def test_by_default_as_many_as_the_pool_of_a_client_passed_in() -> None:
     assert handler.most == 10
     real = httpx.AsyncClient(limits=limits)
     shell = OpenAIChatModel("gpt-4o-mini", api_key="sk-test", async_http_client=real)._http
-    assert shell._loop_state().gate._free == 4
+    assert shell._loop_clients().gate._free == 4
     await real.aclose()
 
 

@@ -17,16 +17,30 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import httpx
 
-__all__ = ["DEFAULT_MAX_CONNECTIONS", "AsyncGate", "SyncGate", "close_with_loop", "pool_size"]
+__all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
+    "SHARD_CONNECTIONS",
+    "AsyncGate",
+    "LoopClients",
+    "SyncGate",
+    "close_with_loop",
+    "pool_size",
+]
 
 DEFAULT_MAX_CONNECTIONS = 100
-"""Connections of a client the shell creates, all kept alive (httpx keeps 20 of 100 by default,
+"""Connections the shell's own clients have, all kept alive (httpx keeps 20 of 100 by default,
 so a busy loop opened a new connection for nearly every request)."""
+
+SHARD_CONNECTIONS = 16
+"""Connections per async client the shell creates: `max_connections` is spread over several
+clients of this size. httpcore's pool does work quadratic in its number of connections on every
+pool event (its clean-up pass counts all connections for each idle one), so one pool of 100
+costs the loop several times what seven of 16 do for the same requests."""
 
 
 class AsyncGate:
@@ -93,6 +107,69 @@ class SyncGate:
     def release(self) -> None:
         """Give a slot back."""
         self._semaphore.release()
+
+
+class LoopClients:
+    """The async clients of one event loop behind one admission gate.
+
+    With a client passed in, that client alone. Otherwise `shards` clients of `SHARD_CONNECTIONS`
+    connections, each created at first use and closed when the loop shuts down (or by `aclose`);
+    a request admitted goes to the least loaded, so no pool holds more requests than connections.
+    """
+
+    __slots__ = ("_closers", "_make", "clients", "gate", "loads")
+
+    def __init__(
+        self,
+        gate: AsyncGate,
+        *,
+        client: httpx.AsyncClient | None = None,
+        make: Callable[[], httpx.AsyncClient] | None = None,
+        shards: int = 1,
+    ) -> None:
+        self.gate = gate
+        self._make = make
+        self.clients: list[httpx.AsyncClient | None] = [client] if client else [None] * shards
+        self.loads = [0] * len(self.clients)
+        self._closers: list[Any] = []
+
+    async def acquire(self) -> tuple[float, int]:
+        """Wait for a slot: the seconds waited, and the index of the client to send through."""
+        waited = await self.gate.acquire()
+        loads = self.loads
+        index = loads.index(min(loads)) if len(loads) > 1 else 0
+        loads[index] += 1
+        return waited, index
+
+    def release(self, index: int) -> None:
+        """Give back the slot `acquire` gave with `index`."""
+        self.loads[index] -= 1
+        self.gate.release()
+
+    def client(self, index: int) -> httpx.AsyncClient:
+        """The client at `index`, created now if it was not yet."""
+        client = self.clients[index]
+        if client is None:
+            assert self._make is not None
+            client = self.clients[index] = self._make()
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                pass  # read outside any loop: closed by `aclose` only
+            else:
+                self._closers.append(close_with_loop(client))
+        return client
+
+    async def aclose(self) -> None:
+        """Close the clients created here."""
+        if self._make is None:
+            return
+        for closer in self._closers:
+            await closer.aclose()
+        for client in self.clients:
+            if client is not None:
+                await client.aclose()  # closing twice is harmless
+        self._closers = []
 
 
 def pool_size(client: httpx.Client | httpx.AsyncClient) -> int | None:

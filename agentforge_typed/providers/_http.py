@@ -33,7 +33,14 @@ import pydantic_core
 from .._events import StreamEvent
 from .._exceptions import ModelError
 from .._instrument import note_admission_wait
-from ._admission import DEFAULT_MAX_CONNECTIONS, AsyncGate, SyncGate, close_with_loop, pool_size
+from ._admission import (
+    DEFAULT_MAX_CONNECTIONS,
+    SHARD_CONNECTIONS,
+    AsyncGate,
+    LoopClients,
+    SyncGate,
+    pool_size,
+)
 from ._retry import RetryPolicy, retry_after
 from ._sse import DEFAULT_MAX_LINE_LENGTH, ServerSentEvent, aiter_sse, iter_sse
 
@@ -143,18 +150,6 @@ class WireBase:
         return error
 
 
-class _LoopState:
-    """What the shell keeps per event loop: the async client used there, its admission gate, and
-    the handle that closes a client created here when that loop shuts down."""
-
-    __slots__ = ("client", "closer", "gate")
-
-    def __init__(self, client: httpx.AsyncClient, gate: AsyncGate, closer: Any) -> None:
-        self.client = client
-        self.gate = gate
-        self.closer = closer
-
-
 class HttpShell:
     """Sync and async POST of JSON to one provider, with retries and error mapping.
 
@@ -215,10 +210,10 @@ class HttpShell:
         self._owns_client = http_client is None
         self._async_client = async_http_client
         """The async client passed in, used on every loop; `None`: one is created per loop."""
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopState] = (
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopClients] = (
             weakref.WeakKeyDictionary()
         )
-        self._loopless: _LoopState | None = None
+        self._loopless: LoopClients | None = None
         """The state of `async_client` read outside any running loop."""
         self._sync_gate: SyncGate | None = None
         self.max_connections = max_connections
@@ -243,15 +238,15 @@ class HttpShell:
             self._client = httpx.Client(timeout=self.timeout, limits=self._limits())
         return self._client
 
-    def _limits(self) -> httpx.Limits:
-        size = self.max_connections
+    def _limits(self, size: int | None = None) -> httpx.Limits:
+        size = size or self.max_connections
         return httpx.Limits(max_connections=size, max_keepalive_connections=size)
 
-    def _admission_limit(self, client: httpx.Client | httpx.AsyncClient, owned: bool) -> int:
+    def _admission_limit(self, client: httpx.Client | httpx.AsyncClient | None, owned: bool) -> int:
         """How many requests may be in flight: as configured, else as many as the pool serves."""
         if self.max_concurrent_requests is not None:
             return self.max_concurrent_requests
-        if owned:
+        if owned or client is None:
             return self.max_connections
         return pool_size(client) or DEFAULT_MAX_CONNECTIONS
 
@@ -369,30 +364,37 @@ class HttpShell:
 
     @property
     def async_client(self) -> httpx.AsyncClient:
-        """The async client of the running event loop: the one passed in, or one created for this
-        loop on first use (a client's connections belong to the loop they were opened on)."""
-        return self._loop_state().client
+        """The (first) async client of the running event loop: the one passed in, or one created
+        for this loop on first use (a client's connections belong to the loop they were opened
+        on)."""
+        return self._loop_clients().client(0)
 
-    def _loop_state(self) -> _LoopState:
+    def _loop_clients(self) -> LoopClients:
         try:
             loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        state = self._loopless if loop is None else self._loops.get(loop)
-        if state is not None:
-            return state
-        client, closer = self._async_client, None
-        if client is None:
-            client = httpx.AsyncClient(timeout=self.timeout, limits=self._limits())
-            if loop is not None:
-                closer = close_with_loop(client)
-        gate = AsyncGate(self._admission_limit(client, self._async_client is None))
-        state = _LoopState(client, gate, closer)
-        if loop is None:
-            self._loopless = state
+        clients = self._loopless if loop is None else self._loops.get(loop)
+        if clients is not None:
+            return clients
+        injected = self._async_client
+        if injected is not None:
+            gate = AsyncGate(self._admission_limit(injected, owned=False))
+            clients = LoopClients(gate, client=injected)
         else:
-            self._loops[loop] = state
-        return state
+            size = min(SHARD_CONNECTIONS, self.max_connections)
+            shards = -(-self.max_connections // size)
+            limits = self._limits(size)
+            clients = LoopClients(
+                AsyncGate(self._admission_limit(None, owned=True)),
+                make=lambda: httpx.AsyncClient(timeout=self.timeout, limits=limits),
+                shards=shards,
+            )
+        if loop is None:
+            self._loopless = clients
+        else:
+            self._loops[loop] = clients
+        return clients
 
     async def apost_json(
         self,
@@ -402,7 +404,8 @@ class HttpShell:
     ) -> ParsedT:
         """Async `post_json`."""
         with self.redacting():
-            return parse(self._json(await self._asend(path, payload, stream=False)))
+            response, _ = await self._asend(path, payload, stream=False)
+            return parse(self._json(response))
 
     async def astream(
         self, path: str, payload: Mapping[str, Any], parser: StreamParser
@@ -436,8 +439,8 @@ class HttpShell:
     async def _aevents(
         self, path: str, payload: Mapping[str, Any]
     ) -> AsyncGenerator[ServerSentEvent, None]:
-        state = self._loop_state()
-        response = await self._asend(path, payload, stream=True, state=state)
+        clients = self._loop_clients()
+        response, slot = await self._asend(path, payload, stream=True, clients=clients)
         try:
             if _not_an_event_stream(response):
                 try:
@@ -457,16 +460,14 @@ class HttpShell:
         finally:
             # Read to the end, failed, or closed by its consumer (an abandoned stream is closed
             # by the loop's async generator finalizer): the slot is free again.
-            state.gate.release()
+            clients.release(slot)
 
     async def aclose(self) -> None:
-        """Close the async client this shell created for the running loop (and the sync one)."""
-        state = self._loops.pop(asyncio.get_running_loop(), None)
-        if state is not None and state.closer is not None:
-            await state.closer.aclose()  # closes the client, once
-        if self._loopless is not None and self._async_client is None:
-            await self._loopless.client.aclose()
-            self._loopless = None
+        """Close the async clients this shell created for the running loop (and the sync one)."""
+        for clients in (self._loops.pop(asyncio.get_running_loop(), None), self._loopless):
+            if clients is not None:
+                await clients.aclose()
+        self._loopless = None
         self.close()
 
     async def _asend(
@@ -475,17 +476,18 @@ class HttpShell:
         payload: Mapping[str, Any],
         *,
         stream: bool,
-        state: _LoopState | None = None,
-    ) -> httpx.Response:
-        """Async `_send`."""
+        clients: LoopClients | None = None,
+    ) -> tuple[httpx.Response, int]:
+        """Async `_send`: the response, and the slot it holds when it is a stream."""
         content = pydantic_core.to_json(payload)
-        state = state or self._loop_state()
-        client, gate = state.client, state.gate
+        clients = clients or self._loop_clients()
         retries = 0
         while True:
-            _admitted(self.provider, await gate.acquire())
+            waited, slot = await clients.acquire()
+            _admitted(self.provider, waited)
             keep = False
             try:
+                client = clients.client(slot)
                 request, deadline = self._request(client, path, content)
                 try:
                     response = await client.send(request, stream=True)
@@ -501,10 +503,10 @@ class HttpShell:
                     outcome = self._settle(retries, path, response)
                 if isinstance(outcome, httpx.Response):
                     keep = stream
-                    return outcome
+                    return outcome, slot
             finally:
                 if not keep:
-                    gate.release()
+                    clients.release(slot)
             await self._asleep(outcome)
             retries += 1
 
