@@ -183,6 +183,40 @@ async def test_total_timeout_over_a_real_socket(
     assert 0.4 <= time.monotonic() - started < 3.0
 
 
+class _Silent(BaseHTTPRequestHandler):
+    """A real server that reads the request and says nothing until the client gives up."""
+
+    stop = threading.Event()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["content-length"]))
+        self.stop.wait(GIVE_UP)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("mode", ["chat", "achat"])
+async def test_total_timeout_ends_a_blocking_call_once_not_after_each_retry(mode: str) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    model = OpenAIChatModel("m", base_url=url, total_timeout=0.4, max_retries=2)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelError, match=r"took longer than total_timeout=0\.4s"):
+            await call(model, REQUEST, mode)
+    finally:
+        await model.aclose()
+        _Silent.stop.set()
+        server.shutdown()
+        server.server_close()
+        _Silent.stop.clear()
+    # One attempt's bound, not one per retry (a timeout it caused is not retried).
+    assert 0.4 <= time.monotonic() - started < 0.8
+
+
 @pytest.mark.parametrize("provider", list(CLASSES))
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_max_line_length_reaches_the_decoder(provider: str, mode: str) -> None:

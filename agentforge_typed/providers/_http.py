@@ -348,7 +348,7 @@ class HttpShell:
                         finally:
                             response.close()
                 except httpx.HTTPError as exc:
-                    outcome = self._settle(retries, path, exc)
+                    outcome = self._settle(retries, path, exc, deadline)
                 else:
                     outcome = self._settle(retries, path, response)
                 if isinstance(outcome, httpx.Response):
@@ -498,7 +498,7 @@ class HttpShell:
                         finally:
                             await response.aclose()
                 except httpx.HTTPError as exc:
-                    outcome = self._settle(retries, path, exc)
+                    outcome = self._settle(retries, path, exc, deadline)
                 else:
                     outcome = self._settle(retries, path, response)
                 if isinstance(outcome, httpx.Response):
@@ -513,12 +513,19 @@ class HttpShell:
     # -- shared decisions ---------------------------------------------------------------------
 
     def _settle(
-        self, retries: int, path: str, attempt: httpx.Response | httpx.HTTPError
+        self,
+        retries: int,
+        path: str,
+        attempt: httpx.Response | httpx.HTTPError,
+        deadline: float | None = None,
     ) -> httpx.Response | float:
         """What one attempt comes to: the successful response, or the seconds to wait before the
         next attempt; raises `ModelError` when the failure is final (no retry left, or none
-        allowed)."""
+        allowed, or the attempt ran out its `total_timeout`: a timeout it caused is not a
+        transient failure to try again)."""
         if isinstance(attempt, httpx.HTTPError):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise self._overtime() from attempt
             delay = self._retry_delay(retries, path, error=attempt)
             if delay is None:
                 raise self._transport_error(attempt) from attempt
