@@ -282,7 +282,31 @@ async def test_error_object_with_200_status(mode: str) -> None:
     with pytest.raises(ModelError) as info:
         await parsed(body, mode)
     assert info.value.message == "OpenAI returned an error: upstream model crashed"
+    # A numeric code repeats the status: the error's class is the code that says more.
+    assert info.value.code == "server_error"
+
+
+async def test_a_numeric_code_without_a_type_is_the_code(mode: str) -> None:
+    body = {"error": {"message": "upstream model crashed", "code": 500}}
+    with pytest.raises(ModelError) as info:
+        await parsed(body, mode)
     assert info.value.code == "500"
+
+
+async def test_llama_cpp_error_class_is_the_code(mode: str) -> None:
+    # llama.cpp's body for a prompt over the context window.
+    body = {
+        "error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5000,
+            "n_ctx": 4096,
+        }
+    }
+    with pytest.raises(ModelError) as info:
+        await parsed(body, mode)
+    assert info.value.code == "exceed_context_size_error"
 
 
 @pytest.mark.parametrize(

@@ -123,11 +123,18 @@ def error_from_body(
 
 
 def _code(body: Mapping[str, Any]) -> str | None:
+    """The error's code, else its type; a number is taken last: servers such as llama.cpp repeat
+    the HTTP status in `code` and name the error class in `type` (`exceed_context_size_error`)."""
+    number = None
     for key in ("code", "type"):
         value = body.get(key)
-        if value is not None and value != "error" and not isinstance(value, bool):
-            return str(value)
-    return None
+        if value is None or value == "error" or isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            number = number or str(value)
+            continue
+        return str(value)
+    return number
 
 
 class WireBase:
