@@ -100,6 +100,8 @@ def test_reasoning_then_text_deltas() -> None:
         "model": "deepseek-reasoner",
         "created": 1726200200,
         "system_fingerprint": "fp_7e73fd9a08",
+        "cached_tokens": 0,
+        "reasoning_tokens": 31,
     }
 
 

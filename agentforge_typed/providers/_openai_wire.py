@@ -260,6 +260,15 @@ def _response(
         raise ModelError(f"{PROVIDER} returned a malformed response: {exc}", body=body) from exc
     if reason is FinishReason.OTHER:
         metadata["finish_reason"] = finish_reason
+    if isinstance(usage, dict):
+        # As the Responses API's are: cached prompt tokens (OpenAI, llama.cpp, vLLM), reasoning.
+        for details, key in (
+            ("prompt_tokens_details", "cached_tokens"),
+            ("completion_tokens_details", "reasoning_tokens"),
+        ):
+            value = (usage.get(details) or {}).get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                metadata[key] = value
     if isinstance(refusal, str) and refusal:
         metadata["refusal"] = refusal
     return ChatResponse(
