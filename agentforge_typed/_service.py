@@ -53,7 +53,7 @@ from ._messages import ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
-from ._response import NO_USAGE, ChatResponse
+from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult, ToolExecution
 from ._toolsets import (
     Offer,
@@ -324,6 +324,8 @@ class _Run:
         if response.token_usage is not None:
             self.usage += response.token_usage
         self.messages.append(message)
+        if response.finish_reason is FinishReason.LENGTH and self.open_calls:
+            _refuse_cut_off(self.open_calls)
         if self.limits is not None:
             self.limits.check_tokens(self.usage)
             self.tool_calls += len(self.open_calls)
@@ -495,6 +497,22 @@ class _Run:
             output=self.output_value,
             pending=() if self._approval is None else tuple(self._approval.pending),
         )
+
+
+def _refuse_cut_off(calls: Sequence[ToolCall]) -> None:
+    """Raise `ModelError` for an answer cut off by the token limit in the middle of a call (its
+    arguments are not whole JSON): such a call is never executed, and the model could only guess
+    what it was told it did wrong. The calls of the answer are then answered as not completed, so
+    the history can be resumed (with a larger `max_tokens`)."""
+    for call in calls:
+        try:
+            pydantic_core.from_json(call.arguments or "{}")
+        except ValueError:
+            raise ModelError(
+                f"the answer was cut off by the token limit (finish_reason 'length') in the "
+                f"middle of the call to `{call.name}`, which was not executed; raise max_tokens",
+                code="cut_off_tool_call",
+            ) from None
 
 
 def _not_awaitable(value: Any, hook: str) -> Any:

@@ -31,7 +31,7 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
-from ._degrade import Adapted, adapt_request
+from ._degrade import Adapted, adapt_request, with_json_arguments
 from ._function import response_events
 from ._http import HttpShell, StreamParser
 from ._profiles import ModelProfile
@@ -247,8 +247,10 @@ class HttpChatModel:
         # The server gets back the call ids it sent, whatever ids the loop gave the calls.
         messages = with_server_ids(request.messages)
         if self.profile is None:
-            return Adapted(list(messages), parameters)
-        return adapt_request(self.profile, messages, parameters, stream=stream)
+            adapted = Adapted(list(messages), parameters)
+        else:
+            adapted = adapt_request(self.profile, messages, parameters, stream=stream)
+        return with_json_arguments(adapted)
 
     def _path(self, adapted: Adapted, stream: bool) -> str:
         return self._wire.request_path(adapted.parameters.model or self.model, stream=stream)

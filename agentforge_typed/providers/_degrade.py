@@ -13,6 +13,8 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_core import from_json, to_json
+
 from .._dialects import (
     _SCHEMA_LIST_KEYS,
     _SCHEMA_MAP_KEYS,
@@ -25,7 +27,10 @@ from .._messages import ChatMessage, SystemMessage, TextContent, UserMessage
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from ._profiles import STRUCTURAL_KEYWORDS, Feature, ModelProfile, ToolChoiceMode
 
-__all__ = ["Adapted", "adapt_request", "move_keywords"]
+__all__ = ["Adapted", "adapt_request", "move_keywords", "with_json_arguments"]
+
+INVALID_JSON = "INVALID_JSON"
+"""The key of the stand-in sent for a historical tool call whose arguments are not JSON."""
 
 REQUIRED_NOTE = "You must call one of the offered tools in your next answer, not answer in text."
 ONE_CALL_NOTE = "Call at most one tool per answer."
@@ -67,6 +72,47 @@ def adapt_request(
     if stream:
         run.stream()
     return run.out
+
+
+def with_json_arguments(adapted: Adapted) -> Adapted:
+    """`adapted` with every historical tool call's arguments sent as JSON: arguments that do not
+    parse (a call cut off mid-way, a model's malformed stream) go as `{"INVALID_JSON": <the
+    text>}`, so the model still sees what it sent, and the change is recorded. Servers parse the
+    history's arguments (llama.cpp answers 500 to one that is not JSON, and a retry cannot help),
+    while the history itself keeps the text as the model wrote it."""
+    messages = adapted.messages
+    for position, message in enumerate(messages):
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        if all(_is_json(call.arguments) for call in message.tool_calls):
+            continue
+        calls = tuple(
+            call
+            if _is_json(call.arguments)
+            else call.model_copy(
+                update={"arguments": to_json({INVALID_JSON: call.arguments}).decode()}
+            )
+            for call in message.tool_calls
+        )
+        messages[position] = message.model_copy(update={"tool_calls": calls})
+        if not any(a["feature"] == "tool_call_arguments" for a in adapted.adaptations):
+            adapted.adaptations.append(
+                {
+                    "feature": "tool_call_arguments",
+                    "rule": 'arguments that are not JSON sent as {"INVALID_JSON": <the text>}',
+                }
+            )
+    return adapted
+
+
+def _is_json(arguments: str) -> bool:
+    if not arguments.strip():
+        return True  # no arguments: each wire sends its empty form
+    try:
+        from_json(arguments)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass
