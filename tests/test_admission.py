@@ -135,7 +135,13 @@ def test_cancelling_waiters_costs_each_the_same_however_many_wait() -> None:
 
         asyncio.run(main())
 
-    assert_linear(cancel_all, 2000, what="cancelling queued admission waiters", repeat=5)
+    assert_linear(
+        cancel_all,
+        2000,
+        what="cancelling queued admission waiters",
+        repeat=5,
+        clock=time.process_time,
+    )
 
 
 async def test_the_created_pool_is_spread_over_small_clients_evenly_loaded() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from json.encoder import encode_basestring
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
@@ -128,6 +129,91 @@ def _additional_properties(
         yield ValidationError(f"Additional properties are not allowed ({extras!r} unexpected)")
 
 
+def _unique_items(
+    validator: Validator, unique: Any, instance: Any, schema: Schema
+) -> Iterator[ValidationError]:
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    unique_json = _all_unique(instance)
+    if unique_json is None:  # not JSON data: jsonschema's own comparison
+        yield from _KEYWORDS["uniqueItems"](validator, unique, instance, schema)
+    elif not unique_json:
+        yield ValidationError(f"{instance!r} has non-unique elements")
+
+
+def _all_unique(items: list[Any]) -> bool | None:
+    """Whether no two of `items` are equal as JSON Schema compares them (`None` when one is not
+    JSON data), in time linear in their size: jsonschema compares arrays of objects pairwise
+    (53 KB of arguments took 19 s)."""
+    seen: set[str] = set()
+    for item in items:
+        parts: list[str] = []
+        if not _write_canonical(item, parts):
+            return None
+        key = "".join(parts)
+        if key in seen:
+            return False
+        seen.add(key)
+    return True
+
+
+def _write_canonical(value: Any, parts: list[str]) -> bool:
+    """Append to `parts` a text of `value` equal for exactly the values JSON Schema calls equal
+    (`1` and `1.0`, objects in any key order; not `true` and `1`); `False` for a value that is
+    not JSON data.
+
+    Strings (not tuples of Python values) are the set's keys: their hash is seeded per process,
+    while integers that collide (`n` and `n + 2**61 - 1`) would make the set quadratic again.
+    """
+    kind = type(value)
+    if kind is str:
+        parts.append(encode_basestring(value))
+    elif kind is dict or kind is list:
+        entries: Iterable[tuple[str, Any]]
+        if kind is list:
+            entries = (("", item) for item in value)
+        elif all(type(name) is str for name in value):
+            entries = ((encode_basestring(name) + ":", value[name]) for name in sorted(value))
+        else:
+            return False
+        parts.append("[" if kind is list else "{")
+        for prefix, item in entries:
+            parts.append(prefix)
+            if not _write_canonical(item, parts):
+                return False
+            parts.append(",")
+        parts.append("]" if kind is list else "}")
+    elif value is None:
+        parts.append("n")
+    elif kind is bool:
+        parts.append("t" if value else "f")
+    elif kind is int or kind is float:
+        parts.append(_canonical_number(value))
+    else:
+        return False
+    return True
+
+
+_EXACT_FLOAT_INTEGERS = 2**53
+"""Below this magnitude every integer is a float too."""
+
+
+def _canonical_number(number: float) -> str:
+    """The same text for an `int` and a `float` of equal value (Python compares them exactly)."""
+    if type(number) is int:
+        if -_EXACT_FLOAT_INTEGERS < number < _EXACT_FLOAT_INTEGERS:
+            return str(number)
+        try:
+            as_float = float(number)
+        except OverflowError:
+            as_float = math.inf
+        # `hex`: `str` refuses integers of more than 4300 digits, and no float equals these.
+        return repr(as_float) if as_float == number else f"i{number:#x}"
+    if number.is_integer() and -_EXACT_FLOAT_INTEGERS < number < _EXACT_FLOAT_INTEGERS:
+        return str(int(number))
+    return repr(number)
+
+
 FORMAT_CHECKER = FormatChecker(formats=())
 """Draft 2020-12's format checker, with `regex` meaning "compiles on the linear-time engine"."""
 FORMAT_CHECKER.checkers = {
@@ -190,6 +276,7 @@ ToolSchemaValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
     Draft202012Validator,
     {
         "pattern": _pattern,
+        "uniqueItems": _unique_items,
         "additionalProperties": _additional_properties,
         "properties": _false_reported_in_place("properties", _properties_under_false),
         "patternProperties": _false_reported_in_place(
@@ -199,8 +286,8 @@ ToolSchemaValidator: type[Validator] = extend(  # type: ignore[no-untyped-call]
     },
     format_checker=FORMAT_CHECKER,
 )
-"""Draft 2020-12, with every problem reported at the path of the value it is about, and regular
-expressions matched in linear time."""
+"""Draft 2020-12, with every problem reported at the path of the value it is about, regular
+expressions matched and `uniqueItems` checked in linear time."""
 
 SCHEMA_REGISTRY: SchemaRegistry = REGISTRY
 """The specifications jsonschema ships (its metaschemas), which a `$ref` may name; nothing else
