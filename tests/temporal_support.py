@@ -8,6 +8,7 @@ outside Temporal. The model is a `FunctionModel` whose script is chosen by the f
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -25,12 +26,14 @@ from agentforge_typed import (
     ChatRequestParameters,
     FunctionModel,
     OpenAIChatModel,
+    SchemaTool,
     ToolCall,
     ToolChatResult,
     ToolContext,
     ToolResultMessage,
     ToolSearch,
     ToolService,
+    ToolSpecification,
     UserMessage,
     tool,
 )
@@ -219,6 +222,11 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
     "big_rows": [[_call("c1", "dump_rows", '{"count":12000}')]],
     "huge": [[_call("c1", "dump", '{"size":2100000}')]],
     "keyerror": [[_call("c1", "order", '{"item":{"sku":"zzz"}}')]],
+    # 3,000 distinct objects under `uniqueItems`: validated in the workflow task, which must not
+    # outlast Temporal's deadlock detector (2 s).
+    "unique": [
+        [_call("c1", "tag", json.dumps({"items": [{"id": i, "n": "x" * 10} for i in range(3000)]}))]
+    ],
     # A server that repeats ids: two transfers with one id, and the id again next round.
     "twins": [
         [
@@ -248,7 +256,34 @@ def _short(text: str) -> str:
     return text if len(text) <= 1000 else f"<{len(text)} characters>"
 
 
-service = ToolService([reserve, pay, linger, stall, survey, receipt, dump, dump_rows, order])
+def _tag(arguments: dict[str, object]) -> str:
+    return f"tagged {len(arguments['items'])}"  # type: ignore[arg-type]
+
+
+TAG = SchemaTool(
+    ToolSpecification(
+        name="tag",
+        description="Tag distinct items.",
+        parameters={
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "uniqueItems": True,
+                    "items": {
+                        "type": "object",
+                        "properties": {"id": {"type": "integer"}, "n": {"type": "string"}},
+                    },
+                }
+            },
+            "required": ["items"],
+        },
+    ),
+    _tag,
+)
+"""A schema tool whose arguments a model can make large: `uniqueItems` over objects."""
+
+service = ToolService([reserve, pay, linger, stall, survey, receipt, dump, dump_rows, order, TAG])
 durable = TemporalToolService(
     service,
     FunctionModel(script),

@@ -877,3 +877,11 @@ async def test_a_durable_run_lists_and_decides_calls_of_one_server_id_apart(
         ["transfer", "eve", "7"],
     ]
     assert outcome.failed == ["c1~1"]
+
+
+@on_module_loop
+async def test_a_large_unique_items_answer_does_not_wedge_the_workflow(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    _, text, failed, _ = await _run(env, "unique", tmp_path)
+    assert (text, failed) == ("tag: tagged 3000", "")
