@@ -28,6 +28,7 @@ from ._exceptions import ModelError
 from ._messages import ChatMessage
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse, TokenUsage
+from .tools._arguments import repair_kind
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, MeterProvider
@@ -207,8 +208,11 @@ class RunTrace:
             "agentforge.tool.attempt": attempt,
         }
         if result.repairs:
-            attributes["agentforge.tool.repairs"] = list(result.repairs)
+            # The texts quote argument names the model wrote: content, recorded on opt-in only.
+            attributes["agentforge.tool.repair_kinds"] = [repair_kind(r) for r in result.repairs]
         if self.telemetry.include_content:
+            if result.repairs:
+                attributes["agentforge.tool.repairs"] = list(result.repairs)
             attributes["gen_ai.tool.call.arguments"] = call.arguments
             attributes["gen_ai.tool.call.result"] = result.text
         span = self.telemetry.tracer.start_span(
