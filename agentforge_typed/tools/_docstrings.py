@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,6 +12,8 @@ from typing import Any
 import docstring_parser
 
 __all__ = ["DocstringInfo", "parse_docstring"]
+
+logger = logging.getLogger("agentforge_typed.tools")
 
 
 @dataclass(frozen=True)
@@ -24,11 +27,19 @@ class DocstringInfo:
 
 
 def parse_docstring(function: Callable[..., Any]) -> DocstringInfo:
-    """Read `function`'s docstring; the style (Google, NumPy, Sphinx/reST) is detected."""
+    """Read `function`'s docstring; the style (Google, NumPy, Sphinx/reST) is detected.
+
+    Never raises: a docstring its detected style cannot read (an empty `Args:` section, or
+    `Args: None`, both common in real code) is read in whichever style the parser finds best
+    (its `AUTO`), and one that no style reads gives no descriptions; each fallback is logged at
+    debug level.
+    """
     text = inspect.getdoc(function)
     if not text:
         return DocstringInfo()
-    parsed = docstring_parser.parse(text, _style(text))
+    parsed = _parse(text, getattr(function, "__qualname__", repr(function)))
+    if parsed is None:
+        return DocstringInfo()
     parts = [part.strip() for part in (parsed.short_description, parsed.long_description) if part]
     parameters = {
         param.arg_name: " ".join(param.description.split())
@@ -36,6 +47,34 @@ def parse_docstring(function: Callable[..., Any]) -> DocstringInfo:
         if param.description
     }
     return DocstringInfo(description="\n\n".join(parts), parameters=parameters)
+
+
+def _parse(text: str, name: str) -> docstring_parser.Docstring | None:
+    style = _style(text)
+    try:
+        return docstring_parser.parse(text, style)
+    # Not only `ParseError`: a parser bug on odd input must not fail the decoration either.
+    except Exception as exc:
+        error = exc
+    try:
+        parsed = docstring_parser.parse(text, docstring_parser.DocstringStyle.AUTO)
+    except Exception as exc:
+        logger.debug(
+            "The docstring of %s cannot be parsed (%s style: %s; any style: %s): "
+            "no descriptions are taken from it",
+            name,
+            style.name,
+            error,
+            exc,
+        )
+        return None
+    logger.debug(
+        "The docstring of %s is not valid %s style (%s): read in the style the parser detects",
+        name,
+        style.name,
+        error,
+    )
+    return parsed
 
 
 _NUMPY_SECTION = re.compile(r"^\s*[A-Za-z ]+\n\s*-{3,}\s*$", re.MULTILINE)
