@@ -587,3 +587,28 @@ def test_gemini_calls_are_named_as_the_conventions_name_gemini(otel: Telemetry) 
     assert span.name == "chat gemini-2.5-flash"
     assert dict(span.attributes or {})["gen_ai.provider.name"] == "gcp.gemini"
     assert "AIza-test-key" not in otel.everything()
+
+
+@pytest.mark.parametrize("include_content", [False, True])
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_tool_name_no_tool_has_is_content(driver: str, include_content: bool) -> None:
+    telemetry = Telemetry()
+    model = script([call("c1", SECRET_KEY, {}), call("c2", "lookup", {"city": "x"})], "ok")
+    service = ToolService([lookup], unknown_tool_handler=available_tools_handler)
+    with af.instrument(telemetry.tracer_provider, include_content=include_content):
+        drive(driver, service, model, "go")
+    unknown, known = sorted(
+        telemetry.named("execute_tool"),
+        key=lambda span: str((span.attributes or {})["gen_ai.tool.call.id"]),
+    )
+    assert unknown.attributes is not None and known.attributes is not None
+    assert unknown.attributes["error.type"] == "unknown_tool"
+    assert known.name == "execute_tool lookup"
+    assert known.attributes["gen_ai.tool.name"] == "lookup"
+    if include_content:
+        assert unknown.name == f"execute_tool {SECRET_KEY}"
+        assert unknown.attributes["gen_ai.tool.name"] == SECRET_KEY
+    else:
+        assert unknown.name == "execute_tool"
+        assert "gen_ai.tool.name" not in unknown.attributes
+        assert SECRET_KEY not in telemetry.everything()
