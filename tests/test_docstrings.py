@@ -63,8 +63,51 @@ def test_a_docstring_the_detected_style_cannot_read_never_fails_decoration(
     with caplog.at_level(logging.DEBUG, "agentforge_typed.tools"):
         decorated = tool(weather)
     assert decorated.description.startswith("Get the weather.")
-    assert decorated.specification.parameters["properties"]["city"] == {"type": "string"}
+    assert decorated.specification.parameters["properties"]["city"]["type"] == "string"
     assert f"The docstring of {weather.__qualname__} is not valid" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("text", "parameters", "outcome"),
+    [
+        ("Get the weather.\n\nArgs:\n", {}, "without its sections that list nothing"),
+        (
+            "Get the weather.\n\nArgs:\n    None\n\nReturns:\n    A forecast.",
+            {},
+            "without its sections that list nothing",
+        ),
+        (
+            "Get the weather.\n\nArgs:\n    city: The city.\n\nRaises:\n    None",
+            {"city": "The city."},
+            "without its sections that list nothing",
+        ),
+        (
+            "Get the weather.\n\nArgs:\n    N/A\n\nRaises:\n\nReturns:\n    A forecast.",
+            {},
+            "without its sections that list nothing",
+        ),
+        (
+            "Get the weather.\n\n:param city: The city.\n:param",
+            {},
+            "in the style detected",
+        ),
+    ],
+)
+def test_what_a_docstring_the_detected_style_cannot_read_gives(
+    text: str, parameters: dict[str, str], outcome: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    def weather(city: str) -> str:
+        return city
+
+    weather.__doc__ = text
+    with caplog.at_level(logging.DEBUG, "agentforge_typed.tools"):
+        info = parse_docstring(weather)
+    assert info.parameters == parameters
+    if outcome.startswith("without"):
+        assert info.description == "Get the weather."
+    else:  # as the first style that reads it has it: the sections are part of the text
+        assert info.description == text
+    assert outcome in caplog.text
 
 
 @pytest.mark.parametrize(
