@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+from pydantic import BaseModel
 
 import agentforge_typed as af
 from agentforge_typed import (
@@ -612,3 +613,22 @@ def test_a_tool_name_no_tool_has_is_content(driver: str, include_content: bool) 
         assert unknown.name == "execute_tool"
         assert "gen_ai.tool.name" not in unknown.attributes
         assert SECRET_KEY not in telemetry.everything()
+
+
+class Guest(BaseModel):
+    name: str
+
+
+@tool(extra_arguments="ignore")
+def seat(guest: Guest) -> str:
+    """Seat a guest."""
+    return guest.name
+
+
+def test_every_repair_text_has_a_kind_and_a_foreign_one_is_other() -> None:
+    from agentforge_typed.tools._arguments import repair_kind
+
+    nested = seat.execute(call("c", "seat", {"guest": {"name": "A", SECRET_KEY: 1}}))
+    assert nested.repairs == (f'$.guest["{SECRET_KEY}"]: unknown property dropped',)
+    assert [repair_kind(r) for r in nested.repairs] == ["unknown_argument_dropped"]
+    assert repair_kind(f"my own note about {SECRET_KEY}") == "other"
