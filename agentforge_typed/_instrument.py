@@ -28,6 +28,7 @@ from ._exceptions import ModelError
 from ._messages import ChatMessage
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse, TokenUsage
+from .tools._arguments import repair_kind
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, MeterProvider
@@ -194,8 +195,12 @@ class RunTrace:
         """Make the model call that sends `request` a child of this run."""
         _loop_request.set((request, self))
 
-    def tool(self, execution: ToolExecution, attempt: int) -> None:
-        """Record a settled tool call as an `execute_tool` span with the call's own times."""
+    def tool(self, execution: ToolExecution, attempt: int, *, known: bool = True) -> None:
+        """Record a settled tool call as an `execute_tool` span with the call's own times.
+
+        A call of a name no tool has (`known=False`) is named only with `include_content`: the
+        name is whatever the model wrote.
+        """
         from opentelemetry.trace import Status, StatusCode
 
         call, result = execution.call, execution.result
@@ -211,20 +216,25 @@ class RunTrace:
                 },
             )
             return
+        name = call.name if known or self.telemetry.include_content else None
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.id": call.id,
             "gen_ai.tool.type": "function",
             "agentforge.tool.attempt": attempt,
         }
+        if name is not None:
+            attributes["gen_ai.tool.name"] = name
         if result.repairs:
-            attributes["agentforge.tool.repairs"] = list(result.repairs)
+            # The texts quote argument names the model wrote: content, recorded on opt-in only.
+            attributes["agentforge.tool.repair_kinds"] = [repair_kind(r) for r in result.repairs]
         if self.telemetry.include_content:
+            if result.repairs:
+                attributes["agentforge.tool.repairs"] = list(result.repairs)
             attributes["gen_ai.tool.call.arguments"] = call.arguments
             attributes["gen_ai.tool.call.result"] = result.text
         span = self.telemetry.tracer.start_span(
-            f"execute_tool {call.name}",
+            "execute_tool" if name is None else f"execute_tool {name}",
             context=self.context,
             attributes=attributes,
             start_time=_nanoseconds(execution.started_at.timestamp()),

@@ -394,7 +394,7 @@ class _Run:
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
         if self.trace is not None:
-            self.trace.tool(execution, plan.context.attempt)
+            self.trace.tool(execution, plan.context.attempt, known=plan.tool is not None)
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)

@@ -6,11 +6,11 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Annotated, Any, Literal
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import pytest
@@ -24,6 +24,7 @@ from agentforge_typed import (
     ToolExecutionResult,
 )
 from agentforge_typed.tools._base import ToolLike
+from agentforge_typed.tools._http import _keeps_origin
 
 Mode = Literal["sync", "async"]
 MODES: list[Mode] = ["sync", "async"]
@@ -87,11 +88,22 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, "héllo".encode(), "text/plain; charset=utf-8")
         elif path == "/empty":
             self._send(204, b"", None)
+        elif path == "/redirect":
+            to = dict(parse_qsl(urlsplit(self.path).query))["to"]
+            self.send_response(302)
+            self.send_header("Location", to if "://" in to else self.server_base() + to)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif path == "/headers":
+            self._send(200, {"headers": dict(self.headers.items())})
         elif path.startswith("/charset/"):
             status, charset = path.removeprefix("/charset/").split("/")
             self._send(int(status), b"\xff\xfeok", f"text/plain; charset={charset}")
         else:
             self._send(418, b"unexpected path", "text/plain")
+
+    def server_base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def _send(
         self, status: int, payload: Any, content_type: str | None = "application/json"
@@ -110,6 +122,22 @@ class Handler(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[Server]:
+    yield from serve()
+
+
+@pytest.fixture(scope="module")
+def other_server() -> Iterator[Server]:
+    yield from serve()
+
+
+@pytest.fixture
+def other(other_server: Server) -> Server:
+    """A second origin: the same server on another port."""
+    other_server.requests.clear()
+    return other_server
+
+
+def serve() -> Iterator[Server]:
     http_server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     http_server.daemon_threads = True
     state = Server(base=f"http://127.0.0.1:{http_server.server_address[1]}")
@@ -786,3 +814,152 @@ def test_unknown_arguments_of_an_args_model_are_told_the_names_the_schema_offers
         weather.validate_arguments('{"city": "Oslo"}')
     messages = [error.message for error in caught.value.errors]
     assert "Unexpected argument; this tool takes: City" in messages
+
+
+class KeyAuth(httpx.Auth):
+    """An `auth` that sets a secret header of its own."""
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["X-Auth-Key"] = "auth-secret"
+        yield request
+
+
+SECRETS = {
+    "x-api-key": "configured-secret",
+    "x-auth-key": "auth-secret",
+    "x-client-key": "client-secret",
+    "cookie": "session=cookie-secret",
+}
+
+
+async def fetch(
+    url: str,
+    mode: Mode,
+    arguments: str = "{}",
+    *,
+    query: list[str] | None = None,
+    **client: Any,
+) -> ToolExecutionResult:
+    """Call a tool with configured headers of every kind, through an injected client."""
+    schema = {"type": "object", "properties": {name: {"type": "string"} for name in query or []}}
+    tool_args: dict[str, Any] = {
+        "url": url,
+        "parameters": schema,
+        "query": query or [],
+        "default_headers": {"X-Api-Key": "configured-secret"},
+        "auth": KeyAuth(),
+    }
+    headers = {"X-Client-Key": "client-secret"}
+    cookies = {"session": "cookie-secret"}
+    if mode == "sync":
+        with httpx.Client(headers=headers, cookies=cookies, **client) as sync_client:
+            return await run(
+                HttpTool("fetch", http_client=sync_client, **tool_args), arguments, mode
+            )
+    async with httpx.AsyncClient(headers=headers, cookies=cookies, **client) as async_client:
+        tool = HttpTool("fetch", async_http_client=async_client, **tool_args)
+        return await run(tool, arguments, mode)
+
+
+def redirect_url(srv: Server, to: str) -> str:
+    return srv.base + "/redirect?" + urlencode({"to": to})
+
+
+def lower(headers: dict[str, str]) -> dict[str, str]:
+    return {name.lower(): value for name, value in headers.items()}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_redirect_to_another_origin_is_refused(
+    srv: Server, other: Server, mode: Mode
+) -> None:
+    result = await fetch(redirect_url(srv, other.base + "/headers"), mode, follow_redirects=True)
+    assert result.error_kind == "execution"
+    assert (
+        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.base})"
+    )
+    assert isinstance(result.exception, httpx.HTTPStatusError)
+    assert other.requests == []  # neither the configured headers nor the request went there
+    (first,) = srv.requests
+    assert lower(first.headers).items() >= SECRETS.items()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_an_argument_cannot_steer_an_open_redirect_elsewhere(
+    srv: Server, other: Server, mode: Mode
+) -> None:
+    # The template fixes scheme and host; an open redirect on the API must not undo that.
+    arguments = json.dumps({"to": other.base.replace("http://", "http://u:p@") + "/headers"})
+    result = await fetch(
+        srv.base + "/redirect", mode, arguments, query=["to"], follow_redirects=True
+    )
+    assert (
+        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.base})"
+    )
+    assert other.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_redirect_within_the_origin_is_followed_as_httpx_would(
+    srv: Server, mode: Mode
+) -> None:
+    result = await fetch(redirect_url(srv, "/headers"), mode, follow_redirects=True)
+    assert not result.is_error, result.text
+    first, followed = srv.requests
+    assert lower(first.headers).items() >= SECRETS.items()
+    assert lower(followed.headers).items() >= SECRETS.items()
+    assert result.value == {"headers": followed.headers}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_userinfo_in_a_redirect_is_not_sent_as_credentials(srv: Server, mode: Mode) -> None:
+    target = srv.base.replace("http://", "http://attacker:chosen@") + "/headers"
+    result = await fetch(redirect_url(srv, target), mode, follow_redirects=True)
+    assert not result.is_error, result.text
+    _, followed = srv.requests
+    assert "authorization" not in lower(followed.headers)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_redirect_leaving_the_origin_later_in_the_chain_is_refused(
+    srv: Server, other: Server, mode: Mode
+) -> None:
+    url = redirect_url(srv, "/redirect?" + urlencode({"to": other.base + "/headers"}))
+    result = await fetch(url, mode, follow_redirects=True)
+    assert (
+        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.base})"
+    )
+    assert len(srv.requests) == 2 and other.requests == []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_redirects_follow_the_clients_settings(srv: Server, mode: Mode) -> None:
+    result = await fetch(redirect_url(srv, "/headers"), mode)
+    assert (result.error_kind, result.text) == ("execution", "HTTP 302 Found")
+    assert len(srv.requests) == 1
+
+    srv.requests.clear()
+    looping = srv.base + "/redirect?to=/redirect%3Fto%3D/redirect"
+    result = await fetch(looping, mode, follow_redirects=True, max_redirects=1)
+    assert result.error_kind == "execution"
+    assert result.text == (
+        "Request to `fetch` failed: TooManyRedirects: Exceeded maximum allowed redirects."
+    )
+    assert len(srv.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "keeps"),
+    [
+        ("http://a.test/x", "http://a.test:80/y", True),
+        ("https://a.test/x", "https://a.test:443/y", True),
+        ("http://a.test/x", "https://a.test/y", True),  # an upgrade, as httpx keeps Authorization
+        ("http://a.test:8080/x", "https://a.test/y", False),
+        ("https://a.test/x", "http://a.test/y", False),
+        ("http://a.test/x", "http://a.test:8080/y", False),
+        ("http://a.test/x", "http://b.a.test/y", False),
+        ("http://a.test/x", "https://b.test/y", False),
+    ],
+)
+def test_which_redirects_keep_the_origin(source: str, target: str, keeps: bool) -> None:
+    assert _keeps_origin(httpx.URL(source), httpx.URL(target)) is keeps

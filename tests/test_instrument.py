@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
+from pydantic import BaseModel
 
 import agentforge_typed as af
 from agentforge_typed import (
@@ -303,9 +304,73 @@ def test_repairs_and_retries_are_on_the_tool_span(otel: Telemetry) -> None:
     assert second.attributes is not None
     assert second.attributes["agentforge.tool.attempt"] == 2
     assert [e.name for e in second.events] == ["retry"]
-    repairs = second.attributes["agentforge.tool.repairs"]
-    assert isinstance(repairs, tuple) and len(repairs) == 1
+    assert second.attributes["agentforge.tool.repair_kinds"] == ("double_encoded",)
+    assert "agentforge.tool.repairs" not in second.attributes
     assert first.events == ()
+
+
+@tool(extra_arguments="ignore")
+def tally(counts: dict[str, list[int]]) -> str:
+    """Count things."""
+    return "counted"
+
+
+@tool(strict_schema=True)
+def page(limit: int = 5) -> str:
+    """Read a page."""
+    return "read"
+
+
+SECRET_KEY = "ssn-078-05-1120"
+REPAIRED = [
+    # Each repair quotes a name or path the model wrote: none of it may reach a span by default.
+    (tally, {"counts": {}, SECRET_KEY: 1}, "unknown_argument_dropped"),
+    (tally, {"counts": {SECRET_KEY: "[1, 2]"}}, "string_encoded_json"),
+    (page, {"limit": None}, "null_read_as_not_given"),
+    (page, "", "empty_arguments"),
+    (page, '{"limit": 1,}', "trailing_commas"),
+]
+
+
+@pytest.mark.parametrize(("target", "arguments", "kind"), REPAIRED)
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_repairs_record_kinds_not_the_names_the_model_wrote(
+    otel: Telemetry, driver: str, target: af.Tool[..., str], arguments: Any, kind: str
+) -> None:
+    model = script([call("c1", target.name, arguments)], "ok")
+    drive(driver, ToolService([target]), model, "go")
+    assert SECRET_KEY not in otel.everything()
+    [span] = otel.named("execute_tool")
+    assert span.attributes is not None
+    assert not span.attributes.get("gen_ai.tool.call.arguments")
+    assert span.attributes["agentforge.tool.repair_kinds"] == (kind,)
+    assert "agentforge.tool.repairs" not in span.attributes
+
+
+def test_repairs_of_schema_tools_record_kinds_only(otel: Telemetry) -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "object"}}}
+    specification = af.ToolSpecification(name="search", parameters=schema)
+    search = af.SchemaTool(specification, lambda arguments: "found", extra_arguments="ignore")
+    arguments = {"q": json.dumps({"x": 1}), SECRET_KEY: 1}
+    ToolService([search]).chat(script([call("c1", "search", arguments)], "ok"), "go")
+    assert SECRET_KEY not in otel.everything()
+    [span] = otel.named("execute_tool")
+    assert span.attributes is not None
+    kinds = span.attributes["agentforge.tool.repair_kinds"]
+    assert set(kinds) == {"string_encoded_json", "unknown_argument_dropped"}  # type: ignore[arg-type]
+
+
+def test_include_content_records_the_repair_texts() -> None:
+    telemetry = Telemetry()
+    arguments = {"counts": {}, SECRET_KEY: 1}
+    with af.instrument(telemetry.tracer_provider, include_content=True):
+        ToolService([tally]).chat(script([call("c1", "tally", arguments)], "ok"), "go")
+    [span] = telemetry.named("execute_tool")
+    assert span.attributes is not None
+    assert span.attributes["agentforge.tool.repairs"] == (
+        f"dropped unknown argument `{SECRET_KEY}`",
+    )
+    assert span.attributes["agentforge.tool.repair_kinds"] == ("unknown_argument_dropped",)
 
 
 def test_include_content_records_tool_arguments_and_results() -> None:
@@ -523,3 +588,47 @@ def test_gemini_calls_are_named_as_the_conventions_name_gemini(otel: Telemetry) 
     assert span.name == "chat gemini-2.5-flash"
     assert dict(span.attributes or {})["gen_ai.provider.name"] == "gcp.gemini"
     assert "AIza-test-key" not in otel.everything()
+
+
+@pytest.mark.parametrize("include_content", [False, True])
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_tool_name_no_tool_has_is_content(driver: str, include_content: bool) -> None:
+    telemetry = Telemetry()
+    model = script([call("c1", SECRET_KEY, {}), call("c2", "lookup", {"city": "x"})], "ok")
+    service = ToolService([lookup], unknown_tool_handler=available_tools_handler)
+    with af.instrument(telemetry.tracer_provider, include_content=include_content):
+        drive(driver, service, model, "go")
+    unknown, known = sorted(
+        telemetry.named("execute_tool"),
+        key=lambda span: str((span.attributes or {})["gen_ai.tool.call.id"]),
+    )
+    assert unknown.attributes is not None and known.attributes is not None
+    assert unknown.attributes["error.type"] == "unknown_tool"
+    assert known.name == "execute_tool lookup"
+    assert known.attributes["gen_ai.tool.name"] == "lookup"
+    if include_content:
+        assert unknown.name == f"execute_tool {SECRET_KEY}"
+        assert unknown.attributes["gen_ai.tool.name"] == SECRET_KEY
+    else:
+        assert unknown.name == "execute_tool"
+        assert "gen_ai.tool.name" not in unknown.attributes
+        assert SECRET_KEY not in telemetry.everything()
+
+
+class Guest(BaseModel):
+    name: str
+
+
+@tool(extra_arguments="ignore")
+def seat(guest: Guest) -> str:
+    """Seat a guest."""
+    return guest.name
+
+
+def test_every_repair_text_has_a_kind_and_a_foreign_one_is_other() -> None:
+    from agentforge_typed.tools._arguments import repair_kind
+
+    nested = seat.execute(call("c", "seat", {"guest": {"name": "A", SECRET_KEY: 1}}))
+    assert nested.repairs == (f'$.guest["{SECRET_KEY}"]: unknown property dropped',)
+    assert [repair_kind(r) for r in nested.repairs] == ["unknown_argument_dropped"]
+    assert repair_kind(f"my own note about {SECRET_KEY}") == "other"

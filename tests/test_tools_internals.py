@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import typing
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -434,7 +436,7 @@ def test_is_awaitable_answers_like_inspect() -> None:
     import asyncio
     import inspect
 
-    from agentforge_typed.tools._invoke import is_awaitable
+    from agentforge_typed.tools._invoke import NEVER_AWAITABLE, is_awaitable
 
     class Custom:
         def __await__(self) -> Any:
@@ -463,12 +465,15 @@ def test_is_awaitable_answers_like_inspect() -> None:
         for value in values:
             assert is_awaitable(value) == inspect.isawaitable(value)
             assert is_awaitable(value) == inspect.isawaitable(value)  # from the cache
+        # What `execute` rules out without asking (exact classes: a subclass may add `__await__`).
+        for cls in NEVER_AWAITABLE:
+            assert not hasattr(cls, "__await__") and not issubclass(cls, typing.Awaitable)
     finally:
         coroutine.close()
         loop.close()
 
 
-def test_declared_awaitable_returns_are_awaited_and_plain_ones_are_not_checked() -> None:
+def test_declared_awaitable_returns_are_awaited() -> None:
     import asyncio
     from collections.abc import Awaitable, Coroutine
 
@@ -491,17 +496,6 @@ def test_declared_awaitable_returns_are_awaited_and_plain_ones_are_not_checked()
     for awaiting in (declared, maybe, untyped):
         assert awaiting.execute(call(awaiting.name, '{"text": "hi"}')).text == "hi"
 
-    @tool
-    def plain(text: str) -> dict[str, str] | None:
-        return {"text": text}
-
-    @tool
-    def text(value: str) -> str:
-        return value
-
-    assert not plain._may_await and not text._may_await
-    assert declared._may_await and maybe._may_await and untyped._may_await
-
 
 def test_any_and_object_returns_are_checked_for_awaitables() -> None:
     import asyncio
@@ -519,5 +513,114 @@ def test_any_and_object_returns_are_checked_for_awaitables() -> None:
         return later()
 
     for awaiting in (any_result, object_result):
-        assert awaiting._may_await
         assert awaiting.execute(call(awaiting.name)).text == "done"
+
+
+class _Later:
+    """An awaitable that is not a coroutine (its own `__await__`)."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __await__(self) -> typing.Generator[None, None, str]:
+        yield None
+        return self.value
+
+
+async def _sunny(city: str) -> str:
+    import asyncio
+
+    await asyncio.sleep(0)
+    if city == "Nowhere":
+        raise LookupError(city)
+    return f"sunny in {city}"
+
+
+class _Desk:
+    def forecast(self, city: str) -> str:
+        """Forecast."""
+        return _sunny(city)  # type: ignore[return-value]
+
+    @tool
+    def outlook(self, city: str) -> str:
+        """Forecast."""
+        return _sunny(city)  # type: ignore[return-value]
+
+
+def _forecast_for(days: int, city: str) -> str:
+    """Forecast."""
+    return _sunny(city)  # type: ignore[return-value]
+
+
+class _Forecaster:
+    def __call__(self, city: str) -> str:
+        """Forecast."""
+        return _sunny(city)  # type: ignore[return-value]
+
+
+def _unannounced_awaitables() -> list[Tool[..., Any]]:
+    """Sync tools returning an awaitable that their return annotation rules out."""
+
+    def forecast(city: str) -> str:
+        """Forecast."""
+        return _sunny(city)  # type: ignore[return-value]
+
+    def forecast_dict(city: str) -> dict[str, str]:
+        """Forecast."""
+        return _sunny(city)  # type: ignore[return-value]
+
+    def forecast_later(city: str) -> str:
+        """Forecast."""
+        return _Later(f"sunny in {city}")  # type: ignore[return-value]
+
+    def unwrapped_wrapper(city: str) -> str:  # a decorator that does not `functools.wraps`
+        """Forecast."""
+        return _sunny(city)  # type: ignore[return-value]
+
+    return [
+        tool(forecast),
+        tool(forecast_dict),
+        tool(forecast_later),
+        tool(unwrapped_wrapper),
+        tool(_Desk().forecast),
+        _Desk().outlook,  # a method tool, bound
+        tool(functools.partial(_forecast_for, 3)),
+        tool(_Forecaster()),
+        tool(strict=False)(forecast),  # lax validation: the same fast path
+    ]
+
+
+@pytest.mark.parametrize("index", range(9))
+@pytest.mark.parametrize("city", ["Oslo", "Nowhere"])
+def test_an_awaitable_the_annotation_does_not_announce_is_awaited_under_every_driver(
+    index: int, city: str
+) -> None:
+    import asyncio
+
+    from loop_drivers import DRIVERS, drive
+
+    from agentforge_typed import AiMessage, FunctionModel, ToolResultMessage, ToolService
+
+    wrapped = _unannounced_awaitables()[index]
+    arguments = json.dumps({"city": city})
+    if city == "Oslo" or index == 2:
+        expected = "sunny in Oslo" if city == "Oslo" else "sunny in Nowhere"
+    else:
+        expected = f"Tool `{wrapped.name}` failed: LookupError: Nowhere"
+    assert wrapped.execute(call(wrapped.name, arguments)).text == expected
+
+    async def under_a_running_loop() -> tuple[str, str]:
+        blocking = wrapped.execute(call(wrapped.name, arguments))
+        return blocking.text, (await wrapped.aexecute(call(wrapped.name, arguments))).text
+
+    assert asyncio.run(under_a_running_loop()) == (expected, expected)
+
+    def reply(messages: Any, parameters: Any) -> AiMessage:
+        if isinstance(messages[-1], ToolResultMessage):
+            return AiMessage(text=messages[-1].text)
+        return AiMessage(tool_calls=[ToolCall(id="c", name=wrapped.name, arguments=arguments)])
+
+    for driver in DRIVERS:
+        result = drive(driver, ToolService([wrapped]), FunctionModel(reply), "weather?")
+        assert result.final_response.ai_message.text == expected, driver
+        assert result.tool_executions[0].result.is_error is (expected != f"sunny in {city}")

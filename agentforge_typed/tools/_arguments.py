@@ -38,6 +38,8 @@ __all__ = [
     "ArgumentsValidator",
     "argument_errors",
     "json_choices",
+    "repair_dropped",
+    "repair_kind",
     "repair_string_encoded",
     "without_trailing_commas",
 ]
@@ -69,9 +71,44 @@ def without_trailing_commas(raw: str | bytes, json_error: str) -> str | None:
     return fixed
 
 
+_DROPPED = "dropped unknown argument "
+_DROPPED_PROPERTY = ": unknown property dropped"
+_NULL_DEFAULT = ": null read as not given (the default applies)"
+_STRING_ENCODED = " sent as a string: decoded"
+
+
 def repair_string_encoded(path: str, kind: Literal["object", "array"]) -> str:
     """The repair recorded for a JSON object or array sent as a string at `path`."""
-    return f"{path}: JSON {kind} sent as a string: decoded"
+    return f"{path}: JSON {kind}{_STRING_ENCODED}"
+
+
+def repair_dropped(name: str) -> str:
+    """The repair recorded for an undeclared argument `name` dropped (`extra_arguments="ignore"`)."""
+    return f"{_DROPPED}`{name}`"
+
+
+def repair_kind(repair: str) -> str:
+    """What kind of repair `repair` records, as one of a fixed set of names.
+
+    The texts quote argument names and paths the model wrote; the kind never does, so telemetry
+    may record it without the content opt-in. A text this module did not write is `"other"`.
+    """
+    if repair in _KINDS:
+        return _KINDS[repair]
+    if repair.startswith(_DROPPED) or repair.endswith(_DROPPED_PROPERTY):
+        return "unknown_argument_dropped"
+    if repair.endswith(_NULL_DEFAULT):
+        return "null_read_as_not_given"
+    if repair.endswith(_STRING_ENCODED):
+        return "string_encoded_json"
+    return "other"
+
+
+_KINDS = {
+    REPAIR_EMPTY: "empty_arguments",
+    REPAIR_DOUBLE_ENCODED: "double_encoded",
+    REPAIR_TRAILING_COMMAS: "trailing_commas",
+}
 
 
 _OBJECT_ERRORS = frozenset({"model_type", "model_attributes_type", "dataclass_type", "dict_type"})
@@ -233,16 +270,14 @@ class ArgumentsValidator:
             if kind in _EXTRA_ERRORS:
                 if self._drop_extra and (path := _drop(data, loc)) is not None:
                     repairs.append(
-                        f"dropped unknown argument `{loc[0]}`"
-                        if len(loc) == 1
-                        else f"{path}: unknown property dropped"
+                        repair_dropped(str(loc[0])) if len(loc) == 1 else path + _DROPPED_PROPERTY
                     )
                     changed = True
                 continue
             if value is None and self._optional_schema is not None:
                 path = _drop_optional_null(data, loc, self._optional_schema)
                 if path is not None:
-                    repairs.append(f"{path}: null read as not given (the default applies)")
+                    repairs.append(path + _NULL_DEFAULT)
                     changed = True
                 continue
             if not isinstance(value, str):

@@ -12,8 +12,6 @@ import copy
 import functools
 import inspect
 import sys
-import types
-import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, TypeVar, cast, overload
 
@@ -35,7 +33,7 @@ from ._base import (
     check_extra_arguments,
     check_options,
 )
-from ._invoke import ainvoke, invoke, is_async_callable, is_awaitable
+from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
 from ._signature import check_tool_name, inspect_function
@@ -120,7 +118,6 @@ class Tool(Generic[P, R]):
         "_direct_call",
         "_function",
         "_is_async",
-        "_may_await",
         "_positional",
         "_signature",
         "_strict",
@@ -229,9 +226,6 @@ class Tool(Generic[P, R]):
         )
         self._context_parameter = signature.context_parameter
         self._positional = signature.positional
-        # Whether the direct call must look for an awaitable result: not when the declared return
-        # type rules one out (a sync wrapper of an async function declares the async one's).
-        self._may_await = _may_return_awaitable(signature.return_annotation, target)
         # The common case (sync, no timeout, arguments passed as they are) skips all plumbing.
         self._direct_call = not (
             signature.context_parameter
@@ -344,9 +338,10 @@ class Tool(Generic[P, R]):
             return self._run(fields, (), call, context, deps)
         try:
             value = self._function(**fields)
-            if self._may_await and is_awaitable(value):
-                # A sync function that returns an awaitable (e.g. a sync wrapper of an async
-                # one): awaited, as under `aexecute`.
+            # A sync function that returns an awaitable (e.g. a sync wrapper of an async one),
+            # whatever its annotation says: awaited, as under `aexecute`. The plain types are
+            # ruled out by a set lookup, cheaper than a call.
+            if value.__class__ not in NEVER_AWAITABLE and is_awaitable(value):
                 value = _awaited(value)
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
@@ -419,24 +414,6 @@ class Tool(Generic[P, R]):
 def _awaited(awaitable: Awaitable[T]) -> T:
     # Not a lambda in `execute`: a closure there would cost every call a cell.
     return run_sync(lambda: awaitable)
-
-
-def _may_return_awaitable(annotation: Any, function: Callable[..., Any]) -> bool:
-    """Whether a sync function may return an awaitable: unless its declared return type rules it
-    out and it does not wrap an async function."""
-    return is_async_callable(inspect.unwrap(function)) or _may_be_awaitable(annotation)
-
-
-def _may_be_awaitable(annotation: Any) -> bool:
-    """`False` for a class (or a generic of one, `dict[str, int]`) that is not awaitable, and for
-    a union of such; `True` for anything else (`Any`, no annotation, `Awaitable[str]`, …)."""
-    if annotation in (inspect.Parameter.empty, Any, object):
-        return True
-    origin = typing.get_origin(annotation)
-    if origin is typing.Union or origin is types.UnionType:
-        return any(_may_be_awaitable(member) for member in typing.get_args(annotation))
-    cls = origin or annotation
-    return not (isinstance(cls, type) and not issubclass(cls, Awaitable))
 
 
 def _default_name(target: Callable[..., Any]) -> str:

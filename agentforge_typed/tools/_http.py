@@ -64,6 +64,8 @@ _RESERVED_HEADERS = frozenset(
 )
 # What httpx sends on its own: not configuration, so an argument may still choose `Accept`.
 _HTTPX_DEFAULT_HEADERS = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+_NO_AUTH = httpx.Auth()  # sends each request as it is
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _UNSENDABLE_IN_HEADER_VALUE = re.compile(r"[^\t\x20-\x7e]")
 _HEADER_VALUE_RULE = "a header value may hold only printable ASCII characters, spaces and tabs"
@@ -99,6 +101,13 @@ class HttpTool(ConfiguredTool):
     A 2xx response becomes the result: JSON as compact JSON (the parsed value kept as `value`),
     anything else as text, capped at `max_response_chars` with a truncation marker. A non-2xx
     status, a connection failure or a timeout becomes an error result.
+
+    Redirects are followed only when the injected client follows them (`follow_redirects=True`,
+    up to its `max_redirects`), and only within the URL's origin (scheme, host and port; or an
+    upgrade from `http` to `https` on the same host and default ports, as httpx allows for
+    `Authorization`). A redirect to another origin is an error result: followed, it would carry
+    the configured headers there, and let an open redirect on the API send the request wherever
+    an argument says.
 
     Args:
         name: The tool name the model calls.
@@ -252,7 +261,17 @@ class HttpTool(ConfiguredTool):
 
     def _send(self, client: httpx.Client, prepared: _Prepared) -> ToolExecutionResult:
         request = prepared.build(client, self.timeout)
-        response = client.send(request, auth=self.auth or httpx.USE_CLIENT_DEFAULT, stream=True)
+        auth = self.auth or httpx.USE_CLIENT_DEFAULT
+        response = client.send(request, auth=auth, stream=True, follow_redirects=False)
+        hops = 0
+        while isinstance(redirect := _redirect(client, response), httpx.Request):
+            response.close()
+            _count_hop(client, redirect, hops)
+            hops += 1
+            # `auth` was applied to the first request, whose headers the redirect carries (as
+            # httpx's own following does). Not `auth=None`: that would send userinfo in the
+            # Location, the server's choice, as Basic credentials.
+            response = client.send(redirect, auth=_NO_AUTH, stream=True, follow_redirects=False)
         try:
             reader = _BodyReader(self._read_limit)
             for chunk in response.iter_bytes():
@@ -260,12 +279,20 @@ class HttpTool(ConfiguredTool):
                     break
         finally:
             response.close()
-        return self._response_result(response, reader, prepared.repairs)
+        return self._response_result(response, reader, prepared.repairs, redirect)
 
     async def _asend(self, client: httpx.AsyncClient, prepared: _Prepared) -> ToolExecutionResult:
         request = prepared.build(client, self.timeout)
         auth = self.auth or httpx.USE_CLIENT_DEFAULT
-        response = await client.send(request, auth=auth, stream=True)
+        response = await client.send(request, auth=auth, stream=True, follow_redirects=False)
+        hops = 0
+        while isinstance(redirect := _redirect(client, response), httpx.Request):
+            await response.aclose()
+            _count_hop(client, redirect, hops)
+            hops += 1
+            response = await client.send(
+                redirect, auth=_NO_AUTH, stream=True, follow_redirects=False
+            )
         try:
             reader = _BodyReader(self._read_limit)
             async for chunk in response.aiter_bytes():
@@ -273,7 +300,7 @@ class HttpTool(ConfiguredTool):
                     break
         finally:
             await response.aclose()
-        return self._response_result(response, reader, prepared.repairs)
+        return self._response_result(response, reader, prepared.repairs, redirect)
 
     @property
     def _read_limit(self) -> int:
@@ -311,8 +338,14 @@ class HttpTool(ConfiguredTool):
         return _Prepared(self.method, routed, decoded.repairs)
 
     def _response_result(
-        self, response: httpx.Response, reader: _BodyReader, repairs: tuple[str, ...]
+        self,
+        response: httpx.Response,
+        reader: _BodyReader,
+        repairs: tuple[str, ...],
+        refused: str | None,
     ) -> ToolExecutionResult:
+        """The result of the final `response`; `refused` names the other origin of a redirect
+        the client would have followed."""
         charset = response.charset_encoding or "utf-8"
         try:
             text = bytes(reader.body).decode(charset, errors="replace")
@@ -325,6 +358,8 @@ class HttpTool(ConfiguredTool):
         if not response.is_success:
             quoted = text if len(text) <= ERROR_BODY_CHARS else text[:ERROR_BODY_CHARS] + "…"
             message = f"HTTP {response.status_code} {response.reason_phrase}"
+            if refused is not None:
+                message += f", not followed: a redirect to another origin ({refused})"
             error = httpx.HTTPStatusError(message, request=response.request, response=response)
             return ToolExecutionResult.error(
                 f"{message}: {quoted}" if quoted else message,
@@ -569,6 +604,44 @@ class _ModelArguments:
             return outcome
         arguments = outcome.arguments.model_dump(mode="json", by_alias=True)
         return DecodedArguments(arguments, repairs=outcome.repairs)
+
+
+def _redirect(
+    client: httpx.Client | httpx.AsyncClient, response: httpx.Response
+) -> httpx.Request | str | None:
+    """The request that follows `response`: httpx builds it (method, body, cookies: as when it
+    follows redirects itself). `None` when `response` is the answer; the other origin, as
+    `scheme://host[:port]`, for a redirect the client would follow but that leaves the origin."""
+    following = response.next_request
+    if following is None or not client.follow_redirects:
+        return None
+    if not _keeps_origin(response.request.url, following.url):
+        return f"{following.url.scheme}://{following.url.netloc.decode('ascii')}"
+    return following
+
+
+def _count_hop(
+    client: httpx.Client | httpx.AsyncClient, redirect: httpx.Request, followed: int
+) -> None:
+    if followed >= client.max_redirects:
+        raise httpx.TooManyRedirects("Exceeded maximum allowed redirects.", request=redirect)
+
+
+def _keeps_origin(source: httpx.URL, target: httpx.URL) -> bool:
+    """Whether a redirect from `source` to `target` stays within the origin: the same scheme,
+    host and port, or (httpx's rule for keeping `Authorization`) an upgrade to https of the same
+    host on default ports."""
+
+    def origin(url: httpx.URL) -> tuple[str, str, int | None]:
+        return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
+
+    if origin(source) == origin(target):
+        return True
+    return (
+        source.host == target.host
+        and origin(source) == ("http", source.host, 80)
+        and origin(target) == ("https", target.host, 443)
+    )
 
 
 def _check_url_template(tool: str, url: str) -> tuple[str, ...]:

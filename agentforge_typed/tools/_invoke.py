@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CANCEL_GRACE",
+    "NEVER_AWAITABLE",
     "HandlerTimeoutError",
     "ainvoke",
     "invoke",
@@ -93,6 +94,11 @@ def is_awaitable(value: Any) -> bool:
 
 
 _MAYBE_AWAITABLE: dict[type, bool] = {}
+
+NEVER_AWAITABLE: frozenset[type] = frozenset(
+    {str, int, float, bool, type(None), dict, list, tuple, bytes}
+)
+"""Classes whose instances are never awaitable: what most tools return, ruled out without a call."""
 
 
 def invoke(

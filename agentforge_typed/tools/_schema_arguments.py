@@ -40,6 +40,7 @@ from ._arguments import (
     REPAIR_DOUBLE_ENCODED,
     REPAIR_EMPTY,
     REPAIR_TRAILING_COMMAS,
+    repair_dropped,
     repair_string_encoded,
     without_trailing_commas,
 )
@@ -806,7 +807,7 @@ def _dropped_undeclared(
         copies.add(id(kept))
         for name in names:
             dropped = json_path([*path, name]).removeprefix("$.")
-            repairs.append(f"dropped unknown argument `{dropped}`")
+            repairs.append(repair_dropped(dropped))
         changed = True
     return arguments, changed
 
