@@ -239,6 +239,7 @@ def _responses(
         "output": [],
         "usage": None,
     }
+    # `sequence_number` is left out: the core does not read it, and equal events can be shared.
     events: list[dict[str, Any]] = [{"type": "response.created", "response": response}]
     output: list[dict[str, Any]] = []
     for index, (item, body, final) in enumerate(items):
@@ -459,11 +460,17 @@ def test_stream_field_is_linear(
 
 
 @cache
-def _many_lines(size: int) -> list[bytes]:
+def _many_events(size: int) -> list[bytes]:
     data = b"".join(
         b'data: {"type":"response.output_text.delta","delta":"' + PIECE.encode() + b'"}\n\n'
         for _ in range(size)
     )
+    return [data[i : i + 16384] for i in range(0, len(data), 16384)]
+
+
+@cache
+def _one_event_of_many_lines(size: int) -> list[bytes]:
+    data = b"".join(b"data: " + PIECE.encode() + b"\n" for _ in range(size)) + b"\n"
     return [data[i : i + 16384] for i in range(0, len(data), 16384)]
 
 
@@ -476,7 +483,11 @@ def _huge_line(size: int) -> list[bytes]:
 
 @pytest.mark.parametrize(
     ("what", "chunks", "events"),
-    [("many lines", _many_lines, lambda n: n), ("one huge line", _huge_line, lambda n: 1)],
+    [
+        ("many events", _many_events, lambda n: n),
+        ("one event of many data lines", _one_event_of_many_lines, lambda n: 1),
+        ("one huge line", _huge_line, lambda n: 1),
+    ],
 )
 def test_sse_decoder_is_linear(
     what: str, chunks: Callable[[int], list[bytes]], events: Callable[[int], int]
