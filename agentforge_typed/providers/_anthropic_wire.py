@@ -36,6 +36,7 @@ from .._messages import (
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import WireBase, error_from_body
+from ._pieces import Pieces
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -68,6 +69,7 @@ _USAGE_METADATA = (
     "server_tool_use",
     "service_tier",
 )
+_STREAMED_TEXTS = ("text", "thinking", "signature")
 _Block = dict[str, Any]
 
 
@@ -374,6 +376,8 @@ class AnthropicStreamAccumulator:
     def __init__(self) -> None:
         self._message: dict[str, Any] | None = None
         self._blocks: dict[int, _Block] = {}
+        self._texts: dict[tuple[int, str], Pieces] = {}
+        """The streamed `text`, `thinking` and `signature` of each block; set on it at the end."""
         self._partial_json: dict[int, list[str]] = {}
         """The `input_json_delta` pieces of each block still open; joined once, when it stops."""
         self._arguments: dict[int, str] = {}
@@ -454,6 +458,8 @@ class AnthropicStreamAccumulator:
             usage = data.get("usage") or {}
             message["usage"].update({k: v for k, v in usage.items() if v is not None})
         elif kind == "message_stop":
+            for (index, field), pieces in self._texts.items():
+                self._blocks[index][field] = pieces.text()
             message["content"] = [self._blocks[i] for i in sorted(self._blocks)]
             self._response = self._streamed_arguments(parse_response(message))
             yield ResponseComplete(response=self._response)
@@ -466,6 +472,8 @@ class AnthropicStreamAccumulator:
 
     def _start_block(self, index: int, block: _Block) -> Iterator[StreamEvent]:
         self._blocks[index] = block
+        for field in _STREAMED_TEXTS:
+            self._texts.pop((index, field), None)
         kind = block["type"]
         if kind == "text" and block["text"]:
             yield TextDelta(text=block["text"])
@@ -479,13 +487,13 @@ class AnthropicStreamAccumulator:
         block = self._blocks[index]
         kind = delta["type"]
         if kind == "text_delta":
-            block["text"] += delta["text"]
+            self._text(index, "text").append(delta["text"])
             yield TextDelta(text=delta["text"])
         elif kind == "thinking_delta":
-            block["thinking"] += delta["thinking"]
+            self._text(index, "thinking").append(delta["thinking"])
             yield ThinkingDelta(text=delta["thinking"])
         elif kind == "signature_delta":
-            block["signature"] = block.get("signature", "") + delta["signature"]
+            self._text(index, "signature").append(delta["signature"])
         elif kind == "input_json_delta":
             self._partial_json.setdefault(index, []).append(delta["partial_json"])
             if index in self._tool_indexes:
@@ -493,7 +501,20 @@ class AnthropicStreamAccumulator:
                     index=self._tool_indexes[index], arguments_delta=delta["partial_json"]
                 )
         elif kind == "citations_delta":
-            block["citations"] = [*(block.get("citations") or []), delta["citation"]]
+            citations = block.get("citations")
+            if citations is None:
+                citations = block["citations"] = []
+            citations.append(delta["citation"])
+
+    def _text(self, index: int, field: str) -> Pieces:
+        """The pieces of a block's streamed `field`, starting from what its start event held."""
+        pieces = self._texts.get((index, field))
+        if pieces is None:
+            block = self._blocks[index]
+            # A block that has no `text` (or `thinking`) field cannot take such deltas.
+            first = block.get(field, "") if field == "signature" else block[field]
+            pieces = self._texts[index, field] = Pieces(first)
+        return pieces
 
     def _stop_block(self, index: int) -> None:
         block = self._blocks[index]

@@ -43,6 +43,7 @@ from .._messages import (
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import WireBase, error_from_body
+from ._pieces import Pieces
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -544,7 +545,7 @@ class GeminiStreamAccumulator:
         self._top: dict[str, Any] = {}
         self._candidate: dict[str, Any] = {}
         self._parts: list[_Part] = []
-        self._texts: dict[int, list[str]] = {}
+        self._texts: dict[int, Pieces] = {}
         self._open: int | None = None
         self._calls = 0
 
@@ -590,7 +591,7 @@ class GeminiStreamAccumulator:
         if self._candidate.get("finishReason") is None and not _blocked(self._top):
             raise ModelError(f"{PROVIDER} stream ended before a finish reason (cut off)")
         for index, texts in self._texts.items():
-            self._parts[index]["text"] = "".join(texts)
+            self._parts[index]["text"] = texts.text()
         self._texts = {}
         body = {
             **self._top,
@@ -632,7 +633,7 @@ class GeminiStreamAccumulator:
             # A copy: its text is replaced by the joined text at the end.
             self._parts.append(dict(part))
             index = len(self._parts) - 1
-            self._texts[index] = [text]
+            self._texts[index] = Pieces(text)
             # A signed part is kept as sent: nothing is joined to it.
             self._open = None if "thoughtSignature" in part else index
         if not text:

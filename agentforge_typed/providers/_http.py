@@ -5,13 +5,15 @@ step (a function for a whole answer, a stream parser for a stream); it owns the 
 the retry loop and the one boundary every `ModelError` leaves through. Secrets (API keys) live
 only in the request headers, and that boundary scrubs them from every error's message, body and
 code, whichever layer raised it (the shell, or the wire's parsing of a body or a stream), before
-it cuts long text down to size.
+it cuts long text down to size. The log records of httpx and httpcore, which quote what a server
+sent (a reason phrase, headers), are scrubbed the same way as they are logged.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 import weakref
 from collections.abc import (
@@ -55,6 +57,16 @@ JSON body); the rest is replaced by a count."""
 _FRAGMENT = 12
 """A run of this many characters of a secret is redacted like the whole secret: libraries that
 shorten long values (pydantic quoting an input, a server's `...`) must not leave most of a key."""
+_HTTP_LOGGERS = (
+    "httpx",
+    "httpcore.connection",
+    "httpcore.http11",
+    "httpcore.http2",
+    "httpcore.proxy",
+    "httpcore.socks",
+)
+"""The loggers of the HTTP libraries: httpx logs each answer's status line (its reason phrase as
+the server wrote it), httpcore at DEBUG each answer's headers."""
 
 ParsedT = TypeVar("ParsedT")
 
@@ -213,6 +225,8 @@ class HttpShell:
         """What redaction replaces: each secret, then every run of `_FRAGMENT` of its characters."""
         self._shortest = min(map(len, self._needles), default=0)
         self._margin = max(map(len, whole), default=0) + _FRAGMENT
+        if whole:
+            _LOG_REDACTION.watch(self)
         self._client = http_client
         self._owns_client = http_client is None
         self._async_client = async_http_client
@@ -714,15 +728,53 @@ class HttpShell:
     def _scrub(self, text: str) -> str:
         """`text` with secrets replaced, then cut to `_MAX_TEXT` characters (in that order)."""
         shown = _MAX_TEXT + self._margin  # past this nothing is shown, so nothing can leak
-        head = text[:shown]
-        if self._needles and len(head) >= self._shortest:
-            for needle in self._needles:
-                if needle in head:
-                    head = head.replace(needle, _REDACTED)
-            while _REDACTED * 2 in head:
-                head = head.replace(_REDACTED * 2, _REDACTED)
+        head = self.replace_secrets(text[:shown])
         more = len(head) - _MAX_TEXT + max(len(text) - shown, 0)
         return head if more <= 0 else f"{head[:_MAX_TEXT]}… [{more} more characters]"
+
+    def replace_secrets(self, text: str) -> str:
+        """`text` with each secret, and each run of `_FRAGMENT` of its characters, replaced."""
+        if not self._needles or len(text) < self._shortest:
+            return text
+        for needle in self._needles:
+            if needle in text:
+                text = text.replace(needle, _REDACTED)
+        while _REDACTED * 2 in text:
+            text = text.replace(_REDACTED * 2, _REDACTED)
+        return text
+
+
+class _LogRedaction(logging.Filter):
+    """Scrubs the secrets of every live shell from the HTTP libraries' log records, which quote
+    what a server sent and so what it echoes; attached to their loggers when a first shell with a
+    secret is made."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._shells: weakref.WeakSet[HttpShell] = weakref.WeakSet()
+        self._lock = threading.Lock()  # shells are made on any thread, and log on any
+
+    def watch(self, shell: HttpShell) -> None:
+        with self._lock:
+            for name in _HTTP_LOGGERS:
+                logger = logging.getLogger(name)
+                if self not in logger.filters:
+                    logger.addFilter(self)
+            self._shells.add(shell)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with self._lock:
+            shells = list(self._shells)
+        if shells:
+            text = scrubbed = record.getMessage()
+            for shell in shells:
+                scrubbed = shell.replace_secrets(scrubbed)
+            if scrubbed != text:
+                record.msg, record.args = scrubbed, None
+        return True
+
+
+_LOG_REDACTION = _LogRedaction()
 
 
 def _admitted(provider: str, waited: float) -> None:

@@ -31,6 +31,7 @@ from .._messages import (
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import WireBase, error_from_body
+from ._pieces import Pieces
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -231,7 +232,7 @@ def _response(
     *,
     text: str | None,
     thinking: str | None,
-    calls: list[tuple[str | None, str | None, str]],
+    calls: Sequence[tuple[str | None, str | None, str]],
     finish_reason: Any,
     usage: Any,
     metadata: dict[str, Any],
@@ -347,8 +348,8 @@ class _ToolCallBucket:
 
     def __init__(self) -> None:
         self.id: str | None = None
-        self.name: str | None = None
-        self.arguments: list[str] = []
+        self.name = Pieces()
+        self.arguments = Pieces()
         self.first_arguments: str | None = None
 
 
@@ -362,13 +363,15 @@ class StreamAccumulator:
     def __init__(self) -> None:
         self.done = False
         """Whether `[DONE]` arrived; later events are ignored."""
-        self._text: list[str] = []
-        self._thinking: list[str] = []
+        self._text = Pieces()
+        self._thinking = Pieces()
         self._buckets: dict[int, _ToolCallBucket] = {}
         self._last_index: int | None = None
+        self._next_index = 0
+        """The index a call without one opens: past every index seen."""
         self._finish_reason: Any = None
         self._usage: Any = None
-        self._refusal: list[str] = []
+        self._refusal = Pieces()
         self._metadata: dict[str, Any] = {}
 
     def take(self, event: ServerSentEvent) -> list[StreamEvent]:
@@ -459,7 +462,7 @@ class StreamAccumulator:
             # Gemini's endpoint omits `index`: a new id starts the next call.
             last = self._last_index
             if last is None or (call_id is not None and call_id != self._buckets[last].id):
-                index = max(self._buckets, default=-1) + 1
+                index = self._next_index
             else:
                 index = last
         self._last_index = index
@@ -467,11 +470,12 @@ class StreamAccumulator:
         if bucket is None:
             bucket = self._buckets[index] = _ToolCallBucket()
             bucket.first_arguments = arguments
+            self._next_index = max(self._next_index, index + 1)
         elif (
             call_id is not None
             and call_id == bucket.id
             and name is not None
-            and name == bucket.name
+            and bucket.name.equals(name)
         ):
             # vLLM/Kimi may repeat the first entry of a call verbatim: it adds nothing.
             if arguments == bucket.first_arguments:
@@ -480,8 +484,8 @@ class StreamAccumulator:
         new_id = call_id if call_id is not None and bucket.id is None else None
         if new_id is not None:
             bucket.id = new_id
-        if name is not None and name != bucket.name:
-            bucket.name = name if bucket.name is None else bucket.name + name
+        if name is not None and not bucket.name.equals(name):
+            bucket.name.append(name)
         else:
             name = None
         if arguments:
@@ -499,17 +503,17 @@ class StreamAccumulator:
         if not self.done and self._finish_reason is None:
             raise ModelError(f"{PROVIDER} stream ended before the response was complete")
         calls = [
-            (bucket.id, bucket.name, "".join(bucket.arguments))
+            (bucket.id, bucket.name.text(), bucket.arguments.text())
             for _, bucket in sorted(self._buckets.items())
         ]
         return _response(
-            text="".join(self._text),
-            thinking="".join(self._thinking),
+            text=self._text.text(),
+            thinking=self._thinking.text(),
             calls=calls,
             finish_reason=self._finish_reason,
             usage=self._usage,
             metadata=dict(self._metadata),
-            refusal="".join(self._refusal),
+            refusal=self._refusal.text(),
         )
 
 

@@ -37,6 +37,7 @@ from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSp
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import WireBase, error_details
 from ._openai_wire import PROVIDER, OpenAIWire, openai_headers
+from ._pieces import Pieces
 from ._sse import ServerSentEvent
 
 __all__ = [
@@ -430,7 +431,7 @@ class ResponsesStreamAccumulator:
         self._items: dict[int, _Item] = {}
         self._indexes: dict[str, int] = {}
         self._tool_positions: dict[int, int] = {}
-        self._arguments: dict[int, list[str]] = {}
+        self._arguments: dict[int, Pieces] = {}
         self._thinking_parts: set[tuple[int, int]] = set()
 
     @property
@@ -523,7 +524,7 @@ class ResponsesStreamAccumulator:
             return
         position = self._tool_positions[index] = len(self._tool_positions)
         arguments = _arguments(item)
-        self._arguments[index] = [arguments]
+        self._arguments[index] = Pieces(arguments)
         yield ToolCallDelta(
             index=position, id=item["call_id"], name=item["name"], arguments_delta=arguments
         )
@@ -531,9 +532,8 @@ class ResponsesStreamAccumulator:
     def _arguments_done(self, index: int, arguments: str) -> Iterator[StreamEvent]:
         # Some servers send the arguments only with the finished call, or only their end: give
         # what the deltas have not.
-        streamed = "".join(self._arguments[index])
-        if arguments != streamed and arguments.startswith(streamed):
-            rest = arguments[len(streamed) :]
+        rest = self._arguments[index].rest_of(arguments)
+        if rest:
             self._arguments[index].append(rest)
             yield ToolCallDelta(index=self._tool_positions[index], arguments_delta=rest)
 

@@ -1,0 +1,434 @@
+"""Secret: the API key never leaves a provider in an error, a log record or a span.
+
+The canary: one fixture key, and servers that echo it — in error bodies, in the chunks of a
+stream, in headers, cut in two by a truncation point. One table of hostile answers is fed to every
+provider (one per wire core) on every client path, with every log record captured at DEBUG and
+OpenTelemetry on (content included); the key is looked for, whole and as either half, in the
+error's `str`, `repr`, `args`, `message`, `body`, `code`, notes and printed traceback (its chain
+included), in every record, and in every span. Redaction happens at one boundary
+(`HttpShell.redacting`): a new wire core is covered by adding its provider class to `PROVIDERS`
+and its shape of the answers that differ between vendors.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import traceback
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+from conformance import assert_covers
+from openai_support import call
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import agentforge_typed as af
+from agentforge_typed import ChatRequest, ModelError, UserMessage
+from agentforge_typed.providers._base import HttpChatModel
+from agentforge_typed.providers.anthropic import AnthropicChatModel
+from agentforge_typed.providers.gemini import GeminiChatModel
+from agentforge_typed.providers.openai import OpenAIChatModel
+from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
+
+KEY = "sk-canary-0123456789abcdefghijKLMNOPQR"
+PROVIDERS: dict[str, Callable[..., HttpChatModel]] = {
+    "openai": OpenAIChatModel,
+    "responses": OpenAIResponsesModel,
+    "anthropic": AnthropicChatModel,
+    "gemini": GeminiChatModel,
+}
+"""Each provider class, by the wire core (`providers/_<name>_wire.py`) it speaks through."""
+REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
+SSE = {"content-type": "text/event-stream"}
+BLOCKING = ("chat", "achat")
+STREAMING = ("stream", "astream")
+ALL = BLOCKING + STREAMING
+
+ERROR_OBJECT = {"type": "error", "error": {"type": "invalid_request_error", "message": KEY}}
+PAD = 2000 - len(KEY) + 4
+OK_COMPLETION = {"choices": [{"index": 0, "message": {"content": "hi"}, "finish_reason": "stop"}]}
+OK_CANDIDATES = {"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
+LONG = "x" * PAD + KEY + "y" * 5000  # the key straddles the 2000-character cut: 4 characters over
+
+
+def _anthropic_tool_stream(value: Any) -> bytes:
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "content": [], "usage": {}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t", "name": "n", "input": value},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _sse(data: str, event: str | None = None) -> httpx.Response:
+    head = f"event: {event}\n" if event else ""
+    return httpx.Response(200, headers=SSE, content=f"{head}data: {data}\n\n".encode())
+
+
+def _events(*events: dict[str, Any]) -> bytes:
+    """A stream of named events, as Anthropic and Responses send them."""
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _stream(content: bytes) -> httpx.Response:
+    return httpx.Response(200, headers=SSE, content=content)
+
+
+# (case, modes, answer; a dict answers each provider with its own vendor's shape)
+Answer = httpx.Response | dict[str, httpx.Response]
+CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
+    ("error status echoing the key", ALL, lambda: httpx.Response(401, json=ERROR_OBJECT)),
+    (
+        "error status, key as error code",
+        ALL,
+        lambda: httpx.Response(400, json={"error": {"message": "bad", "type": KEY, "code": KEY}}),
+    ),
+    ("error status, text body", ALL, lambda: httpx.Response(400, text=f"no such key {KEY}")),
+    ("error status, key as object key", ALL, lambda: httpx.Response(400, json={KEY: "bad"})),
+    ("error status, key straddling the cut", ALL, lambda: httpx.Response(400, text=LONG)),
+    ("200 with an error object", BLOCKING, lambda: httpx.Response(200, json=ERROR_OBJECT)),
+    ("200 malformed JSON", BLOCKING, lambda: httpx.Response(200, text='{"id": "' + KEY)),
+    ("200 malformed, key straddling the cut", BLOCKING, lambda: httpx.Response(200, text=LONG)),
+    ("200 unexpected body", BLOCKING, lambda: httpx.Response(200, json=[KEY])),
+    ("200 key as object key", BLOCKING, lambda: httpx.Response(200, json={KEY: 1})),
+    ("200 no choices", BLOCKING, lambda: httpx.Response(200, json={"id": KEY, "choices": []})),
+    (
+        "200 key as a token count",
+        BLOCKING,
+        lambda: {
+            "openai": httpx.Response(
+                200, json={**OK_COMPLETION, "usage": {"prompt_tokens": KEY, "total_tokens": 5}}
+            ),
+            "responses": httpx.Response(
+                200, json={"id": "r", "output": [], "usage": {"input_tokens": KEY}}
+            ),
+            "anthropic": httpx.Response(
+                200, json={"content": [], "usage": {"input_tokens": KEY, "output_tokens": KEY}}
+            ),
+            "gemini": httpx.Response(
+                200, json={**OK_CANDIDATES, "usageMetadata": {"promptTokenCount": KEY}}
+            ),
+        },
+    ),
+    (
+        "stream key as a token count",
+        STREAMING,
+        lambda: {
+            "openai": _sse(
+                json.dumps({**OK_COMPLETION, "usage": {"prompt_tokens": KEY, "total_tokens": 5}})
+            ),
+            "responses": _stream(
+                _events(
+                    {
+                        "type": "response.completed",
+                        "response": {"id": "r", "output": [], "usage": {"output_tokens": KEY}},
+                    }
+                )
+            ),
+            "anthropic": httpx.Response(
+                200,
+                headers=SSE,
+                content=b"".join(
+                    f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode()
+                    for e in (
+                        {"type": "message_start", "message": {"content": [], "usage": {}}},
+                        {
+                            "type": "message_delta",
+                            "delta": {},
+                            "usage": {"input_tokens": KEY, "output_tokens": KEY},
+                        },
+                        {"type": "message_stop"},
+                    )
+                ),
+            ),
+            "gemini": _sse(
+                json.dumps({**OK_CANDIDATES, "usageMetadata": {"promptTokenCount": KEY}})
+            ),
+        },
+    ),
+    (
+        "200 malformed message",
+        BLOCKING,
+        lambda: {
+            "openai": httpx.Response(200, json={"choices": [{"message": {"content": [KEY]}}]}),
+            "responses": httpx.Response(
+                200,
+                json={
+                    "output": [
+                        {"type": "message", "content": [{"type": "output_text", "text": [KEY]}]}
+                    ]
+                },
+            ),
+            "anthropic": httpx.Response(
+                200, json={"content": [{"type": "tool_use", "id": "t", "name": "n", "input": KEY}]}
+            ),
+            "gemini": httpx.Response(
+                200, json={"candidates": [{"content": {"parts": [{"text": [KEY]}]}}]}
+            ),
+        },
+    ),
+    ("stream error event", STREAMING, lambda: _sse(json.dumps(ERROR_OBJECT), "error")),
+    ("stream error chunk", STREAMING, lambda: _sse(json.dumps(ERROR_OBJECT))),
+    ("stream malformed chunk", STREAMING, lambda: _sse('{"delta": "' + KEY)),
+    ("stream malformed chunk straddling", STREAMING, lambda: _sse("{" + LONG)),
+    ("stream unexpected chunk", STREAMING, lambda: _sse(json.dumps([KEY]))),
+    ("stream key as object key", STREAMING, lambda: _sse(json.dumps({KEY: {KEY: KEY}}))),
+    (
+        "stream malformed message",
+        STREAMING,
+        lambda: {
+            "openai": _sse(json.dumps({"choices": [{"delta": {"tool_calls": [KEY]}}]})),
+            "responses": _stream(
+                _events(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": "msg_1",
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": [KEY],
+                    }
+                )
+            ),
+            "anthropic": httpx.Response(200, headers=SSE, content=_anthropic_tool_stream(KEY)),
+            "gemini": _sse(
+                json.dumps(
+                    {"candidates": [{"content": {"parts": [{"functionCall": {"name": [KEY]}}]}}]}
+                )
+            ),
+        },
+    ),
+    (
+        "stream error event straddling the cut",
+        STREAMING,
+        lambda: _sse(
+            json.dumps({"type": "error", "error": {"type": "x", "message": LONG}}), "error"
+        ),
+    ),
+    (
+        "stream cut off inside the key",
+        STREAMING,
+        lambda: _stream(b'event: error\ndata: {"error": {"message": "' + KEY[:20].encode()),
+    ),
+    (
+        "stream cut off after an event holding the key",
+        STREAMING,
+        lambda: {
+            "openai": _sse(
+                json.dumps(
+                    {
+                        "id": KEY,
+                        "object": "chat.completion.chunk",
+                        "choices": [{"index": 0, "delta": {"content": KEY}, "finish_reason": None}],
+                    }
+                )
+            ),
+            "responses": _stream(
+                _events({"type": "response.created", "response": {"id": KEY, "output": []}})
+            ),
+            "anthropic": _stream(
+                _events({"type": "message_start", "message": {"id": KEY, "content": []}})
+            ),
+            "gemini": _sse(
+                json.dumps(
+                    {"candidates": [{"content": {"parts": [{"text": KEY}]}}], "responseId": KEY}
+                )
+            ),
+        },
+    ),
+    (
+        "stream answered with JSON, key in its content type",
+        STREAMING,
+        lambda: httpx.Response(
+            200, headers={"content-type": f"application/json; charset={KEY}"}, json=ERROR_OBJECT
+        ),
+    ),
+    (
+        "rate limited, key in Retry-After",
+        ALL,
+        lambda: httpx.Response(429, headers={"retry-after": KEY}, json=ERROR_OBJECT),
+    ),
+    (
+        "server error, key as reason phrase",
+        ALL,
+        lambda: httpx.Response(503, text=KEY, extensions={"reason_phrase": KEY.encode()}),
+    ),
+]
+
+
+def _model(provider: str, answer: Callable[[], Answer]) -> HttpChatModel:
+    """`provider`'s class with the canary key, served by `answer`, which also gets the key's
+    header back on every response (a server echoing what it was sent); one retry allowed."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent = [value for value in request.headers.values() if KEY in value]
+        assert sent, "the key was not sent"
+        response = answer()
+        if isinstance(response, dict):
+            response = response[provider]
+        response.headers["x-echo"] = sent[0]
+        return response
+
+    async def asleep(seconds: float) -> None:
+        pass
+
+    transport = httpx.MockTransport(handler)
+    return PROVIDERS[provider](
+        "m",
+        api_key=KEY,
+        max_retries=1,
+        sleep=lambda seconds: None,
+        asleep=asleep,
+        http_client=httpx.Client(transport=transport),
+        async_http_client=httpx.AsyncClient(transport=transport),
+    )
+
+
+async def _error(model: HttpChatModel, mode: str) -> ModelError:
+    with pytest.raises(ModelError) as info:
+        await call(model, REQUEST, mode)
+    return info.value
+
+
+def _error_texts(error: ModelError) -> list[str]:
+    """Everything an error shows: its fields, and the traceback a logged error prints."""
+    texts = [str(error), repr(error), repr(error.args), error.message, str(error.code)]
+    texts += [repr(error.body), json.dumps(error.body, default=str)]
+    texts += getattr(error, "__notes__", [])
+    texts.append("".join(traceback.format_exception(error)))  # the chain and the notes too
+    return texts
+
+
+def _assert_hidden(texts: list[str], where: str) -> None:
+    for text in texts:
+        for piece in (KEY, KEY[: len(KEY) // 2], KEY[len(KEY) // 2 :]):
+            assert piece not in text, (where, text[:300])
+
+
+@pytest.fixture
+def spans() -> Iterator[InMemorySpanExporter]:
+    """OpenTelemetry on, with content, for the test: its finished spans."""
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with af.instrument(tracer_provider, include_content=True):
+        yield exporter
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+@pytest.mark.parametrize(("case", "modes", "answer"), CASES, ids=[c[0] for c in CASES])
+async def test_the_key_never_leaves(
+    provider: str,
+    case: str,
+    modes: tuple[str, ...],
+    answer: Callable[[], Answer],
+    caplog: pytest.LogCaptureFixture,
+    spans: InMemorySpanExporter,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    for mode in modes:
+        error = await _error(_model(provider, answer), mode)
+        _assert_hidden(_error_texts(error), f"{case}, {mode}: the error")
+        assert len(error.message) < 2100 and len(str(error.body)) < 2100 + 100
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    assert caplog.records  # httpx logs each request: the logs are there to be searched
+    _assert_hidden([formatter.format(record) for record in caplog.records], f"{case}: a log")
+    finished = spans.get_finished_spans()
+    assert len(finished) == len(modes)  # one failed `chat` span per call
+    _assert_hidden([span.to_json() for span in finished], f"{case}: a span")
+
+
+class _Echo(BaseHTTPRequestHandler):
+    """Answers every request 401, echoing the key in its status line, a header and its body."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        sent = [value for value in self.headers.values() if KEY in value]
+        body = json.dumps({"error": {"message": f"bad key {sent}", "type": KEY}}).encode()
+        self.send_response(401, f"Unauthorized {KEY}")
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.send_header("x-echo", sent[0] if sent else "nothing sent")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    """A real server on 127.0.0.1 (so that httpcore, which logs headers at DEBUG, runs)."""
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Echo) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            thread.join()
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_real_server_echoing_the_key_leaves_no_trace(
+    provider: str, echo_server: str, caplog: pytest.LogCaptureFixture, spans: InMemorySpanExporter
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    model = PROVIDERS[provider]("m", api_key=KEY, base_url=echo_server, max_retries=0, timeout=10)
+    for mode in ALL:
+        error = await _error(model, mode)
+        assert error.status_code == 401
+        _assert_hidden(_error_texts(error), f"{mode}: the error")
+    await model.aclose()
+    records = caplog.records
+    assert any(record.name.startswith("httpcore") for record in records)
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    _assert_hidden([formatter.format(record) for record in records], "a log")
+    _assert_hidden([span.to_json() for span in spans.get_finished_spans()], "a span")
+
+
+def test_covers_every_surface() -> None:
+    assert_covers("secret", "wire", PROVIDERS)
+
+
+async def test_redaction_keeps_the_error_usable() -> None:
+    """Redaction replaces the key and nothing else: status, code and the rest stay."""
+    body = {"error": {"message": f"Incorrect API key provided: {KEY}.", "code": "invalid_api_key"}}
+    model = _model("openai", lambda: httpx.Response(401, json=body))
+    error = await _error(model, "chat")
+    assert error.message == "OpenAI API error 401: Incorrect API key provided: [redacted]."
+    assert (error.status_code, error.code) == (401, "invalid_api_key")
+    assert error.body == {
+        "error": {"message": "Incorrect API key provided: [redacted].", "code": "invalid_api_key"}
+    }
+    long = await _error(_model("anthropic", lambda: httpx.Response(400, text=LONG)), "chat")
+    assert isinstance(long.body, str)
+    assert long.body.startswith("x" * PAD + "[redacted]yyy")
+    assert long.body.endswith(f"… [{PAD + len('[redacted]') + 5000 - 2000} more characters]")
+
+
+@pytest.mark.parametrize("key", ["k9", "sk-7chars", "sk-ant-" + "x" * 100 + "-tail"])
+async def test_short_and_long_keys_are_redacted_alike(key: str) -> None:
+    """A key shorter than a fragment, and a long one that pydantic's error text shortens."""
+    body = {key: key, "usage": {"input_tokens": key, "output_tokens": key}, "content": []}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=body)
+
+    transport = httpx.MockTransport(handler)
+    model = AnthropicChatModel("m", api_key=key, http_client=httpx.Client(transport=transport))
+    error = await _error(model, "chat")
+    text = f"{error}{error!r}{error.body}" + "".join(traceback.format_exception(error))
+    assert key not in text
+    if len(key) > 24:
+        assert key[: len(key) // 2] not in text and key[-12:] not in text
