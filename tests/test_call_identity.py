@@ -5,11 +5,13 @@ every driver; the server still gets back the ids it sent."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import httpx
 import pytest
+from conformance import assert_linear
 from loop_drivers import DRIVERS, drive
 
 from agentforge_typed import (
@@ -104,10 +106,18 @@ def test_admission_keeps_unique_ids_and_renames_repeated_and_missing_ones() -> N
     assert [c.id for c in ids.admit(calls(call("call_0~1", "f"))).tool_calls] == ["call_0~1~1"]
 
 
-def test_admitting_one_id_repeated_many_times_is_linear() -> None:
-    message = calls(*[call("call_0", "f") for _ in range(20_000)])
-    admitted = CallIds([]).admit(message)
-    assert len({c.id for c in admitted.tool_calls}) == 20_000
+@pytest.mark.parametrize("repeated", [True, False], ids=["one id repeated", "distinct ids"])
+def test_admitting_calls_is_linear(repeated: bool) -> None:
+    messages = {
+        n: calls(*[call("call_0" if repeated else f"c{i}", "f") for i in range(n)])
+        for n in (1000, 8000)
+    }
+
+    def admit(n: int) -> None:
+        admitted = CallIds([]).admit(messages[n])
+        assert len({c.id for c in admitted.tool_calls}) == n
+
+    assert_linear(admit, 1000, what="admitting an answer's call ids", clock=time.process_time)
 
 
 def test_with_server_ids_restores_the_ids_the_server_sent() -> None:
