@@ -378,7 +378,7 @@ class AnthropicStreamAccumulator:
         self._blocks: dict[int, _Block] = {}
         self._texts: dict[tuple[int, str], Pieces] = {}
         """The streamed `text`, `thinking` and `signature` of each block; set on it at the end."""
-        self._partial_json: dict[int, list[str]] = {}
+        self._partial_json: dict[int, Pieces] = {}
         """The `input_json_delta` pieces of each block still open; joined once, when it stops."""
         self._arguments: dict[int, str] = {}
         """A stopped tool_use block's arguments, exactly as streamed."""
@@ -495,7 +495,10 @@ class AnthropicStreamAccumulator:
         elif kind == "signature_delta":
             self._text(index, "signature").append(delta["signature"])
         elif kind == "input_json_delta":
-            self._partial_json.setdefault(index, []).append(delta["partial_json"])
+            partial = self._partial_json.get(index)
+            if partial is None:
+                partial = self._partial_json[index] = Pieces()
+            partial.append(delta["partial_json"])
             if index in self._tool_indexes:
                 yield ToolCallDelta(
                     index=self._tool_indexes[index], arguments_delta=delta["partial_json"]
@@ -518,7 +521,8 @@ class AnthropicStreamAccumulator:
 
     def _stop_block(self, index: int) -> None:
         block = self._blocks[index]
-        partial = "".join(self._partial_json.pop(index, []))
+        pieces = self._partial_json.pop(index, None)
+        partial = "" if pieces is None else pieces.text()
         if not partial.strip():
             if block["type"] in ("tool_use", "server_tool_use"):
                 block.setdefault("input", {})
