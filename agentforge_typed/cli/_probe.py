@@ -238,7 +238,14 @@ class Probe:
     # -- requests -----------------------------------------------------------------------------
 
     def _body(self, messages: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
-        return {"model": self.model, "messages": messages, "max_tokens": MAX_TOKENS, **fields}
+        # Temperature 0: one sampled answer must not decide a feature (a second run disagreed).
+        return {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": MAX_TOKENS,
+            "temperature": 0,
+            **fields,
+        }
 
     async def _exchange(
         self, name: str, refusals: Set[int], read: Callable[[], Awaitable[T]]
