@@ -144,6 +144,11 @@ class HttpModelOptions(ParameterDefaults, total=False):
     max_line_length: int
     """The most characters one server-sent-event line (or one event's data) may hold before a
     stream is refused with `ModelError`; default 32 Mi."""
+    max_response_bytes: int
+    """The most bytes (after content decoding) a whole answer's body may hold — a blocking
+    call's answer, or a JSON document answering a stream request — before the call is refused
+    with `ModelError`, without reading the rest; default 32 MiB. An error answer's body is read
+    up to it and the rest ignored."""
     sleep: Callable[[float], None]
     """How to wait between sync retries (tests pass a recorder)."""
     asleep: Callable[[float], Awaitable[None]]
