@@ -8,23 +8,55 @@ real (`http.server` on a thread, the MCP SDK's server) where the framing matters
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.metadata import version
 from typing import Any
 
+import anyio
 import pytest
 from conformance import assert_covers
+from mcp import ClientSession
+from mcp.server.lowlevel import Server
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 from openai_support import call
+from typing_extensions import Unpack
 
-from agentforge_typed import ChatRequest, ModelError, UserMessage
+from agentforge_typed import (
+    AiMessage,
+    ChatMessage,
+    ChatRequest,
+    ChatRequestParameters,
+    FunctionModel,
+    HttpTool,
+    MCPServer,
+    ModelError,
+    ReturnBehavior,
+    SchemaTool,
+    ToolCall,
+    ToolContext,
+    ToolExecutionResult,
+    ToolResultMessage,
+    ToolService,
+    ToolSpecification,
+    UserMessage,
+    tool,
+)
 from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
 from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
+from agentforge_typed.tools import DEFAULT_MAX_RESULT_CHARS, MCPServerOptions
+from agentforge_typed.tools._budget import cut_text
+
+MCP_SDK_1 = version("mcp").startswith("1.")
 
 REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
 GIVE_UP = 10.0
@@ -233,6 +265,207 @@ async def test_an_endless_stream_line_ends_at_the_cap(
     await _refused(model, mode, f"line longer than the limit of {limit} characters")
 
 
+# --- the tools: one result budget, whatever backs the tool -----------------------------------
+
+BUDGET = 1000
+"""The budget the tests set; the text one character over it is cut to exactly this much."""
+EXACT = "x" * (BUDGET - 1) + "y"
+OVER = "x" * BUDGET + "y"
+CUT = "x" * 488 + "… [26 characters cut] …" + "x" * 486 + "y"
+"""What the model reads of `OVER`: 998 characters (room was kept for a 4-digit count)."""
+
+
+def _check_cut(exact: ToolExecutionResult, over: ToolExecutionResult) -> None:
+    """A text of the budget is read whole; one character more keeps its head and tail around
+    the marker, at most the budget in all, and the whole text stays for the program."""
+    assert (exact.text, exact.full_text, exact.is_error) == (EXACT, None, False)
+    assert (over.text, over.full_text, over.is_error) == (CUT, OVER, False)
+    assert len(over.text) <= BUDGET
+
+
+def _call(arguments: dict[str, Any] | None = None, name: str = "t") -> ToolCall:
+    return ToolCall(id="c1", name=name, arguments=json.dumps(arguments or {}))
+
+
+CONTEXT: ToolContext[Any] = ToolContext(deps=None, tool_call_id="c1", tool_name="t")
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_typed_tool_result_one_character_over_its_budget_is_cut(is_async: bool) -> None:
+    @tool(max_result_chars=BUDGET)
+    def t(text: str) -> str:
+        return text
+
+    async def run(text: str) -> ToolExecutionResult:
+        call = _call({"text": text})
+        return await t.aexecute(call) if is_async else t.execute(call)
+
+    _check_cut(await run(EXACT), await run(OVER))
+    assert (await run(OVER)).value == OVER
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+@pytest.mark.parametrize("handler", ["function", "executor"])
+async def test_a_schema_tool_result_one_character_over_its_budget_is_cut(
+    is_async: bool, handler: str
+) -> None:
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    spec = ToolSpecification(name="t", description="", parameters=schema)
+    if handler == "function":
+        t = SchemaTool(spec, lambda arguments: arguments["text"], max_result_chars=BUDGET)
+    else:
+        echo = SchemaTool(spec, lambda arguments: arguments["text"], max_result_chars=10**6)
+        t = SchemaTool(spec, echo, max_result_chars=BUDGET)
+
+    async def run(text: str) -> ToolExecutionResult:
+        call = _call({"text": text})
+        return await t.aexecute(call, CONTEXT) if is_async else t.execute(call, CONTEXT)
+
+    _check_cut(await run(EXACT), await run(OVER))
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_an_http_tool_body_one_byte_over_its_caps(server: _Server, is_async: bool) -> None:
+    """`max_response_bytes` bounds what is read from the network; the budget what the model
+    reads of it."""
+
+    async def run(t: HttpTool) -> ToolExecutionResult:
+        call = _call()
+        return await t.aexecute(call, CONTEXT) if is_async else t.execute(call, CONTEXT)
+
+    budgeted = HttpTool("t", url=server.url, method="POST", max_result_chars=BUDGET)
+    for framing in ("length", "gzip"):
+        server.answer(EXACT.encode(), framing, content_type="text/plain")
+        exact = await run(budgeted)
+        server.answer(OVER.encode(), framing, content_type="text/plain")
+        _check_cut(exact, await run(budgeted))
+    unread = "… [the response exceeds max_response_bytes=1000 bytes; the rest was not read]"
+    read = HttpTool("t", url=server.url, method="POST", max_response_bytes=BUDGET)
+    for framing in ("length", "chunked", "gzip"):
+        server.answer(EXACT.encode(), framing, content_type="text/plain")
+        assert (await run(read)).text == EXACT
+        server.answer(OVER.encode(), framing, content_type="text/plain")
+        assert (await run(read)).text == "x" * BUDGET + unread
+    server.answer(b"x" * 100, "endless", content_type="text/plain", filler=b"x" * 65536)
+    started = time.monotonic()
+    assert (await run(read)).text.endswith(unread)
+    assert time.monotonic() - started < GIVE_UP / 2
+
+
+def _mcp_server(
+    list_tools: Callable[[Any, Any], Awaitable[ListToolsResult]] | None = None,
+    **options: Unpack[MCPServerOptions],
+) -> MCPServer:
+    """An MCP server on the SDK's own `Server` (in this process, over memory streams): its tool
+    `text` answers `arguments["text"]`."""
+    pytest.importorskip("mcp")
+
+    async def call_tool(context: Any, params: Any) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=params.arguments["text"])])
+
+    async def one_tool(context: Any, params: Any) -> ListToolsResult:
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+        return ListToolsResult(tools=[Tool(name="text", input_schema=schema)])
+
+    served = Server("bounds", on_list_tools=list_tools or one_tool, on_call_tool=call_tool)
+
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+        client, streams = await stack.enter_async_context(create_client_server_memory_streams())
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        tasks.start_soon(served.run, *streams, served.create_initialization_options())
+        stack.callback(tasks.cancel_scope.cancel)
+        return ClientSession(*client)
+
+    return MCPServer(connect, label="in-memory", **options)
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+async def test_an_mcp_result_one_character_over_its_budget_is_cut() -> None:
+    async with _mcp_server(max_result_chars=BUDGET) as server:
+        (text,) = server.tools()
+        exact = await text.aexecute(_call({"text": EXACT}, "text"), CONTEXT)
+        over = await text.aexecute(_call({"text": OVER}, "text"), CONTEXT)
+    _check_cut(exact, over)
+    assert over.value == OVER
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+def test_an_mcp_result_is_cut_to_the_default_budget() -> None:
+    """8 MB from a server is not sent to the model with every later request."""
+    huge = "x" * (8 << 20)
+    with _mcp_server() as server:
+        (text,) = server.tools()
+        result = text.execute(_call({"text": huge}, "text"), CONTEXT)
+    assert len(result.text) <= DEFAULT_MAX_RESULT_CHARS
+    assert "characters cut] …" in result.text and result.full_text == huge
+
+
+def test_the_service_budget_reaches_every_tool_kind_without_its_own() -> None:
+    """`ToolService(max_result_chars=...)` for each tool without a budget; a tool's own wins."""
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+
+    @tool
+    def typed(text: str) -> str:
+        return text
+
+    @tool(max_result_chars=2 * BUDGET)
+    def own(text: str) -> str:
+        return text
+
+    declared = SchemaTool(
+        ToolSpecification(name="declared", description="", parameters=schema),
+        lambda arguments: arguments["text"],
+    )
+
+    class Custom:
+        """A `ToolLike` of the program's own, which knows of no budget."""
+
+        name = "custom"
+        specification = ToolSpecification(name="custom", description="", parameters=schema)
+        return_behavior = ReturnBehavior.TO_LLM
+        max_retries = 2
+        sequential = False
+
+        def execute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+            return ToolExecutionResult(json.loads(call.arguments)["text"])
+
+        async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
+            return self.execute(call, context)
+
+    huge = "x" * (DEFAULT_MAX_RESULT_CHARS + 1)
+    calls = [
+        _call({"text": text}, name)
+        for name, text in [("typed", OVER), ("declared", OVER), ("own", OVER), ("custom", huge)]
+    ]
+
+    def calling(*calls: ToolCall) -> FunctionModel:
+        def model(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+            if isinstance(messages[-1], ToolResultMessage):
+                return AiMessage(text="done")
+            return AiMessage(tool_calls=[c.model_copy(update={"id": c.name}) for c in calls])
+
+        return FunctionModel(model)
+
+    service = ToolService([typed, own, declared, Custom()], max_result_chars=BUDGET)
+    result = service.chat(calling(*calls), "go")
+    texts = {m.tool_name: m.text for m in result.messages if isinstance(m, ToolResultMessage)}
+    assert texts["typed"] == texts["declared"] == CUT
+    assert texts["own"] == OVER
+    assert texts["custom"] == cut_text(huge, BUDGET)
+    results = {e.call.name: e.result for e in result.tool_executions}
+    assert results["typed"].full_text == results["declared"].full_text == OVER
+    assert results["typed"].value == OVER
+    default = ToolService([Custom()]).chat(calling(calls[-1]), "go")
+    (custom,) = [m for m in default.messages if isinstance(m, ToolResultMessage)]
+    assert custom.text == cut_text(huge, DEFAULT_MAX_RESULT_CHARS)
+    with pytest.raises(ValueError, match="max_result_chars must be an integer of at least 100"):
+        ToolService(max_result_chars=99)
+
+
+TOOL_BOUNDS = {"Tool", "SchemaTool", "HttpTool", "MCPTool"}
+"""The tool kinds whose results the tests above send past their budget (and, for `HttpTool`
+bodies and MCP listings, past their network and count caps)."""
+
 WIRE_BOUNDS = {"openai", "responses", "anthropic", "gemini"}
 """The wire cores whose blocking bodies, endless bodies, error bodies and stream lines the tests
 above send past their caps (`MODELS` names one model per core)."""
@@ -241,3 +474,4 @@ above send past their caps (`MODELS` names one model per core)."""
 def test_covers_every_surface() -> None:
     assert set(MODELS) == WIRE_BOUNDS
     assert_covers("bounded", "wire", WIRE_BOUNDS)
+    assert_covers("bounded", "tool", TOOL_BOUNDS)

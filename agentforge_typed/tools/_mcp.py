@@ -47,6 +47,7 @@ from ._base import (
     check_extra_arguments,
     check_options,
 )
+from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._outcomes import (
     capped_error_text,
     execution_error_result,
@@ -111,6 +112,10 @@ class MCPServerOptions(TypedDict, total=False):
     """Given to every tool of this server (default 2)."""
     sequential: bool
     """Given to every tool of this server (default `False`)."""
+    max_result_chars: int | None
+    """The result budget of every tool of this server: the most characters of a result's text
+    the model reads (a longer one keeps its head and tail around a marker). Default `None`: the
+    `ToolService`'s, else 100,000."""
     extra_arguments: ExtraArguments
     """What happens to arguments a tool's `inputSchema` does not declare (many servers omit
     `additionalProperties: false`, and the server's SDK would drop them silently): `"forbid"`
@@ -160,6 +165,10 @@ class MCPServer:
         self.sequential = options.get("sequential", False)
         self.requires_approval = options.get("requires_approval", False)
         self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))
+        self.max_result_chars = check_max_result_chars(options.get("max_result_chars"))
+        self._max_result = (
+            DEFAULT_MAX_RESULT_CHARS if self.max_result_chars is None else self.max_result_chars
+        )
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
         self._listed: list[dict[str, Any]] = []
@@ -452,7 +461,8 @@ class MCPServer:
             connection.closed_reason = f"the MCP server is gone ({type(exc).__name__}: {exc})"
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return execution_error_result(tool.name, connection.closed_reason, exception=exc)
-        return _map_call_result(tool.name, result.model_dump(mode="json", by_alias=True))
+        dumped = result.model_dump(mode="json", by_alias=True)
+        return _map_call_result(tool.name, dumped, self._max_result)
 
 
 class MCPTool(DeclaredTool):
@@ -497,6 +507,11 @@ class MCPTool(DeclaredTool):
     def sequential(self) -> bool:
         """Whether calls must not run concurrently (the server's setting)."""
         return self.server.sequential
+
+    @property
+    def max_result_chars(self) -> int | None:
+        """Its result budget (the server's setting; `None`: the service's, else the default)."""
+        return self.server.max_result_chars
 
     @property
     def requires_approval(self) -> ApprovalPolicy:
@@ -579,12 +594,13 @@ async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
             return listed
 
 
-def _map_call_result(tool_name: str, result: Mapping[str, Any]) -> ToolExecutionResult:
+def _map_call_result(tool_name: str, result: Mapping[str, Any], limit: int) -> ToolExecutionResult:
     """An MCP `CallToolResult` (wire format) → a result.
 
     The text is the text content (other blocks are named, e.g. `[image: image/png]`); without
-    any, the structured content as compact JSON. `value` is the structured content when the
-    server sent one, else the text. `isError` makes it an `"execution"` error result.
+    any, the structured content as compact JSON; cut to `limit` characters (the result budget).
+    `value` is the structured content when the server sent one, else the whole text. `isError`
+    makes it an `"execution"` error result (its text capped as errors are).
     """
     parts = [_block_text(block) for block in result.get("content") or ()]
     structured = result.get("structuredContent")
@@ -598,6 +614,8 @@ def _map_call_result(tool_name: str, result: Mapping[str, Any]) -> ToolExecution
         error = ToolExecutionError(tool_name, text)
         return ToolExecutionResult.error(capped_error_text(text), "execution", exception=error)
     value = structured if structured is not None else text or None
+    if len(text) > limit:
+        return cut_result(text, limit, value)
     return ToolExecutionResult(text=text or SUCCESS_TEXT, value=value)
 
 
