@@ -400,6 +400,43 @@ def test_an_mcp_result_is_cut_to_the_default_budget() -> None:
     assert "characters cut] …" in result.text and result.full_text == huge
 
 
+def _listing(count: int, *, pages: int = 1) -> Callable[[Any, Any], Awaitable[ListToolsResult]]:
+    """`count` tools per page, `pages` pages (0: pages without end)."""
+    listed = [Tool(name=f"t{i}", input_schema={"type": "object"}) for i in range(count)]
+
+    async def list_tools(context: Any, params: Any) -> ListToolsResult:
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        more = pages == 0 or page + 1 < pages
+        renamed = [tool.model_copy(update={"name": f"{tool.name}_{page}"}) for tool in listed]
+        return ListToolsResult(tools=renamed, next_cursor=str(page + 1) if more else None)
+
+    return list_tools
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+@pytest.mark.parametrize("pages", [1, 5])
+async def test_an_mcp_listing_one_tool_over_max_tools_is_refused(pages: int) -> None:
+    async with _mcp_server(_listing(10 // pages, pages=pages), max_tools=10) as server:
+        assert len(server.tools()) == 10
+    refused = _mcp_server(_listing(11 // pages + (pages > 1), pages=pages), max_tools=10)
+    message = (
+        "MCP server 'in-memory' lists more than max_tools=10 tools; pass a larger max_tools= to "
+        "MCPServer to accept them"
+    )
+    with pytest.raises(ValueError) as caught:
+        await refused.__aenter__()
+    assert str(caught.value) == message
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+def test_an_mcp_listing_without_end_stops_at_max_tools() -> None:
+    server = _mcp_server(_listing(7, pages=0), max_tools=1000, connect_timeout=GIVE_UP)
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="lists more than max_tools=1000 tools"):
+        server.__enter__()
+    assert time.monotonic() - started < GIVE_UP / 2
+
+
 def test_the_service_budget_reaches_every_tool_kind_without_its_own() -> None:
     """`ToolService(max_result_chars=...)` for each tool without a budget; a tool's own wins."""
     schema = {"type": "object", "properties": {"text": {"type": "string"}}}
