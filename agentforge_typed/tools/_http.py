@@ -11,6 +11,7 @@ functions shared by the sync (`execute`) and async (`aexecute`) shells.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -123,7 +124,8 @@ class HttpTool(ConfiguredTool):
         auth: An `httpx.Auth` applied to every request.
         http_client: Client for `execute`; default: a fresh client per call.
         async_http_client: Client for `aexecute`; default: a fresh client per call.
-        timeout: Seconds for each phase of the request (connect, read, write, pool).
+        timeout: Seconds for each phase of the request (connect, read, write, pool), and for
+            reading the whole response: a body still arriving after it is a timeout.
         max_response_bytes: The most bytes of a response body read from the network (default
             8 MiB); a longer body is read that far and the text says the rest was not read.
         max_result_chars: The most characters of the result's text the model reads (a longer
@@ -268,12 +270,14 @@ class HttpTool(ConfiguredTool):
 
     def _send(self, client: httpx.Client, prepared: _Prepared) -> ToolExecutionResult:
         request = prepared.build(client, self.timeout)
+        deadline = time.monotonic() + self.timeout
         response = client.send(request, auth=self.auth or httpx.USE_CLIENT_DEFAULT, stream=True)
         try:
             reader = _BodyReader(self._read_limit(response))
             for chunk in response.iter_bytes():
                 if reader.feed(chunk):
                     break
+                self._check_deadline(deadline, request)
         finally:
             response.close()
         return self._response_result(response, reader, prepared.repairs)
@@ -281,15 +285,25 @@ class HttpTool(ConfiguredTool):
     async def _asend(self, client: httpx.AsyncClient, prepared: _Prepared) -> ToolExecutionResult:
         request = prepared.build(client, self.timeout)
         auth = self.auth or httpx.USE_CLIENT_DEFAULT
+        deadline = time.monotonic() + self.timeout
         response = await client.send(request, auth=auth, stream=True)
         try:
             reader = _BodyReader(self._read_limit(response))
             async for chunk in response.aiter_bytes():
                 if reader.feed(chunk):
                     break
+                self._check_deadline(deadline, request)
         finally:
             await response.aclose()
         return self._response_result(response, reader, prepared.repairs)
+
+    def _check_deadline(self, deadline: float, request: httpx.Request) -> None:
+        """A timeout once the response has taken longer than `timeout` in all: a server that
+        trickles its body a byte at a time never trips a read timeout."""
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout(
+                f"the response took longer than {self.timeout:g}s", request=request
+            )
 
     def _read_limit(self, response: httpx.Response) -> int:
         """The bytes of the body to read: `max_response_bytes`, or, for an error, enough for the
