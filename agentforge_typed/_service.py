@@ -72,7 +72,7 @@ from .tools._base import (
     ToolExecutor,
     ToolLike,
 )
-from .tools._budget import check_max_result_chars, within_budget
+from .tools._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, within_budget
 from .tools._invoke import is_async_callable
 from .tools._outcomes import describe_exception, reraise_uncontained
 from .tools._signature import deps_accepted, type_name
@@ -370,10 +370,12 @@ class _Run:
         """Apply the error policies (which may raise) and the `after_tool_call` hook to one
         finished call."""
         # The result budget first: hooks, traces and the history see the text the model reads.
-        own = getattr(plan.tool, "max_result_chars", None)
-        result = within_budget(execution.result, own, self.service.max_result_chars)
-        if result is not execution.result:
-            execution = replace(execution, result=result)
+        budget = self.service.max_result_chars
+        if budget is not None or len(execution.result.text) > DEFAULT_MAX_RESULT_CHARS:
+            own = getattr(plan.tool, "max_result_chars", None)
+            result = within_budget(execution.result, own, budget)
+            if result is not execution.result:
+                execution = replace(execution, result=result)
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
         if self.trace is not None:
