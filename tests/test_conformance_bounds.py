@@ -495,6 +495,13 @@ def test_the_service_budget_reaches_every_tool_kind_without_its_own() -> None:
     default = ToolService([Custom()]).chat(calling(calls[-1]), "go")
     (custom,) = [m for m in default.messages if isinstance(m, ToolResultMessage)]
     assert custom.text == cut_text(huge, DEFAULT_MAX_RESULT_CHARS)
+    # A service budget above the default: the tool cut at the default, the service reads more.
+    larger = ToolService([typed, declared], max_result_chars=2 * DEFAULT_MAX_RESULT_CHARS)
+    both = [_call({"text": huge}, "typed"), _call({"text": huge}, "declared")]
+    roomy = larger.chat(calling(*both), "go")
+    answers = [m for m in roomy.messages if isinstance(m, ToolResultMessage)]
+    assert [m.text for m in answers] == [huge, huge]
+    assert [e.result.full_text for e in roomy.tool_executions] == [None, None]
     with pytest.raises(ValueError, match="max_result_chars must be an integer of at least 100"):
         ToolService(max_result_chars=99)
 
