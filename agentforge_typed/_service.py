@@ -73,6 +73,7 @@ from .tools._base import (
     ToolExecutor,
     ToolLike,
 )
+from .tools._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, within_budget
 from .tools._invoke import is_async_callable
 from .tools._outcomes import describe_exception, reraise_uncontained
 from .tools._signature import deps_accepted, type_name
@@ -391,6 +392,13 @@ class _Run:
     def settle(self, plan: _Planned, execution: ToolExecution) -> ToolExecution:
         """Apply the error policies (which may raise) and the `after_tool_call` hook to one
         finished call."""
+        # The result budget first: hooks, traces and the history see the text the model reads.
+        budget = self.service.max_result_chars
+        if budget is not None or len(execution.result.text) > DEFAULT_MAX_RESULT_CHARS:
+            own = getattr(plan.tool, "max_result_chars", None)
+            result = within_budget(execution.result, own, budget)
+            if result is not execution.result:
+                execution = replace(execution, result=result)
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
         if self.trace is not None:
@@ -567,6 +575,9 @@ class ToolService(Generic[DepsT]):
         tool_search: Offer a core set plus a search tool instead of every tool (`ToolSearch`).
         usage_limits: Caps on each run's requests, tool calls and tokens (a run's own
             `usage_limits=` replaces them); exceeding one raises `UsageLimitExceeded`.
+        max_result_chars: The result budget of tools without their own: the most characters of
+            a result's text the model reads (at least 100; a longer text keeps its head and
+            tail around a marker). `None`: 100,000 (`DEFAULT_MAX_RESULT_CHARS`).
     """
 
     def __init__(
@@ -585,6 +596,7 @@ class ToolService(Generic[DepsT]):
         prepare_tools: PrepareTools | None = None,
         tool_search: ToolSearch | None = None,
         usage_limits: UsageLimits | None = None,
+        max_result_chars: int | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -597,6 +609,7 @@ class ToolService(Generic[DepsT]):
         self.after_tool_call = after_tool_call
         self.deps_type = deps_type
         self.usage_limits = usage_limits
+        self.max_result_chars = check_max_result_chars(max_result_chars)
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
         self.prepare_tools = prepare_tools

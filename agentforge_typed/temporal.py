@@ -59,6 +59,7 @@ from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
 from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
+from .tools._budget import within_budget
 from .tools._outcomes import arguments_error_result, execution_error_result, failure_result
 
 if TYPE_CHECKING:
@@ -501,6 +502,7 @@ class TemporalToolService:
 
     def _tool_activity(self, tool: ToolLike, heartbeat: timedelta | None) -> Callable[..., Any]:
         deps_adapter, limit = self._deps, self.max_result_bytes
+        budget = self.service.max_result_chars
 
         @activity.defn(name=self.tool_activity_name(tool.name))
         async def run_tool(payload: ToolActivityInput) -> ToolActivityResult:
@@ -522,7 +524,11 @@ class TemporalToolService:
             )
             async with _heartbeating(heartbeat):
                 result = await tool.aexecute(payload.call, context)
-            return ToolActivityResult.of(result).bounded(tool.name, limit)
+            # The service's result budget here, where the whole text is: only the cut one travels.
+            own = getattr(tool, "max_result_chars", None)
+            return ToolActivityResult.of(within_budget(result, own, budget)).bounded(
+                tool.name, limit
+            )
 
         return run_tool
 

@@ -92,6 +92,8 @@ async def main() -> None:
     city.output.name.upper(1)  # type: ignore[call-arg]
     service.chat(prompt, model)  # type: ignore[call-overload]
     ToolService(max_round_trips="3")  # type: ignore[arg-type]
+    ToolService(max_result_chars=20_000)
+    ToolService(max_result_chars="20k")  # type: ignore[arg-type]
 
     # The run options (`RunOptions`): a misspelt one or a wrong type stays an error.
     service.chat(model, prompt, conversation="c")  # type: ignore[call-overload]

@@ -90,6 +90,12 @@ not_a_tool: ToolLike = Item  # type: ignore[assignment]
 call = ToolCall(id="call_1", name="get_weather", arguments='{"city": "Paris"}')
 assert_type(get_weather.execute(call), ToolExecutionResult)
 assert_type(get_weather.execute(call, deps=object()), ToolExecutionResult)
+
+# The result budget: per tool (a whole number of characters, or None for the service's).
+assert_type(get_weather.max_result_chars, int | None)
+assert_type(get_weather.execute(call).full_text, str | None)
+tool(max_result_chars=10_000)
+tool(max_result_chars="10k")  # type: ignore[call-overload]
 get_weather.execute('{"city": "Paris"}')  # type: ignore[arg-type]
 
 tool(name="x", strict="yes")  # type: ignore[call-overload]

@@ -67,6 +67,8 @@ def usage() -> None:
         return tool.remote_name.startswith("get_")
 
     MCPServer.stdio("server", tool_filter=readonly)
+    MCPServer.stdio("server", max_tools=5000, max_result_chars=20_000)
+    MCPServer.stdio("server", max_tools="many")  # type: ignore[arg-type]
 
 
 def misuse() -> None:

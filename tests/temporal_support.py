@@ -131,7 +131,7 @@ def receipt(number: int, ctx: ToolContext[Ledger]) -> Receipt:
     return Receipt(number)
 
 
-@tool
+@tool(max_result_chars=3_000_000)  # the whole text travels: the payload limit is what is tested
 def dump(size: int, ctx: ToolContext[Ledger]) -> str:
     """Return `size` characters (a large result).
 
@@ -142,7 +142,7 @@ def dump(size: int, ctx: ToolContext[Ledger]) -> str:
     return "x" * size
 
 
-@tool
+@tool(max_result_chars=3_000_000)
 def dump_rows(count: int, ctx: ToolContext[Ledger]) -> list[str]:
     """Return `count` rows of 100 characters (a large structured result).
 

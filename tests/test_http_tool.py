@@ -409,17 +409,35 @@ async def test_connection_error(mode: Mode) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_oversized_body_is_capped(srv: Server, mode: Mode) -> None:
-    tool = HttpTool("big", url=srv.base + "/big", max_response_chars=1000)
+async def test_a_body_over_max_response_bytes_is_read_that_far(srv: Server, mode: Mode) -> None:
+    tool = HttpTool("big", url=srv.base + "/big", max_response_bytes=1000)
     result = await run(tool, "{}", mode)
-    marker = "\n[truncated: the response exceeds 1000 characters]"
-    assert result.text == "x" * 1000 + marker
-    json_tool = HttpTool("big_json", url=srv.base + "/big-json", max_response_chars=1000)
+    marker = "… [the response exceeds max_response_bytes=1000 bytes; the rest was not read]"
+    assert (result.text, result.value) == ("x" * 1000 + marker, "x" * 1000)
+    json_tool = HttpTool("big_json", url=srv.base + "/big-json", max_response_bytes=1000)
     result = await run(json_tool, "{}", mode)
     # Cut before its end, the body cannot be parsed: the model reads the start of it as text.
     assert result.text.startswith('{"items": [0, 1, 2,')
     assert result.text.endswith(marker)
     assert len(result.text) == 1000 + len(marker)
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_text_over_max_result_chars_keeps_its_head_and_tail(
+    srv: Server, mode: Mode
+) -> None:
+    tool = HttpTool("big", url=srv.base + "/big", max_result_chars=1000)
+    result = await run(tool, "{}", mode)
+    assert result.text == "x" * 487 + "… [99027 characters cut] …" + "x" * 486
+    assert result.value == result.full_text == "x" * 100_000
+    json_tool = HttpTool("big_json", url=srv.base + "/big-json", max_result_chars=1000)
+    result = await run(json_tool, "{}", mode)
+    # Parsed whole: the program gets the value, the model the JSON's head and tail.
+    assert result.value == {"items": list(range(20_000))}
+    assert result.full_text == json.dumps(result.value, separators=(",", ":"))
+    assert result.text.startswith('{"items":[0,1,2,')
+    assert result.text.endswith(",19998,19999]}")
+    assert len(result.text) <= 1000
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -152,6 +152,11 @@ class HttpModelOptions(ParameterDefaults, total=False):
     slot until read or closed); the others wait their turn, in order, and the wait counts in no
     timeout. Default: as many as the pool has connections (`max_connections`, or the pool limit
     of an `http_client`/`async_http_client` passed in where it can be read, else 100)."""
+    max_response_bytes: int
+    """The most bytes (after content decoding) a whole answer's body may hold — a blocking
+    call's answer, or a JSON document answering a stream request — before the call is refused
+    with `ModelError`, without reading the rest; default 32 MiB. An error answer's body is read
+    up to it and the rest ignored."""
     sleep: Callable[[float], None]
     """How to wait between sync retries (tests pass a recorder)."""
     asleep: Callable[[float], Awaitable[None]]

@@ -46,7 +46,15 @@ from ._admission import (
 from ._retry import RetryPolicy, retry_after
 from ._sse import DEFAULT_MAX_LINE_LENGTH, ServerSentEvent, aiter_sse, iter_sse
 
-__all__ = ["HttpShell", "StreamParser", "WireBase", "error_details", "error_from_body", "logger"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "HttpShell",
+    "StreamParser",
+    "WireBase",
+    "error_details",
+    "error_from_body",
+    "logger",
+]
 
 logger = logging.getLogger("agentforge_typed.providers")
 
@@ -67,6 +75,10 @@ _HTTP_LOGGERS = (
 )
 """The loggers of the HTTP libraries: httpx logs each answer's status line (its reason phrase as
 the server wrote it), httpcore at DEBUG each answer's headers."""
+
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+"""The most bytes (after content decoding) a whole answer's body may hold: 32 MiB, far above any
+real answer, base64 images included."""
 
 ParsedT = TypeVar("ParsedT")
 
@@ -196,6 +208,7 @@ class HttpShell:
         asleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         total_timeout: float | None = None,
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         retry_hint: Callable[[Any], float | None] | None = None,
         refine_error: Callable[[ModelError], ModelError] | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -246,6 +259,9 @@ class HttpShell:
         self.total_timeout = total_timeout
         """Seconds one attempt may take, from sending the request to the last byte read."""
         self.max_line_length = max_line_length
+        self.max_response_bytes = max_response_bytes
+        """The most bytes a body read whole may hold (a blocking answer, an error body, a JSON
+        document answering a stream request); see `_read`."""
 
     def __repr__(self) -> str:
         return f"HttpShell(provider={self.provider!r}, base_url={self.base_url!r})"
@@ -319,10 +335,7 @@ class HttpShell:
         gate = self.sync_gate
         try:
             if _not_an_event_stream(response):
-                try:
-                    response.read()
-                finally:
-                    response.close()
+                self._read(response)
                 raise self._not_a_stream_error(response)
             try:
                 yield from iter_sse(
@@ -364,10 +377,7 @@ class HttpShell:
                 try:
                     response = self._bounded(client.send(request, stream=True), deadline)
                     if not (stream and response.is_success):
-                        try:
-                            response.read()
-                        finally:
-                            response.close()
+                        self._read(response)
                 except httpx.HTTPError as exc:
                     outcome = self._settle(retries, path, exc, deadline)
                 else:
@@ -464,10 +474,7 @@ class HttpShell:
         response, slot = await self._asend(path, payload, stream=True, clients=clients)
         try:
             if _not_an_event_stream(response):
-                try:
-                    await response.aread()
-                finally:
-                    await response.aclose()
+                await self._aread(response)
                 raise self._not_a_stream_error(response)
             try:
                 async for event in aiter_sse(
@@ -514,10 +521,7 @@ class HttpShell:
                     response = await client.send(request, stream=True)
                     response = self._bounded(response, deadline)
                     if not (stream and response.is_success):
-                        try:
-                            await response.aread()
-                        finally:
-                            await response.aclose()
+                        await self._aread(response)
                 except httpx.HTTPError as exc:
                     outcome = self._settle(retries, path, exc, deadline)
                 else:
@@ -530,6 +534,39 @@ class HttpShell:
                     clients.release(slot)
             await self._asleep(outcome)
             retries += 1
+
+    # -- bounded reads ------------------------------------------------------------------------
+
+    def _read(self, response: httpx.Response) -> None:
+        """Read the body of `response` whole, then close it: at most `max_response_bytes` bytes,
+        counted after content decoding (a small gzip body may inflate without end)."""
+        try:
+            body = _BoundedBody(self, response)
+            for chunk in response.iter_bytes():
+                if body.full(chunk):
+                    break
+            body.keep()
+        finally:
+            response.close()
+
+    async def _aread(self, response: httpx.Response) -> None:
+        """Async `_read`."""
+        try:
+            body = _BoundedBody(self, response)
+            async for chunk in response.aiter_bytes():
+                if body.full(chunk):
+                    break
+            body.keep()
+        finally:
+            await response.aclose()
+
+    def _too_large(self, response: httpx.Response, size: str) -> ModelError:
+        return ModelError(
+            f"{self.provider} answered with a body of {size} bytes, over the limit of "
+            f"max_response_bytes={self.max_response_bytes}; pass a larger max_response_bytes= "
+            "to the model to accept it",
+            status_code=response.status_code,
+        )
 
     # -- shared decisions ---------------------------------------------------------------------
 
@@ -790,6 +827,49 @@ def _parsed_body(response: httpx.Response) -> Any:
         return pydantic_core.from_json(response.content)
     except ValueError:
         return response.text
+
+
+class _BoundedBody:
+    """The chunks of one body read whole, up to the shell's `max_response_bytes`.
+
+    A successful answer over the limit is refused (`ModelError`), before any byte is read when
+    its `Content-Length` says so; an error answer keeps its first `max_response_bytes` bytes,
+    enough to read the error (its status still decides retries and the error raised).
+    """
+
+    __slots__ = ("_chunks", "_limit", "_response", "_shell", "_size")
+
+    def __init__(self, shell: HttpShell, response: httpx.Response) -> None:
+        self._shell = shell
+        self._response = response
+        self._limit = shell.max_response_bytes
+        self._chunks: list[bytes] = []
+        self._size = 0
+        declared = response.headers.get("content-length", "")
+        if (
+            response.is_success
+            and declared.isdigit()
+            and "content-encoding" not in response.headers
+            and int(declared) > self._limit
+        ):
+            raise shell._too_large(response, declared)
+
+    def full(self, chunk: bytes) -> bool:
+        """Take one chunk; `True` once the limit is reached (stop reading)."""
+        room = self._limit - self._size
+        if len(chunk) <= room:
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+            return False
+        if self._response.is_success:
+            raise self._shell._too_large(self._response, f"more than {self._limit}")
+        self._chunks.append(chunk[:room])
+        self._size = self._limit
+        return True
+
+    def keep(self) -> None:
+        """Make the chunks the response's content (what `read()` would have set)."""
+        self._response._content = b"".join(self._chunks)
 
 
 def _not_an_event_stream(response: httpx.Response) -> bool:

@@ -4,7 +4,8 @@
   `ToolExecutor` and `ToolLike` protocols, `ToolSource`, and `DeclaredTool`, the read-only
   declaration a kind that is not `@tool` inherits.
 - `_outcomes`, `_invoke`, `_argument_errors`: the result builders, calling a user's handler sync or
-  async under a timeout, and the arguments-error report the model reads.
+  async under a timeout, and the arguments-error report the model reads; `_budget`: the result
+  budget every kind's text is cut to (head and tail around a marker).
 - `@tool` function tools: `_function` (`Tool`, `tool`), `_signature` and `_docstrings` (signature →
   arguments model and schema), `_arguments` (validation and envelope repairs), `_result_text`.
 - Schema-declared tools: `_schema_arguments` (jsonschema validation and repairs), `_schema_tool`
@@ -14,8 +15,8 @@ A new kind implements `ToolLike` (usually by subclassing `DeclaredTool`) and bui
 with `_outcomes`, so the model reads the same texts whatever backs a tool.
 
 This module exports the plumbing a tool-kind author or a typed decorator wrapper needs
-(`DeclaredTool`, `ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`, and the option records
-`ToolOptions` and `MCPServerOptions`); everyday names are exported from `agentforge_typed` itself.
+(`DeclaredTool`, `ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`, the option records
+`ToolOptions` and `MCPServerOptions`, and `DEFAULT_MAX_RESULT_CHARS`); everyday names are exported from `agentforge_typed` itself.
 """
 
 from __future__ import annotations
@@ -25,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._base import DeclaredTool, ToolExecutor, ToolLike, ToolSource
+    from ._budget import DEFAULT_MAX_RESULT_CHARS
     from ._function import ToolDecorator, ToolOptions
     from ._mcp import MCPServerOptions
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_CHARS",
     "DeclaredTool",
     "MCPServerOptions",
     "ToolDecorator",
@@ -41,6 +44,7 @@ __all__ = [
 # Loaded on first use: the core imports single modules of this package (e.g. the arguments-error
 # wording), which must not pull in every tool kind.
 _HOMES = {
+    "DEFAULT_MAX_RESULT_CHARS": "._budget",
     "DeclaredTool": "._base",
     "MCPServerOptions": "._mcp",
     "ToolDecorator": "._function",

@@ -102,7 +102,7 @@ class ToolExecutionResult:
     """
 
     text: str
-    """What the model reads."""
+    """What the model reads: at most the result budget's characters (see `full_text`)."""
     value: Any = None
     """The tool's raw return value (`None` for errors)."""
     is_error: bool = False
@@ -123,6 +123,14 @@ class ToolExecutionResult:
     ) -> ToolExecutionResult:
         """An error result the model can read."""
         return cls(text, None, True, kind, repairs, exception)
+
+    @property
+    def full_text(self) -> str | None:
+        """The whole text when `text` was cut to the result budget (`max_result_chars`), else
+        `None`: the model reads `text`, the program may read this."""
+        # A property here, a field on the results that were cut: every result is built per call,
+        # and a seventh field would cost each of them.
+        return None
 
 
 class ToolExecutor(Protocol):

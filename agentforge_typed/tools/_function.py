@@ -33,6 +33,7 @@ from ._base import (
     check_extra_arguments,
     check_options,
 )
+from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import ResultConverter, result_text_converter
@@ -78,6 +79,10 @@ class ToolOptions(TypedDict, total=False):
     external: bool
     """The program executes the tool elsewhere: a run pauses on its calls for their results
     (default `False`)."""
+    max_result_chars: int | None
+    """The most characters of a result's text the model reads (at least 100); a longer text keeps
+    its head and tail around a marker saying how many were cut. Default `None`: the
+    `ToolService`'s `max_result_chars`, else 100,000 (`DEFAULT_MAX_RESULT_CHARS`)."""
 
 
 class Tool(Generic[P, R]):
@@ -103,6 +108,8 @@ class Tool(Generic[P, R]):
         requires_approval: Whether a `ToolService` run pauses on its calls for a person's
             decision: a bool, or a sync or async `(call, context) -> bool` per call.
         external: The program runs it elsewhere: a run pauses on its calls for their results.
+        max_result_chars: Its own result budget (characters the model reads of a result), or
+            `None` for the service's (else the default, 100,000).
     """
 
     # The private per-call state in slots: reading a slot is cheaper than reading an instance
@@ -118,6 +125,7 @@ class Tool(Generic[P, R]):
         "_direct_call",
         "_function",
         "_is_async",
+        "_max_result",
         "_positional",
         "_signature",
         "_strict",
@@ -143,6 +151,7 @@ class Tool(Generic[P, R]):
     deps_type: Any
     requires_approval: ApprovalPolicy
     external: bool
+    max_result_chars: int | None
 
     def __init__(
         self,
@@ -202,6 +211,10 @@ class Tool(Generic[P, R]):
         self.deps_type = signature.deps_type
         self.requires_approval = options.get("requires_approval", False)
         self.external = options.get("external", False)
+        self.max_result_chars = check_max_result_chars(options.get("max_result_chars"))
+        self._max_result = (
+            DEFAULT_MAX_RESULT_CHARS if self.max_result_chars is None else self.max_result_chars
+        )
 
         self._function: Callable[..., Any] = target
         self._binding: _Binding = binding
@@ -345,7 +358,10 @@ class Tool(Generic[P, R]):
                 value = _awaited(value)
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
-            return ToolExecutionResult(self._convert(value), value)
+            text = self._convert(value)
+            if len(text) > self._max_result:
+                return cut_result(text, self._max_result, value)
+            return ToolExecutionResult(text, value)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc)
 
@@ -370,7 +386,7 @@ class Tool(Generic[P, R]):
             value = await ainvoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
-            return success_result(value, repairs, self._convert)
+            return success_result(value, repairs, self._convert, self._max_result)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
 
@@ -388,7 +404,7 @@ class Tool(Generic[P, R]):
             value = invoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
-            return success_result(value, repairs, self._convert)
+            return success_result(value, repairs, self._convert, self._max_result)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
 

@@ -11,6 +11,7 @@ functions shared by the sync (`execute`) and async (`aexecute`) shells.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from ._base import (
     ToolContext,
     ToolExecutionResult,
 )
+from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._outcomes import arguments_error_result, execution_error_result, failure_result
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
@@ -43,7 +45,8 @@ __all__ = ["HeadersFactory", "HttpTool"]
 HeadersFactory = Callable[[ToolContext[Any]], Mapping[str, str]]
 """Computes configured headers (e.g. `Authorization`) per call from the `ToolContext`."""
 
-DEFAULT_MAX_RESPONSE_CHARS = 20_000
+DEFAULT_MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+"""The most bytes of a response body read from the network (8 MiB); the rest is never read."""
 ERROR_BODY_CHARS = 500
 """How much of a non-2xx response body the error result quotes."""
 
@@ -99,8 +102,10 @@ class HttpTool(ConfiguredTool):
     always sent, and no argument may set one of its parameters.
 
     A 2xx response becomes the result: JSON as compact JSON (the parsed value kept as `value`),
-    anything else as text, capped at `max_response_chars` with a truncation marker. A non-2xx
-    status, a connection failure or a timeout becomes an error result.
+    anything else as text. At most `max_response_bytes` bytes of the body are read (the text
+    then ends with a marker saying the rest was not read), and the text the model reads is cut
+    to the result budget (`max_result_chars`). A non-2xx status, a connection failure or a
+    timeout becomes an error result.
 
     Redirects are followed only when the injected client follows them (`follow_redirects=True`,
     up to its `max_redirects`), and only within the URL's origin (scheme, host and port; or an
@@ -128,8 +133,13 @@ class HttpTool(ConfiguredTool):
         auth: An `httpx.Auth` applied to every request.
         http_client: Client for `execute`; default: a fresh client per call.
         async_http_client: Client for `aexecute`; default: a fresh client per call.
-        timeout: Seconds for each phase of the request (connect, read, write, pool).
-        max_response_chars: Cap on the result text.
+        timeout: Seconds for each phase of the request (connect, read, write, pool), and for
+            reading the whole response: a body still arriving after it is a timeout.
+        max_response_bytes: The most bytes of a response body read from the network (default
+            8 MiB); a longer body is read that far and the text says the rest was not read.
+        max_result_chars: The most characters of the result's text the model reads (a longer
+            one keeps its head and tail around a marker); `None` (default): the service's
+            budget, else 100,000.
         return_behavior: What the loop does with the result.
         max_retries: How many invalid-arguments attempts the loop tolerates.
         sequential: Never run this tool concurrently with other calls of its round.
@@ -142,7 +152,7 @@ class HttpTool(ConfiguredTool):
         ValueError: On an inconsistent declaration: a placeholder outside the path, an argument
             routed twice or not declared, a reserved or configured header, an argument that
             would set a parameter of the URL's query, additional properties with no `"rest"`
-            to go to, an invalid schema.
+            to go to, an invalid schema; or a `max_result_chars` under 100.
     """
 
     def __init__(
@@ -162,7 +172,8 @@ class HttpTool(ConfiguredTool):
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
         timeout: float = 10.0,
-        max_response_chars: int = DEFAULT_MAX_RESPONSE_CHARS,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_result_chars: int | None = None,
         return_behavior: ReturnBehavior = ReturnBehavior.TO_LLM,
         max_retries: int = 2,
         sequential: bool = False,
@@ -212,7 +223,14 @@ class HttpTool(ConfiguredTool):
         self.http_client = http_client
         self.async_http_client = async_http_client
         self.timeout = timeout
-        self.max_response_chars = max_response_chars
+        if max_response_bytes < 1:
+            raise ValueError(f"HttpTool {name!r}: max_response_bytes must be at least 1")
+        self.max_response_bytes = max_response_bytes
+        self.max_result_chars = check_max_result_chars(max_result_chars)
+        """The tool's own result budget (`None`: the service's, else the default)."""
+        self._max_result = (
+            DEFAULT_MAX_RESULT_CHARS if max_result_chars is None else max_result_chars
+        )
         self._return_behavior = return_behavior
         self._max_retries = max_retries
         self._sequential = sequential
@@ -261,6 +279,7 @@ class HttpTool(ConfiguredTool):
 
     def _send(self, client: httpx.Client, prepared: _Prepared) -> ToolExecutionResult:
         request = prepared.build(client, self.timeout)
+        deadline = time.monotonic() + self.timeout
         auth = self.auth or httpx.USE_CLIENT_DEFAULT
         response = client.send(request, auth=auth, stream=True, follow_redirects=False)
         hops = 0
@@ -273,10 +292,11 @@ class HttpTool(ConfiguredTool):
             # Location, the server's choice, as Basic credentials.
             response = client.send(redirect, auth=_NO_AUTH, stream=True, follow_redirects=False)
         try:
-            reader = _BodyReader(self._read_limit)
+            reader = _BodyReader(self._read_limit(response))
             for chunk in response.iter_bytes():
                 if reader.feed(chunk):
                     break
+                self._check_deadline(deadline, request)
         finally:
             response.close()
         return self._response_result(response, reader, prepared.repairs, redirect)
@@ -284,6 +304,7 @@ class HttpTool(ConfiguredTool):
     async def _asend(self, client: httpx.AsyncClient, prepared: _Prepared) -> ToolExecutionResult:
         request = prepared.build(client, self.timeout)
         auth = self.auth or httpx.USE_CLIENT_DEFAULT
+        deadline = time.monotonic() + self.timeout
         response = await client.send(request, auth=auth, stream=True, follow_redirects=False)
         hops = 0
         while isinstance(redirect := _redirect(client, response), httpx.Request):
@@ -294,19 +315,29 @@ class HttpTool(ConfiguredTool):
                 redirect, auth=_NO_AUTH, stream=True, follow_redirects=False
             )
         try:
-            reader = _BodyReader(self._read_limit)
+            reader = _BodyReader(self._read_limit(response))
             async for chunk in response.aiter_bytes():
                 if reader.feed(chunk):
                     break
+                self._check_deadline(deadline, request)
         finally:
             await response.aclose()
         return self._response_result(response, reader, prepared.repairs, redirect)
 
-    @property
-    def _read_limit(self) -> int:
-        # Enough bytes for `max_response_chars` characters of any UTF-8 text, plus one to know
-        # that more followed.
-        return max(self.max_response_chars, ERROR_BODY_CHARS) * 4 + 1
+    def _check_deadline(self, deadline: float, request: httpx.Request) -> None:
+        """A timeout once the response has taken longer than `timeout` in all: a server that
+        trickles its body a byte at a time never trips a read timeout."""
+        if time.monotonic() > deadline:
+            raise httpx.ReadTimeout(
+                f"the response took longer than {self.timeout:g}s", request=request
+            )
+
+    def _read_limit(self, response: httpx.Response) -> int:
+        """The bytes of the body to read: `max_response_bytes`, or, for an error, enough for the
+        characters its text quotes (in any UTF-8) and one more to know that more followed."""
+        if response.is_success:
+            return self.max_response_bytes
+        return min(self.max_response_bytes, ERROR_BODY_CHARS * 4 + 1)
 
     def _prepare(
         self, call: ToolCall, context: ToolContext[Any]
@@ -379,11 +410,13 @@ class HttpTool(ConfiguredTool):
                 text = result_text(value) if not isinstance(value, str) else text
         elif not text:
             text = result_text(None)
-        if reader.truncated or len(text) > self.max_response_chars:
-            text = (
-                text[: self.max_response_chars]
-                + f"\n[truncated: the response exceeds {self.max_response_chars} characters]"
+        if reader.truncated:
+            text += (
+                f"… [the response exceeds max_response_bytes={self.max_response_bytes} bytes; "
+                "the rest was not read]"
             )
+        if len(text) > self._max_result:
+            return cut_result(text, self._max_result, value, repairs)
         return ToolExecutionResult(text=text, value=value, repairs=repairs)
 
     def _transport_error(

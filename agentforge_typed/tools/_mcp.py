@@ -22,7 +22,6 @@ from collections.abc import (
     Awaitable,
     Callable,
     Collection,
-    Iterator,
     Mapping,
     Sequence,
 )
@@ -47,6 +46,7 @@ from ._base import (
     check_extra_arguments,
     check_options,
 )
+from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._outcomes import (
     capped_error_text,
     execution_error_result,
@@ -71,6 +71,8 @@ _CONNECTION_CLOSED = -32000
 """JSON-RPC error code the SDK raises for requests on a closed connection."""
 _PORTAL_GRACE = 5.0
 """Extra seconds a blocking caller waits for the portal beyond the call's own timeout."""
+DEFAULT_MAX_TOOLS = 1000
+"""The most tools a server may list by default (`MCPServerOptions.max_tools`)."""
 _STREAM_READ_TIMEOUT = 300.0
 """Seconds an HTTP read may wait (the SDK's default); each tool call has its own `timeout`."""
 
@@ -98,7 +100,15 @@ class MCPServerOptions(TypedDict, total=False):
     timeout: float
     """Seconds each tool call may take (default 30)."""
     connect_timeout: float
-    """Seconds for connecting, initializing and listing the tools (default 30)."""
+    """Seconds for initializing the session, listing the tools and building them (checking each
+    `inputSchema`), together (default 30); over it, entering raises `TimeoutError`."""
+    max_tools: int
+    """The most tools the server may list (default 1000); one more and entering raises
+    `ValueError`, before the rest of the listing is read or any tool is built."""
+    max_result_chars: int | None
+    """The result budget of every tool of this server: the most characters of a result's text
+    the model reads (a longer one keeps its head and tail around a marker). Default `None`: the
+    `ToolService`'s, else 100,000."""
     tool_prefix: str
     """Prepended to every tool name offered to the model (to keep two servers' tools apart); the
     server still receives its own names."""
@@ -160,9 +170,16 @@ class MCPServer:
         self.sequential = options.get("sequential", False)
         self.requires_approval = options.get("requires_approval", False)
         self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))
+        self.max_tools = options.get("max_tools", DEFAULT_MAX_TOOLS)
+        if self.max_tools < 1:
+            raise ValueError(f"max_tools must be at least 1, got {self.max_tools!r}")
+        self.max_result_chars = check_max_result_chars(options.get("max_result_chars"))
+        self._max_result = (
+            DEFAULT_MAX_RESULT_CHARS if self.max_result_chars is None else self.max_result_chars
+        )
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
-        self._listed: list[dict[str, Any]] = []
+        self._built: list[MCPTool] = []
 
     @classmethod
     def stdio(
@@ -327,46 +344,56 @@ class MCPServer:
             try:
                 with anyio.fail_after(self.connect_timeout):
                     await session.initialize()
-                    self._listed = await _list_tools(session)
+                    listed = await _list_tools(session, self.max_tools, self.label)
+                    self._built = await self._usable_tools(listed)
             except TimeoutError:
                 raise TimeoutError(
                     f"MCP server {self.label!r} did not initialize and list its tools within "
-                    f"{self.connect_timeout:g} seconds"
+                    f"{self.connect_timeout:g} seconds (connect_timeout)"
                 ) from None
             yield session
 
     def _start(self, connection: _Connection, close: Callable[[], Any]) -> None:
-        connection.tools = list(self._usable_tools())
+        connection.tools, self._built = self._built, []
         self._connection, self._exit = connection, close
 
-    def _usable_tools(self) -> Iterator[MCPTool]:
+    async def _usable_tools(self, listing: list[dict[str, Any]]) -> list[MCPTool]:
         """A tool for each one listed, except those whose name a provider would refuse, whose
         `inputSchema` is refused, or whose name the listing repeats: each of those is skipped
-        with a warning, so that it does not cost the server's other tools."""
+        with a warning, so that it does not cost the server's other tools.
+
+        Building a tool checks its schema, which takes time: between tools the connect deadline
+        is checked (a cancellation point), so that building counts against `connect_timeout`.
+        """
+        import anyio.lowlevel
+
+        usable: list[MCPTool] = []
         seen: set[str] = set()
-        for listed in self._listed:
+        for listed in listing:
+            await anyio.lowlevel.checkpoint()
             try:
                 if listed.get("name") in seen:
                     raise ValueError("the server lists a tool of that name already")
-                usable = MCPTool(self, listed)
+                tool = MCPTool(self, listed)
             except ValueError as exc:
                 logger.warning(
                     "MCP server %s: tool %r skipped: %s", self.label, listed.get("name"), exc
                 )
                 continue
-            seen.add(usable.remote_name)
-            if self.tool_filter is None or self.tool_filter(usable):
-                yield usable
+            seen.add(tool.remote_name)
+            if self.tool_filter is None or self.tool_filter(tool):
+                usable.append(tool)
         allowed = self.tool_filter.allow if isinstance(self.tool_filter, MCPToolFilter) else None
         if allowed is not None:
             # A typo in an allow list would otherwise silently leave a tool out.
-            missing = sorted(set(allowed) - {listed.get("name") for listed in self._listed})
+            missing = sorted(set(allowed) - {listed.get("name") for listed in listing})
             if missing:
                 logger.warning(
                     "MCP server %s: tool_filter allows %s, which the server does not list",
                     self.label,
                     ", ".join(map(repr, missing)),
                 )
+        return usable
 
     def _stop(self) -> tuple[_Connection | None, Callable[[], Any] | None]:
         connection, close = self._connection, self._exit
@@ -452,7 +479,8 @@ class MCPServer:
             connection.closed_reason = f"the MCP server is gone ({type(exc).__name__}: {exc})"
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return execution_error_result(tool.name, connection.closed_reason, exception=exc)
-        return _map_call_result(tool.name, result.model_dump(mode="json", by_alias=True))
+        dumped = result.model_dump(mode="json", by_alias=True)
+        return _map_call_result(tool.name, dumped, self._max_result)
 
 
 class MCPTool(DeclaredTool):
@@ -497,6 +525,11 @@ class MCPTool(DeclaredTool):
     def sequential(self) -> bool:
         """Whether calls must not run concurrently (the server's setting)."""
         return self.server.sequential
+
+    @property
+    def max_result_chars(self) -> int | None:
+        """Its result budget (the server's setting; `None`: the service's, else the default)."""
+        return self.server.max_result_chars
 
     @property
     def requires_approval(self) -> ApprovalPolicy:
@@ -563,9 +596,10 @@ class MCPToolFilter:
         return name not in self.deny and (self.where is None or self.where(tool))
 
 
-async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
+async def _list_tools(session: ClientSession, most: int, label: str) -> list[dict[str, Any]]:
     """Every tool the server lists, following pagination, as wire-format dicts (camelCase keys,
-    the same whichever SDK version parsed them)."""
+    the same whichever SDK version parsed them); `ValueError` once there are more than `most`
+    (a server paginating without end is cut off there too)."""
     from mcp.types import PaginatedRequestParams
 
     listed: list[dict[str, Any]] = []
@@ -573,18 +607,24 @@ async def _list_tools(session: ClientSession) -> list[dict[str, Any]]:
     while True:
         params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
         page = (await session.list_tools(params=params)).model_dump(mode="json", by_alias=True)
+        if len(listed) + len(page["tools"]) > most:
+            raise ValueError(
+                f"MCP server {label!r} lists more than max_tools={most} tools; pass a larger "
+                "max_tools= to MCPServer to accept them"
+            )
         listed.extend(page["tools"])
         cursor = page.get("nextCursor")
         if not cursor:
             return listed
 
 
-def _map_call_result(tool_name: str, result: Mapping[str, Any]) -> ToolExecutionResult:
+def _map_call_result(tool_name: str, result: Mapping[str, Any], limit: int) -> ToolExecutionResult:
     """An MCP `CallToolResult` (wire format) → a result.
 
     The text is the text content (other blocks are named, e.g. `[image: image/png]`); without
-    any, the structured content as compact JSON. `value` is the structured content when the
-    server sent one, else the text. `isError` makes it an `"execution"` error result.
+    any, the structured content as compact JSON; cut to `limit` characters (the result budget).
+    `value` is the structured content when the server sent one, else the whole text. `isError`
+    makes it an `"execution"` error result (its text capped as errors are).
     """
     parts = [_block_text(block) for block in result.get("content") or ()]
     structured = result.get("structuredContent")
@@ -598,6 +638,8 @@ def _map_call_result(tool_name: str, result: Mapping[str, Any]) -> ToolExecution
         error = ToolExecutionError(tool_name, text)
         return ToolExecutionResult.error(capped_error_text(text), "execution", exception=error)
     value = structured if structured is not None else text or None
+    if len(text) > limit:
+        return cut_result(text, limit, value)
     return ToolExecutionResult(text=text or SUCCESS_TEXT, value=value)
 
 

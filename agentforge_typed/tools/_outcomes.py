@@ -8,8 +8,9 @@ Containment: whatever a tool raises becomes a result — `SystemExit` (argparse 
 raises it) and every other `BaseException` too — except `KeyboardInterrupt` and the cancellation
 of the running task, which are the user's and the loop's, not the tool's (`reraise_uncontained`).
 An error's own text (message, `ModelRetry` message, an MCP server's error content) is capped at
-`MAX_ERROR_TEXT_CHARS` for the model; the full text stays on `result.exception`.
-"""
+`MAX_ERROR_TEXT_CHARS` for the model, cut as a result over its budget is (head and tail around a
+marker, `_budget.cut_text`); the full text stays on `result.exception`. A successful result's
+text is cut to the tool's result budget (`success_result`'s `limit`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from typing import Any, Generic, TypeVar
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from ._argument_errors import format_arguments_error
 from ._base import ToolExecutionResult
+from ._budget import DEFAULT_MAX_RESULT_CHARS, cut_result, cut_text
 from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
 
@@ -45,8 +47,8 @@ logger = logging.getLogger("agentforge_typed")
 ArgsT = TypeVar("ArgsT")
 
 MAX_ERROR_TEXT_CHARS = 4000
-"""The most characters of an error's own text the model reads; the rest is cut, and a marker
-says how many characters were."""
+"""The most characters of an error's own text the model reads (marker included); the middle is
+cut, and a marker says how many characters were."""
 
 
 @dataclass(slots=True)
@@ -76,10 +78,17 @@ class ValidatedArguments(Generic[ArgsT]):
 
 
 def success_result(
-    value: Any, repairs: tuple[str, ...] = (), convert: ResultConverter = result_text
+    value: Any,
+    repairs: tuple[str, ...] = (),
+    convert: ResultConverter = result_text,
+    limit: int = DEFAULT_MAX_RESULT_CHARS,
 ) -> ToolExecutionResult:
-    """A successful result carrying `value` and its text (`convert(value)`)."""
-    return ToolExecutionResult(convert(value), value, False, None, repairs)
+    """A successful result carrying `value` and its text (`convert(value)`), cut to `limit`
+    characters (the whole text kept on `full_text`)."""
+    text = convert(value)
+    if len(text) > limit:
+        return cut_result(text, limit, value, repairs)
+    return ToolExecutionResult(text, value, False, None, repairs)
 
 
 def arguments_error_result(
@@ -157,11 +166,9 @@ def _text_of(value: object) -> str:
 
 
 def capped_error_text(text: str) -> str:
-    """`text`, or its first `MAX_ERROR_TEXT_CHARS` characters and a marker counting the rest."""
-    if len(text) <= MAX_ERROR_TEXT_CHARS:
-        return text
-    cut = len(text) - MAX_ERROR_TEXT_CHARS
-    return f"{text[:MAX_ERROR_TEXT_CHARS]}… [{cut} more characters cut]"
+    """`text`, or its head and tail around a marker counting the characters cut, at most
+    `MAX_ERROR_TEXT_CHARS` in all (`cut_text`)."""
+    return cut_text(text, MAX_ERROR_TEXT_CHARS)
 
 
 def execution_error_result(

@@ -24,6 +24,7 @@ from ._base import (
     ToolExecutionResult,
     ToolExecutor,
 )
+from ._budget import DEFAULT_MAX_RESULT_CHARS, apply_budget, check_max_result_chars
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import failure_result, success_result, with_repairs
 from ._schema_arguments import DecodedArguments, SchemaArguments
@@ -66,9 +67,13 @@ class SchemaTool(DeclaredTool):
             it explicitly allows them); `"ignore"` drops them, each drop recorded in `repairs`.
         requires_approval: Pause a `ToolService` run on its calls until a person decides
             (`True`, or a sync or async `(call, context) -> bool` deciding per call).
+        max_result_chars: The most characters of a result's text the model reads (a longer
+            one keeps its head and tail around a marker); `None` (default): the service's
+            budget, else 100,000. It applies to an executor handler's results too.
 
     Raises:
-        ValueError: When `specification.parameters` is not a valid JSON Schema.
+        ValueError: When `specification.parameters` is not a valid JSON Schema, or
+            `max_result_chars` is under 100.
     """
 
     def __init__(
@@ -82,6 +87,7 @@ class SchemaTool(DeclaredTool):
         timeout: float | None = None,
         extra_arguments: ExtraArguments = "forbid",
         requires_approval: ApprovalPolicy = False,
+        max_result_chars: int | None = None,
     ) -> None:
         self._specification = specification
         self._arguments = SchemaArguments(
@@ -95,6 +101,11 @@ class SchemaTool(DeclaredTool):
         self._sequential = sequential
         self.timeout = timeout
         self.requires_approval = requires_approval
+        self.max_result_chars = check_max_result_chars(max_result_chars)
+        """The tool's own result budget (`None`: the service's, else the default)."""
+        self._max_result = (
+            DEFAULT_MAX_RESULT_CHARS if max_result_chars is None else max_result_chars
+        )
 
     def __repr__(self) -> str:
         return f"SchemaTool({self.name!r})"
@@ -116,11 +127,11 @@ class SchemaTool(DeclaredTool):
             if self._executor is not None:
                 arguments = (_normalized(call, decoded), context)
                 result = invoke(self._executor.execute, arguments, timeout=self.timeout)
-                return with_repairs(result, decoded.repairs)
+                return with_repairs(apply_budget(result, self._max_result), decoded.repairs)
             value = invoke(
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
-            return success_result(value, decoded.repairs)
+            return success_result(value, decoded.repairs, limit=self._max_result)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 
@@ -133,11 +144,11 @@ class SchemaTool(DeclaredTool):
             if self._executor is not None:
                 arguments = (_normalized(call, decoded), context)
                 result = await ainvoke(self._executor.aexecute, arguments, timeout=self.timeout)
-                return with_repairs(result, decoded.repairs)
+                return with_repairs(apply_budget(result, self._max_result), decoded.repairs)
             value = await ainvoke(
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
-            return success_result(value, decoded.repairs)
+            return success_result(value, decoded.repairs, limit=self._max_result)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 

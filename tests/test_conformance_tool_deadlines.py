@@ -1,0 +1,252 @@
+"""Deadlines, for the tool kinds: every wait of a tool ends within its documented timeout against
+a server that is slow on purpose — one that sleeps, drips a byte at a time, or lists more tools
+than can be built in time.
+
+A tool body's own wait (`@tool`, `SchemaTool`) is bounded by its `timeout=` option; an
+`HttpTool` request by its `timeout` (each phase and the whole response); an MCP call by the
+server's `timeout`, and entering an MCP server — initializing, listing and building the tools —
+by its `connect_timeout`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.metadata import version
+from typing import Any
+
+import anyio
+import pytest
+from conformance import assert_covers
+from mcp import ClientSession
+from mcp.server.lowlevel import Server
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+from typing_extensions import Unpack
+
+from agentforge_typed import (
+    HttpTool,
+    MCPServer,
+    SchemaTool,
+    ToolCall,
+    ToolContext,
+    ToolExecutionResult,
+    ToolSpecification,
+    tool,
+)
+from agentforge_typed.tools import MCPServerOptions, ToolLike
+
+MCP_SDK_1 = version("mcp").startswith("1.")
+GIVE_UP = 15.0
+"""Seconds after which a slow server stops by itself, so that a missing deadline cannot hang."""
+MARGIN = 2.0
+"""Seconds a wait may run past its timeout (thread hand-offs, a loaded machine)."""
+CONTEXT: ToolContext[Any] = ToolContext(deps=None, tool_call_id="c1", tool_name="t")
+CALL = ToolCall(id="c1", name="t", arguments="{}")
+
+
+async def _timed(run: Callable[[], Awaitable[ToolExecutionResult]]) -> tuple[float, Any]:
+    started = time.monotonic()
+    result = await run()
+    return time.monotonic() - started, result
+
+
+async def _execute(t: ToolLike, is_async: bool) -> ToolExecutionResult:
+    if is_async:
+        return await t.aexecute(CALL, CONTEXT)
+    return await asyncio.to_thread(t.execute, CALL, CONTEXT)
+
+
+# --- tool bodies ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_typed_tool_body_ends_within_its_timeout(is_async: bool) -> None:
+    @tool(timeout=0.3, name="t")
+    def sleeper() -> str:
+        time.sleep(3)
+        return "late"
+
+    elapsed, result = await _timed(lambda: _execute(sleeper, is_async))
+    assert result.error_kind == "timeout" and elapsed < 0.3 + MARGIN
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_schema_tool_handler_ends_within_its_timeout(is_async: bool) -> None:
+    async def sleeper(arguments: dict[str, Any]) -> str:
+        await asyncio.sleep(GIVE_UP)
+        return "late"
+
+    spec = ToolSpecification(name="t", description="", parameters={"type": "object"})
+    slow = SchemaTool(spec, sleeper, timeout=0.3)
+    elapsed, result = await _timed(lambda: _execute(slow, is_async))
+    assert result.error_kind == "timeout" and elapsed < 0.3 + MARGIN
+
+
+# --- HttpTool: a server that drips its body ---------------------------------------------------
+
+
+class _Drip(BaseHTTPRequestHandler):
+    """Answers with a body of one byte every 0.1 s, until the client goes or `GIVE_UP`."""
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/plain")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        started = time.monotonic()
+        with contextlib.suppress(OSError):  # the client stopped reading: its deadline
+            while time.monotonic() - started < GIVE_UP:
+                self.wfile.write(b"1\r\nx\r\n")
+                self.wfile.flush()
+                time.sleep(0.1)
+            self.wfile.write(b"0\r\n\r\n")
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def drip() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Drip)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_an_http_tool_ends_within_its_timeout_against_a_dripping_body(
+    drip: str, is_async: bool
+) -> None:
+    """Each byte arrives well within the read timeout: only a deadline on the whole response
+    ends the call."""
+    slow = HttpTool("t", url=drip, timeout=1.0)
+    elapsed, result = await _timed(lambda: _execute(slow, is_async))
+    assert (result.error_kind, result.text) == ("timeout", "Request to `t` timed out after 1s")
+    assert elapsed < 1.0 + MARGIN
+
+
+# --- MCP: slow calls, slow listings, listings too big to build in time -----------------------
+
+
+def _mcp_server(
+    list_tools: Callable[[Any, Any], Awaitable[ListToolsResult]],
+    **options: Unpack[MCPServerOptions],
+) -> MCPServer:
+    """An MCP server on the SDK's own `Server` (in this process, over memory streams) whose
+    tools sleep `GIVE_UP` seconds when called."""
+    pytest.importorskip("mcp")
+
+    async def call_tool(context: Any, params: Any) -> CallToolResult:
+        await anyio.sleep(GIVE_UP)
+        return CallToolResult(content=[TextContent(type="text", text="late")])
+
+    served = Server("slow", on_list_tools=list_tools, on_call_tool=call_tool)
+
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+        client, streams = await stack.enter_async_context(create_client_server_memory_streams())
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        tasks.start_soon(served.run, *streams, served.create_initialization_options())
+        stack.callback(tasks.cancel_scope.cancel)
+        return ClientSession(*client)
+
+    return MCPServer(connect, label="slow", **options)
+
+
+def _listing(
+    count: int, *, schema: dict[str, Any] | None = None, pause: float = 0.0, pages: int = 1
+) -> Callable[[Any, Any], Awaitable[ListToolsResult]]:
+    """`count` tools a page, `pages` pages (0: without end), each page after `pause` seconds."""
+    listed = [Tool(name=f"t{i}", input_schema=schema or {"type": "object"}) for i in range(count)]
+
+    async def list_tools(context: Any, params: Any) -> ListToolsResult:
+        await anyio.sleep(pause)
+        page = int(params.cursor) if params is not None and params.cursor else 0
+        more = pages == 0 or page + 1 < pages
+        renamed = [tool.model_copy(update={"name": f"{tool.name}_{page}"}) for tool in listed]
+        return ListToolsResult(tools=renamed, next_cursor=str(page + 1) if more else None)
+
+    return list_tools
+
+
+HEAVY_SCHEMA = {
+    "type": "object",
+    "properties": {
+        f"p{i}": {"type": "string", "pattern": "^[a-z]+$", "description": "a field"}
+        for i in range(8)
+    },
+    "required": ["p0"],
+    "additionalProperties": False,
+}
+"""Cheap to send, slow to build: each tool's schema is checked against the metaschema."""
+
+
+async def _enter(server: MCPServer, is_async: bool) -> None:
+    if is_async:
+        await server.__aenter__()
+    else:
+        await asyncio.to_thread(server.__enter__)
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_mcp_connect_ends_within_connect_timeout_while_building_the_tools(
+    is_async: bool,
+) -> None:
+    """2,000 tools list in a fraction of the timeout and take many times it to build (20,000
+    took 28 s under `connect_timeout=5` before building counted)."""
+    listing = _listing(2000, schema=HEAVY_SCHEMA)
+    server = _mcp_server(listing, max_tools=2000, connect_timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"within 1 seconds \(connect_timeout\)"):
+        await _enter(server, is_async)
+    assert time.monotonic() - started < 1.0 + MARGIN
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_mcp_connect_ends_within_connect_timeout_against_a_dripping_listing(
+    is_async: bool,
+) -> None:
+    """One tool every 0.1 s, page after page, never an end."""
+    server = _mcp_server(_listing(1, pause=0.1, pages=0), connect_timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"within 1 seconds"):
+        await _enter(server, is_async)
+    assert time.monotonic() - started < 1.0 + MARGIN
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_an_mcp_call_ends_within_its_timeout(is_async: bool) -> None:
+    server = _mcp_server(_listing(1), timeout=0.5)
+    await _enter(server, is_async)
+    try:
+        (slow,) = server.tools()
+        call = ToolCall(id="c1", name=slow.name, arguments="{}")
+        started = time.monotonic()
+        if is_async:
+            result = await slow.aexecute(call, CONTEXT)
+        else:
+            result = await asyncio.to_thread(slow.execute, call, CONTEXT)
+        assert result.error_kind == "timeout"
+        assert time.monotonic() - started < 0.5 + MARGIN
+    finally:
+        if is_async:
+            await server.aclose()
+        else:
+            await asyncio.to_thread(server.close)
+
+
+DEADLINE_TOOLS = {"Tool", "SchemaTool", "HttpTool", "MCPTool"}
+"""The tool kinds whose waits the tests above hold to their timeouts."""
+
+
+def test_covers_every_surface() -> None:
+    assert_covers("deadline", "tool", DEADLINE_TOOLS)
