@@ -18,7 +18,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
@@ -351,7 +351,11 @@ async def test_the_key_never_leaves(
 class _Echo(BaseHTTPRequestHandler):
     """Answers every request 401, echoing the key in its status line, a header and its body."""
 
+    seen: ClassVar[list[str]] = []
+    """The paths of the requests it received."""
+
     def do_POST(self) -> None:
+        self.seen.append(self.path)
         self.rfile.read(int(self.headers.get("content-length", 0)))
         sent = [value for value in self.headers.values() if KEY in value]
         body = json.dumps({"error": {"message": f"bad key {sent}", "type": KEY}}).encode()
@@ -395,6 +399,50 @@ async def test_a_real_server_echoing_the_key_leaves_no_trace(
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
     _assert_hidden([formatter.format(record) for record in records], "a log")
     _assert_hidden([span.to_json() for span in spans.get_finished_spans()], "a span")
+
+
+class _Redirecting(BaseHTTPRequestHandler):
+    """Answers every request with a 307 to another origin (`target`)."""
+
+    target = ""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(307)
+        self.send_header("location", self.target + self.path)
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_redirect_to_another_origin_never_carries_the_key(
+    provider: str, echo_server: str
+) -> None:
+    # The client follows redirects (the user's choice): httpx strips only `Authorization` on a
+    # cross-origin hop, so `x-api-key` and `x-goog-api-key` would reach the other host.
+    _Redirecting.target = echo_server
+    _Echo.seen.clear()
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting) as redirecting:
+        threading.Thread(target=redirecting.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{redirecting.server_address[1]}"
+            model = PROVIDERS[provider](
+                "m",
+                api_key=KEY,
+                base_url=url,
+                max_retries=0,
+                http_client=httpx.Client(follow_redirects=True),
+                async_http_client=httpx.AsyncClient(follow_redirects=True),
+            )
+            for mode in ALL:
+                error = await _error(model, mode)
+                assert error.status_code == 307
+        finally:
+            redirecting.shutdown()
+    assert _Echo.seen == []  # the other origin never heard from us
 
 
 def test_covers_every_surface() -> None:

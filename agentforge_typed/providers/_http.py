@@ -375,7 +375,9 @@ class HttpShell:
             try:
                 request, deadline = self._request(client, path, content)
                 try:
-                    response = self._bounded(client.send(request, stream=True), deadline)
+                    response = self._bounded(
+                        client.send(request, stream=True, follow_redirects=False), deadline
+                    )
                     if not (stream and response.is_success):
                         self._read(response)
                 except httpx.HTTPError as exc:
@@ -518,7 +520,7 @@ class HttpShell:
                 client = clients.client(slot)
                 request, deadline = self._request(client, path, content)
                 try:
-                    response = await client.send(request, stream=True)
+                    response = await client.send(request, stream=True, follow_redirects=False)
                     response = self._bounded(response, deadline)
                     if not (stream and response.is_success):
                         await self._aread(response)
