@@ -183,7 +183,8 @@ def item_tool(base: str) -> HttpTool:
 def test_satisfies_tool_like(srv: Server) -> None:
     tool: ToolLike = item_tool(srv.base)
     assert tool.name == "get_item"
-    assert tool.specification.parameters == ITEM_SCHEMA
+    # Keys the schema does not declare are refused, and the model is told so.
+    assert tool.specification.parameters == {**ITEM_SCHEMA, "additionalProperties": False}
     assert (tool.max_retries, tool.sequential) == (2, False)
 
 
@@ -457,7 +458,11 @@ class SearchArgs(BaseModel):
 @pytest.mark.parametrize("mode", MODES)
 async def test_args_model_is_validated_strictly(srv: Server, mode: Mode) -> None:
     tool = HttpTool("search", url=srv.base + "/search", args_model=SearchArgs)
-    assert tool.specification.parameters == SearchArgs.model_json_schema()
+    # Unknown keys are refused although `SearchArgs` does not say so: the schema says it.
+    assert tool.specification.parameters == {
+        **SearchArgs.model_json_schema(),
+        "additionalProperties": False,
+    }
     result = await run(tool, '{"q": "pens"}', mode)
     assert srv.requests[0].raw_path == "/search?q=pens&limit=10"
     invalid = await run(tool, '{"q": "pens", "limit": "5"}', mode)

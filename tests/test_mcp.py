@@ -94,6 +94,8 @@ def check_listing(server: MCPServer) -> None:
     parameters = current.specification.parameters
     assert parameters["required"] == ["timezone"]
     assert parameters["properties"]["timezone"]["type"] == "string"
+    # The server's schema leaves `additionalProperties` out; other keys are refused, and said so.
+    assert parameters["additionalProperties"] is False
 
 
 def check_time_result(result: ToolExecutionResult, timezone: str) -> None:

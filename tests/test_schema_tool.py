@@ -24,6 +24,7 @@ from agentforge_typed import (
     ToolSpecification,
     tool,
 )
+from agentforge_typed.providers import Dialect, render_schema
 from agentforge_typed.tools import _schema_arguments
 from agentforge_typed.tools._base import ToolLike
 from agentforge_typed.tools._schema_arguments import DecodedArguments, SchemaArguments
@@ -963,9 +964,68 @@ def test_undeclared_keys_are_refused_at_every_depth() -> None:
         ("$.transfer.limo", "Unexpected argument", True),
         ("$.discount", "Unexpected argument", 100),
     ]
-    # What the model is offered is unchanged.
-    assert tool.specification.parameters == BOOKING
-    assert "additionalProperties" not in tool.specification.parameters["$defs"]["Room"]
+    # What the model is offered says what is enforced (not for the free-form `notes`).
+    assert tool.specification.parameters == {
+        "type": "object",
+        "properties": {
+            "guest": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "additionalProperties": False,
+            },
+            "rooms": {"type": "array", "items": {"$ref": "#/$defs/Room"}},
+            "transfer": {"anyOf": [{"$ref": "#/$defs/Room"}, {"type": "null"}]},
+            "notes": {"type": "object"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        },
+        "$defs": {
+            "Room": {
+                "type": "object",
+                "properties": {"size": {"type": "integer"}},
+                "additionalProperties": False,
+            }
+        },
+        "additionalProperties": False,
+    }
+
+
+UNSAID = ToolSpecification(
+    name="book",
+    parameters={
+        "type": "object",
+        "properties": {
+            "guest": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "rooms": {"type": "array", "items": {"$ref": "#/$defs/Room"}},
+        },
+        "required": ["guest", "rooms"],
+        "$defs": {"Room": {"type": "object", "properties": {"size": {"type": "integer"}}}},
+    },
+)
+"""Objects whose undeclared keys are refused, without saying so."""
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "openai-strict"])
+def test_every_dialect_that_can_say_it_offers_closed_objects(dialect: Dialect) -> None:
+    rendered = render_schema(SchemaTool(UNSAID, dict).specification.parameters, dialect)
+    assert rendered["additionalProperties"] is False
+    assert rendered["properties"]["guest"]["additionalProperties"] is False
+    assert rendered["$defs"]["Room"]["additionalProperties"] is False
+
+
+def test_the_gemini_subset_offers_only_the_declared_properties() -> None:
+    # It has no `additionalProperties`: a closed object is its declared properties, no note.
+    rendered = render_schema(SchemaTool(UNSAID, dict).specification.parameters, "gemini")
+    assert rendered == {
+        "type": "object",
+        "properties": {
+            "guest": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "rooms": {
+                "type": "array",
+                "items": {"type": "object", "properties": {"size": {"type": "integer"}}},
+            },
+        },
+        "required": ["guest", "rooms"],
+    }
 
 
 def test_undeclared_keys_are_dropped_and_recorded_with_extra_arguments_ignore() -> None:

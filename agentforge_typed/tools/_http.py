@@ -187,7 +187,6 @@ class HttpTool(ConfiguredTool):
             raise ValueError(f"HttpTool {name!r}: pass `parameters` or `args_model`, not both")
         self._validator: SchemaArguments | _ModelArguments
         if args_model is not None:
-            parameters = args_model.model_json_schema()
             self._validator = _ModelArguments(args_model, extra_arguments)
         else:
             if parameters is None:
@@ -195,6 +194,8 @@ class HttpTool(ConfiguredTool):
             self._validator = SchemaArguments(
                 parameters, tool_name=name, extra_arguments=extra_arguments
             )
+        # What is enforced: undeclared keys are refused where the schema leaves them out.
+        parameters = self._validator.schema
         self._specification = ToolSpecification(
             name=name, description=description, parameters=parameters
         )
@@ -627,6 +628,8 @@ class _ModelArguments:
             config = pydantic.ConfigDict(extra="forbid")
             namespace = {"model_config": config, "__module__": model.__module__}
             model = type(model.__name__, (model,), namespace)
+        self.schema = model.model_json_schema()
+        """The model's JSON Schema, closed where the model refuses undeclared keys."""
         self._validator = ArgumentsValidator.of_model(
             model, strict=True, extra_arguments=extra_arguments
         )

@@ -498,14 +498,16 @@ class MCPTool(DeclaredTool):
         self.server = server
         self.remote_name: str = listed["name"]
         """The name the server knows the tool by (without `tool_prefix`)."""
-        parameters = listed.get("inputSchema") or {"type": "object", "properties": {}}
-        self._specification = ToolSpecification(
-            name=check_tool_name(server.tool_prefix + self.remote_name),
-            description=listed.get("description") or "",
-            parameters=parameters,
-        )
+        name = check_tool_name(server.tool_prefix + self.remote_name)
         self._arguments = SchemaArguments(
-            parameters, tool_name=self._specification.name, extra_arguments=server.extra_arguments
+            listed.get("inputSchema") or {"type": "object", "properties": {}},
+            tool_name=name,
+            extra_arguments=server.extra_arguments,
+        )
+        self._specification = ToolSpecification(
+            name=name,
+            description=listed.get("description") or "",
+            parameters=self._arguments.schema,  # what is enforced: undeclared keys refused
         )
 
     def __repr__(self) -> str:

@@ -21,7 +21,7 @@ import functools
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from json.encoder import encode_basestring
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pydantic_core
 from jsonschema import Draft202012Validator, FormatChecker
@@ -586,8 +586,11 @@ class SchemaArguments:
                 f"invalid JSON schema for tool {tool_name!r}: "
                 f"`{keyword}` {reference!r} points nowhere"
             )
+        self.schema = cast(dict[str, Any], closed_schema(schema))
+        """What is enforced, and so what the model is offered: `schema`, with
+        `"additionalProperties": false` wherever undeclared keys are refused."""
         self._validator = ToolSchemaValidator(
-            closed_schema(schema), registry=SCHEMA_REGISTRY, format_checker=FORMAT_CHECKER
+            self.schema, registry=SCHEMA_REGISTRY, format_checker=FORMAT_CHECKER
         )
 
     def validate(self, raw: str | bytes) -> DecodedArguments:

@@ -54,7 +54,8 @@ class SchemaTool(DeclaredTool):
 
     Args:
         specification: The declaration offered to the model; `parameters` must be a valid
-            JSON Schema (Draft 2020-12), checked here.
+            JSON Schema (Draft 2020-12), checked here. The tool's `specification` offers it
+            with `"additionalProperties": false` wherever undeclared keys are refused.
         handler: Either a sync or async callable receiving the validated arguments `dict` (its
             return value is converted like a typed tool's: `str` as is, `None` → `"Success"`,
             anything else → JSON), or any `ToolExecutor`, which is handed the call once its
@@ -89,9 +90,14 @@ class SchemaTool(DeclaredTool):
         requires_approval: ApprovalPolicy = False,
         max_result_chars: int | None = None,
     ) -> None:
-        self._specification = specification
         self._arguments = SchemaArguments(
             specification.parameters, tool_name=specification.name, extra_arguments=extra_arguments
+        )
+        enforced = self._arguments.schema
+        self._specification = (
+            specification
+            if enforced == specification.parameters
+            else specification.model_copy(update={"parameters": enforced})
         )
         self._executor = handler if _is_executor(handler) else None
         self._function = cast(SchemaHandler, handler)  # used only when there is no executor
