@@ -496,6 +496,29 @@ class TwoRunsWorkflow:
         return [Outcome.of(result) for result in results]
 
 
+def _count(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    return AiMessage(text=f"{len(messages)} messages.")
+
+
+counting = TemporalToolService(ToolService([pay]), FunctionModel(_count), name="counting")
+"""A durable loop whose model answers with the length of the history it was sent."""
+
+HISTORY_LINE = "A line of an earlier conversation, about as long as a real one, repeated here. " * 2
+
+
+@workflow.defn
+class HistoryWorkflow:
+    """Runs one round over a history of `size` messages; returns the model's answer."""
+
+    @workflow.run
+    async def run(self, size: int) -> str:
+        history: list[ChatMessage] = [
+            UserMessage(content=f"{HISTORY_LINE}{n}") for n in range(size)
+        ]
+        result = await counting.chat(history)
+        return result.text or ""
+
+
 PLUGIN = AgentForgePlugin(passthrough_modules=[__name__])
 
 

@@ -8,6 +8,7 @@ scans everything seen so far per piece shows up as ~64x, far over the limit.
 
 from __future__ import annotations
 
+import importlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -552,7 +553,17 @@ def test_loop_is_linear_in_history(driver: str) -> None:
     _assert_linear(run, HISTORY, what=f"the loop under {driver}, history")
 
 
+DRIVER_TESTS = {
+    **{driver: f"{__name__}.test_loop_is_linear_in_history" for driver in DRIVERS},
+    # Against Temporal's test server, which that module starts.
+    "temporal": "test_temporal.test_a_durable_run_is_linear_in_its_history",
+}
+"""The test that checks the loop's linearity under each driver."""
+
+
 def test_covers_every_surface() -> None:
     assert_covers("linear", "wire", {core for core, _, _, _ in FIELDS})
-    # The driver axis is not claimed: the loop runs under `ToolService`'s four drivers here, not
-    # under the durable one (which drives the same `_adrive` as `achat`).
+    assert_covers("linear", "driver", DRIVER_TESTS)
+    for name in DRIVER_TESTS.values():
+        module, _, function = name.rpartition(".")
+        assert callable(getattr(importlib.import_module(module), function, None)), name

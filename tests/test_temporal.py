@@ -12,6 +12,7 @@ import contextlib
 import json
 import platform
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -22,6 +23,7 @@ import httpx
 import pytest
 import pytest_asyncio
 import temporal_support as support
+from conformance import LINEAR_FACTOR
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
@@ -45,6 +47,9 @@ from agentforge_typed import (
     ToolService,
 )
 from agentforge_typed.temporal import ActivityOptions, TemporalToolService, installed_binary
+
+HISTORY = 250
+"""Messages in the smaller history of the linearity check."""
 
 on_module_loop = pytest.mark.asyncio(loop_scope="module")
 """The tests that use the module's server run on its event loop."""
@@ -885,3 +890,37 @@ async def test_a_large_unique_items_answer_does_not_wedge_the_workflow(
 ) -> None:
     _, text, failed, _ = await _run(env, "unique", tmp_path)
     assert (text, failed) == ("tag: tagged 3000", "")
+
+
+@on_module_loop
+async def test_a_durable_run_is_linear_in_its_history(env: WorkflowEnvironment) -> None:
+    """The durable driver in the conformance suite's linearity check (`linear`, `driver` axis):
+    one round over a history of n and of 8n messages (each message travels to the model
+    activity and back, once)."""
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[support.HistoryWorkflow],
+        activities=support.counting.activities,
+    ):
+
+        async def best(size: int) -> float:
+            fastest = float("inf")
+            for _ in range(3):
+                started = time.perf_counter()
+                answer = await client.execute_workflow(
+                    support.HistoryWorkflow.run,
+                    size,
+                    id=f"history-{uuid.uuid4()}",
+                    task_queue=queue,
+                )
+                fastest = min(fastest, time.perf_counter() - started)
+                assert answer == f"{size} messages."
+            return fastest
+
+        await best(HISTORY)  # warm-up
+        small, large = await best(HISTORY), await best(8 * HISTORY)
+    assert large / small <= LINEAR_FACTOR, (
+        f"the durable loop, history: 8x the input took {large / small:.1f}x the time"
+    )
