@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 from typing import Any
 
 import pytest
@@ -80,6 +81,8 @@ def test_unique_items_agrees_with_jsonschema_on_arrays_of_objects(items: list[An
         ([10**400, 10**400], False),  # beyond any float
         ([10**400, float("inf")], True),
         (["1", 1], True),
+        ([float("nan"), float("nan")], True),  # never equal, as `NaN` is reported on its own
+        ([math.nan, math.nan], False),  # one object, equal to itself for jsonschema too
         ([None, "n"], True),
         # jsonschema compares sortable items only with their neighbours once sorted, and says
         # this is unique.

@@ -212,6 +212,8 @@ def _canonical_number(number: float) -> str:
         return repr(as_float) if as_float == number else f"i{number:#x}"
     if number.is_integer() and -_EXACT_FLOAT_INTEGERS < number < _EXACT_FLOAT_INTEGERS:
         return str(int(number))
+    if math.isnan(number):  # the JSON parser lets NaN through; as for jsonschema, it equals
+        return f"nan{id(number)}"  # only itself (the item is alive: its id is its own)
     return repr(number)
 
 
