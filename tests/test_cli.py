@@ -7,9 +7,11 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -515,3 +517,58 @@ def test_run_refuses_a_tool_its_strict_dialect_cannot_express() -> None:
     assert done.returncode == 2
     assert done.stderr.startswith("agentforge-typed: ") and "$.labels" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+class _Recording(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that records each request's body and answers in text."""
+
+    bodies: ClassVar[list[dict[str, Any]]] = []
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        self.bodies.append(request)
+        message = {"role": "assistant", "content": "Sunny."}
+        head = {"id": "chatcmpl-1", "created": 1, "model": "gemma"}
+        if request.get("stream"):
+            chunks = [
+                {**head, "object": "chat.completion.chunk", "choices": [choice]}
+                for choice in (
+                    {"index": 0, "delta": message, "finish_reason": None},
+                    {"index": 0, "delta": {}, "finish_reason": "stop"},
+                )
+            ]
+            body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+            body += b"data: [DONE]\n\n"
+            kind = "text/event-stream"
+        else:
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            answer = {**head, "object": "chat.completion", "choices": [choice]}
+            body, kind = json.dumps(answer).encode(), "application/json"
+        self.send_response(200)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_run_max_tokens_reaches_a_compatible_server_named_in_help() -> None:
+    assert "llamacpp" in cli("run", "--help").stdout
+    _Recording.bodies.clear()
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Recording) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+            env = dict(os.environ, LLAMACPP_BASE_URL=url)
+            args = ["run", "examples/weather.py:tools", "hi", "--model", "llamacpp:gemma"]
+            done = cli(*args, "--max-tokens", "7", "--json", env=env)
+            plain = cli(*args, env=env)
+        finally:
+            server.shutdown()
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["final_response"]["ai_message"]["text"] == "Sunny."
+    assert plain.returncode == 0, plain.stderr
+    assert [body.get("max_tokens") for body in _Recording.bodies] == [7, None]
+    assert cli(*args, "--max-tokens", "0", env=env).returncode == 2

@@ -19,9 +19,10 @@ from typing import Any
 from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
+from .._request import ChatRequestParameters
 from .._service import ToolService
 from .._toolsets import GROUP_PREFIX, resolve
-from ..providers._registry import KNOWN_MODEL_PREFIXES, get_model
+from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import deps_accepted, type_name
 from ._target import Target, TargetError, load_object, load_target
@@ -77,9 +78,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model",
         default="fake",
-        help=f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline); keys and "
-        "base URLs come from OPENAI_API_KEY / OPENAI_BASE_URL, ANTHROPIC_API_KEY / "
-        "ANTHROPIC_BASE_URL",
+        help=f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline), or an "
+        f"OpenAI-compatible server's <server>:<model>, <server> one of {', '.join(COMPATIBLE)} "
+        "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
+        "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, <SERVER>_BASE_URL",
+    )
+    run.add_argument(
+        "--max-tokens",
+        type=_positive_int,
+        metavar="N",
+        help="the most tokens each model answer may take (default: the model's; a base model "
+        "without one may write until it is stopped)",
     )
     run.add_argument("--system", help="a system message sent before PROMPT")
     run.add_argument(
@@ -234,11 +243,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.system:
         messages.append(SystemMessage(text=args.system))
     messages.append(UserMessage(content=args.prompt))
+    parameters = None
+    if args.max_tokens is not None:
+        parameters = ChatRequestParameters(max_tokens=args.max_tokens)
     try:
         if args.json:
-            print(result_json(service.chat(model, messages, deps=deps, tools=selection)))
+            result = service.chat(model, messages, parameters, deps=deps, tools=selection)
+            print(result_json(result))
         else:
-            events = service.stream(model, messages, deps=deps, tools=selection)
+            events = service.stream(model, messages, parameters, deps=deps, tools=selection)
             LiveDisplay(sys.stdout).show(events, time.perf_counter())
     except AgentForgeError as exc:
         sys.stdout.flush()
