@@ -809,6 +809,10 @@ async def test_a_waiting_run_is_decided_on_a_worker_that_did_not_start_it(
         assert await _waiting(handle) == [("c2", "approval"), ("c3", "external")]
     # The run waits in the history alone: a fresh worker replays it and applies the decisions.
     async with worker("second"):
+        # As a client does: the pending calls first (the query has this worker replay the run up
+        # to its pause), then the decisions. An update the worker received while still replaying
+        # could be validated before the run had paused again, and refused as waiting on nothing.
+        assert await _waiting(handle, 2) == [("c2", "approval"), ("c3", "external")]
         await asyncio.wait_for(support.approving.decide(handle, approvals={"c2": True}), 20)
         results = {"c3": {"title": "Example"}}
         await asyncio.wait_for(support.approving.decide(handle, external_results=results), 20)
