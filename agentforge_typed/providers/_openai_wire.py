@@ -53,7 +53,8 @@ _FINISH_REASONS = {
     "function_call": FinishReason.TOOL_EXECUTION,
     "content_filter": FinishReason.CONTENT_FILTER,
 }
-_METADATA_KEYS = ("id", "model", "created", "system_fingerprint")
+_METADATA_KEYS = ("id", "model", "created", "system_fingerprint", "timings")
+"""Body fields kept in `metadata`; `timings` is llama.cpp's (prompt and generation speeds)."""
 
 
 # -- request ------------------------------------------------------------------------------------
@@ -419,7 +420,8 @@ class StreamAccumulator:
 
     def _chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
         for key in _METADATA_KEYS:
-            if key not in self._metadata and chunk.get(key) is not None:
+            # The first chunk says who answered; the last one's timings cover the whole answer.
+            if (key not in self._metadata or key == "timings") and chunk.get(key) is not None:
                 self._metadata[key] = chunk[key]
         if chunk.get("usage") is not None:
             self._usage = chunk["usage"]

@@ -92,6 +92,8 @@ def test_a_streamed_answer_aggregates_to_the_blocking_one(
     assert blocking.ai_message.tool_calls, "the worked example should make the model call"
     assert blocking.token_usage is not None and blocking.token_usage.input_tokens > 0
     assert "cached_tokens" in blocking.metadata  # llama.cpp's prompt_tokens_details
+    for response in (blocking, streamed):
+        assert response.metadata["timings"]["predicted_n"] > 0  # llama.cpp's own measures
 
 
 @pytest.mark.parametrize("driver", DRIVERS)
