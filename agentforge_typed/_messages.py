@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ._frozen import FrozenModel, FrozenSeq
 
@@ -59,6 +59,18 @@ class UserMessage(FrozenModel):
     """The message text, or its parts (at least one)."""
     name: str | None = None
     """Optional participant name; providers may ignore it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _content_not_text(cls, data: Any) -> Any:
+        # The other message kinds take `text=`: one clear error, not "content missing" next to
+        # "text not permitted".
+        if isinstance(data, dict) and "text" in data and "content" not in data:
+            raise ValueError(
+                "UserMessage takes content=, not text= (SystemMessage, AiMessage and "
+                "ToolResultMessage take text=): UserMessage(content=...)"
+            )
+        return data
 
     @property
     def has_single_text(self) -> bool:

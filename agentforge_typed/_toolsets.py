@@ -122,7 +122,12 @@ ToolSelection = Sequence[str] | ToolSearch
 
 def _check_selectors(selectors: object, where: str) -> None:
     # A lone string is a Sequence[str] too: "group:billing" would select its characters.
-    if isinstance(selectors, str) or not isinstance(selectors, Iterable):
+    if isinstance(selectors, str):
+        raise TypeError(
+            f"{where} must be a list of tool names or 'group:NAME' selectors, not a string: "
+            f"pass [{selectors!r}]"
+        )
+    if not isinstance(selectors, Iterable):
         raise TypeError(f"{where} must be a list of tool names or 'group:NAME' selectors")
 
 

@@ -166,7 +166,7 @@ async def test_connect_error_is_retried_then_mapped() -> None:
     for error, waits, seen in await both_post(failing):
         assert isinstance(error, ModelError)
         assert error.status_code is None
-        assert error.message == "Acme request failed: ReadTimeout: slow"
+        assert error.message == "Acme request to https://api.acme.test failed: ReadTimeout: slow"
         assert isinstance(error.__cause__, httpx.ReadTimeout)
         assert len(seen) == 3 and waits == [0.5, 1.0]
 

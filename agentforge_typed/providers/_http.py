@@ -713,7 +713,7 @@ class HttpShell:
         )
 
     def _transport_error(self, exc: httpx.HTTPError, *, streaming: bool = False) -> ModelError:
-        what = "stream was interrupted" if streaming else "request failed"
+        what = "stream was interrupted" if streaming else f"request{_origin(exc)} failed"
         detail = str(exc) or type(exc).__name__
         return ModelError(f"{self.provider} {what}: {type(exc).__name__}: {detail}")
 
@@ -814,6 +814,17 @@ class _LogRedaction(logging.Filter):
 
 
 _LOG_REDACTION = _LogRedaction()
+
+
+def _origin(exc: httpx.HTTPError) -> str:
+    """` to <scheme>://<host>[:port]` of the request that failed (the server the user chose, to
+    check), or nothing when the error carries no request. Never its path or query."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # an error raised without its request
+        return ""
+    port = f":{url.port}" if url.port is not None else ""
+    return f" to {url.scheme}://{url.host}{port}"
 
 
 def _admitted(provider: str, waited: float) -> None:
