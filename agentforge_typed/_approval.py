@@ -9,6 +9,7 @@ a round, building the result); the rules live here.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ __all__ = [
     "may_wait",
     "pending_calls",
 ]
+
+logger = logging.getLogger("agentforge_typed")
 
 PendingReason = Literal["approval", "external"]
 """Why a call waits: a person's decision, or the result of a tool executed outside the loop."""
@@ -318,6 +321,14 @@ class ApprovalState:
         """The response a run reports when it made no model call (it resumed and paused or ended
         again): the tool-calling message it resumed."""
         assert self.paused_on is not None
+        if self.pending:
+            # Easy to miss: `result.text` is `None`, and nothing else changed.
+            logger.warning(
+                "the run paused again without calling the model: %d call(s) still wait for a "
+                "decision (%s); pass approvals= or external_results= for them",
+                len(self.pending),
+                ", ".join(repr(p.call.id) for p in self.pending),
+            )
         return ChatResponse(ai_message=self.paused_on, finish_reason=FinishReason.TOOL_EXECUTION)
 
 

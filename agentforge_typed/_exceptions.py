@@ -142,12 +142,15 @@ class ToolExecutionError(AgentForgeError):
 class UnknownToolError(AgentForgeError):
     """The model called a tool name that is not registered; nothing was executed."""
 
-    def __init__(self, tool_name: str, available: Sequence[str] = ()) -> None:
+    def __init__(
+        self, tool_name: str, available: Sequence[str] = (), reason: str | None = None
+    ) -> None:
         self.tool_name = tool_name
         self.available = tuple(available)
-        super().__init__(
-            f"model called unknown tool {tool_name!r}; available: {', '.join(self.available) or 'none'}"
-        )
+        self.reason = reason
+        """What else is known: a registered tool this run does not offer, say."""
+        message = f"model called unknown tool {tool_name!r}; available: {', '.join(self.available) or 'none'}"
+        super().__init__(message if reason is None else f"{message} ({reason})")
 
 
 class ToolLoopLimitError(AgentForgeError):

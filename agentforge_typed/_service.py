@@ -375,7 +375,13 @@ class _Run:
             names = list(service._tools) if self.offer is None else self.offer.names()
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
-                raise UnknownToolError(call.name, names)
+                reason = None
+                if call.name in service._tools:
+                    reason = (
+                        f"{call.name!r} is registered but this run's tools= does not offer it; "
+                        "a call the history waits on runs only when offered: include it"
+                    )
+                raise UnknownToolError(call.name, names, reason)
             return _Planned(index, call, context, None, _as_result(answer, "unknown_tool"))
         if (
             not approved

@@ -7,13 +7,30 @@ import socket
 import pytest
 from pydantic import ValidationError
 
-from agentforge_typed import FakeModel, ModelError, ToolService, UserMessage, get_model, tool
+from agentforge_typed import (
+    AiMessage,
+    FakeModel,
+    FunctionModel,
+    ModelError,
+    ToolCall,
+    ToolService,
+    UnknownToolError,
+    UserMessage,
+    get_model,
+    tool,
+)
 
 
 @tool
 def get_order(order_id: str) -> str:
     """Look an order up."""
     return order_id
+
+
+@tool(requires_approval=True)
+def issue_refund(order_id: str) -> str:
+    """Refund an order."""
+    return f"refunded {order_id}"
 
 
 def test_user_message_with_text_says_content_in_one_error() -> None:
@@ -38,3 +55,27 @@ def test_a_server_not_listening_is_named_in_the_error() -> None:
     with pytest.raises(ModelError) as info:
         ToolService().chat(model, "hi")
     assert f"request to http://127.0.0.1:{port} failed: ConnectError" in str(info.value)
+
+
+def test_a_call_the_history_waits_on_but_the_run_does_not_offer_says_so() -> None:
+    service = ToolService(groups={"orders": [get_order], "refunds": [issue_refund]})
+    model = FunctionModel(
+        lambda m, p: AiMessage(
+            tool_calls=[ToolCall(id="r1", name="issue_refund", arguments='{"order_id": "A"}')]
+        )
+    )
+    paused = service.chat(model, "refund A")
+    assert [p.call.id for p in paused.pending] == ["r1"]
+    with pytest.raises(UnknownToolError, match="registered but this run's tools= does not offer"):
+        service.chat(model, paused.messages, approvals={"r1": True}, tools=["group:orders"])
+
+
+def test_resuming_without_decisions_says_the_run_paused_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    service = ToolService([issue_refund])
+    call = ToolCall(id="r1", name="issue_refund", arguments='{"order_id": "A"}')
+    paused = service.chat(FunctionModel(lambda m, p: AiMessage(tool_calls=[call])), "refund A")
+    again = service.chat(FakeModel(), paused.messages)
+    assert again.text is None and [p.call.id for p in again.pending] == ["r1"]
+    assert "paused again without calling the model: 1 call(s) still wait" in caplog.text
