@@ -572,3 +572,14 @@ def test_run_max_tokens_reaches_a_compatible_server_named_in_help() -> None:
     assert plain.returncode == 0, plain.stderr
     assert [body.get("max_tokens") for body in _Recording.bodies] == [7, None]
     assert cli(*args, "--max-tokens", "0", env=env).returncode == 2
+
+
+def test_run_on_a_run_that_pauses_says_so_with_its_own_exit_status() -> None:
+    done = cli("run", "tests/fixtures/cli_targets.py:refund", "refund A-1")
+    assert done.returncode == 3, done.stderr
+    assert "== paused: 1 call(s) wait for a decision: refund (" in done.stdout
+    assert "approval)" in done.stdout
+    as_json = cli("run", "tests/fixtures/cli_targets.py:refund", "refund A-1", "--json")
+    assert as_json.returncode == 3
+    [pending] = json.loads(as_json.stdout)["pending"]
+    assert pending["reason"] == "approval" and pending["call"]["name"] == "refund"

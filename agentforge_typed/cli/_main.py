@@ -224,6 +224,10 @@ def _positive_int(text: str) -> int:
 # Each command imports what only it needs when it runs, so `--help` answers quickly.
 
 
+PAUSED = 3
+"""`run`'s exit status for a run that paused on calls awaiting approval or an external result."""
+
+
 def _run(args: argparse.Namespace) -> int:
     from ._run import LiveDisplay, result_json
 
@@ -252,12 +256,12 @@ def _run(args: argparse.Namespace) -> int:
             print(result_json(result))
         else:
             events = service.stream(model, messages, parameters, deps=deps, tools=selection)
-            LiveDisplay(sys.stdout).show(events, time.perf_counter())
+            result = LiveDisplay(sys.stdout).show(events, time.perf_counter())
     except AgentForgeError as exc:
         sys.stdout.flush()
         print(f"agentforge-typed: {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr)
         return 1
-    return 0
+    return PAUSED if result.pending else 0
 
 
 def _selection(

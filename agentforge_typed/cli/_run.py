@@ -80,7 +80,10 @@ class LiveDisplay:
         usage = result.usage
         rounds = len(result.intermediate_responses) + 1
         self._line("")
-        if result.returned_immediately:
+        if result.pending:
+            waiting = ", ".join(f"{p.call.name} ({p.call.id}, {p.reason})" for p in result.pending)
+            self._line(f"== paused: {len(result.pending)} call(s) wait for a decision: {waiting}")
+        elif result.returned_immediately:
             self._line("== returned immediately with the tool results (no final answer)")
         elif result.text is not None and result.text == self._last_round_text:
             self._line("== final answer: the text streamed above")
@@ -132,6 +135,7 @@ def result_json(result: ToolChatResult[Any]) -> str:
         "text": result.text,
         "output": _dump(result.output),
         "returned_immediately": result.returned_immediately,
+        "pending": [{"call": _dump(p.call), "reason": p.reason} for p in result.pending],
         "usage": _dump(result.usage),
         "final_response": _dump(result.final_response),
         "intermediate_responses": [_dump(r) for r in result.intermediate_responses],
