@@ -180,7 +180,9 @@ def resolve(
         elif selector in tools:
             chosen.add(selector)
         else:
-            raise ValueError(f"no registered tool named {selector!r}")
+            raise ValueError(
+                f"no registered tool named {selector!r}; tools: {', '.join(tools) or 'none'}"
+            )
     return [name for name in tools if name in chosen]
 
 

@@ -42,7 +42,10 @@ def test_live_display_runs_only_the_selection() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (("--tools", "get_wether"), "--tools: no registered tool named 'get_wether'"),
+        (
+            ("--tools", "get_wether"),
+            "--tools: no registered tool named 'get_wether'; tools: get_weather, charge, refund",
+        ),
         (("--group", "biling"), "--group: no tool group named 'biling'; groups: ['billing']"),
     ],
 )

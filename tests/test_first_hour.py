@@ -79,3 +79,13 @@ def test_resuming_without_decisions_says_the_run_paused_again(
     again = service.chat(FakeModel(), paused.messages)
     assert again.text is None and [p.call.id for p in again.pending] == ["r1"]
     assert "paused again without calling the model: 1 call(s) still wait" in caplog.text
+
+
+def test_the_cli_has_a_version_and_lists_the_tools_a_typo_missed() -> None:
+    from test_cli import cli
+
+    version = cli("--version")
+    assert version.returncode == 0 and version.stdout.startswith("agentforge-typed 0.")
+    typo = cli("run", "examples/weather.py:tools", "hi", "--tools", "get_wether")
+    assert typo.returncode == 2
+    assert "tools: get_weather, get_forecast" in typo.stderr

@@ -59,11 +59,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentforge-typed",
         description="Run, inspect and lint typed Python tools for LLM function calling.",
     )
+    parser.add_argument("--version", action="version", version=f"agentforge-typed {_version()}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
@@ -81,7 +88,8 @@ def _parser() -> argparse.ArgumentParser:
         help=f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline), or an "
         f"OpenAI-compatible server's <server>:<model>, <server> one of {', '.join(COMPATIBLE)} "
         "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
-        "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, <SERVER>_BASE_URL",
+        "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, GEMINI_API_KEY (or "
+        "GOOGLE_API_KEY) / GOOGLE_GEMINI_BASE_URL, <SERVER>_API_KEY / <SERVER>_BASE_URL",
     )
     run.add_argument(
         "--max-tokens",
