@@ -244,9 +244,9 @@ class HttpShell:
         self._owns_client = http_client is None
         self._async_client = async_http_client
         """The async client passed in, used on every loop; `None`: one is created per loop."""
-        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, LoopClients] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._loops: dict[asyncio.AbstractEventLoop, LoopClients] = {}
+        """By event loop (not weakly: some loops, uvloop's, take no weak references); a closed
+        loop's entry goes when the next loop's is added."""
         self._loopless: LoopClients | None = None
         """The state of `async_client` read outside any running loop."""
         self._sync_gate: SyncGate | None = None
@@ -426,6 +426,9 @@ class HttpShell:
         if loop is None:
             self._loopless = clients
         else:
+            self._loops = {
+                known: kept for known, kept in self._loops.items() if not known.is_closed()
+            }
             self._loops[loop] = clients
         return clients
 
