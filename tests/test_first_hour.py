@@ -54,7 +54,10 @@ def test_a_server_not_listening_is_named_in_the_error() -> None:
     model = get_model("ollama:qwen3", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
     with pytest.raises(ModelError) as info:
         ToolService().chat(model, "hi")
-    assert f"request to http://127.0.0.1:{port} failed: ConnectError" in str(info.value)
+    # The server the user chose, by the name they chose it by, and where it was looked for.
+    assert str(info.value).startswith(
+        f"ollama request to http://127.0.0.1:{port} failed: ConnectError"
+    )
 
 
 def test_a_call_the_history_waits_on_but_the_run_does_not_offer_says_so() -> None:

@@ -230,6 +230,7 @@ class HttpChatModel:
         self._wire = wire
         self._http = HttpShell(
             provider=wire.provider,
+            label=_label(wire, profile),
             retry_hint=wire.retry_hint,
             refine_error=wire.refine_error,
             base_url=base_url,
@@ -363,6 +364,14 @@ class HttpChatModel:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _label(wire: Wire, profile: ModelProfile | None) -> str | None:
+    """The name errors give a compatible server (its profile's), when it is not the vendor's
+    own: a user who chose `llamacpp:` reads "llamacpp API error", not "OpenAI API error"."""
+    if profile is None or profile.name in ("custom", wire.provider.lower()):
+        return None
+    return profile.name
 
 
 def _recorded(response: ChatResponse, adapted: Adapted) -> ChatResponse:

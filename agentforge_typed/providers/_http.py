@@ -213,6 +213,7 @@ class HttpShell:
         refine_error: Callable[[ModelError], ModelError] | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         max_concurrent_requests: int | None = None,
+        label: str | None = None,
     ) -> None:
         for name, value in (
             ("max_connections", max_connections),
@@ -221,6 +222,9 @@ class HttpShell:
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
         self.provider = provider
+        self.label = label
+        """The name errors give the server, when not the API's (`"llamacpp"` for a compatible
+        server reached through `get_model`)."""
         self._retry_hint = retry_hint
         """The wait an error body asks for (seconds), for vendors that say so there rather than
         in a `Retry-After` header."""
@@ -732,6 +736,9 @@ class HttpShell:
         try:
             yield
         except ModelError as error:
+            if self.label is not None and error.message.startswith(f"{self.provider} "):
+                # The server the user chose, not the API it speaks: "llamacpp API error 400".
+                error.message = self.label + error.message[len(self.provider) :]
             error.message = self._scrub(error.message)
             error.args = (error.message,)
             error.body = self._redact(error.body)

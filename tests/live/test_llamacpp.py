@@ -149,3 +149,4 @@ def test_a_prompt_over_the_context_window_is_a_clear_model_error(model: ChatMode
         model.chat(ChatRequest(messages=[UserMessage(content=words)], parameters=PARAMETERS))
     assert info.value.status_code == 400
     assert info.value.code == "exceed_context_size_error"
+    assert info.value.message.startswith("llamacpp API error 400: ")  # the server chosen
