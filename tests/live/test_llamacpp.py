@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import CONTEXT
 from loop_drivers import DRIVERS, drive
+from pydantic import BaseModel
 
 from agentforge_typed import (
     AiMessage,
@@ -23,6 +24,7 @@ from agentforge_typed import (
     ChatRequest,
     ChatRequestParameters,
     ModelError,
+    OutputSpec,
     ResponseComplete,
     ToolCall,
     ToolLoopLimitError,
@@ -150,3 +152,91 @@ def test_a_prompt_over_the_context_window_is_a_clear_model_error(model: ChatMode
     assert info.value.status_code == 400
     assert info.value.code == "exceed_context_size_error"
     assert info.value.message.startswith("llamacpp API error 400: ")  # the server chosen
+
+
+class City(BaseModel):
+    """A city and its country."""
+
+    name: str
+    country: str
+
+
+def test_native_structured_output_is_validated(model: ChatModel) -> None:
+    # llama.cpp turns the JSON Schema into a grammar: the answer is JSON of that shape, whatever
+    # the model knows; the library validates it into the output type.
+    result = ToolService().chat(
+        model,
+        "Name a city in Italy as JSON.",
+        PARAMETERS,
+        output_type=OutputSpec(City, native=True),
+    )
+    assert isinstance(result.output, City) and result.output.name
+
+
+def test_a_response_format_the_server_cannot_use_is_a_model_error(model: ChatModel) -> None:
+    parameters = PARAMETERS.model_copy(
+        # A schema llama.cpp cannot turn into a grammar.
+        update={
+            "custom": {
+                "response_format": {
+                    "type": "json_schema",
+                    "json_schema": {"schema": {"type": "nonsense"}},
+                }
+            }
+        }
+    )
+    with pytest.raises(ModelError) as info:
+        model.chat(ChatRequest(messages=[UserMessage(content="hi")], parameters=parameters))
+    assert info.value.status_code is not None and 400 <= info.value.status_code < 500
+    assert info.value.message.startswith("llamacpp API error")
+
+
+class Address(BaseModel):
+    """Where a parcel goes."""
+
+    city: str
+    street: str
+
+
+@tool
+def ship(to: Address) -> str:
+    """Ship a parcel.
+
+    Args:
+        to: The address.
+    """
+    return f"shipped to {to.street}, {to.city}"
+
+
+NESTED: list[ChatMessage] = [
+    UserMessage(content="Ship to Via Roma 1, Rome. Answer with a tool call."),
+    AiMessage(
+        tool_calls=[
+            ToolCall(
+                id="ex1",
+                name="ship",
+                arguments='{"to": {"city": "Rome", "street": "Via Roma 1"}}',
+            )
+        ]
+    ),
+    ToolResultMessage(tool_call_id="ex1", tool_name="ship", text="shipped to Via Roma 1, Rome"),
+    AiMessage(text="Shipped."),
+    UserMessage(content="Ship to Karl Johans gate 2, Oslo. Answer with a tool call."),
+]
+
+
+def test_a_nested_model_argument_is_validated_or_fed_back(model: ChatModel) -> None:
+    service = ToolService([ship], max_round_trips=2)
+    # One call per answer: this model repeats calls until cut off (then none runs, by design).
+    parameters = PARAMETERS.model_copy(update={"max_tokens": 120, "stop": ["</tool_call>"]})
+    try:
+        executions = service.chat(model, NESTED, parameters).tool_executions
+    except (ModelError, ToolLoopLimitError) as error:
+        executions = error.tool_executions
+    assert executions, "the model called no tool"
+    for execution in executions:
+        if execution.failed:
+            # Invalid arguments go back to the model with their JSON paths.
+            assert execution.result.error_kind == "arguments" and "$." in execution.result.text
+        else:
+            assert execution.result.text.startswith("shipped to ")
