@@ -24,8 +24,11 @@ from typing import Any
 QUIRKS = frozenset(
     {
         "no_tools",  # 400 for any request with tools
+        "drop_tools",  # tools accepted and left out of the prompt: text answers, same prompt size
+        "decline",  # tools reach the model (a larger prompt), which answers in text
         "reject_required",  # 400 for tool_choice "required"
         "reject_named",  # 400 for a named tool_choice
+        "ignore_named",  # a named tool_choice accepted, and the first tool called instead
         "reject_none",  # 400 for tool_choice "none"
         "reject_parallel",  # 400 for the parallel_tool_calls field
         "ignore_parallel",  # parallel_tool_calls accepted, and ignored
@@ -115,8 +118,10 @@ class CompatibleServer:
         last = messages[-1] if messages else {}
         if not tools or choice == "none" or last.get("role") == "tool":
             return "Done.", []
+        if self.quirks & {"drop_tools", "decline"}:
+            return "It is sunny.", []
         name = tools[0]["function"]["name"]
-        if isinstance(choice, dict):
+        if isinstance(choice, dict) and "ignore_named" not in self.quirks:
             name = choice["function"]["name"]
         text = json.dumps(last.get("content"))
         function = next(t["function"] for t in tools if t["function"]["name"] == name)
@@ -155,6 +160,8 @@ class CompatibleServer:
 
     def completion(self, body: dict[str, Any]) -> dict[str, Any]:
         text, calls = self.answer(body)
+        offered = 0 if "drop_tools" in self.quirks else len(body.get("tools") or ())
+        prompt = 10 + 50 * offered  # each tool's declaration is in the prompt
         message: dict[str, Any] = {"role": "assistant", "content": text, **self.reasoning()}
         if calls:
             message["tool_calls"] = [
@@ -172,7 +179,7 @@ class CompatibleServer:
                     "finish_reason": "tool_calls" if calls else "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            "usage": {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5},
         }
 
     def chunks(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:

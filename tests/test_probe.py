@@ -39,7 +39,7 @@ DEFAULTS: dict[str, Any] = {
     "max_tools": None,
 }
 PLAN = (
-    "at most 30 requests: 12, up to 7 more if a schema keyword is refused, up to 11 more "
+    "at most 31 requests: 13, up to 7 more if a schema keyword is refused, up to 11 more "
     "measuring max_tools (1024 tiny tools first); max_tokens=200 or less each"
 )
 
@@ -161,6 +161,37 @@ def test_probe_without_tools_skips_the_tool_probes(capsys: pytest.CaptureFixture
     assert result["profile"]["tools"] is False
     assert result["evidence"]["tools"].startswith("refused: ")
     assert len(server.requests) == result["requests"] == 4
+
+
+@pytest.mark.parametrize(
+    ("quirk", "tools", "evidence"),
+    [
+        ("drop_tools", False, "dropped: the prompt is 10 tokens with the tool and 10 without"),
+        ("decline", True, "accepted: the tool reached the model (60 > 10 prompt tokens)"),
+    ],
+)
+def test_probe_tells_a_server_dropping_tools_from_a_model_declining(
+    capsys: pytest.CaptureFixture[str], quirk: str, tools: bool, evidence: str
+) -> None:
+    with compatible_server(quirk) as server:
+        status, out, _ = run_probe(capsys, server.url, "--json", "--no-max-tools")
+    result = json.loads(out)
+    assert status == 0
+    assert result["profile"]["tools"] is tools
+    assert result["evidence"]["tools"].startswith(evidence)
+    plain = [body for body in server.requests if "tools" not in body]
+    assert plain and plain[0]["messages"] == server.requests[0]["messages"]
+
+
+def test_probe_catches_a_named_tool_choice_calling_another_tool(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with compatible_server("ignore_named") as server:
+        status, out, _ = run_probe(capsys, server.url, "--json", "--no-max-tools")
+    assert status == 0
+    result = json.loads(out)
+    assert "named" not in result["profile"]["tool_choice"]
+    assert "named: ignored (called get_time)" in result["evidence"]["tool_choice"]
 
 
 def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -346,8 +377,8 @@ def test_no_max_tools_keeps_the_base_value_and_states_fewer_requests(
     assert result["profile"]["max_tools"] == 128  # the openai profile's
     assert result["evidence"]["max_tools"] == "not measured: from the openai profile"
     assert not any(map(_offered, server.requests))
-    assert result["requests"] == len(server.requests) == 12 == max_requests(max_tools=False) - 7
-    assert "at most 19 requests: 12, up to 7 more if a schema keyword is refused;" in err
+    assert result["requests"] == len(server.requests) == 12 == max_requests(max_tools=False) - 8
+    assert "at most 20 requests: 13, up to 7 more if a schema keyword is refused;" in err
 
 
 def test_a_probe_session_can_run_again_after_closing_its_client() -> None:

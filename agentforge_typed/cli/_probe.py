@@ -81,6 +81,20 @@ _WEATHER: dict[str, Any] = {
         },
     },
 }
+_TIME: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "The current time in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "The city name."}},
+            "required": ["city"],
+        },
+    },
+}
+"""Offered before `get_weather` when one is named in `tool_choice`: a server that ignores the
+choice and calls the first tool is caught."""
 _STRICT_UNIT: dict[str, Any] = {
     "type": "function",
     "function": {
@@ -111,9 +125,10 @@ _KEYWORD_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 """One schema per keyword family tried: `minimum` stands for `maximum` too, `$ref` for `$defs`."""
 
-BASE_REQUESTS = 12
+BASE_REQUESTS = 13
 """Requests a probe makes at most, besides the keyword ones (fewer when tools or system messages
-are refused outright)."""
+are refused outright, or the model calls the tool at once: the request without tools that tells
+a server dropping them from one whose model declined is then not needed)."""
 KEYWORD_REQUESTS = len(_KEYWORD_SCHEMAS)
 """Requests added when the schema using every keyword is refused: one per keyword."""
 MAX_TOOLS_TRIED = 1024
@@ -362,17 +377,41 @@ class Probe:
         return ProbeResult(profile, self.evidence, self._requests)
 
     async def _tools(self) -> bool:
-        outcome, answer = await self._send(
-            "tools", self._body([_user(_ONE_CITY)], tools=[_WEATHER])
-        )
-        calls = _calls(answer) if outcome == "ok" else []
+        body = self._body([_user(_ONE_CITY)], tools=[_WEATHER])
+        outcome, answer = await self._post("tools", body)
         if outcome == "refused":
             self._set("tools", False, f"refused: {answer}")
-        elif not calls:
-            self._set("tools", False, "accepted, but the model answered without a tool call")
-        else:
+            return False
+        message = _checked_message("tools", answer)
+        self._note_reasoning(message)
+        if _calls(message):
             self._set("tools", True, "the model called the tool")
-        return bool(calls)
+            return True
+        # No call: a server that drops the tools prompts as many tokens with them as without; a
+        # model that saw them and declined is no reason to write `tools: false`.
+        plain_outcome, plain = await self._post(
+            "tools: the same without them", self._body(body["messages"])
+        )
+        with_tools = _prompt_tokens(answer)
+        without = _prompt_tokens(plain) if plain_outcome == "ok" else None
+        if with_tools is not None and without is not None and with_tools <= without:
+            self._set(
+                "tools",
+                False,
+                f"dropped: the prompt is {with_tools} tokens with the tool and {without} without",
+            )
+        else:
+            counts = (
+                ""
+                if with_tools is None or without is None
+                else f" ({with_tools} > {without} prompt tokens)"
+            )
+            self._set(
+                "tools",
+                True,
+                f"accepted: the tool reached the model{counts}, which answered without calling it",
+            )
+        return False
 
     async def _tool_choice(self) -> None:
         modes: set[ToolChoiceMode] = {"auto"}
@@ -383,16 +422,21 @@ class Probe:
             ("none", "none"),
         ]
         for mode, choice in choices:
+            # Two tools when one is named: an ignored choice calling the first one cannot pass.
+            tools = [_TIME, _WEATHER] if mode == "named" else [_WEATHER]
             outcome, answer = await self._send(
                 f"tool_choice={mode}",
-                self._body([_user(_ONE_CITY)], tools=[_WEATHER], tool_choice=choice),
+                self._body([_user(_ONE_CITY)], tools=tools, tool_choice=choice),
             )
+            called = {_name(call) for call in _calls(answer)} if outcome == "ok" else set()
             if outcome == "refused":
                 notes.append(f"{mode}: refused")
-            elif mode == "none" and _calls(answer):
+            elif mode == "none" and called:
                 notes.append("none: ignored (the model still called the tool)")
-            elif mode != "none" and not _calls(answer):
+            elif mode != "none" and not called:
                 notes.append(f"{mode}: ignored (no tool call)")
+            elif mode == "named" and called != {"get_weather"}:
+                notes.append(f"named: ignored (called {', '.join(sorted(called))})")
             else:
                 modes.add(mode)
                 notes.append(f"{mode}: ok")
@@ -688,6 +732,19 @@ class _Streamed:
             self.calls += bool(piece.get("id"))
             index = piece.get("index")
             self.unindexed += not isinstance(index, int) or isinstance(index, bool)
+
+
+def _prompt_tokens(answer: Any) -> int | None:
+    """The prompt's token count an answer reports, when it reports a whole number."""
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    count = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) else None
+
+
+def _name(call: Any) -> str:
+    function = call.get("function") if isinstance(call, dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) else ""
 
 
 def _calls(message: Any) -> list[Any]:
