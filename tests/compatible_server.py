@@ -29,6 +29,7 @@ QUIRKS = frozenset(
         "reject_required",  # 400 for tool_choice "required"
         "reject_named",  # 400 for a named tool_choice
         "ignore_named",  # a named tool_choice accepted, and the first tool called instead
+        "unavailable_once",  # a 503 to the first request (retried by the client)
         "reject_none",  # 400 for tool_choice "none"
         "reject_parallel",  # 400 for the parallel_tool_calls field
         "ignore_parallel",  # parallel_tool_calls accepted, and ignored
@@ -237,6 +238,8 @@ def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
             state.requests.append(body)
             if self.path != "/v1/chat/completions":
                 return self.send_json(404, {"error": {"message": "not found"}})
+            if "unavailable_once" in state.quirks and len(state.requests) == 1:
+                return self.send_json(503, {"error": {"message": "loading the model"}})
             refusal = state.refusal(body)
             overflow = state.overflow(body)
             if refusal is not None:

@@ -194,6 +194,13 @@ def test_probe_catches_a_named_tool_choice_calling_another_tool(
     assert "named: ignored (called get_time)" in result["evidence"]["tool_choice"]
 
 
+def test_probe_counts_a_retried_request_again(capsys: pytest.CaptureFixture[str]) -> None:
+    with compatible_server("unavailable_once") as server:
+        status, out, _ = run_probe(capsys, server.url, "--json", "--no-max-tools")
+    assert status == 0
+    assert json.loads(out)["requests"] == len(server.requests) == 13  # 12, and one retried
+
+
 def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     with compatible_server("reject_required", "whole_calls") as server:
         status, out, err = run_probe(capsys, server.url)

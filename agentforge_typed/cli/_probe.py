@@ -232,7 +232,6 @@ class Probe:
 
     def __post_init__(self) -> None:
         self._open()
-        self._requests = 0
         self._reasoning: set[str] = set()
         self.found: dict[str, Any] = {}
         self.evidence: dict[str, str] = {}
@@ -268,7 +267,6 @@ class Probe:
         """`read()`'s result within `timeout`, or `"refused"` with the error text for a status in
         `refusals`; any other failure raises `ModelError`."""
         self.on_request(name)
-        self._requests += 1
         self._transport.request = name
         try:
             return "ok", await asyncio.wait_for(read(), self.timeout)
@@ -374,7 +372,8 @@ class Probe:
         )
         measured = {**self.base.model_dump(), "name": self.model, **self.found}
         profile = ModelProfile.model_validate(measured)
-        return ProbeResult(profile, self.evidence, self._requests)
+        # What the server received: a retried request counts again.
+        return ProbeResult(profile, self.evidence, self._transport.sent)
 
     async def _tools(self) -> bool:
         body = self._body([_user(_ONE_CITY)], tools=[_WEATHER])
@@ -777,8 +776,11 @@ class _CappedTransport(httpx.AsyncBaseTransport):
         self.cap = cap
         self.request = ""
         """The name of the request under way, for the errors."""
+        self.sent = 0
+        """Requests sent, each retry counted: what the server received."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
         response = await self._transport.handle_async_request(request)
         encoding = response.headers.get("content-encoding", "").strip().lower()
         length = response.headers.get("content-length", "")
