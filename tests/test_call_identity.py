@@ -13,6 +13,7 @@ import httpx
 import pytest
 from conformance import assert_linear
 from loop_drivers import DRIVERS, drive
+from test_approval import Script, call, calls
 
 from agentforge_typed import (
     AiMessage,
@@ -20,7 +21,6 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     ChatResponse,
-    FinishReason,
     FunctionModel,
     ModelError,
     OpenAIChatModel,
@@ -36,32 +36,6 @@ from agentforge_typed import (
 )
 from agentforge_typed._cost import priced
 from agentforge_typed._identity import SERVER_CALL_IDS, CallIds, with_server_ids
-
-
-class Script:
-    """A FunctionModel playing fixed turns."""
-
-    def __init__(self, *turns: AiMessage) -> None:
-        self.turns = list(turns)
-        self.seen: list[list[ChatMessage]] = []
-        self.model = FunctionModel(self._reply)
-
-    def _reply(
-        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters
-    ) -> ChatResponse:
-        self.seen.append(list(messages))
-        message = self.turns.pop(0)
-        reason = FinishReason.TOOL_EXECUTION if message.has_tool_calls else FinishReason.STOP
-        return ChatResponse(ai_message=message, finish_reason=reason)
-
-
-def call(id: str, name: str, **arguments: Any) -> ToolCall:
-    return ToolCall(id=id, name=name, arguments=json.dumps(arguments))
-
-
-def calls(*tool_calls: ToolCall) -> AiMessage:
-    return AiMessage(tool_calls=tool_calls)
-
 
 sent: list[tuple[str, int]] = []
 keys: list[str] = []
