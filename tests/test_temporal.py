@@ -81,7 +81,10 @@ def _binary(name: Any) -> str:
 async def env() -> AsyncIterator[WorkflowEnvironment]:
     """The time-skipping test server, one for the module."""
     path = _binary("temporal-test-server")
-    environment = await WorkflowEnvironment.start_time_skipping(test_server_existing_path=path)
+    # A busy machine may take longer than the SDK's 5 s default to start it.
+    environment = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=path, test_server_startup_timeout=timedelta(seconds=60)
+    )
     yield environment
     await environment.shutdown()
 
@@ -91,7 +94,9 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     """Temporal's dev server, one for the module: a real server, with its payload size limits
     (the time-skipping test server has none below gRPC's 4 MiB)."""
     path = _binary("temporal")
-    environment = await WorkflowEnvironment.start_local(dev_server_existing_path=path)
+    environment = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=path, dev_server_startup_timeout=timedelta(seconds=60)
+    )
     yield environment
     await environment.shutdown()
 

