@@ -76,7 +76,7 @@ from .tools._base import (
 from .tools._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, within_budget
 from .tools._invoke import is_async_callable
 from .tools._outcomes import describe_exception, reraise_uncontained
-from .tools._signature import deps_accepted, type_name
+from .tools._signature import deps_accepted, needing_deps, type_name
 
 if TYPE_CHECKING:
     import asyncio
@@ -230,6 +230,8 @@ class _Run:
         self.output_value: Any = None
         self.parameters = service._request_parameters(parameters, output)
         service._check_deps(deps)
+        if deps is None and service.deps_type is None and options.get("tools") is None:
+            service._refuse_missing_deps()
         self.deps = deps
         self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
         self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
@@ -618,6 +620,8 @@ class ToolService(Generic[DepsT]):
         self.max_result_chars = check_max_result_chars(max_result_chars)
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
+        self._needy: list[str] | None = None
+        """The registered tools that need deps (`needing_deps`), found at the first run."""
         self.prepare_tools = prepare_tools
         self.tool_search = tool_search
         self._groups: dict[str, list[str]] = {}
@@ -691,6 +695,7 @@ class ToolService(Generic[DepsT]):
         add_to_groups(self._groups, group, [item.name for item in items])
         self._tools.update((item.name, item) for item in items)
         self._default_parameters = None
+        self._needy = None
         return self
 
     def _offer(
@@ -753,6 +758,17 @@ class ToolService(Generic[DepsT]):
             f"deps must be an instance of {type_name(expected)} (this service's deps_type), "
             f"not {type(deps).__qualname__}"
         )
+
+    def _refuse_missing_deps(self) -> None:
+        """Refuse, before any model call, a run without deps whose tools need them (a
+        `ToolContext[Db]` tool would read `None` and fail inside, its error sent to the model)."""
+        if self._needy is None:
+            self._needy = needing_deps(self._tools.values())
+        if self._needy:
+            raise TypeError(
+                f"{', '.join(self._needy)} need{'s' if len(self._needy) == 1 else ''} deps: pass "
+                "deps=... to the run (and deps_type=... to ToolService, for mypy to check them)"
+            )
 
     def _request_parameters(
         self, user: ChatRequestParameters | None, output: OutputSpec[Any] | None

@@ -414,7 +414,8 @@ class OpenAIWorkflow:
 
     @workflow.run
     async def run(self, question: str) -> str:
-        result = await openai_durable.chat(question)
+        # `pay` needs a ledger, though this conversation never calls it.
+        result = await openai_durable.chat(question, deps=Ledger(path=os.devnull))
         return result.text or ""
 
 
@@ -500,7 +501,7 @@ def _count(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -
     return AiMessage(text=f"{len(messages)} messages.")
 
 
-counting = TemporalToolService(ToolService([pay]), FunctionModel(_count), name="counting")
+counting = TemporalToolService(ToolService(), FunctionModel(_count), name="counting")
 """A durable loop whose model answers with the length of the history it was sent."""
 
 HISTORY_LINE = "A line of an earlier conversation, about as long as a real one, repeated here. " * 2

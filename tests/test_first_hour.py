@@ -13,6 +13,7 @@ from agentforge_typed import (
     FunctionModel,
     ModelError,
     ToolCall,
+    ToolContext,
     ToolService,
     UnknownToolError,
     UserMessage,
@@ -92,3 +93,34 @@ def test_the_cli_has_a_version_and_lists_the_tools_a_typo_missed() -> None:
     typo = cli("run", "examples/weather.py:tools", "hi", "--tools", "get_wether")
     assert typo.returncode == 2
     assert "tools: get_weather, get_forecast" in typo.stderr
+
+
+class Db:
+    """What a tool needs to run."""
+
+
+@tool
+def balance(ctx: ToolContext[Db], account: str) -> str:
+    """An account's balance."""
+    return "100"
+
+
+def test_a_run_without_the_deps_its_tools_need_is_refused_before_the_model() -> None:
+    calls: list[object] = []
+
+    def reply(messages: object, parameters: object) -> AiMessage:
+        calls.append(messages)
+        return AiMessage(text="never")
+
+    with pytest.raises(TypeError, match=r"balance \(ToolContext\[Db\]\) needs deps: pass deps="):
+        ToolService([balance]).chat(FunctionModel(reply), "balance?")
+    assert calls == []
+    # With deps, or a selection that leaves the tool out, the run goes on.
+    assert (
+        ToolService([balance], deps_type=Db).chat(FunctionModel(reply), "hi", deps=Db()).text
+        == "never"
+    )
+    assert (
+        ToolService([balance, get_order]).chat(FunctionModel(reply), "hi", tools=["get_order"]).text
+        == "never"
+    )

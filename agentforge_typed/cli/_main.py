@@ -24,7 +24,7 @@ from .._service import ToolService
 from .._toolsets import GROUP_PREFIX, resolve
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
-from ..tools._signature import deps_accepted, type_name
+from ..tools._signature import needing_deps
 from ._target import Target, TargetError, load_object, load_target
 from ._text import one_line
 
@@ -305,11 +305,7 @@ def _deps(target: Target, spec: str | None) -> Any:
 def _refuse_missing_deps(tools: Sequence[ToolLike]) -> None:
     """Refuse to run tools whose `ToolContext[X]` does not accept `None` without deps: each call
     would fail inside the tool, and the run would still end "successfully"."""
-    needy = [
-        f"{item.name} (ToolContext[{type_name(expected)}])"
-        for item in tools
-        if not deps_accepted(expected := getattr(item, "deps_type", Any), None)
-    ]
+    needy = needing_deps(tools)
     if needy:
         raise _UsageError(
             f"{', '.join(needy)} need{'s' if len(needy) == 1 else ''} deps, and none are given: "

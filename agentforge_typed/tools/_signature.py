@@ -15,7 +15,7 @@ import re
 import threading
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -43,6 +43,7 @@ __all__ = [
     "core_schema_nodes",
     "deps_accepted",
     "inspect_function",
+    "needing_deps",
     "type_name",
 ]
 
@@ -479,6 +480,16 @@ def _context(annotation: Any) -> Any:
 def _context_deps(context: Any) -> Any:
     """The `X` of a `ToolContext[X]` annotation; `Any` for a bare `ToolContext` or a subclass."""
     return typing.get_args(context)[0] if _is_context_class(typing.get_origin(context)) else Any
+
+
+def needing_deps(tools: Iterable[Any]) -> list[str]:
+    """`name (ToolContext[X])` of each tool whose `ToolContext[X]` does not accept `None`: run
+    without deps, each of its calls would fail inside the tool."""
+    return [
+        f"{item.name} (ToolContext[{type_name(expected)}])"
+        for item in tools
+        if not deps_accepted(expected := getattr(item, "deps_type", Any), None)
+    ]
 
 
 def deps_accepted(expected: Any, deps_type: Any) -> bool:
