@@ -229,9 +229,7 @@ class _Run:
         self.output = output = _output_spec(output_type)
         self.output_value: Any = None
         self.parameters = service._request_parameters(parameters, output)
-        service._check_deps(deps)
-        if deps is None and service.deps_type is None and options.get("tools") is None:
-            service._refuse_missing_deps()
+        service._check_deps(deps, selected=options.get("tools") is not None)
         self.deps = deps
         self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
         self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
@@ -748,27 +746,28 @@ class ToolService(Generic[DepsT]):
                 )
         return found["before_tool_call"], found["after_tool_call"]
 
-    def _check_deps(self, deps: Any) -> None:
-        """Refuse, before any model call, `deps` that are not an instance of `deps_type` (not an
-        `AttributeError` inside a tool that the model would read)."""
+    def _check_deps(self, deps: Any, *, selected: bool = False) -> None:
+        """Refuse, before any model call, `deps` that are not an instance of `deps_type`, or,
+        without a `deps_type`, no deps for tools that need them (not an `AttributeError` inside a
+        tool that the model would read). A run that `selected` its tools may leave those out."""
         expected = self.deps_type
-        if expected is None or deps_accepted(expected, type(deps)):
+        if expected is None:
+            if deps is None and not selected:
+                if self._needy is None:
+                    self._needy = needing_deps(self._tools.values())
+                if self._needy:
+                    raise TypeError(
+                        f"{', '.join(self._needy)} need{'s' if len(self._needy) == 1 else ''} "
+                        "deps: pass deps=... to the run (and deps_type=... to ToolService, for "
+                        "mypy to check them)"
+                    )
+            return
+        if deps_accepted(expected, type(deps)):
             return
         raise TypeError(
             f"deps must be an instance of {type_name(expected)} (this service's deps_type), "
             f"not {type(deps).__qualname__}"
         )
-
-    def _refuse_missing_deps(self) -> None:
-        """Refuse, before any model call, a run without deps whose tools need them (a
-        `ToolContext[Db]` tool would read `None` and fail inside, its error sent to the model)."""
-        if self._needy is None:
-            self._needy = needing_deps(self._tools.values())
-        if self._needy:
-            raise TypeError(
-                f"{', '.join(self._needy)} need{'s' if len(self._needy) == 1 else ''} deps: pass "
-                "deps=... to the run (and deps_type=... to ToolService, for mypy to check them)"
-            )
 
     def _request_parameters(
         self, user: ChatRequestParameters | None, output: OutputSpec[Any] | None
