@@ -27,6 +27,7 @@ QUIRKS = frozenset(
         "drop_tools",  # tools accepted and left out of the prompt: text answers, same prompt size
         "decline",  # tools reach the model (a larger prompt), which answers in text
         "reject_required",  # 400 for tool_choice "required"
+        "ignore_required",  # tool_choice "required" accepted, and a text answer when none fits
         "reject_named",  # 400 for a named tool_choice
         "ignore_named",  # a named tool_choice accepted, and the first tool called instead
         "unavailable_once",  # a 503 to the first request (retried by the client)
@@ -129,7 +130,8 @@ class CompatibleServer:
         if "city" not in function.get("parameters", {}).get("properties", {}):
             return None, [(name, self.arguments(function, str(last.get("content"))))]
         cities = [city for city in CITIES if city in text]
-        if not cities and (choice == "required" or isinstance(choice, dict)):
+        forced = choice == "required" and "ignore_required" not in self.quirks
+        if not cities and (forced or isinstance(choice, dict)):
             cities = ["Paris"]
         single = "single_call" in self.quirks or (
             body.get("parallel_tool_calls") is False and "ignore_parallel" not in self.quirks

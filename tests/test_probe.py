@@ -59,6 +59,7 @@ def _strict(body: dict[str, Any]) -> bool:
     [
         ((), {}),
         (("reject_required",), {"tool_choice": ["auto", "named", "none"]}),
+        (("ignore_required",), {"tool_choice": ["auto", "named", "none"]}),
         (("reject_named",), {"tool_choice": ["auto", "none", "required"]}),
         (("reject_none",), {"tool_choice": ["auto", "named", "required"]}),
         (("ignore_parallel",), {"parallel_tool_calls_parameter": False}),
@@ -395,3 +396,16 @@ def test_a_probe_session_can_run_again_after_closing_its_client() -> None:
     assert first.profile == again.profile
     assert first.profile.stream_tool_deltas is False
     assert len(server.requests) == 24
+
+
+def test_probe_asks_required_a_question_a_text_answer_fits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # Asked about the weather, a model calls the tool by itself: `required` must be tried on a
+    # prompt that invites text, so a server ignoring it cannot pass.
+    with compatible_server("ignore_required") as server:
+        status, out, _ = run_probe(capsys, server.url)
+    assert status == 0
+    assert "required: ignored (no tool call)" in out
+    (sent,) = [body for body in server.requests if body.get("tool_choice") == "required"]
+    assert sent["messages"][-1]["content"] == "Reply with one word: hello."

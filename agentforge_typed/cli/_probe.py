@@ -65,6 +65,9 @@ EVIDENCE_CHARS = 200
 
 _PATH = "chat/completions"
 _ONE_CITY = "What is the weather in Paris? Use the get_weather tool."
+_SMALL_TALK = "Reply with one word: hello."
+"""Asked with `tool_choice` "required": only a server that enforces the choice answers it with a
+call, so a server that ignores "required" cannot pass."""
 _TWO_CITIES = (
     "What is the weather in Paris and in London? Call get_weather once for each city, "
     "both calls in this answer."
@@ -423,9 +426,10 @@ class Probe:
         for mode, choice in choices:
             # Two tools when one is named: an ignored choice calling the first one cannot pass.
             tools = [_TIME, _WEATHER] if mode == "named" else [_WEATHER]
+            prompt = _SMALL_TALK if mode == "required" else _ONE_CITY
             outcome, answer = await self._send(
                 f"tool_choice={mode}",
-                self._body([_user(_ONE_CITY)], tools=tools, tool_choice=choice),
+                self._body([_user(prompt)], tools=tools, tool_choice=choice),
             )
             called = {_name(call) for call in _calls(answer)} if outcome == "ok" else set()
             if outcome == "refused":
