@@ -30,6 +30,7 @@ from ._hooks import logging_hook
 from ._instrument import Instrumentation, instrument
 from ._loop_events import (
     FinalResultEvent,
+    OutputCallEvent,
     PartialArgumentsEvent,
     ToolCallEvent,
     ToolLoopEvent,
@@ -176,6 +177,7 @@ __all__ = [
     "ModelRetry",
     "OpenAIChatModel",
     "OpenAIResponsesModel",
+    "OutputCallEvent",
     "OutputSpec",
     "OutputValidationError",
     "PartialArgumentsEvent",

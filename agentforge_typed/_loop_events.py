@@ -13,6 +13,7 @@ from ._results import ToolChatResult, ToolExecution
 
 __all__ = [
     "FinalResultEvent",
+    "OutputCallEvent",
     "PartialArgumentsEvent",
     "ToolCallEvent",
     "ToolLoopEvent",
@@ -50,14 +51,33 @@ class ToolResultEvent:
 
 
 @dataclass(frozen=True)
+class OutputCallEvent:
+    """The model answered through the structured-output tool (`final_result`, or the name its
+    `OutputSpec` gives): the validation of that call, in place of the `ToolCallEvent` and
+    `ToolResultEvent` a tool gets. A failed one (`execution.failed`) went back to the model,
+    which answers again; a valid one ends the run with `FinalResultEvent`."""
+
+    execution: ToolExecution
+
+
+@dataclass(frozen=True)
 class FinalResultEvent(Generic[OutputT]):
     """The last event: the whole run's result, equal to what `chat` returns."""
 
     result: ToolChatResult[OutputT]
 
 
+_Output = TypeVar("_Output", default=Any)
+
 ToolLoopEvent: TypeAlias = (
-    StreamEvent | PartialArgumentsEvent | ToolCallEvent | ToolResultEvent | FinalResultEvent[Any]
+    StreamEvent
+    | PartialArgumentsEvent
+    | ToolCallEvent
+    | ToolResultEvent
+    | OutputCallEvent
+    | FinalResultEvent[_Output]
 )
 """Any event of the streaming tool loop: the model's own stream events for every round, plus
-the loop's tool events and, last, `FinalResultEvent`."""
+the loop's tool events and, last, `FinalResultEvent`. Generic in the run's output type:
+`stream(..., output_type=City)` yields `ToolLoopEvent[City]`; a bare `ToolLoopEvent` is any
+run's."""

@@ -44,6 +44,7 @@ from ._identity import CallIds
 from ._instrument import run_trace
 from ._loop_events import (
     FinalResultEvent,
+    OutputCallEvent,
     PartialArgumentsEvent,
     ToolCallEvent,
     ToolLoopEvent,
@@ -55,6 +56,7 @@ from ._output import OutputSpec, OutputValidationError
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult, ToolExecution
+from ._sync import running_loop
 from ._toolsets import (
     Offer,
     PrepareTools,
@@ -395,6 +397,17 @@ class _Run:
                 return _Planned(index, call, context, tool, _as_result(answer, None))
         return _Planned(index, call, context, tool)
 
+    def is_output(self, plan: _Planned) -> bool:
+        """Whether `plan` calls the structured-output tool rather than a registered tool."""
+        return self.output is not None and plan.tool is self.output
+
+    def result_event(
+        self, plan: _Planned, execution: ToolExecution
+    ) -> ToolResultEvent | OutputCallEvent:
+        if self.is_output(plan):
+            return OutputCallEvent(execution)
+        return ToolResultEvent(execution)
+
     def settle(self, plan: _Planned, execution: ToolExecution) -> ToolExecution:
         """Apply the error policies (which may raise) and the `after_tool_call` hook to one
         finished call."""
@@ -584,6 +597,9 @@ class ToolService(Generic[DepsT]):
         max_result_chars: The result budget of tools without their own: the most characters of
             a result's text the model reads (at least 100; a longer text keeps its head and
             tail around a marker). `None`: 100,000 (`DEFAULT_MAX_RESULT_CHARS`).
+        blocking_in_event_loop: Let the blocking `chat` and `stream` run in a thread whose event
+            loop is running (a notebook): they block that loop until the run ends. Off, they
+            refuse there before any model call, naming `achat`/`astream`.
     """
 
     def __init__(
@@ -603,6 +619,7 @@ class ToolService(Generic[DepsT]):
         tool_search: ToolSearch | None = None,
         usage_limits: UsageLimits | None = None,
         max_result_chars: int | None = None,
+        blocking_in_event_loop: bool = False,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -616,6 +633,7 @@ class ToolService(Generic[DepsT]):
         self.deps_type = deps_type
         self.usage_limits = usage_limits
         self.max_result_chars = check_max_result_chars(max_result_chars)
+        self.blocking_in_event_loop = blocking_in_event_loop
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
         self._needy: list[str] | None = None
@@ -769,6 +787,15 @@ class ToolService(Generic[DepsT]):
             f"not {type(deps).__qualname__}"
         )
 
+    def _refuse_in_event_loop(self, driver: str, instead: str) -> None:
+        if self.blocking_in_event_loop or running_loop() is None:
+            return
+        raise RuntimeError(
+            f"ToolService.{driver}() blocks, and this thread runs an event loop (async code or a "
+            f"notebook): use `{instead}` there, or ToolService(blocking_in_event_loop=True) to "
+            "block the loop until the run ends"
+        )
+
     def _request_parameters(
         self, user: ChatRequestParameters | None, output: OutputSpec[Any] | None
     ) -> ChatRequestParameters:
@@ -865,6 +892,7 @@ class ToolService(Generic[DepsT]):
             **options: The run's options (`tools`, `conversation_id`, `approvals`,
                 `external_results`, `usage_limits`), documented on `RunOptions`.
         """
+        self._refuse_in_event_loop("chat", "await service.achat(...)")
         run = _Run(self, model, messages, parameters, deps, output_type, options)
         with run:
             while True:
@@ -946,9 +974,21 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> Generator[ToolLoopEvent, None, None]: ...
+    ) -> Generator[ToolLoopEvent[OutputT], None, None]: ...
+
+    @overload
+    def stream(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        output_type: OutputSpec[OutputT],
+        **options: Unpack[RunOptions],
+    ) -> Generator[ToolLoopEvent[OutputT], None, None]: ...
 
     @overload
     def stream(
@@ -958,9 +998,21 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> Generator[ToolLoopEvent, None, None]: ...
+    ) -> Generator[ToolLoopEvent[OutputT], None, None]: ...
+
+    @overload
+    def stream(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        output_type: OutputSpec[OutputT],
+        **options: Unpack[RunOptions],
+    ) -> Generator[ToolLoopEvent[OutputT], None, None]: ...
 
     def stream(
         self,
@@ -974,7 +1026,9 @@ class ToolService(Generic[DepsT]):
     ) -> Generator[ToolLoopEvent, None, None]:
         """`chat`, with the same arguments, yielding events as they happen: each round's model
         stream events (with `PartialArgumentsEvent`s for live displays), a `ToolCallEvent` before
-        and a `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
+        and a `ToolResultEvent` after each call (an `OutputCallEvent` for a call of the output
+        tool), and last a `FinalResultEvent`."""
+        self._refuse_in_event_loop("stream", "async for event in service.astream(...)")
         run = _Run(self, model, messages, parameters, deps, output_type, options)
         with run:
             while True:
@@ -988,9 +1042,10 @@ class ToolService(Generic[DepsT]):
                     break
                 settled = []
                 for plan in planned:
-                    yield ToolCallEvent(plan.call)
+                    if not run.is_output(plan):
+                        yield ToolCallEvent(plan.call)
                     settled.append(run.settle(plan, _execute(plan)))
-                    yield ToolResultEvent(settled[-1])
+                    yield run.result_event(plan, settled[-1])
                 if run.finish_round(planned, settled):
                     break
             yield FinalResultEvent(run.result())
@@ -1003,9 +1058,21 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
-        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> AsyncGenerator[ToolLoopEvent, None]: ...
+    ) -> AsyncGenerator[ToolLoopEvent[OutputT], None]: ...
+
+    @overload
+    def astream(
+        self: ToolService[None],
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: None = None,
+        output_type: OutputSpec[OutputT],
+        **options: Unpack[RunOptions],
+    ) -> AsyncGenerator[ToolLoopEvent[OutputT], None]: ...
 
     @overload
     def astream(
@@ -1015,9 +1082,21 @@ class ToolService(Generic[DepsT]):
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
-        output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
+        output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> AsyncGenerator[ToolLoopEvent, None]: ...
+    ) -> AsyncGenerator[ToolLoopEvent[OutputT], None]: ...
+
+    @overload
+    def astream(
+        self,
+        model: ChatModel,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None = None,
+        *,
+        deps: DepsT,
+        output_type: OutputSpec[OutputT],
+        **options: Unpack[RunOptions],
+    ) -> AsyncGenerator[ToolLoopEvent[OutputT], None]: ...
 
     async def astream(
         self,
@@ -1045,7 +1124,8 @@ class ToolService(Generic[DepsT]):
                 if planned is None:
                     break
                 for plan in planned:
-                    yield ToolCallEvent(plan.call)
+                    if not run.is_output(plan):
+                        yield ToolCallEvent(plan.call)
                 # Results arrive in completion order and are recorded in the model's order.
                 import asyncio  # loaded by then; not at import, for blocking programs
 
@@ -1055,7 +1135,7 @@ class ToolService(Generic[DepsT]):
                     try:
                         for finished in asyncio.as_completed(tasks):
                             index, settled[index] = await finished
-                            yield ToolResultEvent(settled[index])
+                            yield run.result_event(planned[index], settled[index])
                     finally:
                         await _cancel_unfinished(tasks)
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Generator, Sequence
 from dataclasses import dataclass
-
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -15,14 +14,15 @@ from agentforge_typed import (
     AiMessage,
     ChatMessage,
     ChatRequestParameters,
+    FinalResultEvent,
     FunctionModel,
     OutputSpec,
     RunOptions,
     TokenUsage,
     ToolChatResult,
+    ToolContext,
     ToolExecution,
     ToolLoopEvent,
-    ToolContext,
     ToolService,
     UserMessage,
     tool,
@@ -79,9 +79,17 @@ async def main() -> None:
     assert_type(await service.achat(model, "hi", output_type=City), ToolChatResult[City])
 
     # Generators, so that closing one early (which cancels running calls) type-checks.
-    assert_type(service.stream(model, prompt), Generator[ToolLoopEvent, None, None])
-    assert_type(service.astream(model, prompt), AsyncGenerator[ToolLoopEvent, None])
-    assert_type(service.stream(model, prompt, output_type=City | Point), Generator[ToolLoopEvent, None, None])
+    assert_type(service.stream(model, prompt), Generator[ToolLoopEvent[None], None, None])
+    assert_type(service.astream(model, prompt), AsyncGenerator[ToolLoopEvent[None], None])
+    assert_type(service.stream(model, prompt, output_type=City | Point), Generator[ToolLoopEvent[City | Point], None, None])
+    # Streams carry the output type to the final result, as `chat` does.
+    for event in service.stream(model, prompt, output_type=City):
+        if isinstance(event, FinalResultEvent):
+            assert_type(event.result.output, City)
+    async for streamed in service.astream(model, prompt, output_type=OutputSpec(Point)):
+        if isinstance(streamed, FinalResultEvent):
+            assert_type(streamed.result.output, Point)
+    any_run: Generator[ToolLoopEvent, None, None] = service.stream(model, prompt, output_type=City)
     service.astream(model, prompt, output_type=Literal["a"])
     service.stream(model, prompt, output_type=42)  # type: ignore[call-overload]
 
@@ -141,8 +149,8 @@ async def typed_deps(model: FunctionModel) -> None:
     assert_type(typed.chat(model, "hi", deps=Db(), output_type=City | Point).output, City | Point)
     assert_type(typed.chat(model, "hi", deps=Db(), output_type=OutputSpec(int)).output, int)
     assert_type(await annotated.achat(model, "hi", deps=Db(), output_type=City), ToolChatResult[City])
-    assert_type(typed.stream(model, "hi", deps=Db()), Generator[ToolLoopEvent, None, None])
-    assert_type(typed.astream(model, "hi", deps=Db()), AsyncGenerator[ToolLoopEvent, None])
+    assert_type(typed.stream(model, "hi", deps=Db()), Generator[ToolLoopEvent[None], None, None])
+    assert_type(typed.astream(model, "hi", deps=Db(), output_type=City), AsyncGenerator[ToolLoopEvent[City], None])
     optional: ToolService[Db | None] = ToolService()
     optional.chat(model, "hi", deps=None)
     ToolService().chat(model, "hi", deps=None)
@@ -151,10 +159,10 @@ async def typed_deps(model: FunctionModel) -> None:
     typed.chat(model, "hi")  # type: ignore[call-overload]
     typed.chat(model, "hi", deps=Other())  # type: ignore[call-overload]
     await typed.achat(model, "hi", deps=None)  # type: ignore[call-overload]
-    typed.stream(model, "hi")  # type: ignore[call-arg]
-    typed.astream(model, "hi", deps="db")  # type: ignore[arg-type]
+    typed.stream(model, "hi")  # type: ignore[call-overload]
+    typed.astream(model, "hi", deps="db")  # type: ignore[call-overload]
     typed.chat(model, "hi", deps=Db(), conversation="c")  # type: ignore[call-overload]
-    typed.stream(model, "hi", deps=Db(), usage_limits=5)  # type: ignore[arg-type]
+    typed.stream(model, "hi", deps=Db(), usage_limits=5)  # type: ignore[call-overload]
     ToolService().chat(model, "hi", deps=Db())  # type: ignore[call-overload]
     wrong: ToolService[Db] = ToolService(deps_type=Other)  # type: ignore[arg-type]
 

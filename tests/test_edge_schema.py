@@ -3,6 +3,7 @@ strict rendering, the null-means-default reading, and FakeModel round trips."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from enum import Enum
 from typing import Any, Literal
@@ -131,7 +132,7 @@ def test_enum_and_literal_union_values_are_checked() -> None:
 async def test_fake_model_arguments_for_strict_tools_validate() -> None:
     service = ToolService([search])
     for result in (
-        service.chat(FakeModel(), [UserMessage(content="go")]),
+        await asyncio.to_thread(lambda: service.chat(FakeModel(), [UserMessage(content="go")])),
         await service.achat(FakeModel(), [UserMessage(content="go")]),
     ):
         [execution] = result.tool_executions

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+from collections.abc import Sequence
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from agentforge_typed import (
     AiMessage,
+    ChatMessage,
+    ChatRequestParameters,
     FakeModel,
+    FinalResultEvent,
     FunctionModel,
     ModelError,
+    OutputCallEvent,
     ToolCall,
+    ToolCallEvent,
     ToolContext,
+    ToolResultEvent,
     ToolService,
     UnknownToolError,
     UserMessage,
@@ -124,3 +132,81 @@ def test_a_run_without_the_deps_its_tools_need_is_refused_before_the_model() -> 
         ToolService([balance, get_order]).chat(FunctionModel(reply), "hi", tools=["get_order"]).text
         == "never"
     )
+
+
+def _counting_model() -> tuple[FunctionModel, list[int]]:
+    calls: list[int] = []
+
+    def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        calls.append(len(messages))
+        return AiMessage(tool_calls=[ToolCall(id="c1", name="issue_refund", arguments="{}")])
+
+    return FunctionModel(reply), calls
+
+
+REFUSED = (
+    r"ToolService\.{driver}\(\) blocks, and this thread runs an event loop \(async code or a "
+    r"notebook\): use `{instead}` there, or ToolService\(blocking_in_event_loop=True\)"
+)
+
+
+async def test_a_blocking_driver_inside_async_code_refuses_before_anything_runs() -> None:
+    service = ToolService([get_order, issue_refund])
+    model, calls = _counting_model()
+    expected = REFUSED.format(driver="chat", instead=r"await service\.achat\(\.\.\.\)")
+    with pytest.raises(RuntimeError, match=expected):
+        service.chat(model, "refund o1")
+    expected = REFUSED.format(
+        driver="stream", instead=r"async for event in service\.astream\(\.\.\.\)"
+    )
+    with pytest.raises(RuntimeError, match=expected):
+        next(service.stream(model, "refund o1"))
+    assert calls == []
+    # Off a loop's thread, the same call runs.
+    result = await asyncio.to_thread(lambda: ToolService([get_order]).chat(FakeModel(), "order o1"))
+    assert result.tool_executions
+
+
+async def test_blocking_in_an_event_loop_is_an_explicit_choice() -> None:
+    service = ToolService([get_order], blocking_in_event_loop=True)
+    result = service.chat(FakeModel(), "order o1")
+    assert result.tool_executions[0].result.text
+    final = list(service.stream(FakeModel(), "order o1"))[-1]
+    assert isinstance(final, FinalResultEvent) and final.result.text == result.text
+
+
+class Reply(BaseModel):
+    answer: str
+    ticket: int
+
+
+def _answers_through_the_output_tool() -> FunctionModel:
+    def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if len(messages) == 1:  # first a call, then an invalid output, then a valid one
+            return AiMessage(tool_calls=[ToolCall(id="t", name="get_order", arguments="{}")])
+        ticket = '"x"' if len(messages) == 3 else "7"
+        arguments = f'{{"answer": "done", "ticket": {ticket}}}'
+        return AiMessage(tool_calls=[ToolCall(id="o", name="final_result", arguments=arguments)])
+
+    return FunctionModel(reply)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["stream", "astream"])
+async def test_the_output_tool_has_its_own_event(asynchronous: bool) -> None:
+    service = ToolService([get_order])
+    model = _answers_through_the_output_tool()
+    if asynchronous:
+        events = [e async for e in service.astream(model, "order?", output_type=Reply)]
+    else:
+        events = await asyncio.to_thread(
+            lambda: list(service.stream(model, "order?", output_type=Reply))
+        )
+    named = [e.call.name for e in events if isinstance(e, ToolCallEvent)]
+    results = [e.execution.call.name for e in events if isinstance(e, ToolResultEvent)]
+    assert named == results == ["get_order"]  # the user's tools only
+    outputs = [e.execution for e in events if isinstance(e, OutputCallEvent)]
+    assert [o.failed for o in outputs] == [True, False]
+    assert "$.ticket" in outputs[0].result.text  # what the model read to fix its answer
+    final = events[-1]
+    assert isinstance(final, FinalResultEvent)
+    assert final.result.output == Reply(answer="done", ticket=7)

@@ -441,7 +441,9 @@ async def test_tool_service_loop(mode: str) -> None:
     service = ToolService([get_weather])
     messages = [UserMessage(content="Paris and Zürich?")]
     result = (
-        service.chat(model, messages) if mode == "sync" else await service.achat(model, messages)
+        await asyncio.to_thread(lambda: service.chat(model, messages))
+        if mode == "sync"
+        else await service.achat(model, messages)
     )
     assert result.final_response.ai_message.text == "Paris 18°, Zürich 18°."
     assert [e.result.text for e in result.tool_executions] == [
@@ -459,7 +461,7 @@ async def test_tool_service_stream_loop(mode: str) -> None:
     service = ToolService([get_weather])
     messages = [UserMessage(content="Paris and Zürich?")]
     if mode == "sync":
-        events = list(service.stream(model, messages))
+        events = await asyncio.to_thread(lambda: list(service.stream(model, messages)))
     else:
         events = [event async for event in service.astream(model, messages)]
     partial = [
@@ -481,7 +483,7 @@ async def test_tool_service_stream_loop(mode: str) -> None:
     assert final.result.final_response.ai_message.text == "Paris 18°, Zürich 18°."
     check_second_request(recorder)
     # The streamed run is the blocking run: same history (signatures and all), same usage.
-    blocking = service.chat(make(loop_recorder(stream=False)), messages)
+    blocking = await service.achat(make(loop_recorder(stream=False)), messages)
     assert final.result.messages == blocking.messages
     assert final.result.usage == blocking.usage
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from decimal import Decimal
 from typing import Any
@@ -134,14 +135,14 @@ async def test_two_round_tool_conversation(mode: str) -> None:
     ]
     result: ToolChatResult[Any]
     if mode == "chat":
-        result = service.chat(model, messages)
+        result = await asyncio.to_thread(lambda: service.chat(model, messages))
     elif mode == "achat":
         result = await service.achat(model, messages)
     else:
         events = (
             [e async for e in service.astream(model, messages)]
             if mode == "astream"
-            else list(service.stream(model, messages))
+            else await asyncio.to_thread(lambda: list(service.stream(model, messages)))
         )
         final = events[-1]
         assert isinstance(final, FinalResultEvent)

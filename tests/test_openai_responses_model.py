@@ -3,6 +3,7 @@ and a whole `ToolService` loop whose reasoning survives from turn to turn."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -153,12 +154,12 @@ async def test_tool_service_loop_carries_reasoning_to_the_next_turn(mode: str) -
         UserMessage(content="Paris, Rome?"),
     ]
     if mode == "chat":
-        result = service.chat(model, messages)
+        result = await asyncio.to_thread(lambda: service.chat(model, messages))
     elif mode == "achat":
         result = await service.achat(model, messages)
     else:
         if mode == "stream":
-            events = list(service.stream(model, messages))
+            events = await asyncio.to_thread(lambda: list(service.stream(model, messages)))
         else:
             events = [event async for event in service.astream(model, messages)]
         final = events[-1]

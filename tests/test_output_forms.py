@@ -4,6 +4,7 @@ The static side (`result.output` inferred as that type) is pinned in `stubs/serv
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
@@ -52,7 +53,10 @@ def _final(*answers: Any) -> FunctionModel:
     ],
 )
 async def test_type_forms_as_output_type(output_type: Any, answer: Any, expected: Any) -> None:
-    assert ToolService().chat(_final(answer), "?", output_type=output_type).output == expected
+    blocking = await asyncio.to_thread(
+        lambda: ToolService().chat(_final(answer), "?", output_type=output_type)
+    )
+    assert blocking.output == expected
     result = await ToolService().achat(_final(answer), "?", output_type=output_type)
     assert result.output == expected
 

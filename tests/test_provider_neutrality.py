@@ -4,6 +4,7 @@ the providers only translate the wire format."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any, Literal
@@ -208,7 +209,11 @@ async def test_same_conversation_same_outcome(mode: str) -> None:
     for provider in ("openai", "responses", "anthropic", "gemini"):
         model, sent = scripted(provider)
         if mode == "sync":
-            result = service.chat(model, MESSAGES)
+
+            def blocking(model: ChatModel = model) -> ToolChatResult[None]:
+                return service.chat(model, MESSAGES)
+
+            result = await asyncio.to_thread(blocking)
         else:
             result = await service.achat(model, MESSAGES)
         assert result.final_response.ai_message.text == FINAL

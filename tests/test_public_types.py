@@ -124,9 +124,9 @@ async def test_an_async_hook_under_chat_or_stream_is_a_type_error_before_any_mod
     model, turns = _script()
     message = f"{hook} is an async function: it runs only under achat/astream"
     with pytest.raises(TypeError, match=message):
-        service.chat(model, "pay")
+        await asyncio.to_thread(lambda: service.chat(model, "pay"))
     with pytest.raises(TypeError, match=message):
-        list(service.stream(model, "pay"))
+        await asyncio.to_thread(lambda: list(service.stream(model, "pay")))
     assert turns == []
     assert (await service.achat(model, "pay")).text == "done"
 

@@ -3,6 +3,7 @@ start, before any model call."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 from typing import Annotated, Any, Protocol
@@ -151,12 +152,12 @@ async def test_wrong_deps_are_refused_before_any_model_call(deps: Any) -> None:
     model, calls = _counting_model()
     expected = re.escape(WRONG + type(deps).__qualname__)
     with pytest.raises(TypeError) as caught:
-        service.chat(model, "hi", deps=deps)
+        await asyncio.to_thread(lambda: service.chat(model, "hi", deps=deps))
     assert str(caught.value) == WRONG + type(deps).__qualname__
     with pytest.raises(TypeError, match=expected):
         await service.achat(model, "hi", deps=deps)
     with pytest.raises(TypeError, match=expected):
-        list(service.stream(model, "hi", deps=deps))
+        await asyncio.to_thread(lambda: list(service.stream(model, "hi", deps=deps)))
     with pytest.raises(TypeError, match=expected):
         [event async for event in service.astream(model, "hi", deps=deps)]
     assert calls == []

