@@ -106,6 +106,69 @@ def test_the_runner_finds_runs_and_skips_blocks() -> None:
     ]
 
 
+# An inline link's target, `[text](target)`, up to a space (a title) or the closing parenthesis.
+LINK = re.compile(r"\[[^\]]*\]\(<?([^)\s>]+)>?(?:\s[^)]*)?\)")
+
+
+def prose(text: str) -> str:
+    """The page without its fenced blocks and inline code, where brackets are not links."""
+    text = FENCE.sub(lambda match: "\n" * match[0].count("\n"), text)
+    return re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", text, flags=re.DOTALL)
+
+
+def anchors(text: str) -> set[str]:
+    """The ids GitHub gives the page's headings: lower case, punctuation dropped, spaces to `-`,
+    a repeated id suffixed `-1`, `-2`, …"""
+    seen: dict[str, int] = {}
+    ids = set()
+    for heading in re.findall(r"^#{1,6}[ \t]+(.+?)[ \t#]*$", FENCE.sub("", text), re.MULTILINE):
+        slug = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        ids.add(f"{slug}-{count}" if count else slug)
+    return ids
+
+
+def broken_links(page: Path) -> list[str]:
+    """The relative links of a Markdown page whose file, or heading, does not exist."""
+    broken = []
+    text = page.read_text(encoding="utf-8")
+    for target in LINK.findall(prose(text)):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:, …
+            continue
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        if not linked.exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and linked.suffix == ".md" and anchor not in anchors(linked.read_text("utf-8")):
+            broken.append(f"{target}: no such heading")
+    return broken
+
+
+@pytest.mark.parametrize(
+    "page", [*PAGES, ROOT / "DEVELOPERS.md"], ids=lambda page: page.relative_to(ROOT).as_posix()
+)
+def test_relative_links_resolve(page: Path) -> None:
+    assert broken_links(page) == []
+
+
+def test_broken_links_are_found(tmp_path: Path) -> None:
+    (tmp_path / "guide").mkdir()
+    (tmp_path / "other.md").write_text("# Other\n## The `x` API (new)\n## Usage\n## Usage\n")
+    page = tmp_path / "guide" / "page.md"
+    page.write_text(
+        "# Page\n[ok](../other.md) [ok](../other.md#the-x-api-new) [ok](../other.md#usage-1)\n"
+        "[ok](#page) [web](https://example.com/x.md) `[code](missing.md)`\n"
+        "```text\n[fenced](missing.md)\n```\n"
+        "[gone](missing.md) [no heading](../other.md#nothing) [no heading](#usage)\n"
+    )
+    assert broken_links(page) == [
+        "missing.md: no such file",
+        "../other.md#nothing: no such heading",
+        "#usage: no such heading",
+    ]
+
+
 def shell_blocks(text: str) -> list[str]:
     return [m["body"].strip() for m in FENCE.finditer(text) if m["info"].strip() == "bash"]
 
