@@ -1,4 +1,4 @@
-"""Every ```python block of README.md and docs/*.md runs, so the docs cannot rot.
+"""Every ```python block of README.md and docs/ (sub-folders included) runs, so the docs cannot rot.
 
 The blocks of one page run in order in one module namespace (a page reads like one script), from
 the repository root, offline: opening a network connection fails the page. A block fenced
