@@ -10,7 +10,7 @@ replays it from the history instead of running it again.
     python examples/durable_temporal.py
 
 Against a real cluster, connect with `Client.connect("host:7233", plugins=[AgentForgePlugin()])`
-instead of starting the dev server (see docs/durable.md).
+instead of starting the dev server (see docs/guide/durable.md).
 """
 
 from __future__ import annotations

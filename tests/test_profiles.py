@@ -408,7 +408,7 @@ def test_every_builtin_profile_is_reachable_by_a_prefix() -> None:
 
 
 def profile_table() -> str:
-    """The table of docs/compatible-servers.md, from the code."""
+    """The table of docs/reference/compatible-servers.md, from the code."""
     prefixes: dict[str, list[str]] = {}
     for prefix, server in COMPATIBLE.items():
         prefixes.setdefault(server.label, []).append(prefix)
@@ -440,7 +440,9 @@ def profile_table() -> str:
 
 
 def test_the_documented_table_is_the_built_in_profiles() -> None:
-    page = (Path(__file__).parent.parent / "docs" / "compatible-servers.md").read_text()
+    page = (
+        Path(__file__).parent.parent / "docs" / "reference" / "compatible-servers.md"
+    ).read_text()
     assert profile_table() in page
 
 

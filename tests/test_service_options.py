@@ -74,7 +74,7 @@ def test_each_run_option_is_documented() -> None:
     ]
     assert documented == OPTIONS
     assert "RunOptions" in (ToolService.chat.__doc__ or "")
-    guide = (ROOT / "docs" / "service.md").read_text(encoding="utf-8")
+    guide = (ROOT / "docs" / "guide" / "service.md").read_text(encoding="utf-8")
     for option in OPTIONS:
         assert f"`{option}`" in guide, option
     assert "RunOptions" in agentforge_typed.__all__

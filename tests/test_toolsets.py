@@ -498,7 +498,7 @@ def test_search_name_collision_and_bad_options() -> None:
 
 
 def test_search_saves_request_bytes_with_500_tools() -> None:
-    """The figure docs/toolsets.md quotes: bytes of tool schemas in one request."""
+    """The figure docs/design/performance.md quotes: bytes of tool schemas in one request."""
     service = catalog_service()
 
     def size(parameters: ChatRequestParameters) -> int:
