@@ -681,8 +681,9 @@ class ToolService(Generic[DepsT]):
             SchemaDialectError: a tool asks for a provider-enforced schema (`strict_schema`)
                 that the OpenAI strict dialect cannot express — refused now, not at the first
                 request.
-            TypeError: `source` holds no tool, or a tool's `ToolContext[X]` does not accept the
-                service's `deps_type`.
+            TypeError: `source` holds no tool, a tool's `ToolContext[X]` does not accept the
+                service's `deps_type`, or a tool's declared return type cannot be serialized to
+                JSON (a plain class: pydantic has no schema for it).
         """
         items = tools_from(source)
         if group is not None and all(self._tools.get(item.name) is item for item in items):
@@ -708,6 +709,7 @@ class ToolService(Generic[DepsT]):
                 )
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
+            _require_serializable_return(item)
         add_to_groups(self._groups, group, [item.name for item in items])
         self._tools.update((item.name, item) for item in items)
         self._default_parameters = None
@@ -1367,6 +1369,13 @@ async def _aexecute(plan: _Planned) -> ToolExecution:
 def is_tool(value: object) -> bool:
     """Whether `value` looks like a `ToolLike` (a specification and an executor)."""
     return hasattr(value, "specification") and hasattr(value, "aexecute")
+
+
+def _require_serializable_return(item: ToolLike) -> None:
+    from .tools._function import Tool
+
+    if isinstance(item, Tool) and (problem := item.unserializable_return()) is not None:
+        raise TypeError(f"tool {item.name!r}: {problem}")
 
 
 def tools_from(source: object) -> list[ToolLike]:

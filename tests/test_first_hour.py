@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 from pydantic import BaseModel, ValidationError
@@ -210,3 +211,51 @@ async def test_the_output_tool_has_its_own_event(asynchronous: bool) -> None:
     final = events[-1]
     assert isinstance(final, FinalResultEvent)
     assert final.result.output == Reply(answer="done", ticket=7)
+
+
+class Thing:
+    """A plain class: pydantic has no schema for it, so its instances cannot become JSON."""
+
+
+@tool
+def make_thing() -> Thing:
+    """Make a thing."""
+    return Thing()
+
+
+UNSERIALIZABLE = (
+    "its return type Thing cannot be serialized to JSON for the model (Unable to generate "
+    "pydantic-core schema for <class 'test_first_hour.Thing'>): return a pydantic model, a "
+    "dataclass, a TypedDict or a str, or give @tool a result_converter="
+)
+
+
+def test_a_return_type_that_cannot_be_serialized_is_refused_at_registration() -> None:
+    with pytest.raises(TypeError) as info:
+        ToolService([get_order, make_thing])
+    assert str(info.value) == f"tool 'make_thing': {UNSERIALIZABLE}"
+    # A converter of its own answers for the type; a serializable return type passes.
+
+    @tool(result_converter=lambda thing: "a thing")
+    def make_described_thing() -> Thing:
+        """Make a thing, described in words."""
+        return Thing()
+
+    assert ToolService([make_described_thing]).tools == (make_described_thing,)
+
+
+def test_check_reports_a_return_type_that_cannot_be_serialized(tmp_path: Path) -> None:
+    from test_cli import cli
+
+    module = tmp_path / "things.py"
+    module.write_text(
+        "from agentforge_typed import tool\n\n\n"
+        "class Thing:\n    pass\n\n\n"
+        "@tool\ndef make_thing(size: int) -> Thing:\n"
+        '    """Make a thing.\n\n    Args:\n        size: How big.\n    """\n'
+        "    return Thing()\n"
+    )
+    checked = cli("check", f"{module}:make_thing")
+    assert checked.returncode == 1
+    assert f"{module}:9: error: make_thing: its return type Thing cannot" in checked.stdout
+    assert "result_converter= [unserializable-return]\n1 error, 0 warnings" in checked.stdout

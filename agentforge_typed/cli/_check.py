@@ -1,7 +1,7 @@
 """`agentforge-typed check`: lint tool definitions before a provider rejects them.
 
 Errors (non-zero exit): an item that cannot be made a tool, a name a provider refuses, a schema a
-dialect cannot express, two tools with one name. Warnings: a tool or a parameter without a
+dialect cannot express, two tools with one name, a return type that cannot be serialized. Warnings: a tool or a parameter without a
 description (the model has only the name to go by). With a `ModelProfile`, also its limits: tools
 at all, the number of tools, schema keywords the endpoint refuses (an error when the keyword
 carries a type, a warning when it will be moved into a description), strict schemas sent plain.
@@ -19,6 +19,7 @@ from .._service import ToolService
 from ..providers._degrade import move_keywords
 from ..providers._profiles import ModelProfile
 from ..tools._base import ToolLike
+from ..tools._function import Tool
 from ._declare import declaration
 from ._target import Target, display_path, source_location, tools_of
 
@@ -98,6 +99,8 @@ class _Reporter:
 
 def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
     spec = tool.specification
+    if isinstance(tool, Tool) and (problem := tool.unserializable_return()) is not None:
+        at.error("unserializable-return", problem)
     if not spec.description.strip():
         at.warning("missing-description", "the tool has no description")
     for name in _undescribed_parameters(spec.parameters):

@@ -36,8 +36,8 @@ from ._base import (
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import arguments_error_result, failure_result, success_result
-from ._result_text import ResultConverter, result_text_converter
-from ._signature import check_tool_name, inspect_function
+from ._result_text import DeclaredResultText, ResultConverter, result_text_converter
+from ._signature import check_tool_name, inspect_function, type_name
 
 __all__ = ["Tool", "ToolDecorator", "ToolOptions", "tool"]
 
@@ -414,6 +414,20 @@ class Tool(Generic[P, R]):
         if context is not None or not self._context_parameter:
             return context
         return ToolContext(deps=deps, tool_call_id=call.id, tool_name=self.name)
+
+    def unserializable_return(self) -> str | None:
+        """Why the declared return type cannot be sent to the model as JSON, or `None`.
+
+        Builds the result serializer, which decoration leaves to the first call; a
+        `result_converter=` answers for itself."""
+        convert = self._convert
+        if not isinstance(convert, DeclaredResultText) or (problem := convert.prepare()) is None:
+            return None
+        return (
+            f"its return type {type_name(convert.annotation)} cannot be serialized to JSON for "
+            f"the model ({problem}): return a pydantic model, a dataclass, a "
+            "TypedDict or a str, or give @tool a result_converter="
+        )
 
     def require_bound(self) -> None:
         """Raise `TypeError` for a method tool taken from its class rather than an instance: it
