@@ -16,6 +16,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -59,6 +60,7 @@ from agentforge_typed.tools._budget import cut_text
 MCP_SDK_1 = version("mcp").startswith("1.")
 
 REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
+FIXTURES = Path(__file__).parent / "fixtures"
 GIVE_UP = 10.0
 """Seconds after which an endless body stops by itself, so that a missing cap cannot hang."""
 
@@ -263,6 +265,47 @@ async def test_an_endless_stream_line_ends_at_the_cap(
     limit = 1 << 20
     model = _model(wire, server, max_line_length=limit)
     await _refused(model, mode, f"line longer than the limit of {limit} characters")
+
+
+STREAMS: dict[str, str] = {
+    "openai": "openai/reasoning_text.sse",
+    "responses": "openai_responses/reasoning_text.sse",
+    "anthropic": "anthropic/text_two_tools.sse",
+    "gemini": "gemini/text_signed.sse",
+}
+"""A whole recorded stream of each vendor (`tests/fixtures/`)."""
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+@pytest.mark.parametrize("wire", sorted(MODELS))
+async def test_a_stream_one_byte_over_max_stream_bytes_is_refused(
+    server: _Server, wire: str, mode: str
+) -> None:
+    body = (FIXTURES / STREAMS[wire]).read_bytes()
+    server.answer(body, "chunked", content_type="text/event-stream")
+    size = len(body)
+    whole = await call(_model(wire, server, max_stream_bytes=size), REQUEST, mode)
+    assert whole.finish_reason is not None
+    with pytest.raises(ModelError) as caught:
+        await call(_model(wire, server, max_stream_bytes=size - 1), REQUEST, mode)
+    assert str(caught.value) == (
+        f"{MODELS[wire]('m', api_key='k')._http.provider} sent a stream of more than "
+        f"{size - 1} bytes, over the limit of max_stream_bytes={size - 1}; pass a larger "
+        "max_stream_bytes= to the model to accept it"
+    )
+
+
+@pytest.mark.parametrize("mode", ["stream", "astream"])
+@pytest.mark.parametrize("wire", sorted(MODELS))
+async def test_an_endless_stream_of_keep_alives_ends_at_the_cap(
+    server: _Server, wire: str, mode: str
+) -> None:
+    """Short lines pass `max_line_length`, and a read timeout never trips: only the stream's
+    total stops a server that sends keep-alives forever."""
+    stream = "text/event-stream"
+    server.answer(b": ping\n\n", "endless", content_type=stream, filler=b": ping\n\n" * 512)
+    model = _model(wire, server, max_stream_bytes=1 << 20)
+    await _refused(model, mode, r"over the limit of max_stream_bytes=1048576")
 
 
 # --- the tools: one result budget, whatever backs the tool -----------------------------------
@@ -511,8 +554,8 @@ TOOL_BOUNDS = {"Tool", "SchemaTool", "HttpTool", "MCPTool"}
 bodies and MCP listings, past their network and count caps)."""
 
 WIRE_BOUNDS = {"openai", "responses", "anthropic", "gemini"}
-"""The wire cores whose blocking bodies, endless bodies, error bodies and stream lines the tests
-above send past their caps (`MODELS` names one model per core)."""
+"""The wire cores whose blocking bodies, endless bodies, error bodies, stream lines and whole
+streams the tests above send past their caps (`MODELS` names one model per core)."""
 
 
 def test_covers_every_surface() -> None:

@@ -157,6 +157,9 @@ class HttpModelOptions(ParameterDefaults, total=False):
     call's answer, or a JSON document answering a stream request — before the call is refused
     with `ModelError`, without reading the rest; default 32 MiB. An error answer's body is read
     up to it and the rest ignored."""
+    max_stream_bytes: int
+    """The most bytes (after content decoding) one event stream may hold in all, keep-alives
+    included, before the stream is refused with `ModelError`; default 256 MiB."""
     sleep: Callable[[float], None]
     """How to wait between sync retries (tests pass a recorder)."""
     asleep: Callable[[float], Awaitable[None]]

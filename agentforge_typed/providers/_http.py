@@ -44,7 +44,13 @@ from ._admission import (
     pool_size,
 )
 from ._retry import RetryPolicy, retry_after
-from ._sse import DEFAULT_MAX_LINE_LENGTH, ServerSentEvent, aiter_sse, iter_sse
+from ._sse import (
+    DEFAULT_MAX_LINE_LENGTH,
+    DEFAULT_MAX_STREAM_BYTES,
+    ServerSentEvent,
+    aiter_sse,
+    iter_sse,
+)
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -209,6 +215,7 @@ class HttpShell:
         total_timeout: float | None = None,
         max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_stream_bytes: int = DEFAULT_MAX_STREAM_BYTES,
         retry_hint: Callable[[Any], float | None] | None = None,
         refine_error: Callable[[ModelError], ModelError] | None = None,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
@@ -266,6 +273,8 @@ class HttpShell:
         self.max_response_bytes = max_response_bytes
         """The most bytes a body read whole may hold (a blocking answer, an error body, a JSON
         document answering a stream request); see `_read`."""
+        self.max_stream_bytes = max_stream_bytes
+        """The most bytes an event stream may hold in all."""
 
     def __repr__(self) -> str:
         return f"HttpShell(provider={self.provider!r}, base_url={self.base_url!r})"
@@ -343,7 +352,10 @@ class HttpShell:
                 raise self._not_a_stream_error(response)
             try:
                 yield from iter_sse(
-                    response, max_line_length=self.max_line_length, source=self.provider
+                    response,
+                    max_line_length=self.max_line_length,
+                    max_bytes=self.max_stream_bytes,
+                    source=self.provider,
                 )
             except httpx.HTTPError as exc:
                 raise self._transport_error(exc, streaming=True) from exc
@@ -487,7 +499,10 @@ class HttpShell:
                 raise self._not_a_stream_error(response)
             try:
                 async for event in aiter_sse(
-                    response, max_line_length=self.max_line_length, source=self.provider
+                    response,
+                    max_line_length=self.max_line_length,
+                    max_bytes=self.max_stream_bytes,
+                    source=self.provider,
                 ):
                     yield event
             except httpx.HTTPError as exc:

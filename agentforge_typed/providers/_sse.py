@@ -30,13 +30,24 @@ import pydantic_core
 
 from .._exceptions import ModelError
 
-__all__ = ["DEFAULT_MAX_LINE_LENGTH", "SSEDecoder", "ServerSentEvent", "aiter_sse", "iter_sse"]
+__all__ = [
+    "DEFAULT_MAX_LINE_LENGTH",
+    "DEFAULT_MAX_STREAM_BYTES",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "aiter_sse",
+    "iter_sse",
+]
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 DEFAULT_MAX_LINE_LENGTH = 32 * 1024 * 1024
 """Characters one line, or the data of one event, may hold (32 Mi): far above any real chunk,
 low enough that a hostile server cannot exhaust memory."""
+DEFAULT_MAX_STREAM_BYTES = 256 * 1024 * 1024
+"""Bytes one event stream may hold in all, after content decoding (256 MiB): the envelopes of a
+very long answer (each token's delta wrapped in an event of a few hundred bytes) stay far below,
+and a server that streams keep-alives or deltas forever is stopped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,15 +232,21 @@ def iter_sse(
     response: httpx.Response,
     *,
     max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+    max_bytes: int = DEFAULT_MAX_STREAM_BYTES,
     source: str = "server",
 ) -> Iterator[ServerSentEvent]:
     """Yield the events of a streamed `httpx.Response` as its bytes arrive.
 
     Raises:
-        ModelError: a line too long, or the stream cut off inside a line.
+        ModelError: a line too long, the stream longer than `max_bytes` (after content
+            decoding), or cut off inside a line.
     """
     decoder = SSEDecoder(max_line_length=max_line_length, source=source)
+    read = 0
     for chunk in response.iter_bytes():
+        read += len(chunk)
+        if read > max_bytes:
+            raise _too_large(source, max_bytes)
         yield from decoder.feed(chunk)
     yield from decoder.end()
 
@@ -238,12 +255,24 @@ async def aiter_sse(
     response: httpx.Response,
     *,
     max_line_length: int = DEFAULT_MAX_LINE_LENGTH,
+    max_bytes: int = DEFAULT_MAX_STREAM_BYTES,
     source: str = "server",
 ) -> AsyncIterator[ServerSentEvent]:
     """Async `iter_sse`."""
     decoder = SSEDecoder(max_line_length=max_line_length, source=source)
+    read = 0
     async for chunk in response.aiter_bytes():
+        read += len(chunk)
+        if read > max_bytes:
+            raise _too_large(source, max_bytes)
         for event in decoder.feed(chunk):
             yield event
     for event in decoder.end():
         yield event
+
+
+def _too_large(source: str, max_bytes: int) -> ModelError:
+    return ModelError(
+        f"{source} sent a stream of more than {max_bytes} bytes, over the limit of "
+        f"max_stream_bytes={max_bytes}; pass a larger max_stream_bytes= to the model to accept it"
+    )
