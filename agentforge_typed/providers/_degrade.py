@@ -174,12 +174,12 @@ def _fit_result(
             here.append(part)
             kept.append(TextContent(text=f"{part.describe()} (in the next user message)"))
             changes.setdefault("tool_result_content", set()).add(
-                f"{part.kind}s returned by tools sent in a user message after the tool results"
+                f"{_PLURAL[part.kind]} returned by tools sent in a user message after the tool results"
             )
         else:
             kept.append(TextContent(text=_left_out(part)))
             changes.setdefault("tool_result_content", set()).add(
-                f"{part.kind}s returned by tools left out: the endpoint takes none"
+                f"{_PLURAL[part.kind]} returned by tools left out: the endpoint takes none"
             )
     if here:
         intro = f"Content returned by the tool call {message.tool_call_id} ({message.tool_name}):"
@@ -199,13 +199,21 @@ def _fit_user_part(
     if isinstance(part, TextContent) or part.kind in user:
         return part
     changes.setdefault("user_content", set()).add(
-        f"{part.kind}s in user messages left out: the endpoint takes none"
+        f"{_PLURAL[part.kind]} in user messages left out: the endpoint takes none"
     )
     return TextContent(text=_left_out(part))
 
 
 def _left_out(part: BinaryContent) -> str:
-    return f"{part.describe()} (left out: the model's endpoint does not take {part.kind}s)"
+    return f"{part.describe()} (left out: the model's endpoint does not take {_PLURAL[part.kind]})"
+
+
+_PLURAL: dict[ContentKind, str] = {
+    "image": "images",
+    "document": "documents",
+    "audio": "audio",
+    "file": "files",
+}
 
 
 def _is_json(arguments: str) -> bool:

@@ -16,7 +16,7 @@ from typing_extensions import TypeVar
 from .._content import CONTENT_TYPES, Content, TextContent, has_binary
 from ._result_text import ResultConverter
 
-__all__ = ["CONTENT_CARRIERS", "ToolReturn", "returned_content", "value_annotation"]
+__all__ = ["CONTENT_CARRIERS", "ToolReturn", "as_parts", "returned_content", "value_annotation"]
 
 ValueT = TypeVar("ValueT", default=Any)
 
@@ -52,23 +52,24 @@ def returned_content(
         TypeError: a `ToolReturn`'s content holds something that is neither text nor a part.
     """
     if isinstance(value, ToolReturn):
-        extra = value.content
-        if not all(isinstance(item, _TEXT_OR_PART) for item in extra):
+        extra = as_parts(value.content)
+        if extra is None:
             raise TypeError("ToolReturn.content holds only str and content parts (ImageContent, …)")
-        return value.value, (TextContent(text=convert(value.value)), *_parts(extra))
+        return value.value, (TextContent(text=convert(value.value)), *extra)
     if isinstance(value, CONTENT_TYPES):
         part = cast("Content", value)
         return (part, (part,)) if has_binary((part,)) else None
-    if (
-        isinstance(value, list | tuple)
-        and all(isinstance(item, _TEXT_OR_PART) for item in value)
-        and has_binary([item for item in value if not isinstance(item, str)])
-    ):
-        return value, _parts(value)
+    if isinstance(value, list | tuple):
+        parts = as_parts(value)
+        if parts is not None and has_binary(parts):
+            return value, parts
     return None
 
 
-def _parts(items: Sequence[str | Content]) -> tuple[Content, ...]:
+def as_parts(items: Sequence[Any]) -> tuple[Content, ...] | None:
+    """`items` as parts (each `str` a `TextContent`), or `None` when one is neither."""
+    if not all(isinstance(item, _TEXT_OR_PART) for item in items):
+        return None
     return tuple(TextContent(text=item) if isinstance(item, str) else item for item in items)
 
 
