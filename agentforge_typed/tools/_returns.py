@@ -13,10 +13,25 @@ from typing import Any, Generic, cast, get_args, get_origin
 
 from typing_extensions import TypeVar
 
-from .._content import CONTENT_TYPES, Content, TextContent, has_binary
+from .._content import (
+    CONTENT_KINDS,
+    CONTENT_TYPES,
+    BinaryContent,
+    Content,
+    ContentKind,
+    TextContent,
+    has_binary,
+)
 from ._result_text import ResultConverter
 
-__all__ = ["CONTENT_CARRIERS", "ToolReturn", "as_parts", "returned_content", "value_annotation"]
+__all__ = [
+    "CONTENT_CARRIERS",
+    "ToolReturn",
+    "as_parts",
+    "content_kinds",
+    "returned_content",
+    "value_annotation",
+]
 
 ValueT = TypeVar("ValueT", default=Any)
 
@@ -80,3 +95,18 @@ def value_annotation(annotation: Any) -> Any:
     if get_origin(annotation) is ToolReturn:
         return get_args(annotation)[0]
     return annotation
+
+
+def content_kinds(annotation: Any) -> frozenset[ContentKind]:
+    """The kinds of parts beyond text a tool declared to return `annotation` may return: the
+    parts it names, inside unions, lists and tuples; every kind for a `ToolReturn`, whose content
+    is not typed by kind. What `agentforge-typed check` reads."""
+    if annotation is ToolReturn or get_origin(annotation) is ToolReturn:
+        return CONTENT_KINDS
+    if isinstance(annotation, type) and issubclass(annotation, BinaryContent):
+        kind = annotation.model_fields["type"].default
+        return frozenset((kind,)) if kind in CONTENT_KINDS else frozenset()
+    found: frozenset[ContentKind] = frozenset()
+    for argument in get_args(annotation):
+        found |= content_kinds(argument)
+    return found
