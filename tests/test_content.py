@@ -18,6 +18,7 @@ from agentforge_typed import (
     AudioContent,
     ChatMessage,
     ChatRequest,
+    Content,
     DocumentContent,
     FileContent,
     FunctionModel,
@@ -614,3 +615,28 @@ def test_an_error_policy_refuses_content_before_sending() -> None:
         "the endpoint takes none"
     )
     assert bodies == []
+
+
+SIGNED = "https://files.example.com/a.wav?X-Signature=sk-canary-0123456789"
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "responses", "gemini"])
+def test_a_signed_url_never_reaches_a_stand_in_an_adaptation_or_an_error(provider: str) -> None:
+    """A part's URL may carry a credential: notes, recorded adaptations and the wires' refusals
+    name the part's kind and type, never its URL."""
+    model, bodies = wire(provider)
+    parts: list[Content] = [
+        AudioContent(url=SIGNED),
+        FileContent(url=SIGNED, media_type="text/csv"),
+    ]
+    try:
+        answer = model.chat(ChatRequest(messages=[UserMessage(content=parts)]))
+    except ModelError as error:
+        assert "sk-canary" not in f"{error} {error!r}"
+        return
+    assert "sk-canary" not in json.dumps(answer.metadata.get("adaptations", []))
+    sent = json.dumps(bodies[0])
+    if provider in ("anthropic", "responses"):
+        # Audio is left out, its note naming no URL; Responses sends the file by its URL
+        # (`file_url`), as asked, and Anthropic leaves it out too.
+        assert sent.count("sk-canary") == (1 if provider == "responses" else 0)
