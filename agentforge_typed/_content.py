@@ -19,7 +19,10 @@ from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 from ._frozen import FrozenModel
 
 __all__ = [
+    "CONTENT_KINDS",
+    "CONTENT_TYPES",
     "AudioContent",
+    "Base64Data",
     "BinaryContent",
     "Content",
     "ContentKind",
@@ -28,6 +31,7 @@ __all__ = [
     "ImageContent",
     "TextContent",
     "content_text",
+    "has_binary",
 ]
 
 
@@ -35,6 +39,7 @@ ContentKind = Literal["image", "document", "audio", "file"]
 """The kinds of parts beyond text, as `BinaryContent.kind` names them."""
 
 CONTENT_KINDS: frozenset[ContentKind] = frozenset(("image", "document", "audio", "file"))
+"""Every `ContentKind`: what a wire or a profile that takes every kind of part accepts."""
 
 
 def _from_base64(value: Any) -> Any:
@@ -161,6 +166,7 @@ CONTENT_TYPES: tuple[type[TextContent | BinaryContent], ...] = (
     AudioContent,
     FileContent,
 )
+"""The classes of `Content`, for `isinstance`."""
 
 
 def content_text(parts: Iterable[TextContent | BinaryContent]) -> str:
