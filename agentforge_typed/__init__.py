@@ -12,6 +12,15 @@ from ._approval import (
     ToolFailed,
     pending_calls,
 )
+from ._content import (
+    AudioContent,
+    BinaryContent,
+    Content,
+    DocumentContent,
+    FileContent,
+    ImageContent,
+    TextContent,
+)
 from ._dialects import Dialect, SchemaDialectError
 from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
@@ -40,9 +49,7 @@ from ._messages import (
     AiMessage,
     ChatMessage,
     CustomMessage,
-    ImageContent,
     SystemMessage,
-    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -81,6 +88,7 @@ from .tools._base import (
 )
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
+from .tools._returns import ToolReturn
 
 if TYPE_CHECKING:
     # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
@@ -149,17 +157,22 @@ __all__ = [
     "ArgumentError",
     "ArgumentProblem",
     "ArgumentsErrorHandler",
+    "AudioContent",
     "BeforeToolCall",
+    "BinaryContent",
     "ChatMessage",
     "ChatModel",
     "ChatRequest",
     "ChatRequestParameters",
     "ChatResponse",
+    "Content",
     "CustomMessage",
     "Dialect",
+    "DocumentContent",
     "ErrorKind",
     "ExecutionErrorHandler",
     "FakeModel",
+    "FileContent",
     "FinalResultEvent",
     "FinishReason",
     "FunctionModel",
@@ -215,6 +228,7 @@ __all__ = [
     "ToolLoopLimitError",
     "ToolResultEvent",
     "ToolResultMessage",
+    "ToolReturn",
     "ToolSearch",
     "ToolSelection",
     "ToolService",

@@ -21,8 +21,7 @@ from ._messages import AiMessage, ChatMessage, ToolCall
 from ._response import ChatResponse, FinishReason
 from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
 from .tools._invoke import invoke, is_async_callable
-from .tools._outcomes import reraise_uncontained
-from .tools._result_text import result_text
+from .tools._outcomes import reraise_uncontained, success_result
 
 if TYPE_CHECKING:
     from ._results import ToolExecution
@@ -240,7 +239,8 @@ class ApprovalState:
             value = self.external_results[call.id]
             if isinstance(value, ToolFailed):
                 return Decided(call, ToolExecutionResult.error(value.message, "execution"))
-            return Decided(call, ToolExecutionResult(result_text(value), value))
+            # As a tool's return value: content parts (a screenshot taken elsewhere) included.
+            return Decided(call, success_result(value))
         if call.id not in self.approvals:
             return Decided(call)
         if external:

@@ -6,16 +6,30 @@ loads back with one `TypeAdapter(list[ChatMessage])`.
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 
+from ._content import (
+    AudioContent,
+    Content,
+    DocumentContent,
+    FileContent,
+    ImageContent,
+    TextContent,
+    content_text,
+)
 from ._frozen import FrozenModel, FrozenSeq
 
 __all__ = [
     "AiMessage",
+    "AudioContent",
     "ChatMessage",
+    "Content",
     "CustomMessage",
+    "DocumentContent",
+    "FileContent",
     "ImageContent",
     "SystemMessage",
     "TextContent",
@@ -23,25 +37,6 @@ __all__ = [
     "ToolResultMessage",
     "UserMessage",
 ]
-
-
-class TextContent(FrozenModel):
-    """A text part of a user message."""
-
-    type: Literal["text"] = "text"
-    text: str
-
-
-class ImageContent(FrozenModel):
-    """An image part of a user message, by URL (`https://…` or a `data:` URL)."""
-
-    type: Literal["image"] = "image"
-    url: str
-    detail: Literal["auto", "low", "high"] | None = None
-    """Resolution hint for providers that support one (OpenAI)."""
-
-
-Content = Annotated[TextContent | ImageContent, Field(discriminator="type")]
 
 
 class SystemMessage(FrozenModel):
@@ -52,7 +47,7 @@ class SystemMessage(FrozenModel):
 
 
 class UserMessage(FrozenModel):
-    """User input: a plain string, or several text and image parts."""
+    """User input: a plain string, or parts (text, images, documents, audio, files)."""
 
     role: Literal["user"] = "user"
     content: str | Annotated[FrozenSeq[Content], Field(min_length=1)]
@@ -123,13 +118,36 @@ class AiMessage(FrozenModel):
 
 
 class ToolResultMessage(FrozenModel):
-    """The result of one tool call, sent back to the model."""
+    """The result of one tool call, sent back to the model.
+
+    A result of text alone has `text`. A result with images, documents, audio or files has its
+    parts in order in `content`, and `text` is their text (each non-text part as a one-line
+    stand-in): what a provider that takes only text sends. Given `content=` alone, `text` is
+    derived from it.
+    """
 
     role: Literal["tool"] = "tool"
     tool_call_id: str
     tool_name: str
-    text: str
+    text: str = ""
+    """What the model reads where a result can only be text."""
+    content: FrozenSeq[Content] = ()
+    """The result's parts in order, when it has more than text; empty otherwise."""
     is_error: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text_of_content(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "text" not in data and data.get("content"):
+            content = _content_adapter().validate_python(data["content"])
+            return {**data, "text": content_text(content), "content": content}
+        return data
+
+
+@functools.cache
+def _content_adapter() -> TypeAdapter[list[Content]]:
+    # Built at first use: nothing at import may build a validator (see `_frozen`).
+    return TypeAdapter(list[Content])
 
 
 class CustomMessage(FrozenModel):

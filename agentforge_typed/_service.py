@@ -436,7 +436,7 @@ class _Run:
         approval = self._approval
         for execution in settled if approval is None else approval.set_aside(settled):
             self.executions.append(execution)
-            self._answer(execution.call, execution.result.text, execution.result.is_error)
+            self._record(execution)
         self.open_calls = ()
         if approval is not None and approval.pending:
             return True
@@ -474,7 +474,7 @@ class _Run:
                 self._answer(call, f"Tool `{call.name}` did not complete: {reason}.", True)
             else:
                 self.executions.append(execution)
-                self._answer(call, execution.result.text, execution.result.is_error)
+                self._record(execution)
         self.open_calls = ()
         error.messages = tuple(self.messages)
         error.tool_executions = tuple(self.executions)
@@ -484,6 +484,22 @@ class _Run:
         self.messages.append(
             ToolResultMessage(
                 tool_call_id=call.id, tool_name=call.name, text=text, is_error=is_error
+            )
+        )
+
+    def _record(self, execution: ToolExecution) -> None:
+        """Answer an executed call with its result: text, and any content beyond text."""
+        call, result = execution.call, execution.result
+        if not result.content:
+            self._answer(call, result.text, result.is_error)
+            return
+        self.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                text=result.text,
+                content=result.content,
+                is_error=result.is_error,
             )
         )
 

@@ -47,6 +47,7 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
     ) from error
 
 from ._approval import Approval, ApprovalState, Approved, PendingCall, ToolFailed
+from ._content import Content, TextContent
 from ._exceptions import AgentForgeError, ModelError, ToolArgumentsError
 from ._messages import ChatMessage, ToolCall
 from ._model import ChatModel
@@ -59,8 +60,9 @@ from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
 from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
-from .tools._budget import within_budget
+from .tools._budget import content_result, within_budget
 from .tools._outcomes import arguments_error_result, execution_error_result, failure_result
+from .tools._returns import as_parts
 
 if TYPE_CHECKING:
     from temporalio.client import WorkflowHandle
@@ -172,7 +174,8 @@ class ToolActivityResult(BaseModel):
     """What a tool activity returns: a `ToolExecutionResult` without its exception.
 
     The value travels once: when the text is the value (a `str`) or its JSON, only the text does,
-    and `value_from` says how the workflow gets the value back.
+    and when the value is the content (a part, or a list of text and parts), only the content
+    does; `value_from` says how the workflow gets the value back.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -181,8 +184,12 @@ class ToolActivityResult(BaseModel):
     value: Any = None
     """The tool's return value in its JSON form (what pydantic makes of it), unless `value_from`
     says it is the text."""
-    value_from: Literal["text", "json"] | None = None
-    """`"text"`: the value is `text`; `"json"`: the value is `text` parsed as JSON."""
+    value_from: Literal["text", "json", "part", "parts"] | None = None
+    """`"text"`: the value is `text`; `"json"`: the value is `text` parsed as JSON; `"part"`: the
+    value is the one part of `content`; `"parts"`: the value is the list of `content`'s parts,
+    each text part as its `str`."""
+    content: tuple[Content, ...] = ()
+    """The result's parts, when it has content beyond text (bytes as base64 in JSON)."""
     is_error: bool = False
     error_kind: ErrorKind | None = None
     repairs: tuple[str, ...] = ()
@@ -190,16 +197,26 @@ class ToolActivityResult(BaseModel):
     @classmethod
     def of(cls, result: ToolExecutionResult) -> ToolActivityResult:
         """The travelling form of `result`."""
-        value = pydantic_core.to_jsonable_python(result.value, serialize_unknown=True)
-        value_from: Literal["text", "json"] | None = None
-        if isinstance(value, str) and value == result.text:
-            value, value_from = None, "text"
-        elif value is not None and pydantic_core.to_json(value).decode() == result.text:
-            value, value_from = None, "json"
+        content = result.content
+        value: Any = None
+        value_from: Literal["text", "json", "part", "parts"] | None = None
+        if content and (result.value,) == content:
+            value_from = "part"
+        elif (
+            content and isinstance(result.value, list | tuple) and as_parts(result.value) == content
+        ):
+            value_from = "parts"
+        else:
+            value = pydantic_core.to_jsonable_python(result.value, serialize_unknown=True)
+            if isinstance(value, str) and value == result.text:
+                value, value_from = None, "text"
+            elif value is not None and pydantic_core.to_json(value).decode() == result.text:
+                value, value_from = None, "json"
         return cls(
             text=result.text,
             value=value,
             value_from=value_from,
+            content=content,
             is_error=result.is_error,
             error_kind=result.error_kind,
             repairs=result.repairs,
@@ -212,6 +229,13 @@ class ToolActivityResult(BaseModel):
             value = self.text
         elif self.value_from == "json":
             value = pydantic_core.from_json(self.text)
+        elif self.value_from == "part":
+            value = self.content[0]
+        elif self.value_from == "parts":
+            value = [part.text if isinstance(part, TextContent) else part for part in self.content]
+        if self.content and not self.is_error:
+            # Within the budget already (the activity applied it): rebuilt as it is.
+            return content_result(self.content, sys.maxsize, value, self.repairs)
         return ToolExecutionResult(self.text, value, self.is_error, self.error_kind, self.repairs)
 
     def bounded(self, tool_name: str, limit: int) -> ToolActivityResult:

@@ -49,6 +49,8 @@ QUIRKS = frozenset(
         "overflow_413",  # 413 (not 400) for more tools than `max_tools`
         "overflow_no_choices",  # a 200 answer without choices for more tools than `max_tools`
         "overflow_not_json",  # a 200 answer that is not JSON for more tools than `max_tools`
+        "no_images",  # 400 for an image part in a user message
+        "images_500",  # 500 for an image part, as llama.cpp without a vision projector answers
     }
 )
 CITIES = ("Paris", "London")
@@ -78,6 +80,8 @@ class CompatibleServer:
         choice = body.get("tool_choice")
         messages = body.get("messages") or []
         roles = [m.get("role") for m in messages]
+        if "no_images" in q and _has_image(messages):
+            return "image input is not supported by this model"
         if "no_system" in q and "system" in roles:
             return "system role is not supported"
         if "system_first" in q and "system" in roles[1:]:
@@ -214,6 +218,15 @@ class CompatibleServer:
             yield {**base, "choices": [], "usage": usage}
 
 
+def _has_image(messages: list[Any]) -> bool:
+    return any(
+        isinstance(part, dict) and part.get("type") == "image_url"
+        for message in messages
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+    )
+
+
 def _keywords(schema: Any) -> set[str]:
     """Every keyword used anywhere in `schema` (property names are not keywords)."""
     if isinstance(schema, list):
@@ -242,6 +255,9 @@ def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
                 return self.send_json(404, {"error": {"message": "not found"}})
             if "unavailable_once" in state.quirks and len(state.requests) == 1:
                 return self.send_json(503, {"error": {"message": "loading the model"}})
+            if "images_500" in state.quirks and _has_image(body.get("messages") or []):
+                error = {"message": "image input is not supported - hint: no mmproj"}
+                return self.send_json(500, {"error": error})
             refusal = state.refusal(body)
             overflow = state.overflow(body)
             if refusal is not None:

@@ -8,6 +8,7 @@ outside Temporal. The model is a `FunctionModel` whose script is chosen by the f
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import sys
@@ -25,6 +26,7 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    ImageContent,
     OpenAIChatModel,
     SchemaTool,
     ToolCall,
@@ -153,6 +155,21 @@ def dump_rows(count: int, ctx: ToolContext[Ledger]) -> list[str]:
     return ["y" * 100] * count
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
+"""The screenshot's bytes: every byte value, so a lossy round trip shows."""
+
+
+@tool
+def screenshot(page: str, ctx: ToolContext[Ledger]) -> list[str | ImageContent]:
+    """A screenshot of a page.
+
+    Args:
+        page: Which page.
+    """
+    record(ctx.deps, f"screenshot {page}")
+    return [f"The {page} page:", ImageContent(data=PNG, media_type="image/png")]
+
+
 class Order(BaseModel):
     """An item whose own validator raises on an unknown sku (a `KeyError`, not a
     `ValidationError`)."""
@@ -218,6 +235,7 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
         ]
     ],
     "transfer": [[_call("c1", "transfer", '{"to":"bob","amount":250}')]],
+    "image": [[_call("c1", "screenshot", '{"page":"home"}')]],
     "big": [[_call("c1", "dump", '{"size":1200000}')]],
     "big_rows": [[_call("c1", "dump_rows", '{"count":12000}')]],
     "huge": [[_call("c1", "dump", '{"size":2100000}')]],
@@ -246,9 +264,22 @@ def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -
     if done < len(turns):
         return AiMessage(tool_calls=turns[done])
     results = [
-        f"{m.tool_name}: {_short(m.text)}" for m in messages if isinstance(m, ToolResultMessage)
+        f"{m.tool_name}: {_short(m.text)}{_digest(m)}"
+        for m in messages
+        if isinstance(m, ToolResultMessage)
     ]
     return AiMessage(text="; ".join(results))
+
+
+def _digest(message: ToolResultMessage) -> str:
+    """The SHA-256 of the bytes a result's images hold, to show they arrived intact."""
+    # `getattr`: the worker process of another test imports the installed package, which may
+    # predate `content` (a worktree's tests run against the main checkout's install).
+    parts = getattr(message, "content", ())
+    data = [part.data for part in parts if isinstance(part, ImageContent) and part.data]
+    if not data:
+        return ""
+    return f" sha256={hashlib.sha256(b''.join(d for d in data if d is not None)).hexdigest()}"
 
 
 def _short(text: str) -> str:
@@ -283,7 +314,9 @@ TAG = SchemaTool(
 )
 """A schema tool whose arguments a model can make large: `uniqueItems` over objects."""
 
-service = ToolService([reserve, pay, linger, stall, survey, receipt, dump, dump_rows, order, TAG])
+service = ToolService(
+    [reserve, pay, linger, stall, survey, receipt, dump, dump_rows, order, TAG, screenshot]
+)
 durable = TemporalToolService(
     service,
     FunctionModel(script),

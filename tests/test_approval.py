@@ -304,6 +304,19 @@ def test_external_results_fill_the_calls_and_the_loop_continues(run: Runner) -> 
     assert json.loads(answer.text) == {"title": "A"} and not answer.is_error
 
 
+def test_an_external_result_may_carry_an_image(run: Runner) -> None:
+    service = ToolService([ask_browser])
+    paused = pause(run, service, calls(call("a1", "ask_browser", url="https://a.example")))
+    script = Script(AiMessage(text="A page."))
+    shot = af.ImageContent(data=b"\x89PNG", media_type="image/png")
+
+    run(service, script.model, paused.messages, external_results={"a1": ["The page:", shot]})
+
+    answer = results(script.seen[0])["a1"]
+    assert answer.content == (af.TextContent(text="The page:"), shot)
+    assert answer.text == "The page:\n[image: image/png, 4 bytes]"
+
+
 def test_an_external_failure_reaches_the_model_as_an_error(run: Runner) -> None:
     service = ToolService([ask_browser])
     paused = pause(run, service, calls(call("a1", "ask_browser", url="https://a.example")))

@@ -8,6 +8,7 @@ real (`http.server` on a thread, the MCP SDK's server) where the framing matters
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import gzip
 import json
@@ -26,6 +27,7 @@ from mcp import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+from mcp.types import ImageContent as MCPImage
 from openai_support import call
 from typing_extensions import Unpack
 
@@ -36,6 +38,7 @@ from agentforge_typed import (
     ChatRequestParameters,
     FunctionModel,
     HttpTool,
+    ImageContent,
     MCPServer,
     ModelError,
     ReturnBehavior,
@@ -49,13 +52,14 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
+from agentforge_typed import TextContent as ContentText
 from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
 from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 from agentforge_typed.tools import DEFAULT_MAX_RESULT_CHARS, MCPServerOptions
-from agentforge_typed.tools._budget import cut_text
+from agentforge_typed.tools._budget import MAX_CONTENT_BYTES, cut_text
 
 MCP_SDK_1 = version("mcp").startswith("1.")
 
@@ -397,6 +401,7 @@ async def test_an_http_tool_body_one_byte_over_its_caps(server: _Server, is_asyn
 
 def _mcp_server(
     list_tools: Callable[[Any, Any], Awaitable[ListToolsResult]] | None = None,
+    on_call_tool: Callable[[Any, Any], Awaitable[CallToolResult]] | None = None,
     **options: Unpack[MCPServerOptions],
 ) -> MCPServer:
     """An MCP server on the SDK's own `Server` (in this process, over memory streams): its tool
@@ -410,7 +415,9 @@ def _mcp_server(
         schema = {"type": "object", "properties": {"text": {"type": "string"}}}
         return ListToolsResult(tools=[Tool(name="text", input_schema=schema)])
 
-    served = Server("bounds", on_list_tools=list_tools or one_tool, on_call_tool=call_tool)
+    served = Server(
+        "bounds", on_list_tools=list_tools or one_tool, on_call_tool=on_call_tool or call_tool
+    )
 
     async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
         client, streams = await stack.enter_async_context(create_client_server_memory_streams())
@@ -549,6 +556,71 @@ def test_the_service_budget_reaches_every_tool_kind_without_its_own() -> None:
         ToolService(max_result_chars=99)
 
 
+# -- inline content: MAX_CONTENT_BYTES per result -----------------------------------------------
+
+_AT_CAP = b"\0" * MAX_CONTENT_BYTES
+_LEFT_OUT = (
+    f"[image: image/png, {MAX_CONTENT_BYTES + 1:,} bytes: left out, over the "
+    f"{MAX_CONTENT_BYTES:,}-byte limit of a tool result's inline content]"
+)
+
+
+def _check_content_cap(exact: ToolExecutionResult, over: ToolExecutionResult) -> None:
+    """An image of exactly the cap is sent whole; one byte more is left out, a note in its place."""
+    assert exact.content == (ImageContent(data=_AT_CAP, media_type="image/png"),)
+    assert over.content == (ContentText(text=_LEFT_OUT),)
+    assert over.text == _LEFT_OUT and not over.is_error
+
+
+def _image(size: int) -> ImageContent:
+    return ImageContent(data=b"\0" * size, media_type="image/png")
+
+
+def test_a_typed_tool_image_one_byte_over_the_content_cap_is_left_out() -> None:
+    @tool
+    def shot(size: int) -> ImageContent:
+        """An image of `size` bytes."""
+        return _image(size)
+
+    results = [shot.execute(_call({"size": n}, "shot")) for n in (len(_AT_CAP), len(_AT_CAP) + 1)]
+    _check_content_cap(*results)
+
+
+def test_a_schema_tool_image_one_byte_over_the_content_cap_is_left_out() -> None:
+    spec = ToolSpecification(
+        name="shot", description="", parameters={"type": "object", "properties": {"size": {}}}
+    )
+    shot = SchemaTool(spec, lambda arguments: _image(arguments["size"]))
+    sizes = (len(_AT_CAP), len(_AT_CAP) + 1)
+    results = [shot.execute(_call({"size": n}, "shot"), CONTEXT) for n in sizes]
+    _check_content_cap(*results)
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+async def test_an_mcp_image_one_byte_over_the_content_cap_is_left_out() -> None:
+    async def call_tool(context: Any, params: Any) -> CallToolResult:
+        data = base64.b64encode(b"\0" * int(params.arguments["text"])).decode()
+        return CallToolResult(content=[MCPImage(type="image", data=data, mime_type="image/png")])
+
+    async with _mcp_server(on_call_tool=call_tool) as server:
+        (shot,) = server.tools()
+        results = [
+            await shot.aexecute(_call({"text": str(n)}, "text"), CONTEXT)
+            for n in (len(_AT_CAP), len(_AT_CAP) + 1)
+        ]
+    _check_content_cap(*results)
+
+
+CONTENT_BOUNDS = {
+    "Tool": "test_a_typed_tool_image_one_byte_over_the_content_cap_is_left_out",
+    "SchemaTool": "test_a_schema_tool_image_one_byte_over_the_content_cap_is_left_out",
+    "MCPTool": "test_an_mcp_image_one_byte_over_the_content_cap_is_left_out",
+    "HttpTool": "an HTTP tool's result is its response body, read as text: it has no content parts",
+}
+"""Per tool kind, the test that sends an image one byte over `MAX_CONTENT_BYTES`, or why none
+applies."""
+
+
 TOOL_BOUNDS = {"Tool", "SchemaTool", "HttpTool", "MCPTool"}
 """The tool kinds whose results the tests above send past their budget (and, for `HttpTool`
 bodies and MCP listings, past their network and count caps)."""
@@ -562,3 +634,4 @@ def test_covers_every_surface() -> None:
     assert set(MODELS) == WIRE_BOUNDS
     assert_covers("bounded", "wire", WIRE_BOUNDS)
     assert_covers("bounded", "tool", TOOL_BOUNDS)
+    assert_covers("bounded", "tool", CONTENT_BOUNDS)

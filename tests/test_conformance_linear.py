@@ -8,6 +8,7 @@ scans everything seen so far per piece shows up as ~64x, far over the limit.
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import time
@@ -25,19 +26,29 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     ChatResponse,
+    Content,
     FunctionModel,
+    ImageContent,
     ResponseComplete,
     StreamEvent,
+    TextContent,
     ToolCall,
+    ToolResultMessage,
     ToolService,
     UserMessage,
     tool,
 )
-from agentforge_typed.providers._anthropic_wire import AnthropicStreamAccumulator
-from agentforge_typed.providers._gemini_wire import GeminiStreamAccumulator
-from agentforge_typed.providers._openai_wire import StreamAccumulator
-from agentforge_typed.providers._responses_wire import ResponsesStreamAccumulator
+from agentforge_typed.providers._anthropic_wire import AnthropicStreamAccumulator, AnthropicWire
+from agentforge_typed.providers._base import Wire
+from agentforge_typed.providers._degrade import Adapted, fit_content
+from agentforge_typed.providers._gemini_wire import GeminiStreamAccumulator, GeminiWire
+from agentforge_typed.providers._openai_wire import OpenAIWire, StreamAccumulator
+from agentforge_typed.providers._responses_wire import (
+    OpenAIResponsesWire,
+    ResponsesStreamAccumulator,
+)
 from agentforge_typed.providers._sse import ServerSentEvent, SSEDecoder
+from agentforge_typed.tools._mcp_results import OutputSchema, map_call_result
 
 N = 1000
 """Deltas in the small stream: a few milliseconds of parsing."""
@@ -553,6 +564,100 @@ def test_loop_is_linear_in_history(driver: str) -> None:
     _assert_linear(run, HISTORY, what=f"the loop under {driver}, history")
 
 
+# -- content ------------------------------------------------------------------------------------
+
+CONTENT_PARTS = 200
+_SMALL_PNG = ImageContent(data=b"\x89PNG" * 16, media_type="image/png")
+
+
+def _parts(size: int) -> list[Content]:
+    return [TextContent(text=f"{PIECE} {n}") if n % 2 else _SMALL_PNG for n in range(size)]
+
+
+def _content_history(size: int) -> list[ChatMessage]:
+    """A user message of `size` parts, then a round of `size` calls each answered with an image."""
+    calls = [ToolCall(id=f"c{n}", name="shot") for n in range(size)]
+    results = [
+        ToolResultMessage(
+            tool_call_id=f"c{n}", tool_name="shot", content=[TextContent(text="shot"), _SMALL_PNG]
+        )
+        for n in range(size)
+    ]
+    return [UserMessage(content=_parts(size)), AiMessage(tool_calls=calls), *results]
+
+
+CONTENT_WIRES: dict[str, Wire] = {
+    "openai": OpenAIWire(),
+    "responses": OpenAIResponsesWire(),
+    "anthropic": AnthropicWire(),
+    "gemini": GeminiWire(),
+}
+
+
+@pytest.mark.parametrize("core", sorted(CONTENT_WIRES))
+def test_content_rendering_is_linear(core: str) -> None:
+    """Every part of a user message and of `n` tool results, fitted to what the API takes
+    (`fit_content`: Chat Completions moves each image into a user message) and rendered."""
+    wire = CONTENT_WIRES[core]
+    histories = {size: _content_history(size) for size in (CONTENT_PARTS, 8 * CONTENT_PARTS)}
+    parameters = ChatRequestParameters(model="m", max_tokens=100)
+
+    def run(size: int) -> None:
+        adapted = fit_content(
+            Adapted(list(histories[size]), parameters), wire.user_content, wire.tool_result_content
+        )
+        wire.build_payload(adapted.messages, parameters, stream=False)
+
+    _assert_linear(run, CONTENT_PARTS, what=f"{core} content rendering")
+
+
+def test_tool_content_and_its_budget_are_linear() -> None:
+    """A tool returning `n` parts: its parts, their budget and their text."""
+    returned: dict[int, list[str | ImageContent]] = {
+        size: [f"{PIECE} {n}" if n % 2 else _SMALL_PNG for n in range(size)]
+        for size in (CONTENT_PARTS, 8 * CONTENT_PARTS)
+    }
+
+    @tool(max_result_chars=1000)
+    def many(size: int) -> list[str | ImageContent]:
+        """Many parts."""
+        return returned[size]
+
+    def run(size: int) -> None:
+        result = many.execute(ToolCall(id="c", name="many", arguments=f'{{"size": {size}}}'))
+        assert result.content
+
+    _assert_linear(run, CONTENT_PARTS, what="tool content and its budget")
+
+
+def test_mcp_content_conversion_is_linear() -> None:
+    png = base64.b64encode(b"\x89PNG" * 16).decode()
+    blocks = {
+        size: {
+            "content": [
+                {"type": "image", "data": png, "mimeType": "image/png"}
+                if n % 2
+                else {"type": "text", "text": f"{PIECE} {n}"}
+                for n in range(size)
+            ],
+            "structuredContent": {"items": list(range(size))},
+        }
+        for size in (CONTENT_PARTS, 8 * CONTENT_PARTS)
+    }
+    schema = OutputSchema(
+        {
+            "type": "object",
+            "properties": {"items": {"type": "array", "items": {"type": "integer"}}},
+        },
+        tool_name="t",
+    )
+
+    def run(size: int) -> None:
+        assert map_call_result("t", blocks[size], 100_000, schema).content
+
+    _assert_linear(run, CONTENT_PARTS, what="MCP content conversion")
+
+
 DRIVER_TESTS = {
     **{driver: f"{__name__}.test_loop_is_linear_in_history" for driver in DRIVERS},
     # Against Temporal's test server, which that module starts.
@@ -563,6 +668,7 @@ DRIVER_TESTS = {
 
 def test_covers_every_surface() -> None:
     assert_covers("linear", "wire", {core for core, _, _, _ in FIELDS})
+    assert_covers("linear", "wire", CONTENT_WIRES)
     assert_covers("linear", "driver", DRIVER_TESTS)
     for name in DRIVER_TESTS.values():
         module, _, function = name.rpartition(".")

@@ -37,9 +37,10 @@ DEFAULTS: dict[str, Any] = {
     "stream_usage": True,
     "system_message": "any",
     "max_tools": None,
+    "user_content": ["audio", "document", "file", "image"],
 }
 PLAN = (
-    "at most 31 requests: 13, up to 7 more if a schema keyword is refused, up to 11 more "
+    "at most 32 requests: 14, up to 7 more if a schema keyword is refused, up to 11 more "
     "measuring max_tools (1024 tiny tools first); max_tokens=200 or less each"
 )
 
@@ -76,6 +77,8 @@ def _strict(body: dict[str, Any]) -> bool:
         (("reject_stream_options",), {"stream_usage": False}),
         (("system_first",), {"system_message": "first"}),
         (("no_system",), {"system_message": "none"}),
+        (("no_images",), {"user_content": ["audio", "document", "file"]}),
+        (("images_500",), {"user_content": ["audio", "document", "file"]}),
     ],
 )
 def test_probe_reports_each_quirk(
@@ -88,7 +91,9 @@ def test_probe_reports_each_quirk(
     measured = {key: result["profile"][key] for key in DEFAULTS}
     assert measured == {**DEFAULTS, **expected}
     # Without a system role, the probe of a later system message is skipped.
-    assert result["requests"] == len(server.requests) == (12 if "no_system" in quirks else 13)
+    # A 500 is retried once before it counts as a refusal.
+    expected_requests = 13 if "no_system" in quirks else 15 if "images_500" in quirks else 14
+    assert result["requests"] == len(server.requests) == expected_requests
     assert err.splitlines()[0] == f"probing local-model at {server.url}: {PLAN}"
 
 
@@ -151,7 +156,7 @@ def test_probe_tries_each_keyword_alone_when_the_schema_is_refused(
     result = json.loads(out)
     assert status == 0
     assert result["profile"]["refused_schema_keywords"] == ["$defs", "$ref", "multipleOf"]
-    assert result["requests"] == len(server.requests) == 12 + 7 + 1
+    assert result["requests"] == len(server.requests) == 13 + 7 + 1
 
 
 def test_probe_without_tools_skips_the_tool_probes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -161,7 +166,7 @@ def test_probe_without_tools_skips_the_tool_probes(capsys: pytest.CaptureFixture
     assert status == 0
     assert result["profile"]["tools"] is False
     assert result["evidence"]["tools"].startswith("refused: ")
-    assert len(server.requests) == result["requests"] == 4
+    assert len(server.requests) == result["requests"] == 5
 
 
 @pytest.mark.parametrize(
@@ -199,7 +204,7 @@ def test_probe_counts_a_retried_request_again(capsys: pytest.CaptureFixture[str]
     with compatible_server("unavailable_once") as server:
         status, out, _ = run_probe(capsys, server.url, "--json", "--no-max-tools")
     assert status == 0
-    assert json.loads(out)["requests"] == len(server.requests) == 13  # 12, and one retried
+    assert json.loads(out)["requests"] == len(server.requests) == 14  # 13, and one retried
 
 
 def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
@@ -216,13 +221,13 @@ def test_probe_prints_a_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert progress == [
         f"request {n}: {line.split(': ', 1)[1]}" for n, line in enumerate(progress, 1)
     ]
-    assert len(progress) == 13
+    assert len(progress) == 14
     lines = out.splitlines()
     assert lines[0].split() == ["feature", "value", "evidence"]
     assert any(line.split()[:2] == ["stream_tool_deltas", "False"] for line in lines)
     assert "required: refused" in out
     assert any(line.split()[:2] == ["max_tools", "None"] for line in lines)
-    assert lines[-1] == "13 requests made"
+    assert lines[-1] == "14 requests made"
 
 
 def test_written_profile_makes_the_quirky_server_work(
@@ -385,8 +390,8 @@ def test_no_max_tools_keeps_the_base_value_and_states_fewer_requests(
     assert result["profile"]["max_tools"] == 128  # the openai profile's
     assert result["evidence"]["max_tools"] == "not measured: from the openai profile"
     assert not any(map(_offered, server.requests))
-    assert result["requests"] == len(server.requests) == 12 == max_requests(max_tools=False) - 8
-    assert "at most 20 requests: 13, up to 7 more if a schema keyword is refused;" in err
+    assert result["requests"] == len(server.requests) == 13 == max_requests(max_tools=False) - 8
+    assert "at most 21 requests: 14, up to 7 more if a schema keyword is refused;" in err
 
 
 def test_a_probe_session_can_run_again_after_closing_its_client() -> None:
@@ -395,7 +400,7 @@ def test_a_probe_session_can_run_again_after_closing_its_client() -> None:
         first, again = session.run(), session.run()
     assert first.profile == again.profile
     assert first.profile.stream_tool_deltas is False
-    assert len(server.requests) == 24
+    assert len(server.requests) == 26
 
 
 def test_probe_asks_required_a_question_a_text_answer_fits(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import platform
 import sys
@@ -850,6 +851,17 @@ async def test_a_large_result_travels_once_and_its_tool_runs_once(
     assert text == expected[scenario]
     tool_name = lines[0].split()[0]
     assert [name for name, _ in await _activities(handle)].count(f"booking.tool.{tool_name}") == 1
+
+
+@on_module_loop
+async def test_an_image_travels_intact_once_and_its_tool_runs_once(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    handle, text, failed, lines = await _run(dev_env, "image", tmp_path)
+    digest = hashlib.sha256(support.PNG).hexdigest()
+    assert (failed, lines) == ("", ["screenshot home"])
+    assert text == f"screenshot: The home page:\n[image: image/png, 1,032 bytes] sha256={digest}"
+    assert [name for name, _ in await _activities(handle)].count("booking.tool.screenshot") == 1
 
 
 @on_module_loop

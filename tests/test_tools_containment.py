@@ -29,7 +29,7 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
-from agentforge_typed.tools._mcp import _map_call_result
+from agentforge_typed.tools._mcp_results import map_call_result
 from agentforge_typed.tools._outcomes import MAX_ERROR_TEXT_CHARS
 
 
@@ -403,7 +403,7 @@ def test_a_short_error_text_is_not_touched() -> None:
 
 def test_mcp_error_content_is_capped_and_kept_whole_on_the_exception() -> None:
     content = "E" * 50_000
-    result = _map_call_result(
+    result = map_call_result(
         "remote", {"content": [{"type": "text", "text": content}], "isError": True}, 10**6
     )
     assert result.error_kind == "execution"

@@ -5,14 +5,18 @@ dialect cannot express, two tools with one name, a return type that cannot be se
 description (the model has only the name to go by). With a `ModelProfile`, also its limits: tools
 at all, the number of tools, schema keywords the endpoint refuses (an error when the keyword
 carries a type, a warning when it will be moved into a description), strict schemas sent plain.
+A typed tool that returns images, documents, audio or files (its return annotation says so) is
+a warning: Chat Completions sends them in a user message after the tool results, and a profile may
+take them nowhere (an error under its `"error"` policy for `tool_result_content`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._content import ContentKind
 from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules, render_schema
 from .._exceptions import UnsupportedFeatureError
 from .._service import ToolService
@@ -20,6 +24,7 @@ from ..providers._degrade import move_keywords
 from ..providers._profiles import ModelProfile
 from ..tools._base import ToolLike
 from ..tools._function import Tool
+from ..tools._returns import content_kinds
 from ._declare import declaration
 from ._target import Target, display_path, source_location, tools_of
 
@@ -97,12 +102,32 @@ class _Reporter:
         self.findings.append(Finding(self.file, self.line, "warning", code, self.tool, message))
 
 
+def _returned_kinds(tool: ToolLike) -> frozenset[ContentKind]:
+    """The kinds of parts a typed tool's return annotation says it may return (none known for
+    other kinds of tools)."""
+    if not isinstance(tool, Tool):
+        return frozenset()
+    return content_kinds(tool._signature.return_annotation)
+
+
+def _kinds(kinds: Iterable[str]) -> str:
+    return ", ".join(sorted(kinds))
+
+
 def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
     spec = tool.specification
     if isinstance(tool, Tool) and (problem := tool.unserializable_return()) is not None:
         at.error("unserializable-return", problem)
     if not spec.description.strip():
         at.warning("missing-description", "the tool has no description")
+    kinds = _returned_kinds(tool)
+    if kinds and "openai" in dialects:
+        at.warning(
+            "tool-result-content",
+            f"returns {_kinds(kinds)} parts: Chat Completions tool messages carry text only, so "
+            "they are sent in a user message after the tool results (adaptation "
+            "`tool_result_content`)",
+        )
     for name in _undescribed_parameters(spec.parameters):
         at.warning("missing-parameter-description", f"parameter {name!r} has no description")
     for dialect in dialects:
@@ -153,6 +178,7 @@ def _lint_profile(tool: ToolLike, profile: ModelProfile, position: int, at: _Rep
             "profile-strict",
             f"{where}: strict schemas are not supported; sent plain, validated locally",
         )
+    _lint_profile_content(tool, profile, where, at)
     moved: list[str] = []
     try:
         move_keywords(
@@ -168,6 +194,30 @@ def _lint_profile(tool: ToolLike, profile: ModelProfile, position: int, at: _Rep
         at.warning(
             "profile-schema",
             f"{where}: refuses {', '.join(sorted(set(moved)))}; moved into descriptions when sent",
+        )
+
+
+def _lint_profile_content(tool: ToolLike, profile: ModelProfile, where: str, at: _Reporter) -> None:
+    unsent = _returned_kinds(tool) - profile.tool_result_content
+    if not unsent:
+        return
+    if profile.policy_for("tool_result_content") == "error":
+        at.error(
+            "profile-content",
+            f"{where}: tool results carry no {_kinds(unsent)} parts, and its policy refuses "
+            "the request",
+        )
+        return
+    moved, left_out = unsent & profile.user_content, unsent - profile.user_content
+    if moved:
+        at.warning(
+            "profile-content",
+            f"{where}: tool results carry no {_kinds(moved)} parts; sent in a user message after "
+            "the tool results",
+        )
+    if left_out:
+        at.warning(
+            "profile-content", f"{where}: takes no {_kinds(left_out)} parts; left out when sent"
         )
 
 

@@ -4,7 +4,8 @@ A small bounded set of live requests, each with a tiny prompt and a `max_tokens`
 feature of a `ModelProfile`: tool calling, each `tool_choice` mode, the `parallel_tool_calls`
 parameter and actual parallel calls, whether strict schemas are enforced, refused schema
 keywords, streamed tool-call deltas and their `index`, usage in streams, system-message
-placement, and the reasoning field (read off every answer); then `max_tools`, by a bisection of
+placement, image parts in user messages, and the reasoning field (read off every answer); then
+`max_tools`, by a bisection of
 at most `MAX_TOOLS_REQUESTS` requests. A 400 or 422 answer means "refused"; any other failure (a
 wrong key, a wrong URL) stops the probe.
 
@@ -128,7 +129,16 @@ _KEYWORD_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 """One schema per keyword family tried: `minimum` stands for `maximum` too, `$ref` for `$defs`."""
 
-BASE_REQUESTS = 13
+_RED_PIXEL = (
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR42mP4z8AAAAMBAQD3A0FD"
+    "AAAAAElFTkSuQmCC"
+)
+"""A 1x1 red PNG: the smallest image a vision model reads."""
+_IMAGE_REFUSALS = frozenset({400, 413, 415, 422, 500})
+"""What counts as "no images": a server error too (llama.cpp without a vision projector answers
+an image with one)."""
+
+BASE_REQUESTS = 14
 """Requests a probe makes at most, besides the keyword ones (fewer when tools or system messages
 are refused outright, or the model calls the tool at once: the request without tools that tells
 a server dropping them from one whose model declined is then not needed)."""
@@ -363,6 +373,7 @@ class Probe:
                     await self._max_tools()
                 await self._stream_usage()
                 await self._system()
+                await self._images()
         finally:
             await self._shell.async_client.aclose()
         reasoning = next(
@@ -588,6 +599,26 @@ class Probe:
             usage,
             "usage in the stream" if usage else "stream_options accepted, no usage sent",
         )
+
+    async def _images(self) -> None:
+        # Acceptance only: a text model behind a lenient server may take the image unseen.
+        parts = [
+            {"type": "text", "text": "What color is this image? Answer in one word."},
+            {"type": "image_url", "image_url": {"url": _RED_PIXEL}},
+        ]
+        body = self._body([{"role": "user", "content": parts}])
+        outcome, answer = await self._post("image in a user message", body, _IMAGE_REFUSALS)
+        if outcome == "refused":
+            kinds = sorted(self.base.user_content - {"image"})
+            self._set("user_content", kinds, f"an image part is refused: {answer}")
+            return
+        message = _checked_message("image in a user message", answer)
+        self._note_reasoning(message)
+        said = message.get("content")
+        evidence = "an image part is accepted"
+        if isinstance(said, str) and said.strip():
+            evidence += f"; the model answered {self._quote(said.strip(), 30)}"
+        self._set("user_content", sorted(self.base.user_content), evidence)
 
     async def _system(self) -> None:
         outcome, answer = await self._send(

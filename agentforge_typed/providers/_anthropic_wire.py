@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from pydantic_core import from_json, to_json
 
+from .._content import Content, ContentKind, DocumentContent
 from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
@@ -140,12 +141,14 @@ def _map_message(message: ChatMessage) -> tuple[str, str | list[_Block]]:
     if isinstance(message, UserMessage):
         if isinstance(message.content, str):
             return "user", message.content
-        return "user", [_map_user_part(part) for part in message.content]
+        return "user", [_map_part(part) for part in message.content]
     if isinstance(message, ToolResultMessage):
         block: _Block = {
             "type": "tool_result",
             "tool_use_id": message.tool_call_id,
-            "content": message.text,
+            "content": [_map_part(part) for part in message.content]
+            if message.content
+            else message.text,
         }
         if message.is_error:
             block["is_error"] = True
@@ -157,18 +160,43 @@ def _map_message(message: ChatMessage) -> tuple[str, str | list[_Block]]:
     raise ModelError(f"Anthropic cannot send a {type(message).__name__}")  # pragma: no cover
 
 
-def _map_user_part(part: TextContent | ImageContent) -> _Block:
+def _map_part(part: Content) -> _Block:
+    """A content block for `part`, in a user message or a `tool_result`'s content; shapes from
+    https://docs.anthropic.com/en/docs/build-with-claude/vision (image sources `base64`, `url`),
+    https://docs.anthropic.com/en/docs/build-with-claude/pdf-support (document sources `base64`,
+    `text`, `url`) and https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use
+    (a `tool_result`'s content: text, image and document blocks)."""
     if isinstance(part, TextContent):
         return {"type": "text", "text": part.text}
-    if not part.url.startswith("data:"):
-        return {"type": "image", "source": {"type": "url", "url": part.url}}
-    header, _, data = part.url[len("data:") :].partition(",")
-    media_type, _, encoding = header.partition(";")
-    if encoding != "base64" or not media_type or not data:
+    if not isinstance(part, ImageContent | DocumentContent):
+        # `fit_content` leaves these out before the wire: the API has no block for them.
+        raise ModelError(f"Anthropic cannot send a {part.kind} part")
+    block: _Block = {"type": part.type, "source": _source(part)}
+    if isinstance(part, DocumentContent) and part.title is not None:
+        block["title"] = part.title
+    return block
+
+
+def _source(part: ImageContent | DocumentContent) -> _Block:
+    if (
+        isinstance(part, DocumentContent)
+        and part.data is not None
+        and part.media_type == "text/plain"
+    ):
+        return {
+            "type": "text",
+            "media_type": "text/plain",
+            "data": part.data.decode("utf-8", "replace"),
+        }
+    inline = part.base64_data()
+    if inline is not None:
+        return {"type": "base64", "media_type": inline[0], "data": inline[1]}
+    assert part.url is not None
+    if part.url.startswith("data:"):
         raise ModelError(
-            "Anthropic needs image data: URLs of the form data:<media type>;base64,<data>"
+            f"Anthropic needs {part.type} data: URLs of the form data:<media type>;base64,<data>"
         )
-    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+    return {"type": "url", "url": part.url}
 
 
 def _map_custom(message: CustomMessage) -> tuple[str, str | list[_Block]]:
@@ -557,6 +585,8 @@ class AnthropicWire(WireBase):
 
     provider: ClassVar[str] = "Anthropic"
     path: ClassVar[str] = "/v1/messages"
+    user_content: ClassVar[frozenset[ContentKind]] = frozenset({"image", "document"})
+    tool_result_content: ClassVar[frozenset[ContentKind]] = frozenset({"image", "document"})
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import httpx
 from typing_extensions import Self, TypedDict
 
+from .._content import ContentKind
 from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
 from .._identity import with_server_ids
@@ -31,7 +32,7 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
-from ._degrade import Adapted, adapt_request, with_json_arguments
+from ._degrade import Adapted, adapt_request, fit_content, with_json_arguments
 from ._function import response_events
 from ._http import HttpShell, StreamParser
 from ._profiles import ModelProfile
@@ -101,6 +102,16 @@ class Wire(Protocol):
 
     def stream_parser(self) -> StreamParser:
         """A fresh aggregator for one streamed answer."""
+        ...
+
+    @property
+    def user_content(self) -> frozenset[ContentKind]:
+        """The kinds of parts beyond text the API takes in user messages (`WireBase`: none)."""
+        ...
+
+    @property
+    def tool_result_content(self) -> frozenset[ContentKind]:
+        """The kinds of parts beyond text the API takes in tool results (`WireBase`: none)."""
         ...
 
 
@@ -255,11 +266,15 @@ class HttpChatModel:
         parameters = self.defaults.merge(request.parameters)
         # The server gets back the call ids it sent, whatever ids the loop gave the calls.
         messages = with_server_ids(request.messages)
-        if self.profile is None:
+        profile, wire = self.profile, self._wire
+        if profile is None:
             adapted = Adapted(list(messages), parameters)
+            user, tool = wire.user_content, wire.tool_result_content
         else:
-            adapted = adapt_request(self.profile, messages, parameters, stream=stream)
-        return with_json_arguments(adapted)
+            adapted = adapt_request(profile, messages, parameters, stream=stream)
+            user = wire.user_content & profile.user_content
+            tool = wire.tool_result_content & profile.tool_result_content
+        return with_json_arguments(fit_content(adapted, user, tool, profile))
 
     def _path(self, adapted: Adapted, stream: bool) -> str:
         return self._wire.request_path(adapted.parameters.model or self.model, stream=stream)

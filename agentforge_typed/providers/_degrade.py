@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic_core import from_json, to_json
 
+from .._content import BinaryContent, Content, ContentKind, content_text
 from .._dialects import (
     _SCHEMA_LIST_KEYS,
     _SCHEMA_MAP_KEYS,
@@ -23,11 +24,11 @@ from .._dialects import (
     _note,
 )
 from .._exceptions import UnsupportedFeatureError
-from .._messages import ChatMessage, SystemMessage, TextContent, UserMessage
+from .._messages import ChatMessage, SystemMessage, TextContent, ToolResultMessage, UserMessage
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from ._profiles import STRUCTURAL_KEYWORDS, Feature, ModelProfile, ToolChoiceMode
 
-__all__ = ["Adapted", "adapt_request", "move_keywords", "with_json_arguments"]
+__all__ = ["Adapted", "adapt_request", "fit_content", "move_keywords", "with_json_arguments"]
 
 INVALID_JSON = "INVALID_JSON"
 """The key of the stand-in sent for a historical tool call whose arguments are not JSON."""
@@ -103,6 +104,116 @@ def with_json_arguments(adapted: Adapted) -> Adapted:
                 }
             )
     return adapted
+
+
+def fit_content(
+    adapted: Adapted,
+    user: Set[ContentKind],
+    tool: Set[ContentKind],
+    profile: ModelProfile | None = None,
+) -> Adapted:
+    """`adapted` with every part beyond text where the endpoint takes it: in a tool result when
+    its kind is in `tool`; else, when its kind is in `user`, in a user message right after the
+    tool results, which says which call returned it (the way Chat Completions documents for
+    tool messages, which carry text only); else left out, a text stand-in saying what was. User
+    message parts of a kind not in `user` are left out the same way. Each change is recorded
+    (features `tool_result_content` and `user_content`), or refused with
+    `UnsupportedFeatureError` where `profile`'s policy for the feature is `"error"`."""
+    messages = adapted.messages
+    if not any(_has_parts(message) for message in messages):
+        return adapted
+    fitted: list[ChatMessage] = []
+    moved: list[Content] = []
+    changes: dict[Feature, set[str]] = {}
+    for message in messages:
+        if moved and not isinstance(message, ToolResultMessage):
+            fitted.append(UserMessage(content=moved))
+            moved = []
+        if isinstance(message, ToolResultMessage) and message.content:
+            fitted.append(_fit_result(message, user, tool, moved, changes))
+        elif isinstance(message, UserMessage) and not isinstance(message.content, str):
+            parts = [_fit_user_part(part, user, changes) for part in message.content]
+            changed = any(new is not old for new, old in zip(parts, message.content, strict=True))
+            fitted.append(
+                message.model_copy(update={"content": tuple(parts)}) if changed else message
+            )
+        else:
+            fitted.append(message)
+    if moved:
+        fitted.append(UserMessage(content=moved))
+    for feature, rules in changes.items():
+        rule = "; ".join(sorted(rules))
+        if profile is not None and profile.policy_for(feature) == "error":
+            raise UnsupportedFeatureError(
+                feature, f"profile {profile.name!r} does not support {feature}: {rule}"
+            )
+        adapted.adaptations.append({"feature": feature, "rule": rule})
+    adapted.messages = fitted
+    return adapted
+
+
+def _has_parts(message: ChatMessage) -> bool:
+    if isinstance(message, ToolResultMessage):
+        return bool(message.content)
+    return isinstance(message, UserMessage) and not isinstance(message.content, str)
+
+
+def _fit_result(
+    message: ToolResultMessage,
+    user: Set[ContentKind],
+    tool: Set[ContentKind],
+    moved: list[Content],
+    changes: dict[Feature, set[str]],
+) -> ToolResultMessage:
+    kept: list[Content] = []
+    here: list[Content] = []
+    for part in message.content:
+        if isinstance(part, TextContent) or part.kind in tool:
+            kept.append(part)
+        elif part.kind in user:
+            here.append(part)
+            kept.append(TextContent(text=f"{part.describe()} (in the next user message)"))
+            changes.setdefault("tool_result_content", set()).add(
+                f"{_PLURAL[part.kind]} returned by tools sent in a user message after the tool results"
+            )
+        else:
+            kept.append(TextContent(text=_left_out(part)))
+            changes.setdefault("tool_result_content", set()).add(
+                f"{_PLURAL[part.kind]} returned by tools left out: the endpoint takes none"
+            )
+    if here:
+        intro = f"Content returned by the tool call {message.tool_call_id} ({message.tool_name}):"
+        moved += [TextContent(text=intro), *here]
+    if len(kept) == len(message.content) and all(
+        new is old for new, old in zip(kept, message.content, strict=True)
+    ):
+        return message
+    if all(isinstance(part, TextContent) for part in kept):
+        return message.model_copy(update={"text": content_text(kept), "content": ()})
+    return message.model_copy(update={"text": content_text(kept), "content": tuple(kept)})
+
+
+def _fit_user_part(
+    part: Content, user: Set[ContentKind], changes: dict[Feature, set[str]]
+) -> Content:
+    if isinstance(part, TextContent) or part.kind in user:
+        return part
+    changes.setdefault("user_content", set()).add(
+        f"{_PLURAL[part.kind]} in user messages left out: the endpoint takes none"
+    )
+    return TextContent(text=_left_out(part))
+
+
+def _left_out(part: BinaryContent) -> str:
+    return f"{part.describe()} (left out: the model's endpoint does not take {_PLURAL[part.kind]})"
+
+
+_PLURAL: dict[ContentKind, str] = {
+    "image": "images",
+    "document": "documents",
+    "audio": "audio",
+    "file": "files",
+}
 
 
 def _is_json(arguments: str) -> bool:

@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from pydantic_core import from_json, to_json
 
+from .._content import CONTENT_KINDS, Content, ContentKind
 from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
@@ -33,7 +34,6 @@ from .._messages import (
     AiMessage,
     ChatMessage,
     CustomMessage,
-    ImageContent,
     SystemMessage,
     TextContent,
     ToolCall,
@@ -219,11 +219,11 @@ def _map_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         if isinstance(message, SystemMessage):
             continue
         if isinstance(message, ToolResultMessage):
-            part = _map_tool_result(message, wire_ids.get(message.tool_call_id))
+            mapped = _map_tool_result(message, wire_ids.get(message.tool_call_id))
             if results is None:
                 results = []
                 contents.append({"role": "user", "parts": results})
-            results.append(part)
+            results += mapped
             continue
         results = None
         if isinstance(message, UserMessage):
@@ -241,37 +241,55 @@ def _map_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     return contents
 
 
-def _map_tool_result(message: ToolResultMessage, wire_id: str | None) -> _Part:
+def _map_tool_result(message: ToolResultMessage, wire_id: str | None) -> list[_Part]:
+    """The `functionResponse` part of a result, then parts by URL it returned.
+
+    Inline parts travel inside the `functionResponse` as its `parts` (`inlineData`), as
+    https://ai.google.dev/gemini-api/docs/function-calling#multimodal-function-responses
+    documents; a `FunctionResponsePart`'s `fileData` "is not supported in Gemini API"
+    (https://googleapis.github.io/kotlin-genai/, `FunctionResponsePart`), so parts by URL follow
+    the `functionResponse` as `fileData` parts of the same content.
+    """
     response: _Part = {
         "name": message.tool_name,
         "response": {("error" if message.is_error else "output"): message.text},
     }
     if wire_id is not None:
         response["id"] = wire_id
-    return {"functionResponse": response}
+    inline: list[_Part] = []
+    by_url: list[_Part] = []
+    for part in message.content:
+        if isinstance(part, TextContent):
+            continue  # in `text` already, with a stand-in for each other part
+        mapped = _map_part(part)
+        (inline if "inlineData" in mapped else by_url).append(mapped)
+    if inline:
+        response["parts"] = inline
+    return [{"functionResponse": response}, *by_url]
 
 
 def _map_user(message: UserMessage) -> list[_Part]:
     if isinstance(message.content, str):
         return [{"text": message.content}]
-    return [_map_user_part(part) for part in message.content]
+    return [_map_part(part) for part in message.content]
 
 
-def _map_user_part(part: TextContent | ImageContent) -> _Part:
+def _map_part(part: Content) -> _Part:
+    """A `text`, `inlineData` or `fileData` part (https://ai.google.dev/api/caching#Part)."""
     if isinstance(part, TextContent):
         return {"text": part.text}
+    inline = part.base64_data()
+    if inline is not None:
+        return {"inlineData": {"mimeType": inline[0], "data": inline[1]}}
+    assert part.url is not None
     if part.url.startswith("data:"):
-        header, _, data = part.url[len("data:") :].partition(",")
-        media_type, _, encoding = header.partition(";")
-        if encoding != "base64" or not media_type or not data:
-            raise ModelError(
-                "Gemini needs image data: URLs of the form data:<media type>;base64,<data>"
-            )
-        return {"inlineData": {"mimeType": media_type, "data": data}}
-    guessed = mimetypes.guess_type(part.url)[0]
-    if guessed is None:
+        raise ModelError(
+            f"Gemini needs {part.kind} data: URLs of the form data:<media type>;base64,<data>"
+        )
+    media_type = part.media_type or mimetypes.guess_type(part.url)[0]
+    if media_type is None:
         return {"fileData": {"fileUri": part.url}}
-    return {"fileData": {"mimeType": guessed, "fileUri": part.url}}
+    return {"fileData": {"mimeType": media_type, "fileUri": part.url}}
 
 
 def _map_custom(message: CustomMessage) -> dict[str, Any]:
@@ -673,6 +691,8 @@ class GeminiWire(WireBase):
     """How function parameters are declared; see `FunctionSchema`."""
 
     provider: ClassVar[str] = PROVIDER
+    user_content: ClassVar[frozenset[ContentKind]] = CONTENT_KINDS
+    tool_result_content: ClassVar[frozenset[ContentKind]] = CONTENT_KINDS
     default_base_url: ClassVar[str] = DEFAULT_BASE_URL
     api_key_env: ClassVar[str] = "GEMINI_API_KEY"
     base_url_env: ClassVar[str] = "GOOGLE_GEMINI_BASE_URL"

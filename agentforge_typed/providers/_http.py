@@ -32,6 +32,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import httpx
 import pydantic_core
 
+from .._content import ContentKind
 from .._events import StreamEvent
 from .._exceptions import ModelError
 from .._instrument import note_admission_wait
@@ -173,6 +174,10 @@ class WireBase:
 
     path: ClassVar[str]
     """The endpoint, relative to the base URL."""
+    user_content: ClassVar[frozenset[ContentKind]] = frozenset()
+    """The kinds of parts beyond text the API takes in user messages."""
+    tool_result_content: ClassVar[frozenset[ContentKind]] = frozenset()
+    """The kinds of parts beyond text the API takes in tool results."""
 
     def request_path(self, model: str, *, stream: bool) -> str:
         """`path`, whatever the model and the mode."""

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import pydantic_core
 
+from .._content import AudioContent, Content, ContentKind, DocumentContent
 from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
@@ -24,6 +25,7 @@ from .._messages import (
     CustomMessage,
     ImageContent,
     SystemMessage,
+    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -151,16 +153,40 @@ def _map_message(message: ChatMessage) -> dict[str, Any]:
 def _map_user_content(message: UserMessage) -> str | list[dict[str, Any]]:
     if isinstance(message.content, str):
         return message.content
-    parts: list[dict[str, Any]] = []
-    for part in message.content:
-        if isinstance(part, ImageContent):
-            image: dict[str, Any] = {"url": part.url}
-            if part.detail is not None:
-                image["detail"] = part.detail
-            parts.append({"type": "image_url", "image_url": image})
-        else:
-            parts.append({"type": "text", "text": part.text})
-    return parts
+    return [_map_part(part) for part in message.content]
+
+
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+def _map_part(part: Content) -> dict[str, Any]:
+    """A user message's content part: `text`, `image_url`, `input_audio` (inline wav or mp3) or
+    `file` (inline `file_data`), as https://platform.openai.com/docs/api-reference/chat/create
+    lists them. Tool messages take text only: `fit_content` moves a tool's other parts into a
+    user message after the tool results."""
+    if isinstance(part, TextContent):
+        return {"type": "text", "text": part.text}
+    if isinstance(part, ImageContent):
+        image: dict[str, Any] = {"url": part.data_url()}
+        if part.detail is not None:
+            image["detail"] = part.detail
+        return {"type": "image_url", "image_url": image}
+    inline = part.base64_data()
+    if inline is None:
+        raise ModelError(
+            f"{PROVIDER} Chat Completions takes a {part.kind} as inline data, not by URL"
+        )
+    media_type, data = inline
+    if isinstance(part, AudioContent):
+        audio_format = _AUDIO_FORMATS.get(media_type)
+        if audio_format is None:
+            raise ModelError(
+                f"{PROVIDER} Chat Completions takes audio as wav or mp3, not {media_type}"
+            )
+        return {"type": "input_audio", "input_audio": {"data": data, "format": audio_format}}
+    name = part.title if isinstance(part, DocumentContent) else part.filename
+    file = {"filename": name or part.kind, "file_data": f"data:{media_type};base64,{data}"}
+    return {"type": "file", "file": file}
 
 
 def map_tool(spec: ToolSpecification) -> dict[str, Any]:
@@ -532,6 +558,9 @@ class OpenAIWire(WireBase):
 
     provider: ClassVar[str] = PROVIDER
     path: ClassVar[str] = "chat/completions"
+    user_content: ClassVar[frozenset[ContentKind]] = frozenset(
+        {"image", "audio", "document", "file"}
+    )
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     api_key_env: ClassVar[str] = "OPENAI_API_KEY"
     base_url_env: ClassVar[str] = "OPENAI_BASE_URL"

@@ -17,6 +17,7 @@ from typing import Annotated, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, Field, field_serializer
 
+from .._content import CONTENT_KINDS, ContentKind
 from .._frozen import FrozenModel
 
 __all__ = [
@@ -42,6 +43,8 @@ Feature = Literal[
     "stream_usage",
     "system_message",
     "max_tools",
+    "user_content",
+    "tool_result_content",
 ]
 """A feature a request may ask for that a profile may lack; the keys of `ModelProfile.policy`."""
 
@@ -104,11 +107,19 @@ class ModelProfile(FrozenModel):
     system_message: Literal["any", "first", "none"] = "any"
     """Where system messages may stand: anywhere, only first (many chat templates raise on a
     later one), or nowhere (no system role)."""
+    user_content: _FrozenSet[ContentKind] = CONTENT_KINDS
+    """The kinds of parts beyond text (`image`, `document`, `audio`, `file`) user messages may
+    carry, as far as the API allows them; others are left out with a stand-in, recorded."""
+    tool_result_content: _FrozenSet[ContentKind] = CONTENT_KINDS
+    """The kinds of parts tool results may carry, as far as the API allows them; others go in a
+    user message after the tool results (where `user_content` allows), else are left out."""
     policy: dict[Feature, Policy] = Field(default_factory=dict)
     """Per feature, `"adapt"` or `"error"`; a feature not named takes its default (`"adapt"`,
     except `tools` and `max_tools`, which have no adaptation and always raise)."""
 
-    @field_serializer("tool_choice", "refused_schema_keywords")
+    @field_serializer(
+        "tool_choice", "refused_schema_keywords", "user_content", "tool_result_content"
+    )
     def _sorted(self, value: Set[str]) -> list[str]:
         # Sets as sorted lists: a profile file written twice reads the same.
         return sorted(value)

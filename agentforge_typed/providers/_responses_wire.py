@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import pydantic_core
 
+from .._content import AudioContent, Content, ContentKind, DocumentContent
 from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
@@ -29,6 +30,7 @@ from .._messages import (
     CustomMessage,
     ImageContent,
     SystemMessage,
+    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -150,7 +152,9 @@ def _map_messages(messages: Sequence[ChatMessage]) -> tuple[str, list[_Item]]:
                 {
                     "type": "function_call_output",
                     "call_id": message.tool_call_id,
-                    "output": message.text,
+                    "output": [_map_part(part) for part in message.content]
+                    if message.content
+                    else message.text,
                 }
             )
         elif isinstance(message, CustomMessage):
@@ -163,12 +167,31 @@ def _map_messages(messages: Sequence[ChatMessage]) -> tuple[str, list[_Item]]:
 def _map_user_content(message: UserMessage) -> str | list[_Item]:
     if isinstance(message.content, str):
         return message.content
-    return [
-        {"type": "input_image", "image_url": part.url, "detail": part.detail or "auto"}
-        if isinstance(part, ImageContent)
-        else {"type": "input_text", "text": part.text}
-        for part in message.content
-    ]
+    return [_map_part(part) for part in message.content]
+
+
+def _map_part(part: Content) -> _Item:
+    """An input content item for `part`, in a user message or a `function_call_output`'s
+    `output` (which takes the same `input_text`, `input_image` and `input_file` items:
+    https://platform.openai.com/docs/api-reference/responses/create, and the file inputs guide
+    https://platform.openai.com/docs/guides/pdf-files for `file_data` and `file_url`)."""
+    if isinstance(part, TextContent):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, ImageContent):
+        return {
+            "type": "input_image",
+            "image_url": part.data_url(),
+            "detail": part.detail or "auto",
+        }
+    if isinstance(part, AudioContent):
+        # `fit_content` leaves it out before the wire: Responses takes no audio input.
+        raise ModelError("OpenAI Responses cannot send an audio part")
+    name = part.title if isinstance(part, DocumentContent) else part.filename
+    item: _Item = {"type": "input_file", "filename": name or part.kind}
+    if part.data is None and part.url is not None and not part.url.startswith("data:"):
+        return {"type": "input_file", "file_url": part.url}
+    item["file_data"] = part.data_url()
+    return item
 
 
 def _map_assistant(message: AiMessage) -> list[_Item]:
@@ -565,6 +588,8 @@ class OpenAIResponsesWire(WireBase):
 
     provider: ClassVar[str] = PROVIDER
     path: ClassVar[str] = "responses"
+    user_content: ClassVar[frozenset[ContentKind]] = frozenset({"image", "document", "file"})
+    tool_result_content: ClassVar[frozenset[ContentKind]] = frozenset({"image", "document", "file"})
     default_base_url: ClassVar[str] = OpenAIWire.default_base_url
     api_key_env: ClassVar[str] = OpenAIWire.api_key_env
     base_url_env: ClassVar[str] = OpenAIWire.base_url_env

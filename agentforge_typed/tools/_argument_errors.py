@@ -36,6 +36,7 @@ __all__ = [
     "format_arguments_error",
     "json_path",
     "path_step",
+    "problem_lines",
     "render_input",
 ]
 
@@ -92,15 +93,24 @@ def render_input(value: Any) -> str:
 
 def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
     """The text an arguments-error result carries back to the model."""
-    text = f"Invalid arguments for tool `{tool_name}`:\n"
+    return (
+        f"Invalid arguments for tool `{tool_name}`:\n{problem_lines(errors)}\n"
+        f"Correct the arguments and call `{tool_name}` again."
+    )
+
+
+def problem_lines(errors: Sequence[ArgumentError]) -> str:
+    """One line per problem (`- <path>: <message> (input: <JSON>)`), the same for arguments and
+    for any other value checked against a schema (an MCP tool's structured result)."""
+    lines = []
     more = len(errors) - MAX_REPORTED_ERRORS
     for path, message, value in errors if more <= 0 else errors[:MAX_REPORTED_ERRORS]:
         if len(message) > MAX_MESSAGE_CHARS or not message.isprintable():
             message = _one_line(message)
-        text += f"- {path}: {message} (input: {render_input(value)})\n"
+        lines.append(f"- {path}: {message} (input: {render_input(value)})")
     if more > 0:
-        text += f"- … and {more} more problems\n"
-    return text + f"Correct the arguments and call `{tool_name}` again."
+        lines.append(f"- … and {more} more problems")
+    return "\n".join(lines)
 
 
 def _one_line(message: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, Protocol
 
 from typing_extensions import TypeVar
 
+from .._content import Content
 from .._messages import ToolCall
 from .._request import ToolSpecification
 
@@ -131,6 +132,12 @@ class ToolExecutionResult:
         # A property here, a field on the results that were cut: every result is built per call,
         # and a seventh field would cost each of them.
         return None
+
+    @property
+    def content(self) -> tuple[Content, ...]:
+        """The result's parts in order (within the budget) when it has content beyond text
+        (images, documents, audio, files); empty for a result of text alone."""
+        return ()
 
 
 class ToolExecutor(Protocol):

@@ -10,18 +10,28 @@ Where the budget comes from: the tool's own `max_result_chars`, else its `ToolSe
 calling it directly is bounded too; a service re-cuts, from the whole text, the results of tools
 without a budget of their own when it has one (`within_budget`). Error texts have their own cap
 (`MAX_ERROR_TEXT_CHARS`), cut the same way (`cut_text`).
+
+A result with content beyond text (`ToolResultMessage.content`: images, documents, audio, files)
+spends the same budget on its text parts, in order, and `MAX_CONTENT_BYTES` on the bytes its other
+parts hold inline: a part over what is left of it is left out, and a text part in its place says
+what and why (`budget_content`). Its whole content stays on `ToolExecutionResult.value`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .._content import BinaryContent, Content, TextContent, content_text
 from ._base import ToolExecutionResult
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
+    "MAX_CONTENT_BYTES",
     "MIN_RESULT_CHARS",
     "apply_budget",
+    "budget_content",
+    "content_result",
     "check_max_result_chars",
     "cut_result",
     "cut_text",
@@ -35,6 +45,11 @@ ride along in every later request."""
 
 MIN_RESULT_CHARS = 100
 """The smallest budget: room for the marker and some of the text around it."""
+
+MAX_CONTENT_BYTES = 5 * 1024 * 1024
+"""The most bytes a tool result's images, documents, audio and files may hold inline together
+(5 MiB: Anthropic's limit for one image, a quarter of Gemini's for a whole request). Parts by
+URL cost nothing here."""
 
 
 def check_max_result_chars(value: int | None) -> int | None:
@@ -78,11 +93,68 @@ def cut_result(
     return _CutResult(cut_text(text, limit), value, False, None, repairs, None, text)
 
 
+@dataclass(slots=True)
+class _ContentResult(_CutResult):
+    """A result with content beyond text: its parts within the budget, and the whole of them."""
+
+    content: tuple[Content, ...] = ()
+    whole: tuple[Content, ...] = field(default=(), repr=False, compare=False)
+
+
+def budget_content(
+    parts: Iterable[Content], limit: int, max_bytes: int = MAX_CONTENT_BYTES
+) -> tuple[Content, ...]:
+    """`parts` within the budget: text parts cut to the `limit` characters left (once it is
+    spent, one marker stands for the rest), and a part whose inline bytes are over the
+    `max_bytes` left replaced by a text part that says so."""
+    kept: list[Content] = []
+    chars = size = dropped = 0
+    for part in parts:
+        if isinstance(part, TextContent):
+            room = limit - chars
+            if room < MIN_RESULT_CHARS and len(part.text) > max(room, 0):
+                dropped += len(part.text)
+                continue
+            text = cut_text(part.text, room)
+            chars += len(text)
+            kept.append(part if text is part.text else TextContent(text=text))
+        elif size + part.size > max_bytes:
+            kept.append(TextContent(text=_left_out(part, max_bytes)))
+        else:
+            size += part.size
+            kept.append(part)
+    if dropped:
+        kept.append(TextContent(text=_marker(dropped)))
+    return tuple(kept)
+
+
+def _left_out(part: BinaryContent, max_bytes: int) -> str:
+    return (
+        f"[{part.kind}: {part.media_type}, {part.size:,} bytes: left out, over the "
+        f"{max_bytes:,}-byte limit of a tool result's inline content]"
+    )
+
+
+def content_result(
+    parts: tuple[Content, ...], limit: int, value: object, repairs: tuple[str, ...] = ()
+) -> ToolExecutionResult:
+    """The successful result of `value`, whose content is `parts`: within the budget
+    (`budget_content`), its text their text (`content_text`)."""
+    kept = budget_content(parts, limit)
+    text = content_text(kept)
+    if kept == parts:
+        return _ContentResult(text, value, False, None, repairs, None, None, kept, parts)
+    return _ContentResult(text, value, False, None, repairs, None, content_text(parts), kept, parts)
+
+
 def apply_budget(result: ToolExecutionResult, limit: int) -> ToolExecutionResult:
     """`result` with its text cut to `limit` characters, from its whole text (`full_text`, when
     an earlier budget cut it); errors are left alone (they have their own cap)."""
     if result.is_error:
         return result
+    if isinstance(result, _ContentResult):
+        again = content_result(result.whole, limit, result.value, result.repairs)
+        return result if again.content == result.content else again
     whole = result.full_text
     if whole is None:
         if len(result.text) <= limit:

@@ -37,6 +37,7 @@ from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_resul
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import arguments_error_result, failure_result, success_result
 from ._result_text import DeclaredResultText, ResultConverter, result_text_converter
+from ._returns import CONTENT_CARRIERS, value_annotation
 from ._signature import check_tool_name, inspect_function, type_name
 
 __all__ = ["Tool", "ToolDecorator", "ToolOptions", "tool"]
@@ -235,7 +236,7 @@ class Tool(Generic[P, R]):
         self._convert: ResultConverter = (
             result_converter
             if result_converter is not None
-            else result_text_converter(signature.return_annotation)
+            else result_text_converter(value_annotation(signature.return_annotation))
         )
         self._context_parameter = signature.context_parameter
         self._positional = signature.positional
@@ -358,6 +359,8 @@ class Tool(Generic[P, R]):
                 value = _awaited(value)
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
+            if value.__class__ in CONTENT_CARRIERS:
+                return success_result(value, (), self._convert, self._max_result)
             text = self._convert(value)
             if len(text) > self._max_result:
                 return cut_result(text, self._max_result, value)

@@ -29,10 +29,8 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-import pydantic_core
 from typing_extensions import TypedDict, Unpack
 
-from .._exceptions import ToolExecutionError
 from .._messages import ToolCall
 from .._request import ToolSpecification
 from .._sync import running_loop
@@ -46,15 +44,14 @@ from ._base import (
     check_extra_arguments,
     check_options,
 )
-from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
+from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
+from ._mcp_results import OutputSchema, map_call_result, own_output_validation
 from ._outcomes import (
-    capped_error_text,
     execution_error_result,
     failure_result,
     timeout_result,
     with_repairs,
 )
-from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import SchemaArguments
 from ._schema_tool import valid_arguments
 from ._signature import check_tool_name
@@ -480,7 +477,7 @@ class MCPServer:
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return execution_error_result(tool.name, connection.closed_reason, exception=exc)
         dumped = result.model_dump(mode="json", by_alias=True)
-        return _map_call_result(tool.name, dumped, self._max_result)
+        return map_call_result(tool.name, dumped, self._max_result, tool.output_schema)
 
 
 class MCPTool(DeclaredTool):
@@ -509,6 +506,9 @@ class MCPTool(DeclaredTool):
             description=listed.get("description") or "",
             parameters=self._arguments.schema,  # what is enforced: undeclared keys refused
         )
+        output = listed.get("outputSchema")
+        self.output_schema = None if output is None else OutputSchema(output, tool_name=name)
+        """The `outputSchema` its results' `structuredContent` is checked against, if any."""
 
     def __repr__(self) -> str:
         return f"MCPTool({self.name!r} of {self.server.label!r})"
@@ -604,6 +604,7 @@ async def _list_tools(session: ClientSession, most: int, label: str) -> list[dic
     (a server paginating without end is cut off there too)."""
     from mcp.types import PaginatedRequestParams
 
+    own_output_validation(session)
     listed: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
@@ -618,45 +619,6 @@ async def _list_tools(session: ClientSession, most: int, label: str) -> list[dic
         cursor = page.get("nextCursor")
         if not cursor:
             return listed
-
-
-def _map_call_result(tool_name: str, result: Mapping[str, Any], limit: int) -> ToolExecutionResult:
-    """An MCP `CallToolResult` (wire format) → a result.
-
-    The text is the text content (other blocks are named, e.g. `[image: image/png]`); without
-    any, the structured content as compact JSON; cut to `limit` characters (the result budget).
-    `value` is the structured content when the server sent one, else the whole text. `isError`
-    makes it an `"execution"` error result (its text capped as errors are).
-    """
-    parts = [_block_text(block) for block in result.get("content") or ()]
-    structured = result.get("structuredContent")
-    text = "\n".join(parts)
-    if not parts and structured is not None:
-        text = pydantic_core.to_json(structured).decode()
-    if result.get("isError"):
-        if not text:
-            return ToolExecutionResult.error(f"Tool `{tool_name}` failed", "execution")
-        # The model reads a capped text; the program finds the server's whole text on the exception.
-        error = ToolExecutionError(tool_name, text)
-        return ToolExecutionResult.error(capped_error_text(text), "execution", exception=error)
-    value = structured if structured is not None else text or None
-    if len(text) > limit:
-        return cut_result(text, limit, value)
-    return ToolExecutionResult(text=text or SUCCESS_TEXT, value=value)
-
-
-def _block_text(block: Mapping[str, Any]) -> str:
-    kind = block.get("type")
-    if kind == "text":
-        return str(block.get("text", ""))
-    if kind == "resource":
-        resource = block.get("resource") or {}
-        if "text" in resource:
-            return str(resource["text"])
-        return f"[resource: {resource.get('uri', '')}]"
-    if kind == "resource_link":
-        return f"[resource: {block.get('uri', '')}]"
-    return f"[{kind}: {block.get('mimeType', 'unknown')}]"
 
 
 def _is_connection_lost(exc: Exception) -> bool:

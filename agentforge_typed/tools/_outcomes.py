@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from .._content import content_text, has_binary
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from ._argument_errors import format_arguments_error
 from ._base import ToolExecutionResult
-from ._budget import DEFAULT_MAX_RESULT_CHARS, cut_result, cut_text
+from ._budget import DEFAULT_MAX_RESULT_CHARS, content_result, cut_result, cut_text
 from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
+from ._returns import CONTENT_CARRIERS, returned_content
 
 __all__ = [
     "MAX_ERROR_TEXT_CHARS",
@@ -84,8 +86,19 @@ def success_result(
     limit: int = DEFAULT_MAX_RESULT_CHARS,
 ) -> ToolExecutionResult:
     """A successful result carrying `value` and its text (`convert(value)`), cut to `limit`
-    characters (the whole text kept on `full_text`)."""
-    text = convert(value)
+    characters (the whole text kept on `full_text`); a value that carries content (images,
+    documents, …, see `_returns`) gives a result with that content, within the budget."""
+    if value.__class__ in CONTENT_CARRIERS:
+        found = returned_content(value, convert)
+        if found is not None:
+            value, parts = found
+            if has_binary(parts):
+                return content_result(parts, limit, value, repairs)
+            text = content_text(parts)
+        else:
+            text = convert(value)
+    else:
+        text = convert(value)
     if len(text) > limit:
         return cut_result(text, limit, value, repairs)
     return ToolExecutionResult(text, value, False, None, repairs)
