@@ -26,6 +26,12 @@ from ._exceptions import (
     UnknownToolError,
     UnsupportedFeatureError,
 )
+from ._history import (
+    HistoryProcessor,
+    HistoryProcessorError,
+    drop_old_tool_results,
+    keep_last_rounds,
+)
 from ._hooks import logging_hook
 from ._instrument import Instrumentation, instrument
 from ._loop_events import (
@@ -164,6 +170,8 @@ __all__ = [
     "FunctionModel",
     "GeminiChatModel",
     "HandlerTimeoutError",
+    "HistoryProcessor",
+    "HistoryProcessorError",
     "HttpTool",
     "ImageContent",
     "Instrumentation",
@@ -225,8 +233,10 @@ __all__ = [
     "UserMessage",
     "__version__",
     "available_tools_handler",
+    "drop_old_tool_results",
     "get_model",
     "instrument",
+    "keep_last_rounds",
     "list_available_tools",
     "logging_hook",
     "pending_calls",

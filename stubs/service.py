@@ -16,6 +16,8 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    HistoryProcessor,
+    HistoryProcessorError,
     OutputSpec,
     RunOptions,
     TokenUsage,
@@ -25,6 +27,8 @@ from agentforge_typed import (
     ToolContext,
     ToolService,
     UserMessage,
+    drop_old_tool_results,
+    keep_last_rounds,
     tool,
 )
 
@@ -162,3 +166,34 @@ async def typed_deps(model: FunctionModel) -> None:
 @tool
 def get_user(ctx: ToolContext[Db]) -> str:
     return ctx.deps.user()
+
+
+def history_processors() -> None:
+    """History processors: sync or async functions from a list of messages to messages."""
+
+    def keep_two(messages: list[ChatMessage]) -> list[ChatMessage]:
+        return messages[-2:]
+
+    async def summarise(messages: list[ChatMessage]) -> Sequence[ChatMessage]:
+        return messages
+
+    ready = keep_last_rounds(3)
+    assert_type(ready([]), list[ChatMessage])
+    assert_type(drop_old_tool_results(keep=1, placeholder="-")([]), list[ChatMessage])
+    processors: list[HistoryProcessor] = [keep_two, summarise, ready]
+    ToolService(history_processors=processors)
+    ToolService(history_processors=(keep_two, drop_old_tool_results()))
+
+    def to_text(messages: list[ChatMessage]) -> str:
+        return "no"
+
+    def takes_text(text: str) -> list[ChatMessage]:
+        return []
+
+    ToolService(history_processors=[to_text])  # type: ignore[list-item]
+    ToolService(history_processors=[takes_text])  # type: ignore[list-item]
+    keep_last_rounds("3")  # type: ignore[arg-type]
+    try:
+        ToolService().chat(FunctionModel(reply), "hi")
+    except HistoryProcessorError as error:
+        assert_type(error.processor, str)

@@ -117,8 +117,13 @@ def _worker(client: Client, queue: str, **options: Any) -> Worker:
             support.ReceiptWorkflow,
             support.OpaqueDepsWorkflow,
             support.WrongDepsWorkflow,
+            support.TrimmedWorkflow,
         ],
-        activities=support.durable.activities,
+        activities=[
+            *support.durable.activities,
+            *support.trimming.activities,
+            *support.splitting.activities,
+        ],
         **options,
     )
 
@@ -488,6 +493,42 @@ async def test_an_error_that_ends_the_run_fails_the_workflow(
     )
     assert [name for name, _ in await _activities(handle)] == ["booking.model"] * 3
     assert support.entries(tmp_path / "ledger") == []
+
+
+@on_module_loop
+async def test_history_processors_run_in_the_workflow_before_each_model_call(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, (sent, kept) = await _execute(env, support.TrimmedWorkflow, ledger, False)
+    # The model was sent the task and the last round; the run kept every message.
+    assert sent == "user assistant tool"
+    assert kept == "user" + " assistant tool" * 3 + " assistant"
+    assert support.entries(tmp_path / "ledger") == ["pay 1", "pay 2", "pay 3"]
+    assert [name for name, _ in await _activities(handle)] == [
+        "trimming.model",
+        "trimming.tool.pay",
+    ] * 3 + ["trimming.model"]
+
+
+@on_module_loop
+async def test_a_history_processor_splitting_a_call_fails_the_workflow(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, failure = await _execute(env, support.TrimmedWorkflow, ledger, True)
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "HistoryProcessorError"
+    assert cause.message == (
+        "history processor `_without_results` would split a tool call from its result: the call 'p0' (`pay`) is "
+        "kept without its result"
+    )
+    assert [name for name, _ in await _activities(handle)] == [
+        "splitting.model",
+        "splitting.tool.pay",
+    ]
 
 
 @on_module_loop
