@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
     from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
+    from .providers._fallback import AllModelsFailedError, FallbackModel
     from .providers._function import FunctionModel, ModelFunction
     from .providers._profiles import ModelProfile
     from .providers._registry import get_model
@@ -108,8 +109,10 @@ __version__ = "0.1.0"
 # Imported on first use, so that a program pays only for the parts it uses: the providers (and
 # httpx), the HTTP and MCP tools, and jsonschema behind the schema-declared tools.
 _LAZY = {
+    "AllModelsFailedError": ".providers._fallback",
     "AnthropicChatModel": ".providers.anthropic",
     "FakeModel": ".providers._fake",
+    "FallbackModel": ".providers._fallback",
     "FunctionModel": ".providers._function",
     "GeminiChatModel": ".providers.gemini",
     "HttpTool": ".tools._http",
@@ -147,6 +150,7 @@ __all__ = [
     "AfterToolCall",
     "AgentForgeError",
     "AiMessage",
+    "AllModelsFailedError",
     "AnthropicChatModel",
     "Approval",
     "ApprovalPolicy",
@@ -165,6 +169,7 @@ __all__ = [
     "ErrorKind",
     "ExecutionErrorHandler",
     "FakeModel",
+    "FallbackModel",
     "FinalResultEvent",
     "FinishReason",
     "FunctionModel",

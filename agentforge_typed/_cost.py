@@ -33,13 +33,24 @@ def prices_available() -> bool:
 
 def priced(model: object, responses: Sequence[ChatResponse], total: TokenUsage) -> TokenUsage:
     """`total`, the usage summed over `responses` that `model` answered, with its estimated
-    `cost` when every response that used tokens can be priced."""
-    base_url = getattr(model, "base_url", None)
-    if not isinstance(base_url, str) or not total.total_tokens or not prices_available():
+    `cost` when every response that used tokens can be priced. A model of several models (a
+    `FallbackModel`) names the one that answered each response (`answering(response)`), and each
+    is priced at that one's endpoint."""
+    if not total.total_tokens:
+        return total
+    answering = getattr(model, "answering", None)
+    endpoints: list[tuple[object, str]] = []
+    for response in responses:
+        answered = answering(response) if callable(answering) else model
+        base_url = getattr(answered, "base_url", None)
+        if not isinstance(base_url, str):
+            return total
+        endpoints.append((answered, base_url))
+    if not prices_available():
         return total
     cost = Decimal(0)
-    for response in responses:
-        price = _price(model, base_url, response)
+    for (answered, base_url), response in zip(endpoints, responses, strict=True):
+        price = _price(answered, base_url, response)
         if price is None:
             return total
         cost += price

@@ -14,6 +14,7 @@ from agentforge_typed import (
     AgentForgeError,
     AiMessage,
     ChatMessage,
+    ChatRequest,
     ChatRequestParameters,
     FunctionModel,
     HistoryProcessor,
@@ -197,3 +198,22 @@ def history_processors() -> None:
         ToolService().chat(FunctionModel(reply), "hi")
     except HistoryProcessorError as error:
         assert_type(error.processor, str)
+
+
+def fallback_models() -> None:
+    """`FallbackModel` is a `ChatModel`; `fallback_on` takes a `ModelError`."""
+    from agentforge_typed import AllModelsFailedError, ChatModel, FallbackModel, ModelError
+
+    model = FallbackModel(FunctionModel(reply), FunctionModel(reply))
+    usable: ChatModel = model
+    assert_type(model.models, tuple[ChatModel, ...])
+    assert_type(FallbackModel.is_transient(ModelError("x")), bool)
+    FallbackModel(model, fallback_on=lambda error: error.status_code == 400)
+    ToolService().chat(model, "hi")
+    try:
+        model.chat(ChatRequest(messages=[UserMessage(content="hi")]))
+    except AllModelsFailedError as error:
+        assert_type(error.errors, tuple[ModelError, ...])
+    FallbackModel()  # type: ignore[call-arg]
+    FallbackModel(model, fallback_on=lambda error: error.nope)  # type: ignore[attr-defined]
+    FallbackModel("openai:gpt-4o")  # type: ignore[arg-type]

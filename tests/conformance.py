@@ -21,6 +21,7 @@ __all__ = [
     "assert_covers",
     "assert_linear",
     "cli_commands",
+    "composite_models",
     "history_steps",
     "surfaces",
     "tool_kinds",
@@ -75,6 +76,19 @@ def cli_commands() -> frozenset[str]:
     raise AssertionError("the CLI has no subcommands")
 
 
+def composite_models() -> frozenset[str]:
+    """The models made of other models (a `FallbackModel`), by class name: the public classes
+    that name which of their models answered a response (`answering`)."""
+    import agentforge_typed
+
+    return frozenset(
+        name
+        for name in agentforge_typed.__all__
+        if isinstance(value := getattr(agentforge_typed, name), type)
+        and hasattr(value, "answering")
+    )
+
+
 def history_steps() -> frozenset[str]:
     """What runs over the whole history before each model call: the ready history processors
     (the package's public functions from `_history`) and `unsendable`, the check of what any
@@ -102,6 +116,7 @@ def surfaces() -> Mapping[str, frozenset[str]]:
         "driver": DRIVERS,
         "cli": cli_commands(),
         "history": history_steps(),
+        "composite": composite_models(),
     }
 
 
