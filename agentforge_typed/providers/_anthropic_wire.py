@@ -35,6 +35,7 @@ from .._messages import (
 )
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
+from ._anthropic_cache import CacheTTL, PromptCache, place_breakpoints
 from ._http import WireBase, error_from_body
 from ._pieces import Pieces
 from ._sse import ServerSentEvent
@@ -554,15 +555,25 @@ class AnthropicWire(WireBase):
 
     anthropic_version: str = "2023-06-01"
     """The `anthropic-version` header."""
+    prompt_cache: PromptCache = "auto"
+    """Where `cache_control` breakpoints go (`_anthropic_cache.place_breakpoints`)."""
+    cache_ttl: CacheTTL = "5m"
+    """How long a cached prefix lives: `"5m"` or `"1h"`."""
 
     provider: ClassVar[str] = "Anthropic"
     path: ClassVar[str] = "/v1/messages"
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
-    build_payload = staticmethod(build_payload)
     parse_response = staticmethod(parse_response)
     stream_parser = AnthropicStreamAccumulator
+
+    def build_payload(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool
+    ) -> dict[str, Any]:
+        """The Messages API body, with its prompt-cache breakpoints."""
+        payload = build_payload(messages, parameters, stream=stream)
+        return place_breakpoints(payload, self.prompt_cache, self.cache_ttl)
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """`x-api-key` (when there is a key) and `anthropic-version`."""
