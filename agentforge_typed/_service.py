@@ -328,6 +328,8 @@ class _Run:
     def _request(
         self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters
     ) -> ChatRequest:
+        if self.output is not None and self.output.prompted:
+            messages = self.output.with_instructions(messages)
         request = ChatRequest.of(messages, parameters)
         if self.trace is not None:
             self.trace.request(request)
@@ -368,7 +370,7 @@ class _Run:
         # A text answer where structured output is wanted: valid JSON in native mode ends the
         # run; anything else is sent back with a nudge, against the output's retry budget.
         errors: Sequence[ArgumentError] = ()
-        if output.native:
+        if output.in_text:
             try:
                 self.output_value = output.validate(text)
                 return None
@@ -814,7 +816,7 @@ class ToolService(Generic[DepsT]):
         specifications = list(self.specifications)
         if user is not None and user.tools:
             specifications += [s for s in user.tools if s.name not in self._tools]
-        if output is not None and not output.native:
+        if output is not None and not output.in_text:
             if output.name in self._tools:
                 raise ValueError(
                     f"the output tool name {output.name!r} is taken by a registered tool"

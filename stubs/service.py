@@ -73,6 +73,8 @@ async def main() -> None:
     assert_type((await service.achat(model, prompt, output_type=City | None)).output, City | None)
     assert_type(OutputSpec(City | Point), OutputSpec[City | Point])
     assert_type(OutputSpec(Literal["a", "b"], native=True), OutputSpec[Literal["a", "b"]])
+    assert_type(service.chat(model, prompt, output_type=OutputSpec(City, prompted=True)).output, City)
+    OutputSpec(City, prompted="yes")  # type: ignore[arg-type]
     assert_type(service.chat(model, prompt, output_type=OutputSpec(City | Point)).output, City | Point)
     either.output.name  # type: ignore[union-attr]
     answer: Literal["yes"] = service.chat(model, prompt, output_type=Literal["yes", "no"]).output  # type: ignore[assignment]
