@@ -77,8 +77,9 @@ def test_without_a_profile_the_tools_are_clean(
     assert (status, lines[-1]) == (0, "0 errors, 0 warnings")
     assert main(["check", target, "--dialect", "gemini", "--strict"]) == 0
     assert capsys.readouterr().out.splitlines()[:-1] == [
-        lines[0].split(": note: ")[0] + ": note: strict_weather: strict schema: gemini: validated "
-        "locally only (Gemini function declarations have no strict mode) [strictness]"
+        lines[0].split(": note: ")[0] + ": note: strict_weather: strict schema: gemini: "
+        "provider-validated (function calling mode `VALIDATED`, a preview feature) when the model "
+        "may choose; with a forced choice (`ANY`), validated locally only [strictness]"
     ]
 
 

@@ -362,8 +362,9 @@ def _bad_findings() -> list[str]:
         f"{open_object.reason} [unsupported-schema]",
         f"{BAD}:89: note: tag: strict schema: openai: provider-enforced (`strict: true`, OpenAI "
         "structured outputs); anthropic: provider-enforced (`strict: true`, Anthropic strict tool "
-        "use); gemini: validated locally only (Gemini function declarations have no strict "
-        "mode) [strictness]",
+        "use); gemini: provider-validated (function calling mode `VALIDATED`, a preview feature) "
+        "when the model may choose; with a forced choice (`ANY`), validated locally only "
+        "[strictness]",
         f"{BAD}:114: warning: count: not expressible in openai-strict at $.totals: "
         f"{counts.reason} [unsupported-schema]",
         f"{BAD}:114: warning: count: not expressible in anthropic-strict at $.totals: "

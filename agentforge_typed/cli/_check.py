@@ -40,7 +40,8 @@ _STRICT_OF: dict[str, str] = {"openai-strict": "openai", "anthropic-strict": "an
 ENFORCED: dict[str, str] = {
     "openai": "provider-enforced (`strict: true`, OpenAI structured outputs)",
     "anthropic": "provider-enforced (`strict: true`, Anthropic strict tool use)",
-    "gemini": "validated locally only (Gemini function declarations have no strict mode)",
+    "gemini": "provider-validated (function calling mode `VALIDATED`, a preview feature) when "
+    "the model may choose; with a forced choice (`ANY`), validated locally only",
 }
 """What a `strict_schema` tool gets from each provider; local validation is on in every case."""
 
