@@ -338,3 +338,30 @@ def test_answering_names_the_model_of_a_response() -> None:
     assert model.answering(model.chat(ChatRequest(messages=HISTORY[1:2]))) is first
     assert model.answering(ChatResponse(ai_message=AiMessage(text="x"))) is model
     assert repr(model) == f"FallbackModel({first!r}, {second!r})"
+
+
+class _RefusesAtOnce:
+    """A `ChatModel` of one's own whose calls fail as soon as they are made (its streams too,
+    before any iteration): the fallback moves on all the same."""
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        raise ModelError("gateway API error 503: unavailable", 503)
+
+    async def achat(self, request: ChatRequest) -> ChatResponse:
+        raise ModelError("gateway API error 503: unavailable", 503)
+
+    def stream(self, request: ChatRequest) -> Any:
+        raise ModelError("gateway API error 503: unavailable", 503)
+
+    def astream(self, request: ChatRequest) -> Any:
+        raise ModelError("gateway API error 503: unavailable", 503)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_model_failing_when_called_is_fallen_back_from(mode: str) -> None:
+    backup = af.FunctionModel(lambda messages, parameters: AiMessage(text="from the backup"))
+    response, _ = _ask(FallbackModel(_RefusesAtOnce(), backup), ChatRequest(messages=HISTORY), mode)
+    assert response.ai_message.text == "from the backup"
+    [failed] = response.metadata["fallback"]["failed"]
+    assert "_RefusesAtOnce object at 0x" in failed["model"]  # no model name: its repr
+    assert (failed["error"], failed["status_code"]) == ("gateway API error 503: unavailable", 503)

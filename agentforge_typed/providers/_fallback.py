@@ -150,10 +150,14 @@ class FallbackModel:
         """`chat` as a stream; falls back only until the first event."""
         attempts = _Attempts(self, request)
         for index, model in enumerate(self.models):
-            events = iter(model.stream(request))
+            try:
+                events = iter(model.stream(request))  # a stream that fails when opened
+            except ModelError as error:
+                attempts.failed(index, error)
+                continue
             try:
                 try:
-                    first = next(events, None)
+                    first = next(events, None)  # a generator fails at its first event
                 except ModelError as error:
                     attempts.failed(index, error)
                     continue
@@ -169,7 +173,11 @@ class FallbackModel:
         """Async `stream`."""
         attempts = _Attempts(self, request)
         for index, model in enumerate(self.models):
-            events = aiter(model.astream(request))
+            try:
+                events = aiter(model.astream(request))
+            except ModelError as error:
+                attempts.failed(index, error)
+                continue
             try:
                 try:
                     first = await anext(events, None)
