@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import platform
 import sys
 import time
@@ -346,6 +347,8 @@ async def test_a_new_worker_process_finishes_a_run_whose_worker_stopped(
         queue,
         "process",
         cwd=TESTS,
+        # The package under test (this checkout's), not whichever one is installed.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
