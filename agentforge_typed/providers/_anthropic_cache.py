@@ -76,9 +76,12 @@ def _auto(tools: Any, system: Any, messages: list[dict[str, Any]]) -> list[Cache
         if size >= AUTO_MIN_CHARS:
             places.append("system")
     if any(message["role"] == "assistant" for message in messages):
-        size += len(to_json(messages))
-        if size >= AUTO_MIN_CHARS:
-            places.append("messages")
+        # From the end, and only until the threshold: a long history is not serialised whole.
+        for message in reversed(messages):
+            size += len(to_json(message))
+            if size >= AUTO_MIN_CHARS:
+                places.append("messages")
+                break
     return places
 
 
