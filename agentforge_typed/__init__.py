@@ -35,6 +35,12 @@ from ._exceptions import (
     UnknownToolError,
     UnsupportedFeatureError,
 )
+from ._history import (
+    HistoryProcessor,
+    HistoryProcessorError,
+    drop_old_tool_results,
+    keep_last_rounds,
+)
 from ._hooks import logging_hook
 from ._instrument import Instrumentation, instrument
 from ._loop_events import (
@@ -94,6 +100,7 @@ if TYPE_CHECKING:
     # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
     from ._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
+    from .providers._fallback import AllModelsFailedError, FallbackModel
     from .providers._function import FunctionModel, ModelFunction
     from .providers._profiles import ModelProfile
     from .providers._registry import get_model
@@ -111,8 +118,10 @@ __version__ = "0.1.0"
 # Imported on first use, so that a program pays only for the parts it uses: the providers (and
 # httpx), the HTTP and MCP tools, and jsonschema behind the schema-declared tools.
 _LAZY = {
+    "AllModelsFailedError": ".providers._fallback",
     "AnthropicChatModel": ".providers.anthropic",
     "FakeModel": ".providers._fake",
+    "FallbackModel": ".providers._fallback",
     "FunctionModel": ".providers._function",
     "GeminiChatModel": ".providers.gemini",
     "HttpTool": ".tools._http",
@@ -150,6 +159,7 @@ __all__ = [
     "AfterToolCall",
     "AgentForgeError",
     "AiMessage",
+    "AllModelsFailedError",
     "AnthropicChatModel",
     "Approval",
     "ApprovalPolicy",
@@ -172,12 +182,15 @@ __all__ = [
     "ErrorKind",
     "ExecutionErrorHandler",
     "FakeModel",
+    "FallbackModel",
     "FileContent",
     "FinalResultEvent",
     "FinishReason",
     "FunctionModel",
     "GeminiChatModel",
     "HandlerTimeoutError",
+    "HistoryProcessor",
+    "HistoryProcessorError",
     "HttpTool",
     "ImageContent",
     "Instrumentation",
@@ -241,8 +254,10 @@ __all__ = [
     "UserMessage",
     "__version__",
     "available_tools_handler",
+    "drop_old_tool_results",
     "get_model",
     "instrument",
+    "keep_last_rounds",
     "list_available_tools",
     "logging_hook",
     "pending_calls",

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from typing import Any, TypeGuard
 
 from ._response import ChatResponse, TokenUsage
 
@@ -33,13 +34,24 @@ def prices_available() -> bool:
 
 def priced(model: object, responses: Sequence[ChatResponse], total: TokenUsage) -> TokenUsage:
     """`total`, the usage summed over `responses` that `model` answered, with its estimated
-    `cost` when every response that used tokens can be priced."""
-    base_url = getattr(model, "base_url", None)
-    if not isinstance(base_url, str) or not total.total_tokens or not prices_available():
+    `cost` when every response that used tokens can be priced. A model of several models (a
+    `FallbackModel`) names the one that answered each response (`answering(response)`), and each
+    is priced at that one's endpoint."""
+    if not total.total_tokens:
+        return total
+    answering = getattr(model, "answering", None)
+    endpoints: list[tuple[object, str]] = []
+    for response in responses:
+        answered = answering(response) if callable(answering) else model
+        base_url = getattr(answered, "base_url", None)
+        if not isinstance(base_url, str):
+            return total
+        endpoints.append((answered, base_url))
+    if not prices_available():
         return total
     cost = Decimal(0)
-    for response in responses:
-        price = _price(model, base_url, response)
+    for (answered, base_url), response in zip(endpoints, responses, strict=True):
+        price = _price(answered, base_url, response)
         if price is None:
             return total
         cost += price
@@ -55,9 +67,15 @@ def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | No
     name = response.metadata.get("model") or getattr(model, "model", None)
     if not isinstance(name, str):
         return None
+    input_tokens, cache_read, cache_write = _input_counts(usage, response.metadata)
     try:
         calculation = calc_price(
-            Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens),
+            Usage(
+                input_tokens=input_tokens,
+                output_tokens=usage.output_tokens,
+                cache_read_tokens=cache_read,
+                cache_write_tokens=cache_write,
+            ),
             name,
             provider_api_url=base_url,
         )
@@ -68,3 +86,29 @@ def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | No
         logger.debug("no price for %r at %s", name, base_url, exc_info=True)
         return None
     return price if isinstance(price, Decimal) else None
+
+
+def _input_counts(usage: TokenUsage, metadata: Mapping[str, Any]) -> tuple[int, int, int]:
+    """The input tokens as `genai-prices` counts them (cached ones included), and of those the
+    ones read from and written to the prompt cache, from what each wire keeps in `metadata`:
+    Anthropic's `cache_read_input_tokens` / `cache_creation_input_tokens` (not part of its
+    `input_tokens`), OpenAI's `cached_tokens` and Gemini's `cachedContentTokenCount` (part of
+    theirs)."""
+    read, write = (
+        metadata.get("cache_read_input_tokens"),
+        metadata.get("cache_creation_input_tokens"),
+    )
+    if _is_count(read) or _is_count(write):
+        read, write = read if _is_count(read) else 0, write if _is_count(write) else 0
+        return usage.input_tokens + read + write, read, write
+    cached = metadata.get("cached_tokens")
+    gemini = metadata.get("usage_metadata")
+    if not _is_count(cached) and isinstance(gemini, Mapping):
+        cached = gemini.get("cachedContentTokenCount")
+    if _is_count(cached) and cached <= usage.input_tokens:
+        return usage.input_tokens, cached, 0
+    return usage.input_tokens, 0, 0
+
+
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

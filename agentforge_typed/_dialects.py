@@ -9,6 +9,10 @@ dialect)`:
 - `"openai-strict"`: OpenAI Structured Outputs (`strict: true`). Every property is required,
   optional ones become nullable, every object is closed, `oneOf` becomes `anyOf`, and `default`
   moves into the description (`null` is how the model asks for it; see `strict_schema`).
+- `"anthropic-strict"`: Anthropic structured outputs (strict tools, `output_config.format`).
+  Every object is closed and `oneOf` becomes `anyOf`, as for OpenAI, but optional properties stay
+  optional; the keywords Anthropic does not enforce (numeric bounds, lengths, `minItems` over 1,
+  `maxItems`) move into the description, and recursion is refused.
 - `"gemini"`: the OpenAPI 3 subset of Gemini function declarations. `$ref`s are inlined,
   `anyOf [X, null]` becomes `nullable`, `const` a one-value `enum`.
 
@@ -38,7 +42,7 @@ __all__ = [
     "render_schema",
 ]
 
-Dialect = Literal["openai", "openai-strict", "anthropic", "gemini"]
+Dialect = Literal["openai", "openai-strict", "anthropic", "anthropic-strict", "gemini"]
 """A provider's JSON Schema dialect."""
 
 DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
@@ -324,6 +328,8 @@ class _StrictRenderer:
     """OpenAI Structured Outputs: closed objects, every property required, `$defs` kept."""
 
     dialect = "openai-strict"
+    keep = _STRICT_KEEP
+    formats = _STRICT_FORMATS
 
     def __init__(self, root: JsonSchema) -> None:
         self.root = root
@@ -369,8 +375,8 @@ class _StrictRenderer:
             value = out[key]
             if key in _STRICT_DROP:
                 del out[key]
-            elif key not in _STRICT_KEEP or (
-                (key == "format" and value not in _STRICT_FORMATS)
+            elif key not in self.keep or (
+                (key == "format" and value not in self.formats)
                 or (key == "pattern" and _LOOKAROUND.search(str(value)))
             ):
                 notes.append(_note(key, value))
@@ -435,6 +441,46 @@ def _nullable(schema: JsonSchema) -> JsonSchema:
     if "description" in schema:
         out["description"] = schema["description"]
     return out
+
+
+# -- anthropic-strict --------------------------------------------------------------------------
+
+_ANTHROPIC_STRICT_KEEP = _STRICT_KEEP - {
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "maxItems",
+}
+_ANTHROPIC_STRICT_FORMATS = _STRICT_FORMATS | {"uri"}
+
+
+class _AnthropicStrictRenderer(_StrictRenderer):
+    """Anthropic structured outputs: closed objects, optional properties kept optional, no
+    recursion, and only the constraints it enforces
+    (https://docs.anthropic.com/en/docs/build-with-claude/structured-outputs)."""
+
+    dialect = "anthropic-strict"
+    keep = _ANTHROPIC_STRICT_KEEP
+    formats = _ANTHROPIC_STRICT_FORMATS
+
+    def node(self, schema: JsonSchema, path: str) -> JsonSchema:
+        out = super().node(schema, path)
+        if out.get("minItems") not in (None, 0, 1):
+            _describe(out, [_note("minItems", out.pop("minItems"))])
+        return out
+
+    def follow(self, ref: str, path: str) -> None:
+        name = _def_name(ref)
+        if ref == "#" or (name in self.done and not self.done[name]):
+            raise self.refuse(path, f"a recursive schema ({ref!r})")
+        super().follow(ref, path)
+
+    @staticmethod
+    def close_object(out: JsonSchema, required: set[str]) -> None:
+        out.setdefault("properties", {})
+        out["additionalProperties"] = False
 
 
 # -- gemini ------------------------------------------------------------------------------------
@@ -578,6 +624,13 @@ _DIALECT_RULES: dict[Dialect, DialectRules] = {
         _WORD_NAME,
         _WORD_NAME_RULE,
         # Anthropic rejects the whole request when a top-level property key breaks this.
+        property_name=re.compile(r"[a-zA-Z0-9_.-]{1,64}"),
+        property_name_rule="letters, digits, _, . and -, 1 to 64 characters",
+    ),
+    "anthropic-strict": DialectRules(
+        lambda root: _AnthropicStrictRenderer(root).render(),
+        _WORD_NAME,
+        _WORD_NAME_RULE,
         property_name=re.compile(r"[a-zA-Z0-9_.-]{1,64}"),
         property_name_rule="letters, digits, _, . and -, 1 to 64 characters",
     ),

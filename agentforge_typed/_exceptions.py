@@ -3,12 +3,14 @@
 ```
 AgentForgeError
 ├── ModelError            a provider failed: HTTP non-2xx, network, malformed JSON or SSE
-│   └── UnsupportedFeatureError  a request asks for what the model's profile lacks (not sent)
+│   ├── UnsupportedFeatureError  a request asks for what the model's profile lacks (not sent)
+│   └── AllModelsFailedError     every model of a `FallbackModel` failed (in `providers._fallback`)
 ├── ToolArgumentsError    a tool's arguments are invalid (and retries, if any, are spent)
 ├── ToolExecutionError    a tool raised and the error handler chose to propagate it
 ├── UnknownToolError      the model called a tool that is not registered
 ├── ToolLoopLimitError    the loop exceeded `max_round_trips`
-└── UsageLimitExceeded    a run reached one of its `UsageLimits` (in `_usage`)
+├── UsageLimitExceeded    a run reached one of its `UsageLimits` (in `_usage`)
+└── HistoryProcessorError a history processor failed or would split a call (in `_history`)
 
 ModelRetry                raised *inside* a tool on purpose: send its message back to the model
 ```

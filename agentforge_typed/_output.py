@@ -5,19 +5,22 @@ output type; the model "calls" it to answer. Object types (pydantic models, data
 TypedDicts) are the arguments object itself; anything else (`int`, `list[str]`, unions) is
 wrapped as `{"result": ...}`, since tool arguments must be an object. `native=True` instead asks
 providers for their native JSON-schema response format (`ChatRequestParameters.response_format`)
-and validates the answer's text.
+and validates the answer's text. `prompted=True`, for servers with neither tools nor a JSON-schema
+format, puts the schema into the instructions of each request and validates the answer's text.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, Generic
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create_model
+from pydantic_core import to_json
 from typing_extensions import TypeForm, TypeVar
 
 from ._exceptions import ArgumentError, ToolArgumentsError
-from ._messages import ToolCall
+from ._messages import ChatMessage, SystemMessage, ToolCall
 from ._request import ChatRequestParameters, ResponseFormat, ToolSpecification
 from .tools._argument_errors import format_arguments_error
 from .tools._arguments import argument_errors, json_choices
@@ -30,6 +33,12 @@ OutputT = TypeVar("OutputT", default=Any)
 
 _DESCRIPTION = "Give the final answer. Call this exactly once, when you are done."
 _ANSWER_IN_JSON = "Answer again with only JSON that matches the schema."
+_PROMPTED = (
+    "When you give your final answer, answer with JSON only (no other text, no code fence) "
+    "that matches this JSON Schema:\n"
+)
+_FENCE = re.compile(r"\A\s*```(?:json)?[ \t]*\n(.*?)\n?```\s*\Z", re.DOTALL)
+"""A whole answer in one Markdown code fence, as models often give JSON despite being asked not to."""
 
 
 class OutputValidationError(ToolArgumentsError):
@@ -61,7 +70,20 @@ class _Wrapper(BaseModel):
 
 
 class OutputSpec(Generic[OutputT]):
-    """How one run gets its structured output: the final-result tool and the validator."""
+    """How one run gets its structured output: the final-result tool and the validator.
+
+    Args:
+        output_type: The type of `result.output`.
+        name: The final-result tool's name.
+        max_retries: Invalid final answers sent back to the model before the run fails.
+        native: Ask for the provider's native JSON-schema response format instead of a tool.
+        prompted: Neither a tool nor a response format: the schema goes into the instructions
+            of each request (a system message, never added to the run's history), and the
+            answer's text is validated. For servers that have neither.
+
+    Raises:
+        ValueError: both `native` and `prompted`.
+    """
 
     def __init__(
         self,
@@ -70,10 +92,14 @@ class OutputSpec(Generic[OutputT]):
         name: str = "final_result",
         max_retries: int = 2,
         native: bool = False,
+        prompted: bool = False,
     ) -> None:
+        if native and prompted:
+            raise ValueError("an OutputSpec is native or prompted, not both")
         self.name = name
         self.max_retries = max_retries
         self.native = native
+        self.prompted = prompted
         self._adapter: TypeAdapter[Any] = TypeAdapter(output_type)
         schema = self._adapter.json_schema(schema_generator=ToolJsonSchema)
         self._wrapped = schema.get("type") != "object"
@@ -92,8 +118,16 @@ class OutputSpec(Generic[OutputT]):
     return_behavior = ReturnBehavior.TO_LLM
     sequential = False
 
+    @property
+    def in_text(self) -> bool:
+        """Whether the final answer comes as text (native or prompted), not as a tool call."""
+        return self.native or self.prompted
+
     def validate(self, raw: str | bytes) -> OutputT:
-        """The validated output, or `OutputValidationError` listing each problem."""
+        """The validated output, or `OutputValidationError` listing each problem. In prompted
+        mode an answer wrapped whole in a Markdown code fence is read inside it."""
+        if self.prompted and isinstance(raw, str) and (fenced := _FENCE.match(raw)):
+            raw = fenced.group(1)
         try:
             value = self._adapter.validate_json(raw or "{}", strict=True)
         except ValidationError as error:
@@ -122,10 +156,21 @@ class OutputSpec(Generic[OutputT]):
         response_format = ResponseFormat(name=self.name, json_schema=self.specification.parameters)
         return parameters.model_copy(update={"response_format": response_format})
 
+    def with_instructions(self, messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+        """Prompted mode: `messages` with the schema instructions as a system message after the
+        leading system messages (servers that want one system block at the start get it)."""
+        schema = to_json(self.specification.parameters).decode()
+        instruction = SystemMessage(text=_PROMPTED + schema)
+        at = 0
+        while at < len(messages) and isinstance(messages[at], SystemMessage):
+            at += 1
+        return [*messages[:at], instruction, *messages[at:]]
+
     def nudge(self, errors: Sequence[ArgumentError]) -> str:
         """What the model is told when its final answer was text: in tool mode, to call the
-        final-result tool; in native mode (no tool offered), the problems and to answer in JSON."""
-        if not self.native:
+        final-result tool; in native and prompted mode (no tool offered), the problems and to
+        answer in JSON."""
+        if not self.in_text:
             return f"Give your final answer by calling the `{self.name}` tool."
         # The shared report's problem lines, without its tool-call header and footer.
         problems = format_arguments_error(self.name, errors).split("\n")[1:-1]
@@ -134,7 +179,7 @@ class OutputSpec(Generic[OutputT]):
     def exhausted(self, errors: Sequence[ArgumentError], text: str) -> OutputValidationError:
         """The error ending a run whose text answer came with the retry budget spent."""
         spent = f"and its {self.max_retries} retries are spent"
-        if self.native:
+        if self.in_text:
             reason = f"the model's final answer is not valid output, {spent}"
         else:
             reason = (

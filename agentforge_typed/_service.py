@@ -22,7 +22,7 @@ from collections.abc import (
 )
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Generic, cast, get_args, overload
+from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
@@ -39,6 +39,14 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
+)
+from ._history import (
+    MESSAGE_TYPES,
+    HistoryProcessor,
+    aprocess,
+    check_processors,
+    is_message,
+    process,
 )
 from ._identity import CallIds
 from ._instrument import run_trace
@@ -293,17 +301,38 @@ class _Run:
         ]
 
     def next_request(self) -> ChatRequest:
-        """The request for the next model call; raises past `max_round_trips`."""
+        """The request for the next model call, its messages through the service's history
+        processors (an async one run to completion here: a blocking driver); raises past
+        `max_round_trips`."""
+        parameters = self._next_parameters()
+        processors = self.service.history_processors
+        return self._request(
+            process(processors, self.messages) if processors else self.messages, parameters
+        )
+
+    async def anext_request(self) -> ChatRequest:
+        """`next_request` for the async drivers: an async history processor is awaited."""
+        parameters = self._next_parameters()
+        processors = self.service.history_processors
+        messages = await aprocess(processors, self.messages) if processors else self.messages
+        return self._request(messages, parameters)
+
+    def _next_parameters(self) -> ChatRequestParameters:
         if self.round_trips >= self.service.max_round_trips:
             raise ToolLoopLimitError(self.service.max_round_trips)
         if self.limits is not None:
             self.limits.check_request(self.round_trips + 1)
         self.round_trips += 1
         if self.offer is not None:
-            parameters = self.offer.parameters(self.parameters, self.round_trips, self.messages)
-        else:
-            parameters = self.parameters
-        request = ChatRequest.of(self.messages, parameters)
+            return self.offer.parameters(self.parameters, self.round_trips, self.messages)
+        return self.parameters
+
+    def _request(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters
+    ) -> ChatRequest:
+        if self.output is not None and self.output.prompted:
+            messages = self.output.with_instructions(messages)
+        request = ChatRequest.of(messages, parameters)
         if self.trace is not None:
             self.trace.request(request)
         return request
@@ -343,7 +372,7 @@ class _Run:
         # A text answer where structured output is wanted: valid JSON in native mode ends the
         # run; anything else is sent back with a nudge, against the output's retry budget.
         errors: Sequence[ArgumentError] = ()
-        if output.native:
+        if output.in_text:
             try:
                 self.output_value = output.validate(text)
                 return None
@@ -613,6 +642,10 @@ class ToolService(Generic[DepsT]):
         max_result_chars: The result budget of tools without their own: the most characters of
             a result's text the model reads (at least 100; a longer text keeps its head and
             tail around a marker). `None`: 100,000 (`DEFAULT_MAX_RESULT_CHARS`).
+        history_processors: Functions (sync or async) run in order before every model call,
+            each taking the messages about to be sent and returning the ones to send (see
+            `keep_last_rounds`, `drop_old_tool_results`); the run's own history keeps every
+            message.
         blocking_in_event_loop: Let the blocking `chat` and `stream` run in a thread whose event
             loop is running (a notebook): they block that loop until the run ends. Off, they
             refuse there before any model call, naming `achat`/`astream`.
@@ -635,6 +668,7 @@ class ToolService(Generic[DepsT]):
         tool_search: ToolSearch | None = None,
         usage_limits: UsageLimits | None = None,
         max_result_chars: int | None = None,
+        history_processors: Sequence[HistoryProcessor] | None = None,
         blocking_in_event_loop: bool = False,
     ) -> None:
         if max_round_trips < 1:
@@ -649,6 +683,7 @@ class ToolService(Generic[DepsT]):
         self.deps_type = deps_type
         self.usage_limits = usage_limits
         self.max_result_chars = check_max_result_chars(max_result_chars)
+        self.history_processors = check_processors(history_processors)
         self.blocking_in_event_loop = blocking_in_event_loop
         self._tools: dict[str, ToolLike] = {}
         self._default_parameters: ChatRequestParameters | None = None
@@ -826,7 +861,7 @@ class ToolService(Generic[DepsT]):
         specifications = list(self.specifications)
         if user is not None and user.tools:
             specifications += [s for s in user.tools if s.name not in self._tools]
-        if output is not None and not output.native:
+        if output is not None and not output.in_text:
             if output.name in self._tools:
                 raise ValueError(
                     f"the output tool name {output.name!r} is taken by a registered tool"
@@ -1133,7 +1168,7 @@ class ToolService(Generic[DepsT]):
             while True:
                 reader = _RoundReader()
                 async for event in (
-                    no_events() if run.resuming else model.astream(run.next_request())
+                    no_events() if run.resuming else model.astream(await run.anext_request())
                 ):
                     yield event
                     if update := reader.feed(event):
@@ -1161,10 +1196,6 @@ class ToolService(Generic[DepsT]):
             yield FinalResultEvent(run.result())
 
 
-_MESSAGE_TYPES: tuple[type, ...] = get_args(get_args(ChatMessage)[0])
-_EXACT_MESSAGE_TYPES = frozenset(_MESSAGE_TYPES)
-
-
 def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
     """The caller's messages as a new list: a string is one user message; anything that is not a
     message is refused here, before any model call."""
@@ -1176,12 +1207,10 @@ def _conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
         )
     conversation = list(messages)
     for position, message in enumerate(conversation):
-        # The exact-type test first: `isinstance` on pydantic classes costs several times more,
-        # and a long history pays it per message.
-        if type(message) not in _EXACT_MESSAGE_TYPES and not isinstance(message, _MESSAGE_TYPES):
+        if not is_message(message):
             raise TypeError(
                 f"messages[{position}] is of type {type(message).__name__!r}, not a chat message"
-                f" ({', '.join(t.__name__ for t in _MESSAGE_TYPES)})"
+                f" ({', '.join(t.__name__ for t in MESSAGE_TYPES)})"
             )
     return conversation
 
@@ -1222,7 +1251,7 @@ async def _adrive(
     activities."""
     with run:
         while True:
-            planned = run.resumed() or run.on_response(await request(run.next_request()))
+            planned = run.resumed() or run.on_response(await request(await run.anext_request()))
             if planned is None:
                 return run.result()
             settled: list[ToolExecution] = []

@@ -58,6 +58,7 @@ from ._results import ToolChatResult, ToolExecution
 from ._service import RunOptions, ToolService, _adrive, _Planned, _Run
 from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
+from .providers._fallback import FallbackModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
 from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
 from .tools._budget import content_result, within_budget
@@ -756,8 +757,12 @@ def _model_activity(name: str, model: ChatModel) -> Callable[..., Any]:
 
 
 def _without_retries(model: ChatModel) -> ChatModel:
-    """A copy of an HTTP model that does not retry by itself (Temporal retries the activity);
-    any other model as it is."""
+    """A copy of an HTTP model that does not retry by itself (Temporal retries the activity),
+    a `FallbackModel` of such copies (it falls back at the first failure, and Temporal retries
+    the whole chain); any other model as it is."""
+    if isinstance(model, FallbackModel):
+        models = [_without_retries(each) for each in model.models]
+        return FallbackModel(*models, fallback_on=model.fallback_on)
     if not isinstance(model, HttpChatModel):
         return model
     clone = copy.copy(model)

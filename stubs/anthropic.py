@@ -12,6 +12,7 @@ from agentforge_typed import (
     ChatModel,
     ChatRequest,
     ChatResponse,
+    OpenAIChatModel,
     StreamEvent,
     UserMessage,
 )
@@ -35,3 +36,12 @@ AnthropicChatModel(model=42)  # type: ignore[arg-type]
 AnthropicChatModel("claude", max_tokens="many")  # type: ignore[arg-type]
 AnthropicChatModel("claude", http_client=httpx.AsyncClient())  # type: ignore[arg-type]
 AnthropicChatModel("claude", temprature=0.2)  # type: ignore[call-arg]
+
+# Prompt caching: where the breakpoints go, and for how long.
+AnthropicChatModel("claude", prompt_cache="off", cache_ttl="1h")
+AnthropicChatModel("claude", prompt_cache=["tools", "system"])
+AnthropicChatModel("claude", prompt_cache="always")  # type: ignore[arg-type]
+AnthropicChatModel("claude", prompt_cache=["history"])  # type: ignore[list-item]
+AnthropicChatModel("claude", cache_ttl="24h")  # type: ignore[arg-type]
+OpenAIChatModel("gpt-4o", prompt_cache_key="tenant-7", prompt_cache_retention="24h")
+OpenAIChatModel("gpt-4o", prompt_cache_retention="forever")  # type: ignore[arg-type]

@@ -13,9 +13,12 @@ from agentforge_typed import (
     AgentForgeError,
     AiMessage,
     ChatMessage,
+    ChatRequest,
     ChatRequestParameters,
     FinalResultEvent,
     FunctionModel,
+    HistoryProcessor,
+    HistoryProcessorError,
     OutputSpec,
     RunOptions,
     TokenUsage,
@@ -25,6 +28,8 @@ from agentforge_typed import (
     ToolLoopEvent,
     ToolService,
     UserMessage,
+    drop_old_tool_results,
+    keep_last_rounds,
     tool,
 )
 
@@ -68,6 +73,8 @@ async def main() -> None:
     assert_type((await service.achat(model, prompt, output_type=City | None)).output, City | None)
     assert_type(OutputSpec(City | Point), OutputSpec[City | Point])
     assert_type(OutputSpec(Literal["a", "b"], native=True), OutputSpec[Literal["a", "b"]])
+    assert_type(service.chat(model, prompt, output_type=OutputSpec(City, prompted=True)).output, City)
+    OutputSpec(City, prompted="yes")  # type: ignore[arg-type]
     assert_type(service.chat(model, prompt, output_type=OutputSpec(City | Point)).output, City | Point)
     either.output.name  # type: ignore[union-attr]
     answer: Literal["yes"] = service.chat(model, prompt, output_type=Literal["yes", "no"]).output  # type: ignore[assignment]
@@ -170,3 +177,53 @@ async def typed_deps(model: FunctionModel) -> None:
 @tool
 def get_user(ctx: ToolContext[Db]) -> str:
     return ctx.deps.user()
+
+
+def history_processors() -> None:
+    """History processors: sync or async functions from a list of messages to messages."""
+
+    def keep_two(messages: list[ChatMessage]) -> list[ChatMessage]:
+        return messages[-2:]
+
+    async def summarise(messages: list[ChatMessage]) -> Sequence[ChatMessage]:
+        return messages
+
+    ready = keep_last_rounds(3)
+    assert_type(ready([]), list[ChatMessage])
+    assert_type(drop_old_tool_results(keep=1, placeholder="-")([]), list[ChatMessage])
+    processors: list[HistoryProcessor] = [keep_two, summarise, ready]
+    ToolService(history_processors=processors)
+    ToolService(history_processors=(keep_two, drop_old_tool_results()))
+
+    def to_text(messages: list[ChatMessage]) -> str:
+        return "no"
+
+    def takes_text(text: str) -> list[ChatMessage]:
+        return []
+
+    ToolService(history_processors=[to_text])  # type: ignore[list-item]
+    ToolService(history_processors=[takes_text])  # type: ignore[list-item]
+    keep_last_rounds("3")  # type: ignore[arg-type]
+    try:
+        ToolService().chat(FunctionModel(reply), "hi")
+    except HistoryProcessorError as error:
+        assert_type(error.processor, str)
+
+
+def fallback_models() -> None:
+    """`FallbackModel` is a `ChatModel`; `fallback_on` takes a `ModelError`."""
+    from agentforge_typed import AllModelsFailedError, ChatModel, FallbackModel, ModelError
+
+    model = FallbackModel(FunctionModel(reply), FunctionModel(reply))
+    usable: ChatModel = model
+    assert_type(model.models, tuple[ChatModel, ...])
+    assert_type(FallbackModel.is_transient(ModelError("x")), bool)
+    FallbackModel(model, fallback_on=lambda error: error.status_code == 400)
+    ToolService().chat(model, "hi")
+    try:
+        model.chat(ChatRequest(messages=[UserMessage(content="hi")]))
+    except AllModelsFailedError as error:
+        assert_type(error.errors, tuple[ModelError, ...])
+    FallbackModel()  # type: ignore[call-arg]
+    FallbackModel(model, fallback_on=lambda error: error.nope)  # type: ignore[attr-defined]
+    FallbackModel("openai:gpt-4o")  # type: ignore[arg-type]

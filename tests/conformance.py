@@ -21,6 +21,8 @@ __all__ = [
     "assert_covers",
     "assert_linear",
     "cli_commands",
+    "composite_models",
+    "history_steps",
     "surfaces",
     "tool_kinds",
     "wire_cores",
@@ -74,6 +76,38 @@ def cli_commands() -> frozenset[str]:
     raise AssertionError("the CLI has no subcommands")
 
 
+def composite_models() -> frozenset[str]:
+    """The models made of other models (a `FallbackModel`), by class name: the public classes
+    that name which of their models answered a response (`answering`)."""
+    import agentforge_typed
+
+    return frozenset(
+        name
+        for name in agentforge_typed.__all__
+        if isinstance(value := getattr(agentforge_typed, name), type)
+        and hasattr(value, "answering")
+    )
+
+
+def history_steps() -> frozenset[str]:
+    """What runs over the whole history before each model call: the ready history processors
+    (the package's public functions from `_history`) and `unsendable`, the check of what any
+    processor returns."""
+    import inspect
+
+    import agentforge_typed
+
+    return frozenset(
+        {"unsendable"}
+        | {
+            name
+            for name in agentforge_typed.__all__
+            if inspect.isfunction(value := getattr(agentforge_typed, name))
+            and value.__module__ == "agentforge_typed._history"
+        }
+    )
+
+
 def surfaces() -> Mapping[str, frozenset[str]]:
     """Every surface the suite must cover, by axis."""
     return {
@@ -81,6 +115,8 @@ def surfaces() -> Mapping[str, frozenset[str]]:
         "tool": tool_kinds(),
         "driver": DRIVERS,
         "cli": cli_commands(),
+        "history": history_steps(),
+        "composite": composite_models(),
     }
 
 

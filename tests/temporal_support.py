@@ -37,6 +37,7 @@ from agentforge_typed import (
     ToolService,
     ToolSpecification,
     UserMessage,
+    keep_last_rounds,
     tool,
 )
 from agentforge_typed.temporal import ActivityOptions, AgentForgePlugin, TemporalToolService
@@ -551,6 +552,46 @@ class HistoryWorkflow:
         ]
         result = await counting.chat(history)
         return result.text or ""
+
+
+def _pay_thrice(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    # It reads which round it is from the last result it was sent (the history is trimmed).
+    last = next((m for m in reversed(messages) if isinstance(m, ToolResultMessage)), None)
+    done = 0 if last is None else int(last.tool_call_id.removeprefix("p")) + 1
+    if done < 3:
+        return AiMessage(tool_calls=[_call(f"p{done}", "pay", f'{{"amount":{done + 1}}}')])
+    return AiMessage(text=" ".join(m.role for m in messages))
+
+
+def _without_results(messages: list[ChatMessage]) -> list[ChatMessage]:
+    return [m for m in messages if not isinstance(m, ToolResultMessage)]
+
+
+trimming = TemporalToolService(
+    ToolService([pay], history_processors=[keep_last_rounds(1)]),
+    FunctionModel(_pay_thrice),
+    name="trimming",
+    deps_type=Ledger,
+)
+"""A durable loop whose model is sent the start of the conversation and its last round."""
+splitting = TemporalToolService(
+    ToolService([pay], history_processors=[_without_results]),
+    FunctionModel(_pay_thrice),
+    name="splitting",
+    deps_type=Ledger,
+)
+"""A durable loop whose history processor drops results (and is refused)."""
+
+
+@workflow.defn
+class TrimmedWorkflow:
+    """Pays three times through a trimmed history; returns the last answer (the roles the model
+    was sent) and the roles of the run's whole history."""
+
+    @workflow.run
+    async def run(self, ledger: Ledger, split: bool) -> list[str]:
+        result = await (splitting if split else trimming).chat("pay", deps=ledger)
+        return [result.text or "", " ".join(m.role for m in result.messages)]
 
 
 PLUGIN = AgentForgePlugin(passthrough_modules=[__name__])

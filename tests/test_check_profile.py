@@ -69,7 +69,18 @@ def test_without_a_profile_the_tools_are_clean(
     capsys: pytest.CaptureFixture[str], target: str
 ) -> None:
     status, lines, _ = check(capsys, target)
-    assert (status, lines) == (0, ["0 errors, 0 warnings"])
+    # A note (not a warning) says what the strict tool gets from the provider checked.
+    assert [line.split(": ", 2)[2] for line in lines[:-1]] == [
+        "strict_weather: strict schema: openai: provider-enforced (`strict: true`, OpenAI "
+        "structured outputs) [strictness]"
+    ]
+    assert (status, lines[-1]) == (0, "0 errors, 0 warnings")
+    assert main(["check", target, "--dialect", "gemini", "--strict"]) == 0
+    assert capsys.readouterr().out.splitlines()[:-1] == [
+        lines[0].split(": note: ")[0] + ": note: strict_weather: strict schema: gemini: "
+        "provider-validated (function calling mode `VALIDATED`, a preview feature) when the model "
+        "may choose; with a forced choice (`ANY`), validated locally only [strictness]"
+    ]
 
 
 def test_refused_constraint_keywords_and_strict_are_warnings(

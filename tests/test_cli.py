@@ -337,6 +337,7 @@ def test_schema_gemini_is_what_the_provider_sends_recursion_included() -> None:
 
 def _bad_findings() -> list[str]:
     recursive = _dialect_error(f"{BAD}:total", "gemini")
+    recursive_strict = _dialect_error(f"{BAD}:total", "anthropic-strict")
     open_object = _dialect_error(f"{BAD}:tag", "openai-strict")
     counts = _dialect_error(f"{BAD}:count", "openai-strict")
     with pytest.raises(TypeError) as variadic:
@@ -346,6 +347,8 @@ def _bad_findings() -> list[str]:
         f"{BAD}:16: warning: undocumented: parameter 'city' has no description "
         "[missing-parameter-description]",
         f"{BAD}:31: error: lookup: duplicate tool name (also defined at {BAD}:21) [duplicate-name]",
+        f"{BAD}:48: warning: total: not expressible in anthropic-strict at $.tree.children[*]: "
+        f"{recursive_strict.reason} [unsupported-schema]",
         f"{BAD}:48: warning: total: not expressible in gemini at $.tree.children[*]: "
         f"{recursive.reason} [unsupported-schema]",
         f"{BAD}:58: error: 2fa_verify: name '2fa_verify' is invalid for gemini: a letter or _ "
@@ -355,9 +358,18 @@ def _bad_findings() -> list[str]:
         "letters, digits, _, . and -, 1 to 64 characters [invalid-parameter-name]",
         f"{BAD}:89: error: tag: not expressible in openai-strict at $.labels: "
         f"{open_object.reason} [unsupported-schema]",
+        f"{BAD}:89: error: tag: not expressible in anthropic-strict at $.labels: "
+        f"{open_object.reason} [unsupported-schema]",
+        f"{BAD}:89: note: tag: strict schema: openai: provider-enforced (`strict: true`, OpenAI "
+        "structured outputs); anthropic: provider-enforced (`strict: true`, Anthropic strict tool "
+        "use); gemini: provider-validated (function calling mode `VALIDATED`, a preview feature) "
+        "when the model may choose; with a forced choice (`ANY`), validated locally only "
+        "[strictness]",
         f"{BAD}:114: warning: count: not expressible in openai-strict at $.totals: "
         f"{counts.reason} [unsupported-schema]",
-        "5 errors, 4 warnings",
+        f"{BAD}:114: warning: count: not expressible in anthropic-strict at $.totals: "
+        f"{counts.reason} [unsupported-schema]",
+        "6 errors, 6 warnings",
     ]
 
 

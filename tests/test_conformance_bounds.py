@@ -12,6 +12,7 @@ import base64
 import contextlib
 import gzip
 import json
+import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -31,6 +32,7 @@ from mcp.types import ImageContent as MCPImage
 from openai_support import call
 from typing_extensions import Unpack
 
+import agentforge_typed as af
 from agentforge_typed import (
     AiMessage,
     ChatMessage,
@@ -621,6 +623,28 @@ CONTENT_BOUNDS = {
 applies."""
 
 
+@pytest.mark.parametrize("mode", ["chat", "achat", "stream", "astream"])
+async def test_a_fallback_model_waits_no_longer_than_its_models_timeouts(mode: str) -> None:
+    """`FallbackModel` (the `composite` axis) adds no wait of its own: against a server that
+    accepts connections and never answers, each model times out in turn (a transient failure,
+    so the next is asked) and the call ends within the sum of their timeouts."""
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # listens; never accepts or answers
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        models = [
+            MODELS[wire]("m", api_key="sk-test", base_url=url, max_retries=0, timeout=0.3)
+            for wire in ("openai", "anthropic")
+        ]
+        started = time.monotonic()
+        with pytest.raises(af.AllModelsFailedError) as caught:
+            await call(af.FallbackModel(*models), REQUEST, mode)
+        elapsed = time.monotonic() - started
+    assert [type(e.__cause__).__name__ for e in caught.value.errors] == ["ReadTimeout"] * 2
+    assert 0.6 <= elapsed < 0.6 + 1.5
+
+
+COMPOSITE_BOUNDS = {"FallbackModel"}
+"""The models made of other models whose waits the test above bounds."""
+
 TOOL_BOUNDS = {"Tool", "SchemaTool", "HttpTool", "MCPTool"}
 """The tool kinds whose results the tests above send past their budget (and, for `HttpTool`
 bodies and MCP listings, past their network and count caps)."""
@@ -635,3 +659,5 @@ def test_covers_every_surface() -> None:
     assert_covers("bounded", "wire", WIRE_BOUNDS)
     assert_covers("bounded", "tool", TOOL_BOUNDS)
     assert_covers("bounded", "tool", CONTENT_BOUNDS)
+
+    assert_covers("bounded", "composite", COMPOSITE_BOUNDS)

@@ -36,8 +36,11 @@ from agentforge_typed import (
     ToolResultMessage,
     ToolService,
     UserMessage,
+    drop_old_tool_results,
+    keep_last_rounds,
     tool,
 )
+from agentforge_typed._history import process, unsendable
 from agentforge_typed.providers._anthropic_wire import AnthropicStreamAccumulator, AnthropicWire
 from agentforge_typed.providers._base import Wire
 from agentforge_typed.providers._degrade import Adapted, fit_content
@@ -658,6 +661,33 @@ def test_mcp_content_conversion_is_linear() -> None:
     _assert_linear(run, CONTENT_PARTS, what="MCP content conversion")
 
 
+def _tool_rounds(size: int) -> list[ChatMessage]:
+    """A history of `size` rounds: a call and its result each, after one user message."""
+    history: list[ChatMessage] = [UserMessage(content="go")]
+    for n in range(size):
+        call = ToolCall(id=f"c{n}", name="lookup", arguments=f'{{"n": {n}}}')
+        history += [AiMessage(tool_calls=[call])]
+        history += [ToolResultMessage(tool_call_id=call.id, tool_name="lookup", text=PIECE)]
+    return history
+
+
+HISTORY_STEPS: dict[str, Callable[[list[ChatMessage]], object]] = {
+    "unsendable": unsendable,
+    "keep_last_rounds": lambda messages: process([keep_last_rounds(10)], messages),
+    "drop_old_tool_results": lambda messages: process([drop_old_tool_results(10)], messages),
+}
+"""Each step over the history before a model call, as the loop runs it (`process` checks what a
+processor returns with `unsendable` too)."""
+
+
+@pytest.mark.parametrize("step", sorted(HISTORY_STEPS))
+def test_history_processing_is_linear(step: str) -> None:
+    histories = {size: _tool_rounds(size) for size in (N, 8 * N)}
+    _assert_linear(
+        lambda size: HISTORY_STEPS[step](histories[size]), N, what=f"history processing, {step}"
+    )
+
+
 DRIVER_TESTS = {
     **{driver: f"{__name__}.test_loop_is_linear_in_history" for driver in DRIVERS},
     # Against Temporal's test server, which that module starts.
@@ -670,6 +700,7 @@ def test_covers_every_surface() -> None:
     assert_covers("linear", "wire", {core for core, _, _, _ in FIELDS})
     assert_covers("linear", "wire", CONTENT_WIRES)
     assert_covers("linear", "driver", DRIVER_TESTS)
+    assert_covers("linear", "history", HISTORY_STEPS)
     for name in DRIVER_TESTS.values():
         module, _, function = name.rpartition(".")
         assert callable(getattr(importlib.import_module(module), function, None)), name

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import agentforge_typed as af
-from agentforge_typed import ChatRequest, ModelError, UserMessage
+from agentforge_typed import ChatModel, ChatRequest, ModelError, UserMessage
 from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
 from agentforge_typed.providers.gemini import GeminiChatModel
@@ -294,7 +294,7 @@ def _model(provider: str, answer: Callable[[], Answer]) -> HttpChatModel:
     )
 
 
-async def _error(model: HttpChatModel, mode: str) -> ModelError:
+async def _error(model: ChatModel, mode: str) -> ModelError:
     with pytest.raises(ModelError) as info:
         await call(model, REQUEST, mode)
     return info.value
@@ -401,6 +401,34 @@ async def test_a_real_server_echoing_the_key_leaves_no_trace(
     _assert_hidden([span.to_json() for span in spans.get_finished_spans()], "a span")
 
 
+async def test_a_fallback_model_over_every_provider_leaves_no_trace(
+    echo_server: str, caplog: pytest.LogCaptureFixture, spans: InMemorySpanExporter
+) -> None:
+    """`FallbackModel` (the `composite` axis): every provider fails against the echoing server,
+    and the error that lists them all, each of theirs, the logs and the spans hide the key."""
+    caplog.set_level(logging.DEBUG)
+    models = [
+        PROVIDERS[provider]("m", api_key=KEY, base_url=echo_server, max_retries=0, timeout=10)
+        for provider in PROVIDERS
+    ]
+    model = af.FallbackModel(*models, fallback_on=lambda error: True)
+    for mode in ALL:
+        error = await _error(model, mode)
+        assert isinstance(error, af.AllModelsFailedError)
+        assert [e.status_code for e in error.errors] == [401] * len(PROVIDERS)
+        texts = _error_texts(error) + [t for e in error.errors for t in _error_texts(e)]
+        _assert_hidden(texts, f"{mode}: the error")
+    for each in models:
+        await each.aclose()
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    _assert_hidden([formatter.format(record) for record in caplog.records], "a log")
+    _assert_hidden([span.to_json() for span in spans.get_finished_spans()], "a span")
+
+
+COMPOSITES = {"FallbackModel": "test_a_fallback_model_over_every_provider_leaves_no_trace"}
+"""The test that checks each model made of other models."""
+
+
 class _Redirecting(BaseHTTPRequestHandler):
     """Answers every request with a 307 to another origin (`target`)."""
 
@@ -447,6 +475,8 @@ async def test_a_redirect_to_another_origin_never_carries_the_key(
 
 def test_covers_every_surface() -> None:
     assert_covers("secret", "wire", PROVIDERS)
+    assert_covers("secret", "composite", COMPOSITES)
+    assert all(callable(globals().get(test)) for test in COMPOSITES.values())
 
 
 async def test_redaction_keeps_the_error_usable() -> None:

@@ -143,11 +143,12 @@ def test_parameter_defaults_are_the_request_parameters() -> None:
 
 @pytest.mark.parametrize("cls", [OpenAIChatModel, OpenAIResponsesModel])
 def test_openai_models_take_the_account_options_from_one_list(cls: Any) -> None:
-    """`organization` and `project` are declared once, for both OpenAI APIs, and still reach
-    the headers; a misspelt one is refused, not sent as a request parameter."""
+    """`organization` and `project` (and the prompt-cache options) are declared once, for both
+    OpenAI APIs, and the account options still reach the headers; a misspelt one is refused, not
+    sent as a request parameter."""
     assert get_type_hints(cls.__init__)["options"] == Unpack[OpenAIOptions]
     own = set(OpenAIOptions.__annotations__) - set(HttpModelOptions.__annotations__)
-    assert own == {"organization", "project"}
+    assert own == {"organization", "project", "prompt_cache_key", "prompt_cache_retention"}
     seen: list[httpx.Request] = []
 
     def refuse(request: httpx.Request) -> httpx.Response:

@@ -18,7 +18,6 @@ from agentforge_typed import (
     ChatRequestParameters,
     FakeModel,
     FunctionModel,
-    ModelError,
     OutputSpec,
     OutputValidationError,
     ResponseFormat,
@@ -221,20 +220,54 @@ def test_fake_model_produces_valid_output(native: bool) -> None:
     assert "population_of" in [e.call.name for e in result.tool_executions]
 
 
-def test_native_output_is_refused_by_anthropic_before_sending() -> None:
-    sent: list[httpx.Request] = []
+def test_native_output_goes_to_anthropic_as_output_config_format() -> None:
+    """JSON outputs as https://docs.anthropic.com/en/docs/build-with-claude/structured-outputs
+    shows them: `output_config: {format: {type: json_schema, schema}}`, the answer's JSON in its
+    text block; constraints Anthropic does not enforce are described and validated locally."""
+    sent: list[dict[str, Any]] = []
+    answers = ['{"name": "Rome", "population": -5}', '{"name": "Rome", "population": 2800000}']
 
     def handler(request: httpx.Request) -> httpx.Response:
-        sent.append(request)
-        return httpx.Response(500)
+        sent.append(json.loads(request.content))
+        body = {
+            "id": "msg_01",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5-20250929",
+            "content": [{"type": "text", "text": answers[len(sent) - 1]}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {"input_tokens": 40, "output_tokens": 12},
+        }
+        return httpx.Response(200, json=body)
 
     client = httpx.Client(transport=httpx.MockTransport(handler))
     model = AnthropicChatModel("claude-sonnet-4-5", api_key="sk-ant-test", http_client=client)
-    with pytest.raises(ModelError, match="no native JSON-schema response format"):
-        ToolService().chat(
-            model, [UserMessage(content="?")], output_type=OutputSpec(City, native=True)
-        )
-    assert sent == []
+    result = ToolService().chat(
+        model, [UserMessage(content="?")], output_type=OutputSpec(City, native=True)
+    )
+    assert result.output == City(name="Rome", population=2800000)
+    assert sent[0] == {
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "?"}],
+        "output_config": {
+            "format": {
+                "type": "json_schema",
+                "schema": {
+                    "type": "object",
+                    "properties": {
+                        "name": {"type": "string"},
+                        "population": {"type": "integer", "description": "minimum: 0"},
+                    },
+                    "required": ["name", "population"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+    }
+    # The bound the model was only told about is enforced here: the answer went back once.
+    assert "population" in sent[1]["messages"][-1]["content"]
 
 
 def test_native_output_exhausted_lists_the_last_attempts_problems() -> None:

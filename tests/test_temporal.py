@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
+import os
 import platform
 import sys
 import time
@@ -118,8 +119,13 @@ def _worker(client: Client, queue: str, **options: Any) -> Worker:
             support.ReceiptWorkflow,
             support.OpaqueDepsWorkflow,
             support.WrongDepsWorkflow,
+            support.TrimmedWorkflow,
         ],
-        activities=support.durable.activities,
+        activities=[
+            *support.durable.activities,
+            *support.trimming.activities,
+            *support.splitting.activities,
+        ],
         **options,
     )
 
@@ -342,6 +348,8 @@ async def test_a_new_worker_process_finishes_a_run_whose_worker_stopped(
         queue,
         "process",
         cwd=TESTS,
+        # The package under test (this checkout's), not whichever one is installed.
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
     )
@@ -492,6 +500,42 @@ async def test_an_error_that_ends_the_run_fails_the_workflow(
 
 
 @on_module_loop
+async def test_history_processors_run_in_the_workflow_before_each_model_call(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, (sent, kept) = await _execute(env, support.TrimmedWorkflow, ledger, False)
+    # The model was sent the task and the last round; the run kept every message.
+    assert sent == "user assistant tool"
+    assert kept == "user" + " assistant tool" * 3 + " assistant"
+    assert support.entries(tmp_path / "ledger") == ["pay 1", "pay 2", "pay 3"]
+    assert [name for name, _ in await _activities(handle)] == [
+        "trimming.model",
+        "trimming.tool.pay",
+    ] * 3 + ["trimming.model"]
+
+
+@on_module_loop
+async def test_a_history_processor_splitting_a_call_fails_the_workflow(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, failure = await _execute(env, support.TrimmedWorkflow, ledger, True)
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    assert isinstance(cause, ApplicationError)
+    assert cause.type == "HistoryProcessorError"
+    assert cause.message == (
+        "history processor `_without_results` would split a tool call from its result: the call 'p0' (`pay`) is "
+        "kept without its result"
+    )
+    assert [name for name, _ in await _activities(handle)] == [
+        "splitting.model",
+        "splitting.tool.pay",
+    ]
+
+
+@on_module_loop
 async def test_structured_output_is_validated_in_the_workflow(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -551,6 +595,23 @@ def test_the_activities_do_not_change_the_callers_model() -> None:
     assert isinstance(model, OpenAIChatModel)
     support.openai_durable.activities  # noqa: B018
     assert model._http.retry.max_retries == 2
+
+
+def test_a_fallback_model_s_providers_do_not_retry_in_the_activity() -> None:
+    from agentforge_typed import FallbackModel, FunctionModel
+    from agentforge_typed.temporal import _without_retries
+
+    def never(error: object) -> bool:
+        return False
+
+    primary, backup = support.openai_durable.model, FunctionModel(support.script)
+    assert isinstance(primary, OpenAIChatModel)
+    copied = _without_retries(FallbackModel(primary, backup, fallback_on=never))
+    assert isinstance(copied, FallbackModel) and copied.fallback_on is never
+    first, second = copied.models
+    assert isinstance(first, OpenAIChatModel) and first._http.retry.max_retries == 0
+    assert second is backup
+    assert primary._http.retry.max_retries == 2
 
 
 @on_module_loop

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from .._content import ContentKind
 from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules, render_schema
 from .._exceptions import UnsupportedFeatureError
+from .._request import ToolSpecification
 from .._service import ToolService
 from ..providers._degrade import move_keywords
 from ..providers._profiles import ModelProfile
@@ -30,14 +31,25 @@ from ._target import Target, display_path, source_location, tools_of
 
 __all__ = ["DEFAULT_DIALECTS", "Finding", "check_target"]
 
-Level = Literal["error", "warning"]
+Level = Literal["error", "warning", "note"]
 
 DEFAULT_DIALECTS: tuple[Dialect, ...] = DIALECTS
-"""Checked unless `--dialect` says otherwise. `openai` renders `strict_schema` tools strict, as the
-provider sends them; `openai-strict` renders every tool strict, and what it cannot express is a
-warning for a tool that did not ask for `strict_schema` (an error for one that did). What the
-`gemini` subset cannot express is a warning: `GeminiChatModel` sends full JSON Schema unless told
-to use the subset."""
+"""Checked unless `--dialect` says otherwise. `openai` and `anthropic` render `strict_schema` tools
+strict, as the providers send them; `openai-strict` and `anthropic-strict` render every tool
+strict, and what they cannot express is a warning for a tool that did not ask for
+`strict_schema` (an error for one that did). What the `gemini` subset cannot express is a
+warning: `GeminiChatModel` sends full JSON Schema unless told to use the subset."""
+
+_STRICT_OF: dict[str, str] = {"openai-strict": "openai", "anthropic-strict": "anthropic"}
+"""Each strict dialect, and the plain dialect of the provider that sends strict tools in it."""
+
+ENFORCED: dict[str, str] = {
+    "openai": "provider-enforced (`strict: true`, OpenAI structured outputs)",
+    "anthropic": "provider-enforced (`strict: true`, Anthropic strict tool use)",
+    "gemini": "provider-validated (function calling mode `VALIDATED`, a preview feature) when "
+    "the model may choose; with a forced choice (`ANY`), validated locally only",
+}
+"""What a `strict_schema` tool gets from each provider; local validation is on in every case."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +92,9 @@ def check_target(
             )
         seen.setdefault(found.name, (file, line))
         _lint(found, dialects, at)
+        if found.specification.strict_schema and profile is None:
+            # (With a profile, `profile-strict` says whether the endpoint enforces it.)
+            _strictness(dialects, at)
         if profile is not None:
             _lint_profile(found, profile, len(seen), at)
         findings += at.findings
@@ -100,6 +115,9 @@ class _Reporter:
 
     def warning(self, code: str, message: str) -> None:
         self.findings.append(Finding(self.file, self.line, "warning", code, self.tool, message))
+
+    def note(self, code: str, message: str) -> None:
+        self.findings.append(Finding(self.file, self.line, "note", code, self.tool, message))
 
 
 def _returned_kinds(tool: ToolLike) -> frozenset[ContentKind]:
@@ -132,6 +150,13 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
         at.warning("missing-parameter-description", f"parameter {name!r} has no description")
     for dialect in dialects:
         rules = dialect_rules(dialect)
+        plain = _STRICT_OF.get(dialect)
+        if plain is not None and plain in dialects:
+            # Names follow the same rules as in the plain dialect, checked there; and a tool
+            # sent strict is already rendered strict there: one error is enough.
+            if not spec.strict_schema:
+                _lint_schema(spec, dialect, strict_only=True, at=at)
+            continue
         if not rules.tool_name.fullmatch(spec.name):
             at.error(
                 "invalid-name",
@@ -146,23 +171,35 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
                         f"parameter name {key!r} is invalid for {dialect}: "
                         f"{rules.property_name_rule}",
                     )
-        # A tool sent strict is already rendered strict under `openai`: one error is enough.
-        if dialect == "openai-strict" and spec.strict_schema and "openai" in dialects:
-            continue
-        try:
-            declaration(spec, dialect)
-            if dialect == "gemini":
-                # What `GeminiChatModel(function_schema="gemini")` sends: the OpenAPI subset.
-                render_schema(spec.parameters, "gemini")
-        except SchemaDialectError as exc:
-            # Opt-in renderings warn: strict mode for a tool that did not ask for it, and the
-            # Gemini subset (by default that provider sends full JSON Schema).
-            opt_in = dialect == "gemini" or (dialect == "openai-strict" and not spec.strict_schema)
-            report = at.warning if opt_in else at.error
-            report(
-                "unsupported-schema",
-                f"not expressible in {exc.dialect} at {exc.path}: {exc.reason}",
-            )
+        _lint_schema(spec, dialect, strict_only=plain is not None, at=at)
+
+
+def _lint_schema(
+    spec: ToolSpecification, dialect: str, *, strict_only: bool, at: _Reporter
+) -> None:
+    """Report what `dialect` cannot express of the tool's schema."""
+    try:
+        declaration(spec, dialect)
+        if dialect == "gemini":
+            # What `GeminiChatModel(function_schema="gemini")` sends: the OpenAPI subset.
+            render_schema(spec.parameters, "gemini")
+    except SchemaDialectError as exc:
+        # Opt-in renderings warn: strict mode for a tool that did not ask for it, and the
+        # Gemini subset (by default that provider sends full JSON Schema).
+        opt_in = dialect == "gemini" or (strict_only and not spec.strict_schema)
+        report = at.warning if opt_in else at.error
+        report(
+            "unsupported-schema",
+            f"not expressible in {exc.dialect} at {exc.path}: {exc.reason}",
+        )
+
+
+def _strictness(dialects: Sequence[str], at: _Reporter) -> None:
+    """A note saying what the tool's `strict_schema` gets from each provider checked."""
+    providers = dict.fromkeys(_STRICT_OF.get(dialect, dialect) for dialect in dialects)
+    said = [f"{provider}: {ENFORCED[provider]}" for provider in providers if provider in ENFORCED]
+    if said:
+        at.note("strictness", "strict schema: " + "; ".join(said))
 
 
 def _lint_profile(tool: ToolLike, profile: ModelProfile, position: int, at: _Reporter) -> None:

@@ -22,11 +22,16 @@ def _openai_strict(spec: ToolSpecification) -> dict[str, Any]:
     return _openai_wire.map_tool(spec.model_copy(update={"strict_schema": True}))
 
 
+def _anthropic_strict(spec: ToolSpecification) -> dict[str, Any]:
+    return _anthropic_wire.map_tool(spec.model_copy(update={"strict_schema": True}))
+
+
 _RENDERERS: dict[str, Callable[[ToolSpecification], dict[str, Any]]] = {
     # As the OpenAI provider sends them: strict only for tools with `strict_schema=True`.
     "openai": _openai_wire.map_tool,
     "openai-strict": _openai_strict,
     "anthropic": _anthropic_wire.map_tool,
+    "anthropic-strict": _anthropic_strict,
     "gemini": _gemini_wire.map_tool,
 }
 

@@ -348,7 +348,7 @@ def _check(args: argparse.Namespace) -> int:
     for finding in findings:
         print(finding)
     errors = sum(f.level == "error" for f in findings)
-    warnings = len(findings) - errors
+    warnings = sum(f.level == "warning" for f in findings)
     print(
         f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}"
     )

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from pydantic_core import from_json, to_json
 
 from .._content import Content, ContentKind, DocumentContent
-from .._dialects import render_schema
+from .._dialects import Dialect, render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
 from .._messages import (
@@ -34,8 +34,9 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
+from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
+from ._anthropic_cache import CacheTTL, PromptCache, place_breakpoints
 from ._http import WireBase, error_from_body
 from ._pieces import Pieces
 from ._sse import ServerSentEvent
@@ -86,11 +87,6 @@ def build_payload(
     """
     if parameters.model is None or parameters.max_tokens is None:
         raise ValueError("Anthropic requests need `model` and `max_tokens`")
-    if parameters.response_format is not None:
-        raise ModelError(
-            "AnthropicChatModel has no native JSON-schema response format: use the tool-based "
-            "structured output (`output_type=` without `OutputSpec(native=True)`)"
-        )
     payload: dict[str, Any] = {"model": parameters.model, "max_tokens": parameters.max_tokens}
     system = [m.text for m in messages if isinstance(m, SystemMessage)]
     if system:
@@ -111,10 +107,19 @@ def build_payload(
     tool_choice = _map_tool_choice(parameters)
     if tool_choice is not None:
         payload["tool_choice"] = tool_choice
+    if parameters.response_format is not None:
+        payload["output_config"] = {"format": _map_response_format(parameters.response_format)}
     if stream:
         payload["stream"] = True
     payload.update(custom)
     return payload
+
+
+def _map_response_format(response_format: ResponseFormat) -> dict[str, Any]:
+    """`output_config.format`: JSON outputs, the schema in the strict dialect
+    (https://docs.anthropic.com/en/docs/build-with-claude/structured-outputs)."""
+    dialect: Dialect = "anthropic-strict" if response_format.strict else "anthropic"
+    return {"type": "json_schema", "schema": render_schema(response_format.json_schema, dialect)}
 
 
 def _map_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
@@ -281,7 +286,12 @@ def map_tool(spec: ToolSpecification) -> dict[str, Any]:
     tool: dict[str, Any] = {"name": spec.name}
     if spec.description:
         tool["description"] = spec.description
-    tool["input_schema"] = render_schema(spec.parameters, "anthropic")
+    if spec.strict_schema:
+        # Strict tool use: the input is decoded against the schema (the strict dialect).
+        tool["input_schema"] = render_schema(spec.parameters, "anthropic-strict")
+        tool["strict"] = True
+    else:
+        tool["input_schema"] = render_schema(spec.parameters, "anthropic")
     return tool
 
 
@@ -582,6 +592,10 @@ class AnthropicWire(WireBase):
 
     anthropic_version: str = "2023-06-01"
     """The `anthropic-version` header."""
+    prompt_cache: PromptCache = "auto"
+    """Where `cache_control` breakpoints go (`_anthropic_cache.place_breakpoints`)."""
+    cache_ttl: CacheTTL = "5m"
+    """How long a cached prefix lives: `"5m"` or `"1h"`."""
 
     provider: ClassVar[str] = "Anthropic"
     path: ClassVar[str] = "/v1/messages"
@@ -590,9 +604,15 @@ class AnthropicWire(WireBase):
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     api_key_env: ClassVar[str] = "ANTHROPIC_API_KEY"
     base_url_env: ClassVar[str] = "ANTHROPIC_BASE_URL"
-    build_payload = staticmethod(build_payload)
     parse_response = staticmethod(parse_response)
     stream_parser = AnthropicStreamAccumulator
+
+    def build_payload(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool
+    ) -> dict[str, Any]:
+        """The Messages API body, with its prompt-cache breakpoints."""
+        payload = build_payload(messages, parameters, stream=stream)
+        return place_breakpoints(payload, self.prompt_cache, self.cache_ttl)
 
     def headers(self, api_key: str | None) -> dict[str, str]:
         """`x-api-key` (when there is a key) and `anthropic-version`."""

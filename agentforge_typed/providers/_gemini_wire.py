@@ -134,8 +134,9 @@ def build_payload(
         payload["tools"] = [
             {"functionDeclarations": [map_tool(s, function_schema) for s in parameters.tools]}
         ]
-        if parameters.tool_choice is not None:
-            payload["toolConfig"] = {"functionCallingConfig": _map_tool_choice(parameters)}
+        mode = _map_tool_choice(parameters)
+        if mode is not None:
+            payload["toolConfig"] = {"functionCallingConfig": mode}
     generation = _generation_config(parameters)
     if generation:
         payload["generationConfig"] = generation
@@ -198,10 +199,15 @@ def map_tool(spec: ToolSpecification, function_schema: FunctionSchema = "json-sc
     return declaration
 
 
-def _map_tool_choice(parameters: ChatRequestParameters) -> dict[str, Any]:
+def _map_tool_choice(parameters: ChatRequestParameters) -> dict[str, Any] | None:
     choice = parameters.tool_choice
-    if choice == ToolChoice.AUTO:
-        return {"mode": "AUTO"}
+    if choice is None or choice == ToolChoice.AUTO:
+        # A tool that asks for a provider-enforced schema (`strict_schema`) makes the request
+        # `VALIDATED`: calls or text, as AUTO, and the calls adhere to the declared schemas
+        # (https://ai.google.dev/gemini-api/docs/function-calling, "Function calling modes").
+        if any(spec.strict_schema for spec in parameters.tools or ()):
+            return {"mode": "VALIDATED"}
+        return None if choice is None else {"mode": "AUTO"}
     if choice == ToolChoice.NONE:
         return {"mode": "NONE"}
     if choice == ToolChoice.REQUIRED:

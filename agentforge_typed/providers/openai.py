@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 from typing_extensions import Unpack
 
@@ -10,7 +11,7 @@ from ._base import HttpChatModel, HttpModelOptions
 from ._openai_wire import OpenAIWire
 from ._profiles import ModelProfile, resolve_profile
 
-__all__ = ["OpenAIChatModel", "OpenAIOptions"]
+__all__ = ["OpenAIChatModel", "OpenAIOptions", "cache_options"]
 
 
 class OpenAIOptions(HttpModelOptions, total=False):
@@ -21,6 +22,25 @@ class OpenAIOptions(HttpModelOptions, total=False):
     """Sent as `OpenAI-Organization`."""
     project: str | None
     """Sent as `OpenAI-Project`."""
+    prompt_cache_key: str | None
+    """Sent as `prompt_cache_key` with every request: requests with one key and one prompt
+    prefix are routed to the same cache (OpenAI caches prefixes of 1,024 tokens and more by
+    itself)."""
+    prompt_cache_retention: Literal["in_memory", "24h"] | None
+    """Sent as `prompt_cache_retention`: `"24h"` keeps cached prefixes up to a day."""
+
+
+def cache_options(options: OpenAIOptions) -> OpenAIOptions:
+    """`options` with the prompt-cache options moved into the default `custom` fields (a
+    request's own `custom` still wins, key by key)."""
+    cache = {
+        name: value
+        for name in ("prompt_cache_key", "prompt_cache_retention")
+        if (value := options.pop(name, None)) is not None  # type: ignore[misc]
+    }
+    if cache:
+        options["custom"] = {**cache, **(options.get("custom") or {})}
+    return options
 
 
 class OpenAIChatModel(HttpChatModel):
@@ -64,4 +84,6 @@ class OpenAIChatModel(HttpChatModel):
             project=options.pop("project", None),
             stream_usage=resolved is None or resolved.stream_usage,
         )
-        super().__init__(wire, model, options, profile=resolved, max_tokens=max_tokens)
+        super().__init__(
+            wire, model, cache_options(options), profile=resolved, max_tokens=max_tokens
+        )

@@ -6,7 +6,7 @@ from typing_extensions import Unpack
 
 from ._base import HttpChatModel
 from ._responses_wire import OpenAIResponsesWire
-from .openai import OpenAIOptions
+from .openai import OpenAIOptions, cache_options
 
 __all__ = ["OpenAIResponsesModel"]
 
@@ -44,4 +44,4 @@ class OpenAIResponsesModel(HttpChatModel):
         wire = OpenAIResponsesWire(
             organization=options.pop("organization", None), project=options.pop("project", None)
         )
-        super().__init__(wire, model, options, max_tokens=max_tokens)
+        super().__init__(wire, model, cache_options(options), max_tokens=max_tokens)
