@@ -89,18 +89,20 @@ def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | No
 
 
 def _input_counts(usage: TokenUsage, metadata: Mapping[str, Any]) -> tuple[int, int, int]:
-    """The input tokens as `genai-prices` counts them (cached ones included), and of those the
-    ones read from and written to the prompt cache, from what each wire keeps in `metadata`:
-    Anthropic's `cache_read_input_tokens` / `cache_creation_input_tokens` (not part of its
-    `input_tokens`), OpenAI's `cached_tokens` and Gemini's `cachedContentTokenCount` (part of
-    theirs)."""
+    """The input tokens as `genai-prices` counts them (cached ones included, as the contract's
+    `input_tokens` does on every wire), and of those the ones read from and written to the prompt
+    cache, from what each wire keeps in `metadata`: Anthropic's `cache_read_input_tokens` /
+    `cache_creation_input_tokens`, OpenAI's `cached_tokens` and Gemini's
+    `cachedContentTokenCount`. Cache counts larger than the input are not believed."""
     read, write = (
         metadata.get("cache_read_input_tokens"),
         metadata.get("cache_creation_input_tokens"),
     )
     if _is_count(read) or _is_count(write):
         read, write = read if _is_count(read) else 0, write if _is_count(write) else 0
-        return usage.input_tokens + read + write, read, write
+        if read + write <= usage.input_tokens:
+            return usage.input_tokens, read, write
+        return usage.input_tokens, 0, 0
     cached = metadata.get("cached_tokens")
     gemini = metadata.get("usage_metadata")
     if not _is_count(cached) and isinstance(gemini, Mapping):

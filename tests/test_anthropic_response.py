@@ -140,9 +140,9 @@ def test_thinking_and_tool_use_keep_the_signature() -> None:
     )
     assert message.attributes == {"anthropic_content": raw["content"]}
     assert message.attributes["anthropic_content"][0]["signature"].startswith("EqQBCgIYAhIM")
-    # Cache tokens are not input tokens: they go to metadata.
+    # Input counts what the cache read and wrote too (1024 + 2048 + 512); metadata splits it.
     assert response.token_usage == TokenUsage(
-        input_tokens=1024, output_tokens=87, total_tokens=1111
+        input_tokens=3584, output_tokens=87, total_tokens=3671
     )
     assert response.metadata["cache_creation_input_tokens"] == 2048
     assert response.metadata["cache_read_input_tokens"] == 512

@@ -347,7 +347,8 @@ def test_a_cached_count_larger_than_the_input_is_not_believed() -> None:
     assert _input_counts(usage, {"cached_tokens": 11}) == (10, 0, 0)
     assert _input_counts(usage, {"cached_tokens": True}) == (10, 0, 0)
     assert _input_counts(usage, {"usage_metadata": {"cachedContentTokenCount": 4}}) == (10, 4, 0)
-    assert _input_counts(usage, {"cache_read_input_tokens": 5}) == (15, 5, 0)
+    assert _input_counts(usage, {"cache_read_input_tokens": 5}) == (10, 5, 0)
+    assert _input_counts(usage, {"cache_creation_input_tokens": 11}) == (10, 0, 0)
 
 
 def test_placing_breakpoints_changes_no_list_or_block_of_the_payload() -> None:

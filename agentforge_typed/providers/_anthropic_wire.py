@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from pydantic import NonNegativeInt, TypeAdapter
 from pydantic_core import from_json, to_json
 
 from .._content import Content, ContentKind, DocumentContent
@@ -72,6 +73,7 @@ _USAGE_METADATA = (
     "service_tier",
 )
 _STREAMED_TEXTS = ("text", "thinking", "signature")
+_COUNT: TypeAdapter[int] = TypeAdapter(NonNegativeInt)
 _Block = dict[str, Any]
 
 
@@ -385,16 +387,23 @@ def _read_blocks(blocks: list[_Block]) -> tuple[str | None, str | None, tuple[To
 def _map_usage(usage: Any) -> tuple[TokenUsage | None, dict[str, Any]]:
     if usage is None:
         return None, {}
-    input_tokens = usage.get("input_tokens") or 0
-    output_tokens = usage.get("output_tokens") or 0
     # Strict: a count sent as a string or a float is a malformed body, not something to coerce.
-    token_usage = TokenUsage.model_validate(
-        {
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "total_tokens": input_tokens + output_tokens,
-        },
-        strict=True,
+    input_tokens, read, written, output_tokens = (
+        _COUNT.validate_python(usage.get(key) or 0, strict=True)
+        for key in (
+            "input_tokens",
+            "cache_read_input_tokens",
+            "cache_creation_input_tokens",
+            "output_tokens",
+        )
+    )
+    # Anthropic's `input_tokens` leaves out what the prompt cache read or wrote; the contract's
+    # counts every token the model read, as OpenAI's and Gemini's do (usage limits see them all).
+    input_tokens += read + written
+    token_usage = TokenUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=input_tokens + output_tokens,
     )
     return token_usage, {k: usage[k] for k in _USAGE_METADATA if usage.get(k) is not None}
 
