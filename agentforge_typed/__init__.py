@@ -52,6 +52,7 @@ from ._request import (
     ChatRequest,
     ChatRequestParameters,
     ResponseFormat,
+    ToolAnnotations,
     ToolChoice,
     ToolSpecification,
 )
@@ -196,6 +197,7 @@ __all__ = [
     "ThinkingDelta",
     "TokenUsage",
     "Tool",
+    "ToolAnnotations",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallDelta",

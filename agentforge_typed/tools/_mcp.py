@@ -8,6 +8,11 @@ and `aexecute` talks to it directly. Entered with `with`, the session runs on a 
 with its own event loop (an anyio blocking portal), and both `execute` and `aexecute` reach it
 through that portal. Every call is bounded by `timeout`, so a server that stops answering gives
 error results instead of a hung conversation.
+
+A session is held by a task of its own (`_hold`) in a task group that lives as long as the entered
+server (`_run`), so that a lost session can be replaced from whichever call finds it gone: the
+next call reconnects, with a backoff after failed attempts, and a call that was in flight when
+the connection went is retried only when that is safe (see `MCPTool.retry_safe`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import concurrent.futures
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -34,7 +40,7 @@ from typing_extensions import TypedDict, Unpack
 
 from .._exceptions import ToolExecutionError
 from .._messages import ToolCall
-from .._request import ToolSpecification
+from .._request import ToolAnnotations, ToolSpecification
 from .._sync import running_loop
 from ._base import (
     ApprovalPolicy,
@@ -60,6 +66,8 @@ from ._schema_tool import valid_arguments
 from ._signature import check_tool_name
 
 if TYPE_CHECKING:
+    import anyio
+    import anyio.abc
     import anyio.from_thread
     from mcp import ClientSession
 
@@ -75,22 +83,63 @@ DEFAULT_MAX_TOOLS = 1000
 """The most tools a server may list by default (`MCPServerOptions.max_tools`)."""
 _STREAM_READ_TIMEOUT = 300.0
 """Seconds an HTTP read may wait (the SDK's default); each tool call has its own `timeout`."""
+RECONNECT_FIRST_DELAY = 1.0
+"""Seconds between the first failed reconnection attempt and the next one; each further failure
+doubles the wait, up to `RECONNECT_MAX_DELAY`. The first attempt is made at once."""
+RECONNECT_MAX_DELAY = 30.0
+"""The longest wait between two reconnection attempts."""
 
 _Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable["ClientSession"]]
 
 
 @dataclass
-class _Connection:
-    """One entered session and how to reach it."""
+class _Held:
+    """One live session, held open by its own task until `done` is set."""
 
     session: ClientSession
+    tools: list[MCPTool]
+    """The tools it listed when it connected."""
+    done: anyio.Event
+    lost: str | None = None
+    """Why the session is known to be gone, once it is."""
+
+    def usable(self) -> bool:
+        """Whether calls may go to this session (not known to be gone)."""
+        # The SDK's dispatcher notices the end of the stream (a server that exited between two
+        # calls) before any call does: then nothing was sent, so reconnecting first is safe.
+        dispatcher = getattr(self.session, "_dispatcher", None)
+        if self.lost is None and getattr(dispatcher, "_closed", False):
+            self.lost = "the connection is closed"
+        return self.lost is None
+
+
+@dataclass
+class _Live:
+    """The task group that holds the sessions of one entered server, and its reconnections."""
+
+    owner: anyio.abc.TaskGroup
+    held: _Held
+    lock: anyio.Lock
+    """Held while reconnecting: one attempt at a time."""
+    failures: int = 0
+    """Reconnection attempts that failed in a row."""
+    retry_at: float = 0.0
+    """`time.monotonic()` before which no new attempt is made."""
+
+
+@dataclass
+class _Connection:
+    """One entered server and how to reach its session's loop."""
+
+    live: _Live | None
+    """`None` for an optional server that did not connect."""
     mode: Literal["sync", "async"]
     loop: asyncio.AbstractEventLoop | None = None
     """The caller's loop (`async with`)."""
     portal: anyio.from_thread.BlockingPortal | None = None
     """The background loop's portal (`with`)."""
     closed_reason: str | None = None
-    """Set once the connection is known to be gone: later calls fail fast."""
+    """Set once the server is closed (or never connected): later calls fail fast."""
     tools: list[MCPTool] = field(default_factory=list)
 
 
@@ -130,8 +179,28 @@ class MCPServerOptions(TypedDict, total=False):
     requires_approval: ApprovalPolicy | Mapping[str, ApprovalPolicy]
     """Pause a `ToolService` run on the calls of this server's tools until a person decides: one
     policy for every tool (`True`, or a sync or async `(call, context) -> bool`), or a mapping
-    from the server's tool names (without `tool_prefix`) to policies, the unnamed tools needing
-    none (default `False`)."""
+    from the server's tool names (without `tool_prefix`) to policies. A tool it does not decide
+    needs no approval, unless the server is `trusted` and the tool may be destructive."""
+    trusted: bool
+    """Let the tools' annotations set policy (default `False`: they are hints from a server that
+    may lie, and change nothing). Trusted, a read-only tool needs no approval and runs in parallel;
+    a tool that may be destructive (the specification's default for one that is not read-only)
+    needs approval and runs alone, in the model's order; an idempotent or read-only one is retried
+    after a reconnection. What `requires_approval` and `sequential` say wins."""
+    idempotent: bool | Collection[str]
+    """The tools (by the server's names, or `True` for all) that may be sent again when the
+    connection was lost during a call: the user's word, trusted or not (default `False`)."""
+    idempotency_key_meta: str | None
+    """Send each call's `ToolContext.idempotency_key` in the request's `_meta` under this key
+    (e.g. `"example.com/idempotency-key"`), for a server that performs a key's effect once; such
+    calls are retried after a reconnection (default `None`: not sent)."""
+    reconnect: bool
+    """Reconnect on the next call once the connection is lost (default `True`), waiting
+    `RECONNECT_FIRST_DELAY` seconds after a failed attempt, doubling up to
+    `RECONNECT_MAX_DELAY`; `False`: every later call fails at once."""
+    required: bool
+    """Whether failing to connect when entered raises (default `True`); `False` logs a warning
+    and enters the server with no tools, so a run proceeds without them."""
 
 
 class MCPServer:
@@ -169,6 +238,16 @@ class MCPServer:
         self.max_retries = options.get("max_retries", 2)
         self.sequential = options.get("sequential", False)
         self.requires_approval = options.get("requires_approval", False)
+        self.trusted = options.get("trusted", False)
+        idempotent = options.get("idempotent", False)
+        if isinstance(idempotent, str):
+            raise TypeError("idempotent must be a bool or a collection of tool names, not a str")
+        self.idempotent = idempotent
+        self.idempotency_key_meta = options.get("idempotency_key_meta")
+        self.reconnect = options.get("reconnect", True)
+        self.required = options.get("required", True)
+        # What the user said, which wins over what a trusted server's annotations imply.
+        self._given = frozenset(options.keys() & {"requires_approval", "sequential"})
         self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))
         self.max_tools = options.get("max_tools", DEFAULT_MAX_TOOLS)
         if self.max_tools < 1:
@@ -179,7 +258,6 @@ class MCPServer:
         )
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
-        self._built: list[MCPTool] = []
 
     @classmethod
     def stdio(
@@ -262,7 +340,8 @@ class MCPServer:
         return server
 
     def __repr__(self) -> str:
-        state = "connected" if self._connection else "not connected"
+        connected = self._connection is not None and self._connection.live is not None
+        state = "connected" if connected else "not connected"
         return f"MCPServer({self.label!r}, {state})"
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -274,19 +353,20 @@ class MCPServer:
         portal_cm = anyio.from_thread.start_blocking_portal(name="agentforge-mcp")
         portal = portal_cm.__enter__()
         try:
-            session_cm = portal.wrap_async_context_manager(self._session())
-            session = session_cm.__enter__()
+            run_cm = portal.wrap_async_context_manager(self._run())
+            live = run_cm.__enter__()
         except BaseException as exc:
             portal_cm.__exit__(None, None, None)
-            raise _single(exc) from None
+            self._not_connected(_single(exc), "sync")
+            return self
 
         def close() -> None:
             try:
-                session_cm.__exit__(None, None, None)
+                run_cm.__exit__(None, None, None)
             finally:
                 portal_cm.__exit__(None, None, None)
 
-        self._start(_Connection(session, "sync", portal=portal), close)
+        self._start(_Connection(live, "sync", portal=portal), close)
         return self
 
     def __exit__(
@@ -301,10 +381,11 @@ class MCPServer:
         self._check_not_entered()
         stack = contextlib.AsyncExitStack()
         try:
-            session = await stack.enter_async_context(self._session())
+            live = await stack.enter_async_context(self._run())
         except BaseException as exc:
-            raise _single(exc) from None
-        self._start(_Connection(session, "async", loop=asyncio.get_running_loop()), stack.aclose)
+            self._not_connected(_single(exc), "async")
+            return self
+        self._start(_Connection(live, "async", loop=asyncio.get_running_loop()), stack.aclose)
         return self
 
     async def __aexit__(
@@ -318,7 +399,7 @@ class MCPServer:
     def close(self) -> None:
         """Close a session entered with `with`."""
         connection, close = self._stop()
-        if connection is None or close is None:
+        if connection is None or close is None or connection.live is None:
             return
         if connection.mode != "sync":
             raise RuntimeError("this MCPServer was entered with `async with`: use `aclose()`")
@@ -328,7 +409,7 @@ class MCPServer:
         """Close a session entered with `async with` (or, without blocking, one entered with
         `with`)."""
         connection, close = self._stop()
-        if connection is None or close is None:
+        if connection is None or close is None or connection.live is None:
             return
         if connection.mode == "sync":
             await asyncio.to_thread(close)
@@ -336,7 +417,39 @@ class MCPServer:
             await close()
 
     @contextlib.asynccontextmanager
-    async def _session(self) -> AsyncIterator[ClientSession]:
+    async def _run(self) -> AsyncIterator[_Live]:
+        """The task group holding this server's sessions, with the first one connected."""
+        import anyio
+
+        async with anyio.create_task_group() as owner:
+            live = _Live(owner, await owner.start(self._hold), anyio.Lock())
+            try:
+                yield live
+            finally:
+                live.held.done.set()
+
+    async def _hold(self, *, task_status: anyio.abc.TaskStatus[_Held]) -> None:
+        """Connect, hand the session over, and keep it open until told to close it.
+
+        Failing to connect raises to whoever started this task; once the session is handed over,
+        nothing escapes: a session that ends by itself is marked lost for the next call to see.
+        """
+        import anyio
+
+        held: _Held | None = None
+        try:
+            async with self._session() as (session, tools):
+                held = _Held(session, tools, anyio.Event())
+                task_status.started(held)
+                await held.done.wait()
+        except Exception as exc:
+            if held is None:
+                raise
+            held.lost = held.lost or f"the session ended ({_describe(_single(exc))})"
+            logger.debug("MCP server %s: session ended: %r", self.label, exc)
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[tuple[ClientSession, list[MCPTool]]]:
         import anyio
 
         async with contextlib.AsyncExitStack() as stack:
@@ -345,17 +458,30 @@ class MCPServer:
                 with anyio.fail_after(self.connect_timeout):
                     await session.initialize()
                     listed = await _list_tools(session, self.max_tools, self.label)
-                    self._built = await self._usable_tools(listed)
+                    tools = await self._usable_tools(listed)
             except TimeoutError:
                 raise TimeoutError(
                     f"MCP server {self.label!r} did not initialize and list its tools within "
                     f"{self.connect_timeout:g} seconds (connect_timeout)"
                 ) from None
-            yield session
+            yield session, tools
 
     def _start(self, connection: _Connection, close: Callable[[], Any]) -> None:
-        connection.tools, self._built = self._built, []
+        if connection.live is not None:
+            connection.tools = connection.live.held.tools
         self._connection, self._exit = connection, close
+
+    def _not_connected(self, exc: BaseException, mode: Literal["sync", "async"]) -> None:
+        """Enter an optional server that failed to connect with no tools; raise for another."""
+        if self.required or not isinstance(exc, Exception):
+            raise exc
+        logger.warning(
+            "MCP server %s did not connect; continuing without its tools: %s",
+            self.label,
+            _describe(exc),
+        )
+        connection = _Connection(None, mode, closed_reason="the MCP server did not connect")
+        self._start(connection, lambda: None)
 
     async def _usable_tools(self, listing: list[dict[str, Any]]) -> list[MCPTool]:
         """A tool for each one listed, except those whose name a provider would refuse, whose
@@ -409,7 +535,8 @@ class MCPServer:
     # --- tools -----------------------------------------------------------------------------
 
     def tools(self) -> Sequence[MCPTool]:
-        """The server's tools, as listed when the session was entered.
+        """The server's tools, as listed when the session was entered (none for an optional
+        server that did not connect).
 
         Raises:
             RuntimeError: When the server has not been entered (`with` / `async with`).
@@ -418,7 +545,15 @@ class MCPServer:
             raise RuntimeError(f"enter {self!r} (`with` or `async with`) before listing its tools")
         return tuple(self._connection.tools)
 
-    def _call_blocking(self, tool: MCPTool, arguments: dict[str, Any]) -> ToolExecutionResult:
+    @property
+    def _deadline(self) -> float:
+        """How long a caller outside the session's loop waits: a reconnection and two tries at
+        most (the inner deadlines end it first), plus the portal's grace."""
+        return self.connect_timeout + 2 * self.timeout + _PORTAL_GRACE
+
+    def _call_blocking(
+        self, tool: MCPTool, arguments: dict[str, Any], context: ToolContext[Any]
+    ) -> ToolExecutionResult:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
@@ -428,59 +563,147 @@ class MCPServer:
                 "the MCP server was entered with `async with`; "
                 "call it with `aexecute` (or from another thread)",
             )
-        future = self._submit(connection, tool, arguments)
+        future = self._submit(connection, tool, arguments, context)
         try:
-            return future.result(self.timeout + _PORTAL_GRACE)
+            return future.result(self._deadline)
         except concurrent.futures.TimeoutError:
             future.cancel()
             return timeout_result(tool.name, self.timeout)
 
-    async def _call_async(self, tool: MCPTool, arguments: dict[str, Any]) -> ToolExecutionResult:
+    async def _call_async(
+        self, tool: MCPTool, arguments: dict[str, Any], context: ToolContext[Any]
+    ) -> ToolExecutionResult:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
         if connection.portal is None and connection.loop is asyncio.get_running_loop():
-            return await self._acall(connection, tool, arguments)
-        future = self._submit(connection, tool, arguments)
+            return await self._acall(connection, tool, arguments, context)
+        future = self._submit(connection, tool, arguments, context)
         wrapped = asyncio.wrap_future(future)
-        done, _ = await asyncio.wait({wrapped}, timeout=self.timeout + _PORTAL_GRACE)
+        done, _ = await asyncio.wait({wrapped}, timeout=self._deadline)
         if not done:
             future.cancel()
             return timeout_result(tool.name, self.timeout)
         return wrapped.result()
 
     def _submit(
-        self, connection: _Connection, tool: MCPTool, arguments: dict[str, Any]
+        self,
+        connection: _Connection,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
     ) -> concurrent.futures.Future[ToolExecutionResult]:
         """Start the call on the session's loop, from outside that loop."""
         if connection.portal is not None:
-            return connection.portal.start_task_soon(self._acall, connection, tool, arguments)
+            return connection.portal.start_task_soon(
+                self._acall, connection, tool, arguments, context
+            )
         assert connection.loop is not None
         return asyncio.run_coroutine_threadsafe(
-            self._acall(connection, tool, arguments), connection.loop
+            self._acall(connection, tool, arguments, context), connection.loop
         )
 
     async def _acall(
-        self, connection: _Connection, tool: MCPTool, arguments: dict[str, Any]
+        self,
+        connection: _Connection,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
     ) -> ToolExecutionResult:
-        """Runs on the session's loop; maps every outcome to a result."""
+        """Runs on the session's loop; maps every outcome to a result.
+
+        A session known to be gone is replaced before the call (nothing was sent). A connection
+        lost during the call is an error result, unless the call is safe to send again: then,
+        if this call did not reconnect already, once more on a new session.
+        """
+        live = connection.live
+        if connection.closed_reason is not None or live is None:
+            return execution_error_result(tool.name, connection.closed_reason or "not connected")
+        reconnected = not live.held.usable()
+        held = await self._usable_session(live)
+        if isinstance(held, str):
+            return execution_error_result(tool.name, held)
+        meta = None
+        if self.idempotency_key_meta is not None:
+            meta = {self.idempotency_key_meta: context.idempotency_key}
+        outcome = await self._send(held, tool, arguments, meta)
+        if not isinstance(outcome, Exception):
+            return outcome
+        if reconnected or not tool.retry_safe:
+            why = "" if tool.retry_safe else "; not sent again, as it may have taken effect"
+            return execution_error_result(
+                tool.name,
+                f"the connection to the MCP server was lost during the call ({held.lost}){why}",
+                exception=outcome,
+            )
+        retry = await self._usable_session(live)
+        if isinstance(retry, str):
+            return execution_error_result(tool.name, retry, exception=outcome)
+        again = await self._send(retry, tool, arguments, meta)
+        if isinstance(again, Exception):
+            return execution_error_result(
+                tool.name,
+                f"the connection to the MCP server was lost during the call, twice ({retry.lost})",
+                exception=again,
+            )
+        return again
+
+    async def _send(
+        self, held: _Held, tool: MCPTool, arguments: dict[str, Any], meta: Any
+    ) -> ToolExecutionResult | Exception:
+        """One `tools/call` on `held`'s session: a result, or the exception that says the
+        connection was lost (and marks `held` lost)."""
         import anyio
 
-        if connection.closed_reason is not None:
-            return execution_error_result(tool.name, connection.closed_reason)
         try:
+            # On the deadline the SDK sends `notifications/cancelled` for the request as it
+            # unwinds, so the server stops the call rather than running it to no one.
             with anyio.fail_after(self.timeout):
-                result = await connection.session.call_tool(tool.remote_name, arguments)
+                result = await held.session.call_tool(tool.remote_name, arguments, meta=meta)
         except TimeoutError:
             return timeout_result(tool.name, self.timeout)
         except Exception as exc:
             if not _is_connection_lost(exc):
                 return failure_result(tool.name, exc)
-            connection.closed_reason = f"the MCP server is gone ({type(exc).__name__}: {exc})"
+            held.lost = _describe(exc)
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
-            return execution_error_result(tool.name, connection.closed_reason, exception=exc)
+            return exc
         dumped = result.model_dump(mode="json", by_alias=True)
         return _map_call_result(tool.name, dumped, self._max_result)
+
+    async def _usable_session(self, live: _Live) -> _Held | str:
+        """`live`'s session, reconnected first when it is known to be gone; or why there is
+        none (reconnection off, waiting out the backoff, or the attempt failed)."""
+        if live.held.usable():
+            return live.held
+        if not self.reconnect:
+            return f"the MCP server is gone ({live.held.lost})"
+        async with live.lock:
+            if live.held.usable():  # another call reconnected meanwhile
+                return live.held
+            wait = live.retry_at - time.monotonic()
+            if wait > 0:
+                return (
+                    f"the MCP server is gone ({live.held.lost}); "
+                    f"the next reconnection attempt is in {wait:.1f} s"
+                )
+            live.held.done.set()
+            try:
+                held: _Held = await live.owner.start(self._hold)
+            except Exception as exc:
+                live.failures += 1
+                delay = min(RECONNECT_FIRST_DELAY * 2 ** (live.failures - 1), RECONNECT_MAX_DELAY)
+                live.retry_at = time.monotonic() + delay
+                reason = _describe(_single(exc))
+                live.held.lost = f"reconnecting failed: {reason}"
+                logger.warning("MCP server %s: reconnecting failed: %s", self.label, reason)
+                return (
+                    f"the MCP server is gone and reconnecting failed ({reason}); "
+                    f"the next attempt is in {delay:g} s"
+                )
+            live.failures, live.held = 0, held
+            logger.warning("MCP server %s: reconnected", self.label)
+            return held
 
 
 class MCPTool(DeclaredTool):
@@ -508,10 +731,25 @@ class MCPTool(DeclaredTool):
             name=name,
             description=listed.get("description") or "",
             parameters=self._arguments.schema,  # what is enforced: undeclared keys refused
+            annotations=_map_annotations(listed),
         )
+        # A trusted tool that says nothing gets the specification's defaults (not read-only,
+        # possibly destructive, not idempotent).
+        hints = (self.annotations or ToolAnnotations()) if server.trusted else None
+        # Trusted hints that contradict each other are read as the worst case: not read-only.
+        read_only = hints is not None and bool(hints.read_only) and not hints.contradictions()
+        self._read_only = read_only
+        self._may_destroy = hints is not None and not read_only and hints.destructive is not False
+        self._idempotent = read_only or (hints is not None and hints.idempotent is True)
 
     def __repr__(self) -> str:
         return f"MCPTool({self.name!r} of {self.server.label!r})"
+
+    @property
+    def annotations(self) -> ToolAnnotations | None:
+        """What the server says about the tool's behaviour (`None` when it says nothing); acted
+        on only when the server is `trusted`."""
+        return self._specification.annotations
 
     @property
     def return_behavior(self) -> ReturnBehavior:
@@ -525,8 +763,11 @@ class MCPTool(DeclaredTool):
 
     @property
     def sequential(self) -> bool:
-        """Whether calls must not run concurrently (the server's setting)."""
-        return self.server.sequential
+        """Whether calls must not run concurrently: the server's setting when given, else
+        whether a trusted server says the tool may be destructive."""
+        if "sequential" in self.server._given:
+            return self.server.sequential
+        return self._may_destroy
 
     @property
     def max_result_chars(self) -> int | None:
@@ -535,9 +776,24 @@ class MCPTool(DeclaredTool):
 
     @property
     def requires_approval(self) -> ApprovalPolicy:
-        """Whether its calls wait for a person's decision (the server's setting for it)."""
+        """Whether its calls wait for a person's decision: the server's setting for it when
+        given, else whether a trusted server says the tool may be destructive."""
         policy = self.server.requires_approval
-        return policy.get(self.remote_name, False) if isinstance(policy, Mapping) else policy
+        if isinstance(policy, Mapping):
+            if self.remote_name in policy:
+                return policy[self.remote_name]
+        elif "requires_approval" in self.server._given:
+            return policy
+        return self._may_destroy
+
+    @property
+    def retry_safe(self) -> bool:
+        """Whether a call lost with its connection may be sent again after reconnecting: the
+        user says the tool is `idempotent`, calls carry an idempotency key, or a trusted server
+        says it is idempotent or read-only."""
+        idempotent = self.server.idempotent
+        said = idempotent if isinstance(idempotent, bool) else self.remote_name in idempotent
+        return said or self.server.idempotency_key_meta is not None or self._idempotent
 
     def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
         """Decode and validate raw JSON arguments locally, sending nothing.
@@ -552,7 +808,7 @@ class MCPTool(DeclaredTool):
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
             return decoded.error_result(self.name)
-        result = self.server._call_blocking(self, decoded.arguments)
+        result = self.server._call_blocking(self, decoded.arguments, context)
         return with_repairs(result, decoded.repairs)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
@@ -560,7 +816,7 @@ class MCPTool(DeclaredTool):
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
             return decoded.error_result(self.name)
-        result = await self.server._call_async(self, decoded.arguments)
+        result = await self.server._call_async(self, decoded.arguments, context)
         return with_repairs(result, decoded.repairs)
 
 
@@ -620,6 +876,21 @@ async def _list_tools(session: ClientSession, most: int, label: str) -> list[dic
             return listed
 
 
+def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
+    """A listed tool's `annotations` (and top-level `title`), or `None` when it has neither."""
+    given = listed.get("annotations") or {}
+    title = given.get("title") or listed.get("title")
+    if not given and title is None:
+        return None
+    return ToolAnnotations(
+        title=title,
+        read_only=given.get("readOnlyHint"),
+        destructive=given.get("destructiveHint"),
+        idempotent=given.get("idempotentHint"),
+        open_world=given.get("openWorldHint"),
+    )
+
+
 def _map_call_result(tool_name: str, result: Mapping[str, Any], limit: int) -> ToolExecutionResult:
     """An MCP `CallToolResult` (wire format) → a result.
 
@@ -677,3 +948,8 @@ def _single(exc: BaseException) -> BaseException:
 
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:
     return execution_error_result(tool.name, "the MCP server is not connected")
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: message`, or the type alone."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
