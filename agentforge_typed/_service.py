@@ -8,12 +8,14 @@ back. `chat` and `achat` are thin drivers over the same `_Run`, so the rules exi
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 from collections import Counter
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
     Callable,
+    Collection,
     Generator,
     Iterable,
     Iterator,
@@ -77,6 +79,8 @@ from .tools._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, wit
 from .tools._invoke import is_async_callable
 from .tools._outcomes import describe_exception, reraise_uncontained
 from .tools._signature import deps_accepted, needing_deps, type_name
+
+logger = logging.getLogger("agentforge_typed")
 
 if TYPE_CHECKING:
     import asyncio
@@ -228,11 +232,14 @@ class _Run:
             raise ValueError("ToolService.chat needs at least one message")
         self.output = output = _output_spec(output_type)
         self.output_value: Any = None
+        self.user_parameters = parameters
+        self.generation = service._generation
         self.parameters = service._request_parameters(parameters, output)
         service._check_deps(deps, selected=options.get("tools") is not None)
         self.deps = deps
         self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
-        self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
+        self.selection = options.get("tools")
+        self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
         self.usage = NO_USAGE
         """The usage summed over `responses`, kept as they arrive."""
@@ -297,6 +304,17 @@ class _Run:
         if self.limits is not None:
             self.limits.check_request(self.round_trips + 1)
         self.round_trips += 1
+        service = self.service
+        # Between rounds, never during one: sources whose tools changed bring their new lists.
+        if service._watched:
+            service._refresh()
+        if self.generation != service._generation:
+            self.generation = service._generation
+            self.parameters = service._request_parameters(self.user_parameters, self.output)
+            if self.offer is not None:
+                self.offer = service._offer(
+                    self.selection, self.deps, self.conversation_id, self.messages
+                )
         if self.offer is not None:
             parameters = self.offer.parameters(self.parameters, self.round_trips, self.messages)
         else:
@@ -617,6 +635,10 @@ class ToolService(Generic[DepsT]):
         self.usage_limits = usage_limits
         self.max_result_chars = check_max_result_chars(max_result_chars)
         self._tools: dict[str, ToolLike] = {}
+        self._watched: list[_Watched] = []
+        """The registered sources whose tools may change (`tools_version`)."""
+        self._generation = 0
+        """+1 whenever the registered tools change after a run may have started."""
         self._default_parameters: ChatRequestParameters | None = None
         self._needy: list[str] | None = None
         """The registered tools that need deps (`needing_deps`), found at the first run."""
@@ -670,12 +692,27 @@ class ToolService(Generic[DepsT]):
         if group is not None and all(self._tools.get(item.name) is item for item in items):
             add_to_groups(self._groups, group, [item.name for item in items])
             return self
+        self._admissible(items, source)
+        add_to_groups(self._groups, group, [item.name for item in items])
+        self._tools.update((item.name, item) for item in items)
+        version = getattr(source, "tools_version", None)
+        if isinstance(version, int) and not is_tool(source):
+            self._watched.append(_Watched(source, [item.name for item in items], group, version))
+        self._changed()
+        return self
+
+    def _admissible(
+        self, items: Sequence[ToolLike], source: object, replacing: Collection[str] = ()
+    ) -> None:
+        """Raise when `items` (from `source`, in place of the tools named `replacing`) cannot
+        be registered; see `register`."""
         counts = Counter(item.name for item in items)
-        clash = next((name for name in counts if name in self._tools or counts[name] > 1), None)
+        taken = [name for name in counts if name in self._tools and name not in replacing]
+        clash = next(iter(taken), None) or next((n for n in counts if counts[n] > 1), None)
         if clash is not None:
             problem = (
                 f"a tool named {clash!r} is already registered"
-                if clash in self._tools
+                if taken
                 else f"two of its tools are named {clash!r}"
             )
             raise ValueError(
@@ -690,11 +727,46 @@ class ToolService(Generic[DepsT]):
                 )
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
-        add_to_groups(self._groups, group, [item.name for item in items])
-        self._tools.update((item.name, item) for item in items)
+
+    def _changed(self) -> None:
         self._default_parameters = None
         self._needy = None
-        return self
+        self._generation += 1
+
+    def _refresh(self) -> None:
+        """Take the new tool list of each watched source whose `tools_version` moved, whole:
+        one that cannot be registered (a name another tool holds) is refused, with a warning,
+        and the source's old tools stay."""
+        changed = False
+        for watched in self._watched:
+            version = getattr(watched.source, "tools_version", watched.version)
+            if version == watched.version:
+                continue
+            watched.version = version
+            old = set(watched.names)
+            try:
+                items = tools_from(watched.source)
+                self._admissible(items, watched.source, replacing=old)
+            except (TypeError, ValueError) as exc:
+                logger.warning(
+                    "the changed tools of %s were refused, its former tools stay: %s",
+                    repr(watched.source),  # as it is now, not when the record is formatted
+                    exc,
+                )
+                continue
+            names = [item.name for item in items]
+            for group, members in self._groups.items():
+                if any(name in old for name in members):
+                    members[:] = [name for name in members if name not in old]
+                    add_to_groups(self._groups, group, names)
+            add_to_groups(self._groups, watched.group, names)
+            for name in old:
+                del self._tools[name]
+            self._tools.update((item.name, item) for item in items)
+            watched.names = names
+            changed = True
+        if changed:
+            self._changed()
 
     def _offer(
         self,
@@ -1287,6 +1359,16 @@ async def _aexecute(plan: _Planned) -> ToolExecution:
 def is_tool(value: object) -> bool:
     """Whether `value` looks like a `ToolLike` (a specification and an executor)."""
     return hasattr(value, "specification") and hasattr(value, "aexecute")
+
+
+@dataclass
+class _Watched:
+    """A registered source whose tools may change, and what the service took from it."""
+
+    source: Any
+    names: list[str]
+    group: str | Iterable[str] | None
+    version: int
 
 
 def tools_from(source: object) -> list[ToolLike]:

@@ -25,7 +25,6 @@ from typing_extensions import Unpack
 pytest.importorskip("mcp")
 
 import anyio
-from mcp import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import ListToolsResult, Tool
@@ -377,12 +376,12 @@ def listing_server(*tools: Tool, **options: Unpack[MCPServerOptions]) -> MCPServ
 
     listing = Server("listing", on_list_tools=list_tools)
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
         client, served = await stack.enter_async_context(create_client_server_memory_streams())
         tasks = await stack.enter_async_context(anyio.create_task_group())
         tasks.start_soon(listing.run, *served, listing.create_initialization_options())
         stack.callback(tasks.cancel_scope.cancel)
-        return ClientSession(*client)
+        return client
 
     return MCPServer(connect, label="in-memory", **options)
 

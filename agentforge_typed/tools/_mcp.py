@@ -88,8 +88,13 @@ RECONNECT_FIRST_DELAY = 1.0
 doubles the wait, up to `RECONNECT_MAX_DELAY`. The first attempt is made at once."""
 RECONNECT_MAX_DELAY = 30.0
 """The longest wait between two reconnection attempts."""
+RELIST_INTERVAL = 1.0
+"""The least seconds between the starts of two listings after `notifications/tools/list_changed`:
+a server flooding them gets one listing a second at most."""
 
-_Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable["ClientSession"]]
+_Streams = tuple[Any, Any]
+"""A transport's (read, write) message streams, as the SDK's clients yield them."""
+_Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable[_Streams]]
 
 
 @dataclass
@@ -115,16 +120,31 @@ class _Held:
 
 @dataclass
 class _Live:
-    """The task group that holds the sessions of one entered server, and its reconnections."""
+    """The task group that holds the sessions of one entered server, its reconnections and its
+    tool list."""
 
     owner: anyio.abc.TaskGroup
-    held: _Held
     lock: anyio.Lock
     """Held while reconnecting: one attempt at a time."""
+    held: _Held = field(init=False)
+    tools: list[MCPTool] = field(default_factory=list)
+    """The tools as last listed; replaced whole, never changed in place."""
+    version: int = 0
+    """+1 each time `tools` is replaced by a different list."""
     failures: int = 0
     """Reconnection attempts that failed in a row."""
     retry_at: float = 0.0
     """`time.monotonic()` before which no new attempt is made."""
+    relisting: anyio.Event | None = None
+    """Set when the listing under way after `notifications/tools/list_changed` ends."""
+    relist_again: bool = False
+    """Another notification came during it: list once more when it ends (however many came)."""
+
+    def adopt(self, tools: list[MCPTool]) -> None:
+        """Make `tools` the current list, counting a new version when it differs."""
+        if [t.specification for t in tools] != [t.specification for t in self.tools]:
+            self.version += 1
+        self.tools = tools
 
 
 @dataclass
@@ -140,7 +160,6 @@ class _Connection:
     """The background loop's portal (`with`)."""
     closed_reason: str | None = None
     """Set once the server is closed (or never connected): later calls fail fast."""
-    tools: list[MCPTool] = field(default_factory=list)
 
 
 class MCPServerOptions(TypedDict, total=False):
@@ -218,8 +237,8 @@ class MCPServer:
     before anything is sent. Leaving the block closes the session (and stops a stdio server).
 
     Args:
-        connect: Opens the transport and an unstarted `ClientSession` on the given exit stack
-            (what `stdio` and `http` build for you).
+        connect: Opens the transport on the given exit stack and returns its (read, write)
+            message streams (what `stdio` and `http` build for you).
         label: How errors and `repr` name this server.
         **options: See `MCPServerOptions`.
     """
@@ -281,8 +300,8 @@ class MCPServer:
             **options: See `MCPServerOptions`.
         """
 
-        async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
-            from mcp import ClientSession, StdioServerParameters, stdio_client
+        async def connect(stack: contextlib.AsyncExitStack[Any]) -> _Streams:
+            from mcp import StdioServerParameters, stdio_client
 
             parameters = StdioServerParameters(
                 command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
@@ -290,7 +309,7 @@ class MCPServer:
             streams = await stack.enter_async_context(
                 stdio_client(parameters, errlog=errlog or sys.stderr)
             )
-            return ClientSession(streams[0], streams[1])
+            return streams[0], streams[1]
 
         return cls(connect, label=" ".join([command, *args]), **options)
 
@@ -310,8 +329,7 @@ class MCPServer:
             **options: See `MCPServerOptions`.
         """
 
-        async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
-            from mcp import ClientSession
+        async def connect(stack: contextlib.AsyncExitStack[Any]) -> _Streams:
             from mcp.client import streamable_http
 
             # SDK 2's `streamable_http_client` takes headers through the HTTP client it is given
@@ -334,7 +352,7 @@ class MCPServer:
                     url, headers=dict(headers or {})
                 )
             streams = await stack.enter_async_context(transport)
-            return ClientSession(streams[0], streams[1])
+            return streams[0], streams[1]
 
         server = cls(connect, label=url, **options)
         return server
@@ -422,13 +440,15 @@ class MCPServer:
         import anyio
 
         async with anyio.create_task_group() as owner:
-            live = _Live(owner, await owner.start(self._hold), anyio.Lock())
+            live = _Live(owner, anyio.Lock())
+            live.held = await owner.start(self._hold, live)
+            live.adopt(live.held.tools)
             try:
                 yield live
             finally:
                 live.held.done.set()
 
-    async def _hold(self, *, task_status: anyio.abc.TaskStatus[_Held]) -> None:
+    async def _hold(self, live: _Live, *, task_status: anyio.abc.TaskStatus[_Held]) -> None:
         """Connect, hand the session over, and keep it open until told to close it.
 
         Failing to connect raises to whoever started this task; once the session is handed over,
@@ -438,7 +458,7 @@ class MCPServer:
 
         held: _Held | None = None
         try:
-            async with self._session() as (session, tools):
+            async with self._session(live) as (session, tools):
                 held = _Held(session, tools, anyio.Event())
                 task_status.started(held)
                 await held.done.wait()
@@ -449,16 +469,22 @@ class MCPServer:
             logger.debug("MCP server %s: session ended: %r", self.label, exc)
 
     @contextlib.asynccontextmanager
-    async def _session(self) -> AsyncIterator[tuple[ClientSession, list[MCPTool]]]:
+    async def _session(self, live: _Live) -> AsyncIterator[tuple[ClientSession, list[MCPTool]]]:
         import anyio
+        from mcp import ClientSession
+
+        async def on_message(message: Any) -> None:
+            self._on_message(live, message)
 
         async with contextlib.AsyncExitStack() as stack:
-            session = await stack.enter_async_context(await self._connect(stack))
+            read, write = await self._connect(stack)
+            session = await stack.enter_async_context(
+                ClientSession(read, write, message_handler=on_message)
+            )
             try:
                 with anyio.fail_after(self.connect_timeout):
                     await session.initialize()
-                    listed = await _list_tools(session, self.max_tools, self.label)
-                    tools = await self._usable_tools(listed)
+                    tools = await self._list(session)
             except TimeoutError:
                 raise TimeoutError(
                     f"MCP server {self.label!r} did not initialize and list its tools within "
@@ -466,9 +492,54 @@ class MCPServer:
                 ) from None
             yield session, tools
 
+    async def _list(self, session: ClientSession) -> list[MCPTool]:
+        listed = await _list_tools(session, self.max_tools, self.label)
+        return await self._usable_tools(listed)
+
+    def _on_message(self, live: _Live, message: Any) -> None:
+        """Runs in the session's receive loop, so it only takes note and starts tasks: a server
+        flooding notifications costs a flag each."""
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            if live.relisting is not None:
+                live.relist_again = True
+            else:
+                import anyio
+
+                live.relisting = anyio.Event()
+                live.owner.start_soon(self._relist, live, live.relisting)
+
+    async def _relist(self, live: _Live, done: anyio.Event) -> None:
+        """List the tools again (under `connect_timeout` and `max_tools`), and again after each
+        listing during which more notifications came, at most once every `RELIST_INTERVAL`
+        seconds; a listing that fails leaves the list as it was, with a warning."""
+        import anyio
+
+        try:
+            while True:
+                live.relist_again = False
+                started = time.monotonic()
+                held = live.held
+                if held.usable():
+                    try:
+                        with anyio.fail_after(self.connect_timeout):
+                            live.adopt(await self._list(held.session))
+                    except Exception as exc:
+                        logger.warning(
+                            "MCP server %s: listing its changed tools failed; keeping the old "
+                            "list: %s",
+                            self.label,
+                            _describe(_single(exc)),
+                        )
+                if not live.relist_again:
+                    return
+                await anyio.sleep(started + RELIST_INTERVAL - time.monotonic())
+        finally:
+            live.relisting = None
+            done.set()
+
     def _start(self, connection: _Connection, close: Callable[[], Any]) -> None:
-        if connection.live is not None:
-            connection.tools = connection.live.held.tools
         self._connection, self._exit = connection, close
 
     def _not_connected(self, exc: BaseException, mode: Literal["sync", "async"]) -> None:
@@ -543,7 +614,16 @@ class MCPServer:
         """
         if self._connection is None:
             raise RuntimeError(f"enter {self!r} (`with` or `async with`) before listing its tools")
-        return tuple(self._connection.tools)
+        live = self._connection.live
+        return () if live is None else tuple(live.tools)
+
+    @property
+    def tools_version(self) -> int:
+        """Counts the changes of `tools()`: a server's `notifications/tools/list_changed` (or a
+        reconnection) that brings a different list adds one. A `ToolService` compares it
+        between rounds and takes the new list then, never mid-round."""
+        live = self._connection.live if self._connection is not None else None
+        return 0 if live is None else live.version
 
     @property
     def _deadline(self) -> float:
@@ -628,6 +708,7 @@ class MCPServer:
             meta = {self.idempotency_key_meta: context.idempotency_key}
         outcome = await self._send(held, tool, arguments, meta)
         if not isinstance(outcome, Exception):
+            await self._settle_listing(live)
             return outcome
         if reconnected or not tool.retry_safe:
             why = "" if tool.retry_safe else "; not sent again, as it may have taken effect"
@@ -647,6 +728,16 @@ class MCPServer:
                 exception=again,
             )
         return again
+
+    async def _settle_listing(self, live: _Live) -> None:
+        """Let a listing the call set off (its server sent `tools/list_changed` before the
+        result) end before the result is returned, so that the next round offers the new list;
+        within `connect_timeout`."""
+        if live.relisting is not None:
+            import anyio
+
+            with anyio.move_on_after(self.connect_timeout):
+                await live.relisting.wait()
 
     async def _send(
         self, held: _Held, tool: MCPTool, arguments: dict[str, Any], meta: Any
@@ -689,7 +780,7 @@ class MCPServer:
                 )
             live.held.done.set()
             try:
-                held: _Held = await live.owner.start(self._hold)
+                held: _Held = await live.owner.start(self._hold, live)
             except Exception as exc:
                 live.failures += 1
                 delay = min(RECONNECT_FIRST_DELAY * 2 ** (live.failures - 1), RECONNECT_MAX_DELAY)
@@ -702,6 +793,7 @@ class MCPServer:
                     f"the next attempt is in {delay:g} s"
                 )
             live.failures, live.held = 0, held
+            live.adopt(held.tools)
             logger.warning("MCP server %s: reconnected", self.label)
             return held
 
