@@ -33,6 +33,7 @@ from ._loop_events import (
     PartialArgumentsEvent,
     ToolCallEvent,
     ToolLoopEvent,
+    ToolProgressEvent,
     ToolResultEvent,
 )
 from ._messages import (
@@ -213,6 +214,7 @@ __all__ = [
     "ToolLike",
     "ToolLoopEvent",
     "ToolLoopLimitError",
+    "ToolProgressEvent",
     "ToolResultEvent",
     "ToolResultMessage",
     "ToolSearch",

@@ -16,6 +16,7 @@ __all__ = [
     "PartialArgumentsEvent",
     "ToolCallEvent",
     "ToolLoopEvent",
+    "ToolProgressEvent",
     "ToolResultEvent",
 ]
 
@@ -43,6 +44,20 @@ class ToolCallEvent:
 
 
 @dataclass(frozen=True)
+class ToolProgressEvent:
+    """A call in flight reported how far it is (`ToolContext.report_progress`; an MCP server's
+    `notifications/progress`), between its `ToolCallEvent` and its `ToolResultEvent`."""
+
+    call: ToolCall
+    progress: float
+    """Grows with each event of a call; its unit is the tool's."""
+    total: float | None = None
+    """What `progress` counts up to, when the tool knows."""
+    message: str | None = None
+    """What the tool is doing, at most 1,000 characters (longer ones are cut)."""
+
+
+@dataclass(frozen=True)
 class ToolResultEvent:
     """A tool call finished (after the error policies were applied)."""
 
@@ -57,7 +72,12 @@ class FinalResultEvent(Generic[OutputT]):
 
 
 ToolLoopEvent: TypeAlias = (
-    StreamEvent | PartialArgumentsEvent | ToolCallEvent | ToolResultEvent | FinalResultEvent[Any]
+    StreamEvent
+    | PartialArgumentsEvent
+    | ToolCallEvent
+    | ToolProgressEvent
+    | ToolResultEvent
+    | FinalResultEvent[Any]
 )
 """Any event of the streaming tool loop: the model's own stream events for every round, plus
 the loop's tool events and, last, `FinalResultEvent`."""

@@ -54,6 +54,7 @@ from ._loop_events import (
 from ._messages import ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
+from ._progress import ProgressSink
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult, ToolExecution
@@ -381,8 +382,9 @@ class _Run:
     ) -> _Planned:
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
+        progress = None if self.progress is None else self.progress.reporter(call)
         context: ToolContext[Any] = ToolContext(
-            self.deps, call.id, call.name, attempt, self.conversation_id
+            self.deps, call.id, call.name, attempt, self.conversation_id, progress
         )
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
@@ -426,7 +428,9 @@ class _Run:
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
         if self.trace is not None:
-            self.trace.tool(execution, plan.context.attempt, known=plan.tool is not None)
+            progress = self.progress.recorded(plan.call.id) if self.progress else []
+            known = plan.tool is not None
+            self.trace.tool(execution, plan.context.attempt, known=known, progress=progress)
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)
@@ -458,7 +462,14 @@ class _Run:
 
     def __enter__(self) -> _Run:
         self.trace = run_trace(self.conversation_id)
+        self.progress = None if self.trace is None else ProgressSink(stream=False, record=True)
         return self
+
+    def stream_progress(self, wake: Callable[[], None] | None = None) -> ProgressSink:
+        """Keep the calls' progress for a streaming driver (which yields `take()`), waking it
+        with `wake` at each report."""
+        self.progress = ProgressSink(stream=True, record=self.trace is not None, wake=wake)
+        return self.progress
 
     def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
         # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
@@ -1049,6 +1060,7 @@ class ToolService(Generic[DepsT]):
         and a `ToolResultEvent` after each call, and last a `FinalResultEvent`."""
         run = _Run(self, model, messages, parameters, deps, output_type, options)
         with run:
+            progress = run.stream_progress()
             while True:
                 reader = _RoundReader()
                 for event in () if run.resuming else model.stream(run.next_request()):
@@ -1062,6 +1074,8 @@ class ToolService(Generic[DepsT]):
                 for plan in planned:
                     yield ToolCallEvent(plan.call)
                     settled.append(run.settle(plan, _execute(plan)))
+                    # Blocking: what the call reported comes when it returns, before its result.
+                    yield from progress.take()
                     yield ToolResultEvent(settled[-1])
                 if run.finish_round(planned, settled):
                     break
@@ -1104,7 +1118,16 @@ class ToolService(Generic[DepsT]):
         """Async `stream`, with the same arguments: calls run as under `achat`, and each
         `ToolResultEvent` is yielded as soon as its call finishes."""
         run = _Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
+        import asyncio  # loaded by then; not at import, for blocking programs
+
+        loop = asyncio.get_running_loop()
+        reported = asyncio.Event()
+
+        def wake() -> None:  # tools may report from other threads (an MCP session's loop)
+            loop.call_soon_threadsafe(reported.set)
+
         with run:
+            progress = run.stream_progress(wake)
             while True:
                 reader = _RoundReader()
                 async for event in (
@@ -1118,18 +1141,32 @@ class ToolService(Generic[DepsT]):
                     break
                 for plan in planned:
                     yield ToolCallEvent(plan.call)
-                # Results arrive in completion order and are recorded in the model's order.
-                import asyncio  # loaded by then; not at import, for blocking programs
-
+                # Results arrive in completion order and are recorded in the model's order;
+                # progress as it is reported, each call's before its result.
                 settled: dict[int, ToolExecution] = {}
                 for batch in _batches(planned, self.parallel):
-                    tasks = [asyncio.ensure_future(_asettle_at(run, plan)) for plan in batch]
+                    started = [asyncio.ensure_future(_asettle_at(run, plan)) for plan in batch]
+                    completed: list[asyncio.Future[Any]] = []  # in the order they finish
+                    for task in started:
+                        task.add_done_callback(completed.append)
                     try:
-                        for finished in asyncio.as_completed(tasks):
-                            index, settled[index] = await finished
+                        for _ in started:
+                            while not completed:
+                                woken = asyncio.ensure_future(reported.wait())
+                                running = [task for task in started if not task.done()]
+                                await asyncio.wait(
+                                    {*running, woken}, return_when=asyncio.FIRST_COMPLETED
+                                )
+                                woken.cancel()
+                                reported.clear()
+                                for event in progress.take():
+                                    yield event
+                            for event in progress.take():
+                                yield event
+                            index, settled[index] = completed.pop(0).result()
                             yield ToolResultEvent(settled[index])
                     finally:
-                        await _cancel_unfinished(tasks)
+                        await _cancel_unfinished(started)
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                     break
             yield FinalResultEvent(run.result())

@@ -22,6 +22,7 @@ from agentforge_typed import (
     ToolChatResult,
     ToolExecution,
     ToolLoopEvent,
+    ToolProgressEvent,
     ToolContext,
     ToolService,
     UserMessage,
@@ -161,4 +162,14 @@ async def typed_deps(model: FunctionModel) -> None:
 
 @tool
 def get_user(ctx: ToolContext[Db]) -> str:
+    ctx.report_progress(1, 2, "looking the user up")
+    ctx.report_progress(0.5)
+    ctx.report_progress("half")  # type: ignore[arg-type]
     return ctx.deps.user()
+
+
+def progress_of(event: ToolLoopEvent) -> float | None:
+    if isinstance(event, ToolProgressEvent):
+        assert_type(event.total, float | None)
+        return event.progress
+    return None

@@ -1,6 +1,7 @@
 """A small MCP server for the MCP tests: a slow tool, a tool that kills its own process mid-call,
 a structured result, a tool that reads a request header, one that records whether it was
-cancelled, and an idempotent one that kills its process the first time it runs. Run:
+cancelled, an idempotent one that kills its process the first time it runs, and one that reports
+progress. Run:
 `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
@@ -69,6 +70,15 @@ def flaky(marker: str) -> str:
         Path(marker).write_text("died once")
         os._exit(1)
     return f"answered by process {os.getpid()}"
+
+
+@server.tool()
+async def count(steps: int, pause: float, ctx: Context) -> str:
+    """Count to `steps`, reporting each step as progress, `pause` seconds apart."""
+    for step in range(1, steps + 1):
+        await anyio.sleep(pause)
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"counted to {steps}"
 
 
 if __name__ == "__main__":

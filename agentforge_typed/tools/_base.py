@@ -78,6 +78,20 @@ class ToolContext(Generic[DepsT]):
     """1 for the first call of this tool in the run, +1 after each failed attempt (invalid
     arguments, `ModelRetry`), and 1 again after a successful call."""
     conversation_id: str | None = None
+    on_progress: Callable[[float, float | None, str | None], None] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Where `report_progress` goes: set by `ToolService` when someone listens (`stream`,
+    `astream`, instrumentation); `None` otherwise."""
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell whoever watches the run how far the call is (a `ToolProgressEvent` in
+        `stream`/`astream`, a span event when instrumented); nothing when no one does. Safe to
+        call from any thread. An MCP tool forwards its server's progress notifications here."""
+        if self.on_progress is not None:
+            self.on_progress(progress, total, message)
 
     @property
     def idempotency_key(self) -> str:

@@ -706,7 +706,8 @@ class MCPServer:
         meta = None
         if self.idempotency_key_meta is not None:
             meta = {self.idempotency_key_meta: context.idempotency_key}
-        outcome = await self._send(held, tool, arguments, meta)
+        progress = _progress_callback(context)
+        outcome = await self._send(held, tool, arguments, meta, progress)
         if not isinstance(outcome, Exception):
             await self._settle_listing(live)
             return outcome
@@ -720,7 +721,7 @@ class MCPServer:
         retry = await self._usable_session(live)
         if isinstance(retry, str):
             return execution_error_result(tool.name, retry, exception=outcome)
-        again = await self._send(retry, tool, arguments, meta)
+        again = await self._send(retry, tool, arguments, meta, progress)
         if isinstance(again, Exception):
             return execution_error_result(
                 tool.name,
@@ -740,7 +741,12 @@ class MCPServer:
                 await live.relisting.wait()
 
     async def _send(
-        self, held: _Held, tool: MCPTool, arguments: dict[str, Any], meta: Any
+        self,
+        held: _Held,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        meta: Any,
+        progress: Any,
     ) -> ToolExecutionResult | Exception:
         """One `tools/call` on `held`'s session: a result, or the exception that says the
         connection was lost (and marks `held` lost)."""
@@ -750,7 +756,9 @@ class MCPServer:
             # On the deadline the SDK sends `notifications/cancelled` for the request as it
             # unwinds, so the server stops the call rather than running it to no one.
             with anyio.fail_after(self.timeout):
-                result = await held.session.call_tool(tool.remote_name, arguments, meta=meta)
+                result = await held.session.call_tool(
+                    tool.remote_name, arguments, progress_callback=progress, meta=meta
+                )
         except TimeoutError:
             return timeout_result(tool.name, self.timeout)
         except Exception as exc:
@@ -1040,6 +1048,19 @@ def _single(exc: BaseException) -> BaseException:
 
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:
     return execution_error_result(tool.name, "the MCP server is not connected")
+
+
+def _progress_callback(context: ToolContext[Any]) -> Any:
+    """The SDK's progress callback for a call, forwarding to `context.report_progress`; `None`
+    (no progress token sent) when no one listens."""
+    report = context.on_progress
+    if report is None:
+        return None
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        report(progress, total, message)
+
+    return forward
 
 
 def _describe(exc: BaseException) -> str:
