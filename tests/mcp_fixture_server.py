@@ -1,7 +1,7 @@
 """A small MCP server for the MCP tests: a slow tool, a tool that kills its own process mid-call,
 a structured result, a tool that reads a request header, one that records whether it was
-cancelled, an idempotent one that kills its process the first time it runs, and one that reports
-progress. Run:
+cancelled, an idempotent one that kills its process the first time it runs, one that reports
+progress and one that asks the user a question (elicitation). Run:
 `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 from mcp.types import ToolAnnotations
+from pydantic import BaseModel
 
 try:  # SDK 2
     from mcp.server.mcpserver import Context
@@ -79,6 +80,20 @@ async def count(steps: int, pause: float, ctx: Context) -> str:
         await anyio.sleep(pause)
         await ctx.report_progress(step, steps, f"step {step}")
     return f"counted to {steps}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Ask the user for their name (elicitation) and say what came back."""
+    try:
+        answer = await ctx.elicit("What is your name?", Name)
+    except Exception as exc:
+        return f"not asked: {type(exc).__name__}: {exc}"
+    return f"answer: {answer.action}"
 
 
 if __name__ == "__main__":

@@ -618,6 +618,16 @@ class MCPServer:
         return () if live is None else tuple(live.tools)
 
     @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision the session speaks (the newest both sides offered at the
+        `initialize` handshake, e.g. `"2025-11-25"`); `None` when not connected."""
+        live = self._connection.live if self._connection is not None else None
+        if live is None:
+            return None
+        version: str | None = getattr(live.held.session, "protocol_version", None)
+        return version
+
+    @property
     def tools_version(self) -> int:
         """Counts the changes of `tools()`: a server's `notifications/tools/list_changed` (or a
         reconnection) that brings a different list adds one. A `ToolService` compares it
