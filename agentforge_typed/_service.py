@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any, Generic, cast, get_args, overload
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
-from ._approval import Approval, ApprovalState, Decided, may_wait, no_events, pending_calls
+from ._approval import (
+    Approval,
+    ApprovalState,
+    Decided,
+    PendingResult,
+    may_wait,
+    no_events,
+    pending_calls,
+)
 from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -294,7 +302,13 @@ class _Run:
         # An `Approved` override changes a call's arguments, never its id: the result pairs.
         self.open_calls, self.finished = [decided.call for decided in resuming], {}
         return [
-            self._plan(i, decided.call, decided=decided.result, approved=decided.approved)
+            self._plan(
+                i,
+                decided.call,
+                decided=decided.result,
+                approved=decided.approved,
+                answer=decided.answer,
+            )
             for i, decided in enumerate(resuming)
         ]
 
@@ -379,12 +393,13 @@ class _Run:
         *,
         decided: ToolExecutionResult | None = None,
         approved: bool = False,
+        answer: Any = None,
     ) -> _Planned:
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
         progress = None if self.progress is None else self.progress.reporter(call)
         context: ToolContext[Any] = ToolContext(
-            self.deps, call.id, call.name, attempt, self.conversation_id, progress
+            self.deps, call.id, call.name, attempt, self.conversation_id, progress, True, answer
         )
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
@@ -441,8 +456,11 @@ class _Run:
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
         here (a `ReturnBehavior`, or calls that wait for a decision)."""
-        # Only a call that `hold` answered can wait, so without approvals every call ran.
+        # Only a call that `hold` answered, or a tool that asked a question (an MCP elicitation),
+        # can wait: without approvals, and without a question, every call ran.
         approval = self._approval
+        if approval is None and any(type(e.result) is PendingResult for e in settled):
+            approval = self.approval
         for execution in settled if approval is None else approval.set_aside(settled):
             self.executions.append(execution)
             self._answer(execution.call, execution.result.text, execution.result.is_error)
@@ -1152,8 +1170,11 @@ class ToolService(Generic[DepsT]):
                     try:
                         for _ in started:
                             while not completed:
-                                woken = asyncio.ensure_future(reported.wait())
                                 running = [task for task in started if not task.done()]
+                                if not running:  # done: its callback runs at the next step
+                                    await asyncio.sleep(0)
+                                    continue
+                                woken = asyncio.ensure_future(reported.wait())
                                 await asyncio.wait(
                                     {*running, woken}, return_when=asyncio.FIRST_COMPLETED
                                 )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, create_model
 
 try:  # SDK 2
     from mcp.server.mcpserver import Context
@@ -86,14 +86,24 @@ class Name(BaseModel):
     name: str
 
 
+Big = create_model(  # type: ignore[call-overload]
+    "Big", **{f"field_{i}": (str, Field(description="a field " * 10)) for i in range(100)}
+)
+
+
 @server.tool()
-async def ask(ctx: Context) -> str:
-    """Ask the user for their name (elicitation) and say what came back."""
-    try:
-        answer = await ctx.elicit("What is your name?", Name)
-    except Exception as exc:
-        return f"not asked: {type(exc).__name__}: {exc}"
-    return f"answer: {answer.action}"
+async def ask(ctx: Context, twice: bool = False, big: bool = False) -> str:
+    """Ask the user for their name (elicitation), `twice` or with a `big` form, and say what came
+    back."""
+    said: list[str] = []
+    for _ in range(2 if twice else 1):
+        try:
+            answer = await ctx.elicit("What is your name?", Big if big else Name)
+        except Exception as exc:
+            return f"not asked: {type(exc).__name__}: {exc}"
+        data = getattr(answer, "data", None)
+        said.append(f"{answer.action}" + (f" {data.name}" if data is not None else ""))
+    return "answer: " + ", ".join(said)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
 from importlib.metadata import version
 from typing import TextIO
 
@@ -23,8 +24,17 @@ from test_mcp_list_changed import Changing, _context, change
 from test_progress import calls_once
 from test_progress import otel as otel  # the fixture
 
-from agentforge_typed import MCPServer, ToolCall, ToolContext, ToolProgressEvent, ToolService, tool
+from agentforge_typed import (
+    ElicitationAnswer,
+    MCPServer,
+    ToolCall,
+    ToolContext,
+    ToolProgressEvent,
+    ToolService,
+    tool,
+)
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
+from agentforge_typed.tools._mcp_questions import MAX_SCHEMA_CHARS
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"
@@ -98,3 +108,31 @@ async def test_a_server_flooding_a_slow_consumer_with_progress_is_bounded(errlog
                     await asyncio.sleep(3)  # the server goes on; what waits for us is capped
     assert len(progress) <= MAX_WAITING + 10  # the first few, taken before the pause
     assert progress[-1].progress == 3000
+
+
+def test_a_question_with_a_schema_over_the_cap_is_declined(
+    errlog: TextIO, caplog: pytest.LogCaptureFixture
+) -> None:
+    ask = ToolCall(id="c1", name="ask", arguments='{"big": true}')
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"):
+        with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog) as server:
+            result = ToolService([server]).chat(calls_once(ask), "go")
+    assert result.pending == ()
+    assert result.tool_executions[0].result.text == "answer: decline"
+    (declined,) = [m for m in caplog.messages if "declined" in m]
+    assert declined.endswith(f", over {MAX_SCHEMA_CHARS}")
+
+
+def test_an_unanswered_question_is_cancelled_after_elicitation_timeout(errlog: TextIO) -> None:
+    ask = ToolCall(id="c1", name="ask", arguments="{}")
+    server = MCPServer.stdio(
+        sys.executable, [FIXTURE_SERVER], errlog=errlog, elicitation_timeout=0.5
+    )
+    with server:
+        service = ToolService([server])
+        paused = service.chat(calls_once(ask), "go")
+        assert [p.reason for p in paused.pending] == ["elicitation"]
+        time.sleep(1.0)  # nobody answers: the server is told `cancel`, and its call ends
+        late = ElicitationAnswer({"name": "Late"})
+        done = service.chat(calls_once(ask), paused.messages, approvals={"c1": late})
+    assert done.tool_executions[0].result.text == "answer: cancel"

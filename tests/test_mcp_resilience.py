@@ -225,13 +225,3 @@ async def test_a_timed_out_call_is_cancelled_on_an_http_server(
         assert result.error_kind == "timeout"
         # Off the loop: the transport posts the cancellation from a task of its own.
         await asyncio.to_thread(wait_for, marker, "cancelled")
-
-
-def test_a_server_that_elicits_is_refused_at_once(errlog: TextIO) -> None:
-    # The client does not declare the elicitation capability (a run has no way to answer yet):
-    # a server asking anyway is answered with an error at once, and the call goes on.
-    with fixture_server(errlog, timeout=5) as server:
-        started = time.monotonic()
-        result = by_name(server)["ask"].execute(call("ask", {}), CONTEXT)
-    assert time.monotonic() - started < 4
-    assert result.text == "not asked: MCPError: Elicitation not supported"

@@ -83,6 +83,12 @@ class ToolContext(Generic[DepsT]):
     )
     """Where `report_progress` goes: set by `ToolService` when someone listens (`stream`,
     `astream`, instrumentation); `None` otherwise."""
+    may_pause: bool = field(default=False, repr=False, compare=False)
+    """Whether the run can pause on this call until the user answers a question it asks (a
+    `ToolService` run); a tool that cannot must do without the answer."""
+    answer: Any = field(default=None, repr=False, compare=False)
+    """The user's answer (`ElicitationAnswer`) to the question this call paused on, when the run
+    resumes with one."""
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

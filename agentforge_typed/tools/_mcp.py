@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 import pydantic_core
 from typing_extensions import TypedDict, Unpack
 
+from .._approval import ElicitationAnswer
 from .._exceptions import ToolExecutionError
 from .._messages import ToolCall
 from .._request import ToolAnnotations, ToolSpecification
@@ -53,6 +54,7 @@ from ._base import (
     check_options,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
+from ._mcp_questions import Desk, OpenCall
 from ._outcomes import (
     capped_error_text,
     execution_error_result,
@@ -217,6 +219,9 @@ class MCPServerOptions(TypedDict, total=False):
     """Reconnect on the next call once the connection is lost (default `True`), waiting
     `RECONNECT_FIRST_DELAY` seconds after a failed attempt, doubling up to
     `RECONNECT_MAX_DELAY`; `False`: every later call fails at once."""
+    elicitation_timeout: float
+    """Seconds a question the server asks during a call (elicitation) waits for the user's
+    answer while the run is paused on it (default 600); then the server is answered `cancel`."""
     required: bool
     """Whether failing to connect when entered raises (default `True`); `False` logs a warning
     and enters the server with no tools, so a run proceeds without them."""
@@ -265,6 +270,8 @@ class MCPServer:
         self.idempotency_key_meta = options.get("idempotency_key_meta")
         self.reconnect = options.get("reconnect", True)
         self.required = options.get("required", True)
+        self.elicitation_timeout = options.get("elicitation_timeout", 600.0)
+        self._desk = Desk(self.label, self.timeout, self.elicitation_timeout)
         # What the user said, which wins over what a trusted server's annotations imply.
         self._given = frozenset(options.keys() & {"requires_approval", "sequential"})
         self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))
@@ -476,11 +483,14 @@ class MCPServer:
         async def on_message(message: Any) -> None:
             self._on_message(live, message)
 
+        made: list[ClientSession] = []
         async with contextlib.AsyncExitStack() as stack:
             read, write = await self._connect(stack)
-            session = await stack.enter_async_context(
-                ClientSession(read, write, message_handler=on_message)
+            elicit = self._desk.callback(lambda: made[0] if made else None)
+            made.append(
+                ClientSession(read, write, message_handler=on_message, elicitation_callback=elicit)
             )
+            session = await stack.enter_async_context(made[0])
             try:
                 with anyio.fail_after(self.connect_timeout):
                     await session.initialize()
@@ -642,7 +652,7 @@ class MCPServer:
         return self.connect_timeout + 2 * self.timeout + _PORTAL_GRACE
 
     def _call_blocking(
-        self, tool: MCPTool, arguments: dict[str, Any], context: ToolContext[Any]
+        self, tool: MCPTool, call: ToolCall, arguments: dict[str, Any], context: ToolContext[Any]
     ) -> ToolExecutionResult:
         connection = self._connection
         if connection is None:
@@ -653,7 +663,7 @@ class MCPServer:
                 "the MCP server was entered with `async with`; "
                 "call it with `aexecute` (or from another thread)",
             )
-        future = self._submit(connection, tool, arguments, context)
+        future = self._submit(connection, tool, call, arguments, context)
         try:
             return future.result(self._deadline)
         except concurrent.futures.TimeoutError:
@@ -661,14 +671,14 @@ class MCPServer:
             return timeout_result(tool.name, self.timeout)
 
     async def _call_async(
-        self, tool: MCPTool, arguments: dict[str, Any], context: ToolContext[Any]
+        self, tool: MCPTool, call: ToolCall, arguments: dict[str, Any], context: ToolContext[Any]
     ) -> ToolExecutionResult:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
         if connection.portal is None and connection.loop is asyncio.get_running_loop():
-            return await self._acall(connection, tool, arguments, context)
-        future = self._submit(connection, tool, arguments, context)
+            return await self._acall(connection, tool, call, arguments, context)
+        future = self._submit(connection, tool, call, arguments, context)
         wrapped = asyncio.wrap_future(future)
         done, _ = await asyncio.wait({wrapped}, timeout=self._deadline)
         if not done:
@@ -680,27 +690,64 @@ class MCPServer:
         self,
         connection: _Connection,
         tool: MCPTool,
+        call: ToolCall,
         arguments: dict[str, Any],
         context: ToolContext[Any],
     ) -> concurrent.futures.Future[ToolExecutionResult]:
         """Start the call on the session's loop, from outside that loop."""
         if connection.portal is not None:
             return connection.portal.start_task_soon(
-                self._acall, connection, tool, arguments, context
+                self._acall, connection, tool, call, arguments, context
             )
         assert connection.loop is not None
         return asyncio.run_coroutine_threadsafe(
-            self._acall(connection, tool, arguments, context), connection.loop
+            self._acall(connection, tool, call, arguments, context), connection.loop
         )
 
     async def _acall(
         self,
         connection: _Connection,
         tool: MCPTool,
+        call: ToolCall,
         arguments: dict[str, Any],
         context: ToolContext[Any],
     ) -> ToolExecutionResult:
-        """Runs on the session's loop; maps every outcome to a result.
+        """Runs on the session's loop. A call resuming with the user's answer gives it to its
+        waiting request; a call that may pause on a question is sent apart from the run (see
+        `_mcp_questions`); any other is sent here."""
+        if context.answer is not None:
+            return await self._desk.resume(call, tool.name, context.answer)
+        live = connection.live
+        opened = self._desk.open(call.id) if context.may_pause and live is not None else None
+        if opened is None or live is None:
+            return await self._call(connection, tool, arguments, context, None)
+        live.owner.start_soon(self._call_apart, opened, connection, tool, arguments, context)
+        return await self._desk.next(call, opened)
+
+    async def _call_apart(
+        self,
+        opened: OpenCall,
+        connection: _Connection,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
+    ) -> None:
+        try:
+            opened.outcome = await self._call(connection, tool, arguments, context, opened)
+        except Exception as exc:  # a task of the server's task group: nothing may escape
+            opened.outcome = failure_result(tool.name, exc)
+        finally:
+            opened.changed.set()
+
+    async def _call(
+        self,
+        connection: _Connection,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
+        opened: OpenCall | None,
+    ) -> ToolExecutionResult:
+        """Maps every outcome of one call to a result.
 
         A session known to be gone is replaced before the call (nothing was sent). A connection
         lost during the call is an error result, unless the call is safe to send again: then,
@@ -717,7 +764,7 @@ class MCPServer:
         if self.idempotency_key_meta is not None:
             meta = {self.idempotency_key_meta: context.idempotency_key}
         progress = _progress_callback(context)
-        outcome = await self._send(held, tool, arguments, meta, progress)
+        outcome = await self._send(held, tool, arguments, meta, progress, opened)
         if not isinstance(outcome, Exception):
             await self._settle_listing(live)
             return outcome
@@ -731,7 +778,7 @@ class MCPServer:
         retry = await self._usable_session(live)
         if isinstance(retry, str):
             return execution_error_result(tool.name, retry, exception=outcome)
-        again = await self._send(retry, tool, arguments, meta, progress)
+        again = await self._send(retry, tool, arguments, meta, progress, opened)
         if isinstance(again, Exception):
             return execution_error_result(
                 tool.name,
@@ -757,6 +804,7 @@ class MCPServer:
         arguments: dict[str, Any],
         meta: Any,
         progress: Any,
+        opened: OpenCall | None,
     ) -> ToolExecutionResult | Exception:
         """One `tools/call` on `held`'s session: a result, or the exception that says the
         connection was lost (and marks `held` lost)."""
@@ -765,12 +813,14 @@ class MCPServer:
         try:
             # On the deadline the SDK sends `notifications/cancelled` for the request as it
             # unwinds, so the server stops the call rather than running it to no one.
-            with anyio.fail_after(self.timeout):
+            with anyio.CancelScope(deadline=anyio.current_time() + self.timeout) as scope:
+                if opened is not None:  # a question sets the deadline aside while it waits
+                    opened.session, opened.scope = held.session, scope
                 result = await held.session.call_tool(
                     tool.remote_name, arguments, progress_callback=progress, meta=meta
                 )
-        except TimeoutError:
-            return timeout_result(tool.name, self.timeout)
+            if scope.cancelled_caught:
+                return timeout_result(tool.name, self.timeout)
         except Exception as exc:
             if not _is_connection_lost(exc):
                 return failure_result(tool.name, exc)
@@ -905,6 +955,15 @@ class MCPTool(DeclaredTool):
         said = idempotent if isinstance(idempotent, bool) else self.remote_name in idempotent
         return said or self.server.idempotency_key_meta is not None or self._idempotent
 
+    def check_answer(self, call: ToolCall, answer: ElicitationAnswer) -> None:
+        """Refuse an answer the open question's requested schema does not accept.
+
+        Raises:
+            ToolArgumentsError: Listing each problem of the answer's content.
+            ValueError: A refusal that carries content.
+        """
+        self.server._desk.check(call, self.name, answer)
+
     def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
         """Decode and validate raw JSON arguments locally, sending nothing.
 
@@ -918,7 +977,7 @@ class MCPTool(DeclaredTool):
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
             return decoded.error_result(self.name)
-        result = self.server._call_blocking(self, decoded.arguments, context)
+        result = self.server._call_blocking(self, call, decoded.arguments, context)
         return with_repairs(result, decoded.repairs)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
@@ -926,7 +985,7 @@ class MCPTool(DeclaredTool):
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
             return decoded.error_result(self.name)
-        result = await self.server._call_async(self, decoded.arguments, context)
+        result = await self.server._call_async(self, call, decoded.arguments, context)
         return with_repairs(result, decoded.repairs)
 
 
