@@ -78,11 +78,11 @@ class ToolContext(Generic[DepsT]):
     """1 for the first call of this tool in the run, +1 after each failed attempt (invalid
     arguments, `ModelRetry`), and 1 again after a successful call."""
     conversation_id: str | None = None
-    on_progress: Callable[[float, float | None, str | None], None] | None = field(
-        default=None, repr=False, compare=False
-    )
-    """Where `report_progress` goes: set by `ToolService` when someone listens (`stream`,
-    `astream`, instrumentation); `None` otherwise."""
+    # `Any` rather than the callable's type: a `ToolContext` nested in a parameter's type must
+    # still build a schema, for the signature check to name it (pydantic has none for callables).
+    on_progress: Any = field(default=None, repr=False, compare=False)
+    """Where `report_progress` goes, a `(progress, total, message) -> None` callable: set by
+    `ToolService` when someone listens (`stream`, `astream`, instrumentation); `None` otherwise."""
     may_pause: bool = field(default=False, repr=False, compare=False)
     """Whether the run can pause on this call until the user answers a question it asks (a
     `ToolService` run); a tool that cannot must do without the answer."""
