@@ -32,6 +32,8 @@ __all__ = [
     "ApprovalState",
     "Approved",
     "Decided",
+    "Elicitation",
+    "ElicitationAnswer",
     "PendingCall",
     "PendingReason",
     "ToolFailed",
@@ -41,8 +43,9 @@ __all__ = [
 
 logger = logging.getLogger("agentforge_typed")
 
-PendingReason = Literal["approval", "external"]
-"""Why a call waits: a person's decision, or the result of a tool executed outside the loop."""
+PendingReason = Literal["approval", "external", "elicitation"]
+"""Why a call waits: a person's decision, the result of a tool executed outside the loop, or the
+user's answer to a question the tool asked (MCP elicitation)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +64,31 @@ class ToolFailed:
     """What the model reads."""
 
 
-Approval = bool | str | Approved
+@dataclass(frozen=True, slots=True)
+class Elicitation:
+    """A question a tool asked the user during a call (an MCP server's `elicitation/create`)."""
+
+    message: str
+    """What to show the user."""
+    schema: Mapping[str, Any]
+    """The JSON Schema of the answer: an object of string, number, integer, boolean and enum
+    properties (the MCP specification's requested schema)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationAnswer:
+    """The user's reply to an `Elicitation`, given as the call's decision in `approvals=`:
+    `content` that the question's schema accepts (`action="accept"`), or a refusal
+    (`"decline"`: the user said no; `"cancel"`: the user dismissed the question)."""
+
+    content: Mapping[str, Any] | None = None
+    action: Literal["accept", "decline", "cancel"] = "accept"
+
+
+Approval = bool | str | Approved | ElicitationAnswer
 """A decision on a pending call: `True` runs it, `False` denies it, a string denies it with that
-reason (shown to the model), `Approved(arguments=...)` runs it with other arguments."""
+reason (shown to the model), `Approved(arguments=...)` runs it with other arguments, an
+`ElicitationAnswer` answers the question it paused on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +98,10 @@ class PendingCall:
     call: ToolCall
     """The call as the model made it (its arguments are valid)."""
     reason: PendingReason
-    """`"approval"`: answer it in `approvals=`; `"external"`: in `external_results=`."""
+    """`"approval"`: answer it in `approvals=`; `"external"`: in `external_results=`;
+    `"elicitation"`: an `ElicitationAnswer` in `approvals=`."""
+    elicitation: Elicitation | None = None
+    """The question, for `"elicitation"`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +114,8 @@ class Decided:
     """The result decided for it (a denial, an external result), or `None` to run it."""
     approved: bool = False
     """Whether a person approved it: it runs without being held again."""
+    answer: ElicitationAnswer | None = None
+    """The user's answer to the question the call paused on, handed to the tool."""
 
 
 @dataclass(slots=True)
@@ -248,6 +278,12 @@ class ApprovalState:
                 f"call {call.id!r} ({call.name}) is external: give its result in external_results"
             )
         decision = self.approvals[call.id]
+        if isinstance(decision, ElicitationAnswer):
+            check = getattr(tool, "check_answer", None)
+            if check is None:
+                raise ValueError(f"call {call.id!r} ({call.name}) asked no question to answer")
+            check(call, decision)  # a person's mistake is theirs to fix, not the model's
+            return Decided(call, approved=True, answer=decision)
         if isinstance(decision, Approved):
             if decision.arguments is not None:
                 arguments = pydantic_core.to_json(dict(decision.arguments)).decode()
@@ -263,8 +299,8 @@ class ApprovalState:
             text = f"The user denied the call to `{call.name}`{reason}"
             return Decided(call, ToolExecutionResult.error(text, "denied"))
         raise TypeError(
-            f"approval for {call.id!r} must be True, False, a reason or Approved(...), "
-            f"not {type(decision).__name__}"
+            f"approval for {call.id!r} must be True, False, a reason, Approved(...) or "
+            f"ElicitationAnswer(...), not {type(decision).__name__}"
         )
 
     # -- holding -------------------------------------------------------------------------------

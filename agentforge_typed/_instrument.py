@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, MeterProvider
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
+    from ._loop_events import ToolProgressEvent
     from ._results import ToolExecution
 
 __all__ = [
@@ -195,11 +196,19 @@ class RunTrace:
         """Make the model call that sends `request` a child of this run."""
         _loop_request.set((request, self))
 
-    def tool(self, execution: ToolExecution, attempt: int, *, known: bool = True) -> None:
-        """Record a settled tool call as an `execute_tool` span with the call's own times.
+    def tool(
+        self,
+        execution: ToolExecution,
+        attempt: int,
+        *,
+        known: bool = True,
+        progress: Sequence[tuple[float, ToolProgressEvent]] = (),
+    ) -> None:
+        """Record a settled tool call as an `execute_tool` span with the call's own times, and
+        the progress it reported as `agentforge.tool.progress` events at their times.
 
         A call of a name no tool has (`known=False`) is named only with `include_content`: the
-        name is whatever the model wrote.
+        name is whatever the model wrote; so is a progress message (the tool's words).
         """
         from opentelemetry.trace import Status, StatusCode
 
@@ -241,6 +250,13 @@ class RunTrace:
         )
         if attempt > 1:
             span.add_event("retry", {"agentforge.tool.attempt": attempt})
+        for at, event in progress:
+            values: dict[str, Any] = {"agentforge.tool.progress": event.progress}
+            if event.total is not None:
+                values["agentforge.tool.progress.total"] = event.total
+            if event.message is not None and self.telemetry.include_content:
+                values["agentforge.tool.progress.message"] = event.message
+            span.add_event("agentforge.tool.progress", values, timestamp=_nanoseconds(at))
         if result.is_error:
             kind = result.error_kind or "error"
             span.set_attribute("error.type", kind)

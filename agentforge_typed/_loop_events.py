@@ -17,6 +17,7 @@ __all__ = [
     "PartialArgumentsEvent",
     "ToolCallEvent",
     "ToolLoopEvent",
+    "ToolProgressEvent",
     "ToolResultEvent",
 ]
 
@@ -41,6 +42,20 @@ class ToolCallEvent:
     """A complete tool call from the model's response, about to run."""
 
     call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolProgressEvent:
+    """A call in flight reported how far it is (`ToolContext.report_progress`; an MCP server's
+    `notifications/progress`), between its `ToolCallEvent` and its `ToolResultEvent`."""
+
+    call: ToolCall
+    progress: float
+    """Grows with each event of a call; its unit is the tool's."""
+    total: float | None = None
+    """What `progress` counts up to, when the tool knows."""
+    message: str | None = None
+    """What the tool is doing, at most 1,000 characters (longer ones are cut)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,7 @@ ToolLoopEvent: TypeAlias = (
     StreamEvent
     | PartialArgumentsEvent
     | ToolCallEvent
+    | ToolProgressEvent
     | ToolResultEvent
     | OutputCallEvent
     | FinalResultEvent[_Output]

@@ -15,6 +15,7 @@ __all__ = [
     "ChatRequest",
     "ChatRequestParameters",
     "ResponseFormat",
+    "ToolAnnotations",
     "ToolChoice",
     "ToolSpecification",
 ]
@@ -35,6 +36,37 @@ class ToolChoice(str, enum.Enum):
         return self.value
 
 
+class ToolAnnotations(FrozenModel):
+    """What a tool says about its own behaviour (MCP's tool annotations): hints, not guarantees.
+
+    `None` means the tool does not say; the MCP specification's defaults then apply (not
+    read-only, possibly destructive, not idempotent, open world). Nothing acts on these unless the
+    tool's source is trusted (`MCPServer(..., trusted=True)`); `prepare_tools` hooks and filters
+    may read them either way.
+    """
+
+    title: str | None = None
+    """A human-readable name for the tool."""
+    read_only: bool | None = None
+    """The tool does not modify its environment (MCP `readOnlyHint`)."""
+    destructive: bool | None = None
+    """The tool may delete or overwrite, not only add (MCP `destructiveHint`; meaningful only
+    for a tool that is not read-only)."""
+    idempotent: bool | None = None
+    """Calling it again with the same arguments has no further effect (MCP `idempotentHint`)."""
+    open_world: bool | None = None
+    """The tool reaches entities outside a closed domain, e.g. the web (MCP `openWorldHint`)."""
+
+    def contradictions(self) -> tuple[str, ...]:
+        """Each pair of hints that cannot both hold, in words (empty when they agree)."""
+        found: list[str] = []
+        if self.read_only and self.destructive:
+            found.append("readOnlyHint and destructiveHint are both true")
+        if self.read_only and self.idempotent is False:
+            found.append("readOnlyHint is true but idempotentHint is false")
+        return tuple(found)
+
+
 class ToolSpecification(FrozenModel):
     """A tool as offered to a model: its name, description and JSON Schema of its arguments."""
 
@@ -44,6 +76,9 @@ class ToolSpecification(FrozenModel):
     """Plain JSON Schema (pydantic's dialect); providers render it for their own dialect."""
     strict_schema: bool = False
     """Ask the provider to enforce the schema (OpenAI `strict: true`)."""
+    annotations: ToolAnnotations | None = None
+    """What the tool says about its behaviour (an MCP server's tool annotations); never sent to
+    the model."""
 
 
 class ResponseFormat(FrozenModel):

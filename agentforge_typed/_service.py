@@ -8,12 +8,14 @@ back. `chat` and `achat` are thin drivers over the same `_Run`, so the rules exi
 from __future__ import annotations
 
 import inspect
+import logging
 import os
 from collections import Counter
 from collections.abc import (
     AsyncGenerator,
     Awaitable,
     Callable,
+    Collection,
     Generator,
     Iterable,
     Iterator,
@@ -27,7 +29,15 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
-from ._approval import Approval, ApprovalState, Decided, may_wait, no_events, pending_calls
+from ._approval import (
+    Approval,
+    ApprovalState,
+    Decided,
+    PendingResult,
+    may_wait,
+    no_events,
+    pending_calls,
+)
 from ._cost import priced
 from ._dialects import render_schema
 from ._events import ResponseComplete, StreamEvent, ToolCallDelta
@@ -61,6 +71,7 @@ from ._loop_events import (
 from ._messages import ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
+from ._progress import ProgressSink
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult, ToolExecution
@@ -87,6 +98,8 @@ from .tools._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, wit
 from .tools._invoke import is_async_callable
 from .tools._outcomes import describe_exception, reraise_uncontained
 from .tools._signature import deps_accepted, needing_deps, type_name
+
+logger = logging.getLogger("agentforge_typed")
 
 if TYPE_CHECKING:
     import asyncio
@@ -238,11 +251,14 @@ class _Run:
             raise ValueError("ToolService.chat needs at least one message")
         self.output = output = _output_spec(output_type)
         self.output_value: Any = None
+        self.user_parameters = parameters
+        self.generation = service._generation
         self.parameters = service._request_parameters(parameters, output)
         service._check_deps(deps, selected=options.get("tools") is not None)
         self.deps = deps
         self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
-        self.offer = service._offer(options.get("tools"), deps, self.conversation_id, self.messages)
+        self.selection = options.get("tools")
+        self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
         self.usage = NO_USAGE
         """The usage summed over `responses`, kept as they arrive."""
@@ -296,7 +312,13 @@ class _Run:
         # An `Approved` override changes a call's arguments, never its id: the result pairs.
         self.open_calls, self.finished = [decided.call for decided in resuming], {}
         return [
-            self._plan(i, decided.call, decided=decided.result, approved=decided.approved)
+            self._plan(
+                i,
+                decided.call,
+                decided=decided.result,
+                approved=decided.approved,
+                answer=decided.answer,
+            )
             for i, decided in enumerate(resuming)
         ]
 
@@ -323,6 +345,17 @@ class _Run:
         if self.limits is not None:
             self.limits.check_request(self.round_trips + 1)
         self.round_trips += 1
+        service = self.service
+        # Between rounds, never during one: sources whose tools changed bring their new lists.
+        if service._watched:
+            service._refresh()
+        if self.generation != service._generation:
+            self.generation = service._generation
+            self.parameters = service._request_parameters(self.user_parameters, self.output)
+            if self.offer is not None:
+                self.offer = service._offer(
+                    self.selection, self.deps, self.conversation_id, self.messages
+                )
         if self.offer is not None:
             return self.offer.parameters(self.parameters, self.round_trips, self.messages)
         return self.parameters
@@ -391,11 +424,13 @@ class _Run:
         *,
         decided: ToolExecutionResult | None = None,
         approved: bool = False,
+        answer: Any = None,
     ) -> _Planned:
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
+        progress = None if self.progress is None else self.progress.reporter(call)
         context: ToolContext[Any] = ToolContext(
-            self.deps, call.id, call.name, attempt, self.conversation_id
+            self.deps, call.id, call.name, attempt, self.conversation_id, progress, True, answer
         )
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
@@ -450,7 +485,9 @@ class _Run:
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
         if self.trace is not None:
-            self.trace.tool(execution, plan.context.attempt, known=plan.tool is not None)
+            progress = self.progress.recorded(plan.call.id) if self.progress else []
+            known = plan.tool is not None
+            self.trace.tool(execution, plan.context.attempt, known=known, progress=progress)
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)
@@ -461,8 +498,11 @@ class _Run:
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
         here (a `ReturnBehavior`, or calls that wait for a decision)."""
-        # Only a call that `hold` answered can wait, so without approvals every call ran.
+        # Only a call that `hold` answered, or a tool that asked a question (an MCP elicitation),
+        # can wait: without approvals, and without a question, every call ran.
         approval = self._approval
+        if approval is None and any(type(e.result) is PendingResult for e in settled):
+            approval = self.approval
         for execution in settled if approval is None else approval.set_aside(settled):
             self.executions.append(execution)
             self._record(execution)
@@ -482,7 +522,14 @@ class _Run:
 
     def __enter__(self) -> _Run:
         self.trace = run_trace(self.conversation_id)
+        self.progress = None if self.trace is None else ProgressSink(stream=False, record=True)
         return self
+
+    def stream_progress(self, wake: Callable[[], None] | None = None) -> ProgressSink:
+        """Keep the calls' progress for a streaming driver (which yields `take()`), waking it
+        with `wake` at each report."""
+        self.progress = ProgressSink(stream=True, record=self.trace is not None, wake=wake)
+        return self.progress
 
     def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
         # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
@@ -686,6 +733,10 @@ class ToolService(Generic[DepsT]):
         self.history_processors = check_processors(history_processors)
         self.blocking_in_event_loop = blocking_in_event_loop
         self._tools: dict[str, ToolLike] = {}
+        self._watched: list[_Watched] = []
+        """The registered sources whose tools may change (`tools_version`)."""
+        self._generation = 0
+        """+1 whenever the registered tools change after a run may have started."""
         self._default_parameters: ChatRequestParameters | None = None
         self._needy: list[str] | None = None
         """The registered tools that need deps (`needing_deps`), found at the first run."""
@@ -740,12 +791,27 @@ class ToolService(Generic[DepsT]):
         if group is not None and all(self._tools.get(item.name) is item for item in items):
             add_to_groups(self._groups, group, [item.name for item in items])
             return self
+        self._admissible(items, source)
+        add_to_groups(self._groups, group, [item.name for item in items])
+        self._tools.update((item.name, item) for item in items)
+        version = getattr(source, "tools_version", None)
+        if isinstance(version, int) and not is_tool(source):
+            self._watched.append(_Watched(source, [item.name for item in items], group, version))
+        self._changed()
+        return self
+
+    def _admissible(
+        self, items: Sequence[ToolLike], source: object, replacing: Collection[str] = ()
+    ) -> None:
+        """Raise when `items` (from `source`, in place of the tools named `replacing`) cannot
+        be registered; see `register`."""
         counts = Counter(item.name for item in items)
-        clash = next((name for name in counts if name in self._tools or counts[name] > 1), None)
+        taken = [name for name in counts if name in self._tools and name not in replacing]
+        clash = next(iter(taken), None) or next((n for n in counts if counts[n] > 1), None)
         if clash is not None:
             problem = (
                 f"a tool named {clash!r} is already registered"
-                if clash in self._tools
+                if taken
                 else f"two of its tools are named {clash!r}"
             )
             raise ValueError(
@@ -761,11 +827,46 @@ class ToolService(Generic[DepsT]):
             if item.specification.strict_schema:
                 render_schema(item.specification.parameters, "openai-strict")
             _require_serializable_return(item)
-        add_to_groups(self._groups, group, [item.name for item in items])
-        self._tools.update((item.name, item) for item in items)
+
+    def _changed(self) -> None:
         self._default_parameters = None
         self._needy = None
-        return self
+        self._generation += 1
+
+    def _refresh(self) -> None:
+        """Take the new tool list of each watched source whose `tools_version` moved, whole:
+        one that cannot be registered (a name another tool holds) is refused, with a warning,
+        and the source's old tools stay."""
+        changed = False
+        for watched in self._watched:
+            version = getattr(watched.source, "tools_version", watched.version)
+            if version == watched.version:
+                continue
+            watched.version = version
+            old = set(watched.names)
+            try:
+                items = tools_from(watched.source)
+                self._admissible(items, watched.source, replacing=old)
+            except (TypeError, ValueError) as exc:
+                logger.warning(
+                    "the changed tools of %s were refused, its former tools stay: %s",
+                    repr(watched.source),  # as it is now, not when the record is formatted
+                    exc,
+                )
+                continue
+            names = [item.name for item in items]
+            for group, members in self._groups.items():
+                if any(name in old for name in members):
+                    members[:] = [name for name in members if name not in old]
+                    add_to_groups(self._groups, group, names)
+            add_to_groups(self._groups, watched.group, names)
+            for name in old:
+                del self._tools[name]
+            self._tools.update((item.name, item) for item in items)
+            watched.names = names
+            changed = True
+        if changed:
+            self._changed()
 
     def _offer(
         self,
@@ -1084,6 +1185,7 @@ class ToolService(Generic[DepsT]):
         self._refuse_in_event_loop("stream", "async for event in service.astream(...)")
         run = _Run(self, model, messages, parameters, deps, output_type, options)
         with run:
+            progress = run.stream_progress()
             while True:
                 reader = _RoundReader()
                 for event in () if run.resuming else model.stream(run.next_request()):
@@ -1098,6 +1200,8 @@ class ToolService(Generic[DepsT]):
                     if not run.is_output(plan):
                         yield ToolCallEvent(plan.call)
                     settled.append(run.settle(plan, _execute(plan)))
+                    # Blocking: what the call reported comes when it returns, before its result.
+                    yield from progress.take()
                     yield run.result_event(plan, settled[-1])
                 if run.finish_round(planned, settled):
                     break
@@ -1164,7 +1268,16 @@ class ToolService(Generic[DepsT]):
         """Async `stream`, with the same arguments: calls run as under `achat`, and each
         `ToolResultEvent` is yielded as soon as its call finishes."""
         run = _Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
+        import asyncio  # loaded by then; not at import, for blocking programs
+
+        loop = asyncio.get_running_loop()
+        reported = asyncio.Event()
+
+        def wake() -> None:  # tools may report from other threads (an MCP session's loop)
+            loop.call_soon_threadsafe(reported.set)
+
         with run:
+            progress = run.stream_progress(wake)
             while True:
                 reader = _RoundReader()
                 async for event in (
@@ -1179,18 +1292,35 @@ class ToolService(Generic[DepsT]):
                 for plan in planned:
                     if not run.is_output(plan):
                         yield ToolCallEvent(plan.call)
-                # Results arrive in completion order and are recorded in the model's order.
-                import asyncio  # loaded by then; not at import, for blocking programs
-
+                # Results arrive in completion order and are recorded in the model's order;
+                # progress as it is reported, each call's before its result.
                 settled: dict[int, ToolExecution] = {}
                 for batch in _batches(planned, self.parallel):
-                    tasks = [asyncio.ensure_future(_asettle_at(run, plan)) for plan in batch]
+                    started = [asyncio.ensure_future(_asettle_at(run, plan)) for plan in batch]
+                    completed: list[asyncio.Future[Any]] = []  # in the order they finish
+                    for task in started:
+                        task.add_done_callback(completed.append)
                     try:
-                        for finished in asyncio.as_completed(tasks):
-                            index, settled[index] = await finished
+                        for _ in started:
+                            while not completed:
+                                running = [task for task in started if not task.done()]
+                                if not running:  # done: its callback runs at the next step
+                                    await asyncio.sleep(0)
+                                    continue
+                                woken = asyncio.ensure_future(reported.wait())
+                                await asyncio.wait(
+                                    {*running, woken}, return_when=asyncio.FIRST_COMPLETED
+                                )
+                                woken.cancel()
+                                reported.clear()
+                                for event in progress.take():
+                                    yield event
+                            for event in progress.take():
+                                yield event
+                            index, settled[index] = completed.pop(0).result()
                             yield run.result_event(planned[index], settled[index])
                     finally:
-                        await _cancel_unfinished(tasks)
+                        await _cancel_unfinished(started)
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                     break
             yield FinalResultEvent(run.result())
@@ -1421,6 +1551,16 @@ def _require_serializable_return(item: ToolLike) -> None:
 
     if isinstance(item, Tool) and (problem := item.unserializable_return()) is not None:
         raise TypeError(f"tool {item.name!r}: {problem}")
+
+
+@dataclass
+class _Watched:
+    """A registered source whose tools may change, and what the service took from it."""
+
+    source: Any
+    names: list[str]
+    group: str | Iterable[str] | None
+    version: int
 
 
 def tools_from(source: object) -> list[ToolLike]:

@@ -46,7 +46,14 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
         "agentforge_typed.temporal needs temporalio: pip install 'agentforge-typed[temporal]'"
     ) from error
 
-from ._approval import Approval, ApprovalState, Approved, PendingCall, ToolFailed
+from ._approval import (
+    Approval,
+    ApprovalState,
+    Approved,
+    ElicitationAnswer,
+    PendingCall,
+    ToolFailed,
+)
 from ._content import Content, TextContent
 from ._exceptions import AgentForgeError, ModelError, ToolArgumentsError
 from ._messages import ChatMessage, ToolCall
@@ -278,8 +285,14 @@ class Decisions(BaseModel):
         """The update's argument for these decisions (a `ToolFailed` result goes to `failed`)."""
         results = dict(external_results or {})
         failed = {k: v.message for k, v in results.items() if isinstance(v, ToolFailed)}
+        decided: dict[str, bool | str | Approved] = {}
+        for call_id, approval in (approvals or {}).items():
+            if isinstance(approval, ElicitationAnswer):
+                # Its activities cannot pause on a question, so no durable call waits for one.
+                raise TypeError(f"call {call_id!r}: a durable run has no question to answer")
+            decided[call_id] = approval
         return cls(
-            approvals=dict(approvals or {}),
+            approvals=decided,
             external_results={k: v for k, v in results.items() if k not in failed},
             failed=failed,
         )

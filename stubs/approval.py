@@ -13,6 +13,8 @@ from agentforge_typed import (
     Approved,
     ChatMessage,
     ChatRequestParameters,
+    Elicitation,
+    ElicitationAnswer,
     FunctionModel,
     PendingCall,
     PendingReason,
@@ -72,12 +74,15 @@ async def main() -> None:
     assert_type(paused.pending, Sequence[PendingCall])
     assert_type(paused.pending[0].call, ToolCall)
     assert_type(paused.pending[0].reason, PendingReason)
+    assert_type(paused.pending[0].elicitation, Elicitation | None)
 
     decisions: dict[str, Approval] = {
         "a": True,
         "b": False,
         "c": "too much",
         "d": Approved(arguments={"to": "bob", "amount": 5}),
+        "f": ElicitationAnswer({"name": "Ada"}),
+        "g": ElicitationAnswer(action="decline"),
     }
     service.chat(model, paused.messages, approvals=decisions, external_results={"e": {"x": 1}})
     await service.achat(model, paused.messages, external_results={"e": ToolFailed("404")})
@@ -87,6 +92,7 @@ async def main() -> None:
         pass
 
     service.chat(model, paused.messages, approvals={"a": 1.5})  # type: ignore[dict-item]
+    ElicitationAnswer(action="ignore")  # type: ignore[arg-type]
     service.chat(model, paused.messages, approvals=["a"])  # type: ignore[call-overload]
 
 

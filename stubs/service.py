@@ -26,6 +26,8 @@ from agentforge_typed import (
     ToolContext,
     ToolExecution,
     ToolLoopEvent,
+    ToolProgressEvent,
+    ToolContext,
     ToolService,
     UserMessage,
     drop_old_tool_results,
@@ -176,6 +178,9 @@ async def typed_deps(model: FunctionModel) -> None:
 
 @tool
 def get_user(ctx: ToolContext[Db]) -> str:
+    ctx.report_progress(1, 2, "looking the user up")
+    ctx.report_progress(0.5)
+    ctx.report_progress("half")  # type: ignore[arg-type]
     return ctx.deps.user()
 
 
@@ -227,3 +232,10 @@ def fallback_models() -> None:
     FallbackModel()  # type: ignore[call-arg]
     FallbackModel(model, fallback_on=lambda error: error.nope)  # type: ignore[attr-defined]
     FallbackModel("openai:gpt-4o")  # type: ignore[arg-type]
+
+
+def progress_of(event: ToolLoopEvent) -> float | None:
+    if isinstance(event, ToolProgressEvent):
+        assert_type(event.total, float | None)
+        return event.progress
+    return None

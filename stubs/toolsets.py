@@ -21,6 +21,7 @@ from agentforge_typed import (
     ToolSearch,
     ToolSelection,
     ToolService,
+    ToolAnnotations,
     ToolSpecification,
     tool,
 )
@@ -64,11 +65,16 @@ def usage() -> None:
     MCPServer.http("http://localhost/mcp", tool_filter=deny, tool_prefix="github_")
 
     def readonly(tool: MCPTool) -> bool:
+        assert_type(tool.annotations, ToolAnnotations | None)
+        assert_type(tool.retry_safe, bool)
         return tool.remote_name.startswith("get_")
 
     MCPServer.stdio("server", tool_filter=readonly)
     MCPServer.stdio("server", max_tools=5000, max_result_chars=20_000)
     MCPServer.stdio("server", max_tools="many")  # type: ignore[arg-type]
+    MCPServer.stdio("server", trusted=True, required=False, reconnect=True, idempotent=["put"])
+    MCPServer.stdio("server", idempotency_key_meta="example.com/idempotency-key")
+    MCPServer.stdio("server", trusted="yes")  # type: ignore[arg-type]
 
 
 def misuse() -> None:

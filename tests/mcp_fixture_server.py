@@ -1,11 +1,19 @@
 """A small MCP server for the MCP tests: a slow tool, a tool that kills its own process mid-call,
-a structured result and a tool that reads a request header. Run: `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
+a structured result, a tool that reads a request header, one that records whether it was
+cancelled, an idempotent one that kills its process the first time it runs, one that reports
+progress and one that asks the user a question (elicitation). Run:
+`python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+from pathlib import Path
+
+import anyio
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field, create_model
 
 try:  # SDK 2
     from mcp.server.mcpserver import Context
@@ -41,6 +49,61 @@ def header(name: str, ctx: Context) -> str:
     """The value of one HTTP request header ("(absent)" when it was not sent or over stdio)."""
     headers = getattr(ctx.request_context.request, "headers", None)
     return headers.get(name, "(absent)") if headers is not None else "(absent)"
+
+
+@server.tool()
+async def hang(marker: str) -> str:
+    """Wait a minute, writing to the file `marker` when it starts and when it is cancelled."""
+    await anyio.Path(marker).write_text("started")
+    try:
+        await anyio.sleep(60)
+    except anyio.get_cancelled_exc_class():
+        # Synchronously: an await in a cancelled task would be cancelled too.
+        Path(marker).write_text("cancelled")  # noqa: ASYNC240
+        raise
+    return "finished"
+
+
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True, destructive_hint=False))
+def flaky(marker: str) -> str:
+    """Exit the server process the first time (creating the file `marker`), answer after."""
+    if not Path(marker).exists():
+        Path(marker).write_text("died once")
+        os._exit(1)
+    return f"answered by process {os.getpid()}"
+
+
+@server.tool()
+async def count(steps: int, pause: float, ctx: Context) -> str:
+    """Count to `steps`, reporting each step as progress, `pause` seconds apart."""
+    for step in range(1, steps + 1):
+        await anyio.sleep(pause)
+        await ctx.report_progress(step, steps, f"step {step}")
+    return f"counted to {steps}"
+
+
+class Name(BaseModel):
+    name: str
+
+
+Big = create_model(  # type: ignore[call-overload]
+    "Big", **{f"field_{i}": (str, Field(description="a field " * 10)) for i in range(100)}
+)
+
+
+@server.tool()
+async def ask(ctx: Context, twice: bool = False, big: bool = False) -> str:
+    """Ask the user for their name (elicitation), `twice` or with a `big` form, and say what came
+    back."""
+    said: list[str] = []
+    for _ in range(2 if twice else 1):
+        try:
+            answer = await ctx.elicit("What is your name?", Big if big else Name)
+        except Exception as exc:
+            return f"not asked: {type(exc).__name__}: {exc}"
+        data = getattr(answer, "data", None)
+        said.append(f"{answer.action}" + (f" {data.name}" if data is not None else ""))
+    return "answer: " + ", ".join(said)
 
 
 if __name__ == "__main__":

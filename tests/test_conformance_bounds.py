@@ -24,7 +24,6 @@ from typing import Any
 import anyio
 import pytest
 from conformance import assert_covers
-from mcp import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
@@ -421,12 +420,12 @@ def _mcp_server(
         "bounds", on_list_tools=list_tools or one_tool, on_call_tool=on_call_tool or call_tool
     )
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
         client, streams = await stack.enter_async_context(create_client_server_memory_streams())
         tasks = await stack.enter_async_context(anyio.create_task_group())
         tasks.start_soon(served.run, *streams, served.create_initialization_options())
         stack.callback(tasks.cancel_scope.cancel)
-        return ClientSession(*client)
+        return client
 
     return MCPServer(connect, label="in-memory", **options)
 

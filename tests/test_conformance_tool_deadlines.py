@@ -5,7 +5,7 @@ than can be built in time.
 A tool body's own wait (`@tool`, `SchemaTool`) is bounded by its `timeout=` option; an
 `HttpTool` request by its `timeout` (each phase and the whole response); an MCP call by the
 server's `timeout`, and entering an MCP server — initializing, listing and building the tools —
-by its `connect_timeout`.
+by its `connect_timeout`, as is each reconnection to one.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from typing import Any
 import anyio
 import pytest
 from conformance import assert_covers
-from mcp import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
@@ -149,12 +148,12 @@ def _mcp_server(
 
     served = Server("slow", on_list_tools=list_tools, on_call_tool=call_tool)
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
         client, streams = await stack.enter_async_context(create_client_server_memory_streams())
         tasks = await stack.enter_async_context(anyio.create_task_group())
         tasks.start_soon(served.run, *streams, served.create_initialization_options())
         stack.callback(tasks.cancel_scope.cancel)
-        return ClientSession(*client)
+        return client
 
     return MCPServer(connect, label="slow", **options)
 
@@ -237,6 +236,47 @@ async def test_an_mcp_call_ends_within_its_timeout(is_async: bool) -> None:
             result = await asyncio.to_thread(slow.execute, call, CONTEXT)
         assert result.error_kind == "timeout"
         assert time.monotonic() - started < 0.5 + MARGIN
+    finally:
+        if is_async:
+            await server.aclose()
+        else:
+            await asyncio.to_thread(server.close)
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_an_mcp_reconnection_ends_within_connect_timeout(is_async: bool) -> None:
+    """The first connection is served; the second reaches a server that never answers."""
+    served = Server("once", on_list_tools=_listing(1))
+    attempts: list[int] = []
+
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
+        client, streams = await stack.enter_async_context(create_client_server_memory_streams())
+        if not attempts:
+            tasks = await stack.enter_async_context(anyio.create_task_group())
+            tasks.start_soon(served.run, *streams, served.create_initialization_options())
+            stack.callback(tasks.cancel_scope.cancel)
+        attempts.append(1)
+        return client
+
+    server = MCPServer(connect, label="once", connect_timeout=1.0, timeout=GIVE_UP)
+    await _enter(server, is_async)
+    try:
+        (t,) = server.tools()
+        # However the loss is noticed (the stream ends, a call fails), the next call reconnects.
+        server._connection.live.held.lost = "gone"  # type: ignore[union-attr]
+        call = ToolCall(id="c1", name=t.name, arguments="{}")
+        started = time.monotonic()
+        if is_async:
+            result = await t.aexecute(call, CONTEXT)
+        else:
+            result = await asyncio.to_thread(t.execute, call, CONTEXT)
+        assert time.monotonic() - started < 1.0 + MARGIN
+        assert len(attempts) == 2
+        assert result.text.startswith(
+            "Tool `t0_0` failed: the MCP server is gone and reconnecting failed (TimeoutError: "
+        )
+        assert "within 1 seconds (connect_timeout)); the next attempt is in 1 s" in result.text
     finally:
         if is_async:
             await server.aclose()

@@ -20,7 +20,6 @@ from typing import Annotated, Any
 import httpx
 import pytest
 from conformance import assert_covers, assert_linear
-from mcp import ClientSession
 from pydantic import BaseModel, Field
 
 from agentforge_typed import (
@@ -170,7 +169,7 @@ def _answer(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, json={"ok": True})
 
 
-async def _never_connected(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+async def _never_connected(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
     raise AssertionError("the suite validates MCP arguments locally, without a server")
 
 

@@ -19,7 +19,6 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from mcp import ClientSession
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, Tool
@@ -125,12 +124,12 @@ def low_level(result: CallToolResult, output_schema: Any = FORECAST_SCHEMA) -> I
 
     served = Server("low", on_list_tools=list_tools, on_call_tool=call_tool)
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
+    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
         client, streams = await stack.enter_async_context(create_client_server_memory_streams())
         tasks = await stack.enter_async_context(anyio.create_task_group())
         tasks.start_soon(served.run, *streams, served.create_initialization_options())
         stack.callback(tasks.cancel_scope.cancel)
-        return ClientSession(*client)
+        return client
 
     with MCPServer(connect, label="low") as server:
         yield server

@@ -145,4 +145,5 @@ async def test_dead_server_gives_error_results_and_the_loop_goes_on(
     assert answer == 'add=5 | get_price={"sku":"pen%2Fblue","price":12.5} | get_current_time=error'
     failed = [e for e in result.tool_executions if e.failed]
     assert [e.call.name for e in failed] == ["get_current_time"]
-    assert "the MCP server is gone" in failed[0].result.text
+    # Killed before the transport noticed: the call went out, and may have reached it.
+    assert "the connection to the MCP server was lost during the call" in failed[0].result.text

@@ -2,7 +2,8 @@
 
 Errors (non-zero exit): an item that cannot be made a tool, a name a provider refuses, a schema a
 dialect cannot express, two tools with one name, a return type that cannot be serialized. Warnings: a tool or a parameter without a
-description (the model has only the name to go by). With a `ModelProfile`, also its limits: tools
+description (the model has only the name to go by), annotations that contradict each other (an
+MCP tool both read-only and destructive: a trusted server's tool is then treated as destructive). With a `ModelProfile`, also its limits: tools
 at all, the number of tools, schema keywords the endpoint refuses (an error when the keyword
 carries a type, a warning when it will be moved into a description), strict schemas sent plain.
 A typed tool that returns images, documents, audio or files (its return annotation says so) is
@@ -148,6 +149,8 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
         )
     for name in _undescribed_parameters(spec.parameters):
         at.warning("missing-parameter-description", f"parameter {name!r} has no description")
+    for contradiction in spec.annotations.contradictions() if spec.annotations else ():
+        at.warning("contradictory-annotations", f"annotations contradict: {contradiction}")
     for dialect in dialects:
         rules = dialect_rules(dialect)
         plain = _STRICT_OF.get(dialect)

@@ -79,6 +79,26 @@ class ToolContext(Generic[DepsT]):
     """1 for the first call of this tool in the run, +1 after each failed attempt (invalid
     arguments, `ModelRetry`), and 1 again after a successful call."""
     conversation_id: str | None = None
+    # `Any` rather than the callable's type: a `ToolContext` nested in a parameter's type must
+    # still build a schema, for the signature check to name it (pydantic has none for callables).
+    on_progress: Any = field(default=None, repr=False, compare=False)
+    """Where `report_progress` goes, a `(progress, total, message) -> None` callable: set by
+    `ToolService` when someone listens (`stream`, `astream`, instrumentation); `None` otherwise."""
+    may_pause: bool = field(default=False, repr=False, compare=False)
+    """Whether the run can pause on this call until the user answers a question it asks (a
+    `ToolService` run); a tool that cannot must do without the answer."""
+    answer: Any = field(default=None, repr=False, compare=False)
+    """The user's answer (`ElicitationAnswer`) to the question this call paused on, when the run
+    resumes with one."""
+
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell whoever watches the run how far the call is (a `ToolProgressEvent` in
+        `stream`/`astream`, a span event when instrumented); nothing when no one does. Safe to
+        call from any thread. An MCP tool forwards its server's progress notifications here."""
+        if self.on_progress is not None:
+            self.on_progress(progress, total, message)
 
     @property
     def idempotency_key(self) -> str:

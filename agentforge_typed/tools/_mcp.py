@@ -8,6 +8,11 @@ and `aexecute` talks to it directly. Entered with `with`, the session runs on a 
 with its own event loop (an anyio blocking portal), and both `execute` and `aexecute` reach it
 through that portal. Every call is bounded by `timeout`, so a server that stops answering gives
 error results instead of a hung conversation.
+
+A session is held by a task of its own (`_hold`) in a task group that lives as long as the entered
+server (`_run`), so that a lost session can be replaced from whichever call finds it gone: the
+next call reconnects, with a backoff after failed attempts, and a call that was in flight when
+the connection went is retried only when that is safe (see `MCPTool.retry_safe`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import concurrent.futures
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -31,8 +37,9 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from typing_extensions import TypedDict, Unpack
 
+from .._approval import ElicitationAnswer
 from .._messages import ToolCall
-from .._request import ToolSpecification
+from .._request import ToolAnnotations, ToolSpecification
 from .._sync import running_loop
 from ._base import (
     ApprovalPolicy,
@@ -45,6 +52,7 @@ from ._base import (
     check_options,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
+from ._mcp_questions import Desk, OpenCall
 from ._mcp_results import OutputSchema, map_call_result, own_output_validation
 from ._outcomes import (
     execution_error_result,
@@ -57,6 +65,8 @@ from ._schema_tool import valid_arguments
 from ._signature import check_tool_name
 
 if TYPE_CHECKING:
+    import anyio
+    import anyio.abc
     import anyio.from_thread
     from mcp import ClientSession
 
@@ -72,23 +82,83 @@ DEFAULT_MAX_TOOLS = 1000
 """The most tools a server may list by default (`MCPServerOptions.max_tools`)."""
 _STREAM_READ_TIMEOUT = 300.0
 """Seconds an HTTP read may wait (the SDK's default); each tool call has its own `timeout`."""
+RECONNECT_FIRST_DELAY = 1.0
+"""Seconds between the first failed reconnection attempt and the next one; each further failure
+doubles the wait, up to `RECONNECT_MAX_DELAY`. The first attempt is made at once."""
+RECONNECT_MAX_DELAY = 30.0
+"""The longest wait between two reconnection attempts."""
+RELIST_INTERVAL = 1.0
+"""The least seconds between the starts of two listings after `notifications/tools/list_changed`:
+a server flooding them gets one listing a second at most."""
 
-_Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable["ClientSession"]]
+_Streams = tuple[Any, Any]
+"""A transport's (read, write) message streams, as the SDK's clients yield them."""
+_Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable[_Streams]]
+
+
+@dataclass
+class _Held:
+    """One live session, held open by its own task until `done` is set."""
+
+    session: ClientSession
+    tools: list[MCPTool]
+    """The tools it listed when it connected."""
+    done: anyio.Event
+    lost: str | None = None
+    """Why the session is known to be gone, once it is."""
+
+    def usable(self) -> bool:
+        """Whether calls may go to this session (not known to be gone)."""
+        # The SDK's dispatcher notices the end of the stream (a server that exited between two
+        # calls) before any call does: then nothing was sent, so reconnecting first is safe.
+        dispatcher = getattr(self.session, "_dispatcher", None)
+        if self.lost is None and getattr(dispatcher, "_closed", False):
+            self.lost = "the connection is closed"
+        return self.lost is None
+
+
+@dataclass
+class _Live:
+    """The task group that holds the sessions of one entered server, its reconnections and its
+    tool list."""
+
+    owner: anyio.abc.TaskGroup
+    lock: anyio.Lock
+    """Held while reconnecting: one attempt at a time."""
+    held: _Held = field(init=False)
+    tools: list[MCPTool] = field(default_factory=list)
+    """The tools as last listed; replaced whole, never changed in place."""
+    version: int = 0
+    """+1 each time `tools` is replaced by a different list."""
+    failures: int = 0
+    """Reconnection attempts that failed in a row."""
+    retry_at: float = 0.0
+    """`time.monotonic()` before which no new attempt is made."""
+    relisting: anyio.Event | None = None
+    """Set when the listing under way after `notifications/tools/list_changed` ends."""
+    relist_again: bool = False
+    """Another notification came during it: list once more when it ends (however many came)."""
+
+    def adopt(self, tools: list[MCPTool]) -> None:
+        """Make `tools` the current list, counting a new version when it differs."""
+        if [t.specification for t in tools] != [t.specification for t in self.tools]:
+            self.version += 1
+        self.tools = tools
 
 
 @dataclass
 class _Connection:
-    """One entered session and how to reach it."""
+    """One entered server and how to reach its session's loop."""
 
-    session: ClientSession
+    live: _Live | None
+    """`None` for an optional server that did not connect."""
     mode: Literal["sync", "async"]
     loop: asyncio.AbstractEventLoop | None = None
     """The caller's loop (`async with`)."""
     portal: anyio.from_thread.BlockingPortal | None = None
     """The background loop's portal (`with`)."""
     closed_reason: str | None = None
-    """Set once the connection is known to be gone: later calls fail fast."""
-    tools: list[MCPTool] = field(default_factory=list)
+    """Set once the server is closed (or never connected): later calls fail fast."""
 
 
 class MCPServerOptions(TypedDict, total=False):
@@ -127,8 +197,31 @@ class MCPServerOptions(TypedDict, total=False):
     requires_approval: ApprovalPolicy | Mapping[str, ApprovalPolicy]
     """Pause a `ToolService` run on the calls of this server's tools until a person decides: one
     policy for every tool (`True`, or a sync or async `(call, context) -> bool`), or a mapping
-    from the server's tool names (without `tool_prefix`) to policies, the unnamed tools needing
-    none (default `False`)."""
+    from the server's tool names (without `tool_prefix`) to policies. A tool it does not decide
+    needs no approval, unless the server is `trusted` and the tool may be destructive."""
+    trusted: bool
+    """Let the tools' annotations set policy (default `False`: they are hints from a server that
+    may lie, and change nothing). Trusted, a read-only tool needs no approval and runs in parallel;
+    a tool that may be destructive (the specification's default for one that is not read-only)
+    needs approval and runs alone, in the model's order; an idempotent or read-only one is retried
+    after a reconnection. What `requires_approval` and `sequential` say wins."""
+    idempotent: bool | Collection[str]
+    """The tools (by the server's names, or `True` for all) that may be sent again when the
+    connection was lost during a call: the user's word, trusted or not (default `False`)."""
+    idempotency_key_meta: str | None
+    """Send each call's `ToolContext.idempotency_key` in the request's `_meta` under this key
+    (e.g. `"example.com/idempotency-key"`), for a server that performs a key's effect once; such
+    calls are retried after a reconnection (default `None`: not sent)."""
+    reconnect: bool
+    """Reconnect on the next call once the connection is lost (default `True`), waiting
+    `RECONNECT_FIRST_DELAY` seconds after a failed attempt, doubling up to
+    `RECONNECT_MAX_DELAY`; `False`: every later call fails at once."""
+    elicitation_timeout: float
+    """Seconds a question the server asks during a call (elicitation) waits for the user's
+    answer while the run is paused on it (default 600); then the server is answered `cancel`."""
+    required: bool
+    """Whether failing to connect when entered raises (default `True`); `False` logs a warning
+    and enters the server with no tools, so a run proceeds without them."""
 
 
 class MCPServer:
@@ -146,8 +239,8 @@ class MCPServer:
     before anything is sent. Leaving the block closes the session (and stops a stdio server).
 
     Args:
-        connect: Opens the transport and an unstarted `ClientSession` on the given exit stack
-            (what `stdio` and `http` build for you).
+        connect: Opens the transport on the given exit stack and returns its (read, write)
+            message streams (what `stdio` and `http` build for you).
         label: How errors and `repr` name this server.
         **options: See `MCPServerOptions`.
     """
@@ -166,6 +259,18 @@ class MCPServer:
         self.max_retries = options.get("max_retries", 2)
         self.sequential = options.get("sequential", False)
         self.requires_approval = options.get("requires_approval", False)
+        self.trusted = options.get("trusted", False)
+        idempotent = options.get("idempotent", False)
+        if isinstance(idempotent, str):
+            raise TypeError("idempotent must be a bool or a collection of tool names, not a str")
+        self.idempotent = idempotent
+        self.idempotency_key_meta = options.get("idempotency_key_meta")
+        self.reconnect = options.get("reconnect", True)
+        self.required = options.get("required", True)
+        self.elicitation_timeout = options.get("elicitation_timeout", 600.0)
+        self._desk = Desk(self.label, self.timeout, self.elicitation_timeout)
+        # What the user said, which wins over what a trusted server's annotations imply.
+        self._given = frozenset(options.keys() & {"requires_approval", "sequential"})
         self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))
         self.max_tools = options.get("max_tools", DEFAULT_MAX_TOOLS)
         if self.max_tools < 1:
@@ -176,7 +281,6 @@ class MCPServer:
         )
         self._connection: _Connection | None = None
         self._exit: Callable[[], Any] | None = None
-        self._built: list[MCPTool] = []
 
     @classmethod
     def stdio(
@@ -200,8 +304,8 @@ class MCPServer:
             **options: See `MCPServerOptions`.
         """
 
-        async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
-            from mcp import ClientSession, StdioServerParameters, stdio_client
+        async def connect(stack: contextlib.AsyncExitStack[Any]) -> _Streams:
+            from mcp import StdioServerParameters, stdio_client
 
             parameters = StdioServerParameters(
                 command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
@@ -209,7 +313,7 @@ class MCPServer:
             streams = await stack.enter_async_context(
                 stdio_client(parameters, errlog=errlog or sys.stderr)
             )
-            return ClientSession(streams[0], streams[1])
+            return streams[0], streams[1]
 
         return cls(connect, label=" ".join([command, *args]), **options)
 
@@ -229,8 +333,7 @@ class MCPServer:
             **options: See `MCPServerOptions`.
         """
 
-        async def connect(stack: contextlib.AsyncExitStack[Any]) -> ClientSession:
-            from mcp import ClientSession
+        async def connect(stack: contextlib.AsyncExitStack[Any]) -> _Streams:
             from mcp.client import streamable_http
 
             # SDK 2's `streamable_http_client` takes headers through the HTTP client it is given
@@ -253,13 +356,14 @@ class MCPServer:
                     url, headers=dict(headers or {})
                 )
             streams = await stack.enter_async_context(transport)
-            return ClientSession(streams[0], streams[1])
+            return streams[0], streams[1]
 
         server = cls(connect, label=url, **options)
         return server
 
     def __repr__(self) -> str:
-        state = "connected" if self._connection else "not connected"
+        connected = self._connection is not None and self._connection.live is not None
+        state = "connected" if connected else "not connected"
         return f"MCPServer({self.label!r}, {state})"
 
     # --- lifecycle -------------------------------------------------------------------------
@@ -271,19 +375,20 @@ class MCPServer:
         portal_cm = anyio.from_thread.start_blocking_portal(name="agentforge-mcp")
         portal = portal_cm.__enter__()
         try:
-            session_cm = portal.wrap_async_context_manager(self._session())
-            session = session_cm.__enter__()
+            run_cm = portal.wrap_async_context_manager(self._run())
+            live = run_cm.__enter__()
         except BaseException as exc:
             portal_cm.__exit__(None, None, None)
-            raise _single(exc) from None
+            self._not_connected(_single(exc), "sync")
+            return self
 
         def close() -> None:
             try:
-                session_cm.__exit__(None, None, None)
+                run_cm.__exit__(None, None, None)
             finally:
                 portal_cm.__exit__(None, None, None)
 
-        self._start(_Connection(session, "sync", portal=portal), close)
+        self._start(_Connection(live, "sync", portal=portal), close)
         return self
 
     def __exit__(
@@ -298,10 +403,11 @@ class MCPServer:
         self._check_not_entered()
         stack = contextlib.AsyncExitStack()
         try:
-            session = await stack.enter_async_context(self._session())
+            live = await stack.enter_async_context(self._run())
         except BaseException as exc:
-            raise _single(exc) from None
-        self._start(_Connection(session, "async", loop=asyncio.get_running_loop()), stack.aclose)
+            self._not_connected(_single(exc), "async")
+            return self
+        self._start(_Connection(live, "async", loop=asyncio.get_running_loop()), stack.aclose)
         return self
 
     async def __aexit__(
@@ -315,7 +421,7 @@ class MCPServer:
     def close(self) -> None:
         """Close a session entered with `with`."""
         connection, close = self._stop()
-        if connection is None or close is None:
+        if connection is None or close is None or connection.live is None:
             return
         if connection.mode != "sync":
             raise RuntimeError("this MCPServer was entered with `async with`: use `aclose()`")
@@ -325,7 +431,7 @@ class MCPServer:
         """Close a session entered with `async with` (or, without blocking, one entered with
         `with`)."""
         connection, close = self._stop()
-        if connection is None or close is None:
+        if connection is None or close is None or connection.live is None:
             return
         if connection.mode == "sync":
             await asyncio.to_thread(close)
@@ -333,26 +439,127 @@ class MCPServer:
             await close()
 
     @contextlib.asynccontextmanager
-    async def _session(self) -> AsyncIterator[ClientSession]:
+    async def _run(self) -> AsyncIterator[_Live]:
+        """The task group holding this server's sessions, with the first one connected."""
         import anyio
 
+        async with anyio.create_task_group() as owner:
+            live = _Live(owner, anyio.Lock())
+            live.held = await owner.start(self._hold, live)
+            live.adopt(live.held.tools)
+            try:
+                yield live
+            finally:
+                live.held.done.set()
+
+    async def _hold(self, live: _Live, *, task_status: anyio.abc.TaskStatus[_Held]) -> None:
+        """Connect, hand the session over, and keep it open until told to close it.
+
+        Failing to connect raises to whoever started this task; once the session is handed over,
+        nothing escapes: a session that ends by itself is marked lost for the next call to see.
+        """
+        import anyio
+
+        held: _Held | None = None
+        try:
+            async with self._session(live) as (session, tools):
+                held = _Held(session, tools, anyio.Event())
+                task_status.started(held)
+                await held.done.wait()
+        except Exception as exc:
+            if held is None:
+                raise
+            held.lost = held.lost or f"the session ended ({_describe(_single(exc))})"
+            logger.debug("MCP server %s: session ended: %r", self.label, exc)
+
+    @contextlib.asynccontextmanager
+    async def _session(self, live: _Live) -> AsyncIterator[tuple[ClientSession, list[MCPTool]]]:
+        import anyio
+        from mcp import ClientSession
+
+        async def on_message(message: Any) -> None:
+            self._on_message(live, message)
+
+        made: list[ClientSession] = []
         async with contextlib.AsyncExitStack() as stack:
-            session = await stack.enter_async_context(await self._connect(stack))
+            read, write = await self._connect(stack)
+            elicit = self._desk.callback(lambda: made[0] if made else None)
+            made.append(
+                ClientSession(read, write, message_handler=on_message, elicitation_callback=elicit)
+            )
+            session = await stack.enter_async_context(made[0])
             try:
                 with anyio.fail_after(self.connect_timeout):
                     await session.initialize()
-                    listed = await _list_tools(session, self.max_tools, self.label)
-                    self._built = await self._usable_tools(listed)
+                    tools = await self._list(session)
             except TimeoutError:
                 raise TimeoutError(
                     f"MCP server {self.label!r} did not initialize and list its tools within "
                     f"{self.connect_timeout:g} seconds (connect_timeout)"
                 ) from None
-            yield session
+            yield session, tools
+
+    async def _list(self, session: ClientSession) -> list[MCPTool]:
+        listed = await _list_tools(session, self.max_tools, self.label)
+        return await self._usable_tools(listed)
+
+    def _on_message(self, live: _Live, message: Any) -> None:
+        """Runs in the session's receive loop, so it only takes note and starts tasks: a server
+        flooding notifications costs a flag each."""
+        from mcp.types import ToolListChangedNotification
+
+        if isinstance(message, ToolListChangedNotification):
+            if live.relisting is not None:
+                live.relist_again = True
+            else:
+                import anyio
+
+                live.relisting = anyio.Event()
+                live.owner.start_soon(self._relist, live, live.relisting)
+
+    async def _relist(self, live: _Live, done: anyio.Event) -> None:
+        """List the tools again (under `connect_timeout` and `max_tools`), and again after each
+        listing during which more notifications came, at most once every `RELIST_INTERVAL`
+        seconds; a listing that fails leaves the list as it was, with a warning."""
+        import anyio
+
+        try:
+            while True:
+                live.relist_again = False
+                started = time.monotonic()
+                held = live.held
+                if held.usable():
+                    try:
+                        with anyio.fail_after(self.connect_timeout):
+                            live.adopt(await self._list(held.session))
+                    except Exception as exc:
+                        logger.warning(
+                            "MCP server %s: listing its changed tools failed; keeping the old "
+                            "list: %s",
+                            self.label,
+                            _describe(_single(exc)),
+                        )
+                if not live.relist_again:
+                    return
+                await anyio.sleep(started + RELIST_INTERVAL - time.monotonic())
+        finally:
+            live.relisting = None
+            done.set()
 
     def _start(self, connection: _Connection, close: Callable[[], Any]) -> None:
-        connection.tools, self._built = self._built, []
         self._connection, self._exit = connection, close
+
+    def _not_connected(self, exc: BaseException, mode: Literal["sync", "async"]) -> None:
+        """Enter an optional server that failed to connect with no tools; raise for another."""
+        if self.required or not isinstance(exc, Exception):
+            raise exc
+        logger.warning(
+            "MCP server %s did not connect; continuing without its tools: %s",
+            self.label,
+            _describe(exc),
+        )
+        connection = _Connection(None, mode, closed_reason="the MCP server did not connect")
+        self._start(connection, lambda: None)
 
     async def _usable_tools(self, listing: list[dict[str, Any]]) -> list[MCPTool]:
         """A tool for each one listed, except those whose name a provider would refuse, whose
@@ -406,16 +613,44 @@ class MCPServer:
     # --- tools -----------------------------------------------------------------------------
 
     def tools(self) -> Sequence[MCPTool]:
-        """The server's tools, as listed when the session was entered.
+        """The server's tools, as listed when the session was entered (none for an optional
+        server that did not connect).
 
         Raises:
             RuntimeError: When the server has not been entered (`with` / `async with`).
         """
         if self._connection is None:
             raise RuntimeError(f"enter {self!r} (`with` or `async with`) before listing its tools")
-        return tuple(self._connection.tools)
+        live = self._connection.live
+        return () if live is None else tuple(live.tools)
 
-    def _call_blocking(self, tool: MCPTool, arguments: dict[str, Any]) -> ToolExecutionResult:
+    @property
+    def protocol_version(self) -> str | None:
+        """The MCP revision the session speaks (the newest both sides offered at the
+        `initialize` handshake, e.g. `"2025-11-25"`); `None` when not connected."""
+        live = self._connection.live if self._connection is not None else None
+        if live is None:
+            return None
+        version: str | None = getattr(live.held.session, "protocol_version", None)
+        return version
+
+    @property
+    def tools_version(self) -> int:
+        """Counts the changes of `tools()`: a server's `notifications/tools/list_changed` (or a
+        reconnection) that brings a different list adds one. A `ToolService` compares it
+        between rounds and takes the new list then, never mid-round."""
+        live = self._connection.live if self._connection is not None else None
+        return 0 if live is None else live.version
+
+    @property
+    def _deadline(self) -> float:
+        """How long a caller outside the session's loop waits: a reconnection and two tries at
+        most (the inner deadlines end it first), plus the portal's grace."""
+        return self.connect_timeout + 2 * self.timeout + _PORTAL_GRACE
+
+    def _call_blocking(
+        self, tool: MCPTool, call: ToolCall, arguments: dict[str, Any], context: ToolContext[Any]
+    ) -> ToolExecutionResult:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
@@ -425,59 +660,207 @@ class MCPServer:
                 "the MCP server was entered with `async with`; "
                 "call it with `aexecute` (or from another thread)",
             )
-        future = self._submit(connection, tool, arguments)
+        future = self._submit(connection, tool, call, arguments, context)
         try:
-            return future.result(self.timeout + _PORTAL_GRACE)
+            return future.result(self._deadline)
         except concurrent.futures.TimeoutError:
             future.cancel()
             return timeout_result(tool.name, self.timeout)
 
-    async def _call_async(self, tool: MCPTool, arguments: dict[str, Any]) -> ToolExecutionResult:
+    async def _call_async(
+        self, tool: MCPTool, call: ToolCall, arguments: dict[str, Any], context: ToolContext[Any]
+    ) -> ToolExecutionResult:
         connection = self._connection
         if connection is None:
             return _not_connected(tool)
         if connection.portal is None and connection.loop is asyncio.get_running_loop():
-            return await self._acall(connection, tool, arguments)
-        future = self._submit(connection, tool, arguments)
+            return await self._acall(connection, tool, call, arguments, context)
+        future = self._submit(connection, tool, call, arguments, context)
         wrapped = asyncio.wrap_future(future)
-        done, _ = await asyncio.wait({wrapped}, timeout=self.timeout + _PORTAL_GRACE)
+        done, _ = await asyncio.wait({wrapped}, timeout=self._deadline)
         if not done:
             future.cancel()
             return timeout_result(tool.name, self.timeout)
         return wrapped.result()
 
     def _submit(
-        self, connection: _Connection, tool: MCPTool, arguments: dict[str, Any]
+        self,
+        connection: _Connection,
+        tool: MCPTool,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
     ) -> concurrent.futures.Future[ToolExecutionResult]:
         """Start the call on the session's loop, from outside that loop."""
         if connection.portal is not None:
-            return connection.portal.start_task_soon(self._acall, connection, tool, arguments)
+            return connection.portal.start_task_soon(
+                self._acall, connection, tool, call, arguments, context
+            )
         assert connection.loop is not None
         return asyncio.run_coroutine_threadsafe(
-            self._acall(connection, tool, arguments), connection.loop
+            self._acall(connection, tool, call, arguments, context), connection.loop
         )
 
     async def _acall(
-        self, connection: _Connection, tool: MCPTool, arguments: dict[str, Any]
+        self,
+        connection: _Connection,
+        tool: MCPTool,
+        call: ToolCall,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
     ) -> ToolExecutionResult:
-        """Runs on the session's loop; maps every outcome to a result."""
+        """Runs on the session's loop. A call resuming with the user's answer gives it to its
+        waiting request; a call that may pause on a question is sent apart from the run (see
+        `_mcp_questions`); any other is sent here."""
+        if context.answer is not None:
+            return await self._desk.resume(call, tool.name, context.answer)
+        live = connection.live
+        opened = self._desk.open(call.id) if context.may_pause and live is not None else None
+        if opened is None or live is None:
+            return await self._call(connection, tool, arguments, context, None)
+        live.owner.start_soon(self._call_apart, opened, connection, tool, arguments, context)
+        return await self._desk.next(call, opened)
+
+    async def _call_apart(
+        self,
+        opened: OpenCall,
+        connection: _Connection,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
+    ) -> None:
+        try:
+            opened.outcome = await self._call(connection, tool, arguments, context, opened)
+        except Exception as exc:  # a task of the server's task group: nothing may escape
+            opened.outcome = failure_result(tool.name, exc)
+        finally:
+            opened.changed.set()
+
+    async def _call(
+        self,
+        connection: _Connection,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        context: ToolContext[Any],
+        opened: OpenCall | None,
+    ) -> ToolExecutionResult:
+        """Maps every outcome of one call to a result.
+
+        A session known to be gone is replaced before the call (nothing was sent). A connection
+        lost during the call is an error result, unless the call is safe to send again: then,
+        if this call did not reconnect already, once more on a new session.
+        """
+        live = connection.live
+        if connection.closed_reason is not None or live is None:
+            return execution_error_result(tool.name, connection.closed_reason or "not connected")
+        reconnected = not live.held.usable()
+        held = await self._usable_session(live)
+        if isinstance(held, str):
+            return execution_error_result(tool.name, held)
+        meta = None
+        if self.idempotency_key_meta is not None:
+            meta = {self.idempotency_key_meta: context.idempotency_key}
+        progress = _progress_callback(context)
+        outcome = await self._send(held, tool, arguments, meta, progress, opened)
+        if not isinstance(outcome, Exception):
+            await self._settle_listing(live)
+            return outcome
+        if reconnected or not tool.retry_safe:
+            why = "" if tool.retry_safe else "; not sent again, as it may have taken effect"
+            return execution_error_result(
+                tool.name,
+                f"the connection to the MCP server was lost during the call ({held.lost}){why}",
+                exception=outcome,
+            )
+        retry = await self._usable_session(live)
+        if isinstance(retry, str):
+            return execution_error_result(tool.name, retry, exception=outcome)
+        again = await self._send(retry, tool, arguments, meta, progress, opened)
+        if isinstance(again, Exception):
+            return execution_error_result(
+                tool.name,
+                f"the connection to the MCP server was lost during the call, twice ({retry.lost})",
+                exception=again,
+            )
+        return again
+
+    async def _settle_listing(self, live: _Live) -> None:
+        """Let a listing the call set off (its server sent `tools/list_changed` before the
+        result) end before the result is returned, so that the next round offers the new list;
+        within `connect_timeout`."""
+        if live.relisting is not None:
+            import anyio
+
+            with anyio.move_on_after(self.connect_timeout):
+                await live.relisting.wait()
+
+    async def _send(
+        self,
+        held: _Held,
+        tool: MCPTool,
+        arguments: dict[str, Any],
+        meta: Any,
+        progress: Any,
+        opened: OpenCall | None,
+    ) -> ToolExecutionResult | Exception:
+        """One `tools/call` on `held`'s session: a result, or the exception that says the
+        connection was lost (and marks `held` lost)."""
         import anyio
 
-        if connection.closed_reason is not None:
-            return execution_error_result(tool.name, connection.closed_reason)
         try:
-            with anyio.fail_after(self.timeout):
-                result = await connection.session.call_tool(tool.remote_name, arguments)
-        except TimeoutError:
-            return timeout_result(tool.name, self.timeout)
+            # On the deadline the SDK sends `notifications/cancelled` for the request as it
+            # unwinds, so the server stops the call rather than running it to no one.
+            with anyio.CancelScope(deadline=anyio.current_time() + self.timeout) as scope:
+                if opened is not None:  # a question sets the deadline aside while it waits
+                    opened.session, opened.scope = held.session, scope
+                result = await held.session.call_tool(
+                    tool.remote_name, arguments, progress_callback=progress, meta=meta
+                )
+            if scope.cancelled_caught:
+                return timeout_result(tool.name, self.timeout)
         except Exception as exc:
             if not _is_connection_lost(exc):
                 return failure_result(tool.name, exc)
-            connection.closed_reason = f"the MCP server is gone ({type(exc).__name__}: {exc})"
+            held.lost = _describe(exc)
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
-            return execution_error_result(tool.name, connection.closed_reason, exception=exc)
+            return exc
         dumped = result.model_dump(mode="json", by_alias=True)
         return map_call_result(tool.name, dumped, self._max_result, tool.output_schema)
+
+    async def _usable_session(self, live: _Live) -> _Held | str:
+        """`live`'s session, reconnected first when it is known to be gone; or why there is
+        none (reconnection off, waiting out the backoff, or the attempt failed)."""
+        if live.held.usable():
+            return live.held
+        if not self.reconnect:
+            return f"the MCP server is gone ({live.held.lost})"
+        async with live.lock:
+            if live.held.usable():  # another call reconnected meanwhile
+                return live.held
+            wait = live.retry_at - time.monotonic()
+            if wait > 0:
+                return (
+                    f"the MCP server is gone ({live.held.lost}); "
+                    f"the next reconnection attempt is in {wait:.1f} s"
+                )
+            live.held.done.set()
+            try:
+                held: _Held = await live.owner.start(self._hold, live)
+            except Exception as exc:
+                live.failures += 1
+                delay = min(RECONNECT_FIRST_DELAY * 2 ** (live.failures - 1), RECONNECT_MAX_DELAY)
+                live.retry_at = time.monotonic() + delay
+                reason = _describe(_single(exc))
+                live.held.lost = f"reconnecting failed: {reason}"
+                logger.warning("MCP server %s: reconnecting failed: %s", self.label, reason)
+                return (
+                    f"the MCP server is gone and reconnecting failed ({reason}); "
+                    f"the next attempt is in {delay:g} s"
+                )
+            live.failures, live.held = 0, held
+            live.adopt(held.tools)
+            logger.warning("MCP server %s: reconnected", self.label)
+            return held
 
 
 class MCPTool(DeclaredTool):
@@ -505,13 +888,28 @@ class MCPTool(DeclaredTool):
             name=name,
             description=listed.get("description") or "",
             parameters=self._arguments.schema,  # what is enforced: undeclared keys refused
+            annotations=_map_annotations(listed),
         )
         output = listed.get("outputSchema")
         self.output_schema = None if output is None else OutputSchema(output, tool_name=name)
         """The `outputSchema` its results' `structuredContent` is checked against, if any."""
+        # A trusted tool that says nothing gets the specification's defaults (not read-only,
+        # possibly destructive, not idempotent).
+        hints = (self.annotations or ToolAnnotations()) if server.trusted else None
+        # Trusted hints that contradict each other are read as the worst case: not read-only.
+        read_only = hints is not None and bool(hints.read_only) and not hints.contradictions()
+        self._read_only = read_only
+        self._may_destroy = hints is not None and not read_only and hints.destructive is not False
+        self._idempotent = read_only or (hints is not None and hints.idempotent is True)
 
     def __repr__(self) -> str:
         return f"MCPTool({self.name!r} of {self.server.label!r})"
+
+    @property
+    def annotations(self) -> ToolAnnotations | None:
+        """What the server says about the tool's behaviour (`None` when it says nothing); acted
+        on only when the server is `trusted`."""
+        return self._specification.annotations
 
     @property
     def return_behavior(self) -> ReturnBehavior:
@@ -525,8 +923,11 @@ class MCPTool(DeclaredTool):
 
     @property
     def sequential(self) -> bool:
-        """Whether calls must not run concurrently (the server's setting)."""
-        return self.server.sequential
+        """Whether calls must not run concurrently: the server's setting when given, else
+        whether a trusted server says the tool may be destructive."""
+        if "sequential" in self.server._given:
+            return self.server.sequential
+        return self._may_destroy
 
     @property
     def max_result_chars(self) -> int | None:
@@ -535,9 +936,33 @@ class MCPTool(DeclaredTool):
 
     @property
     def requires_approval(self) -> ApprovalPolicy:
-        """Whether its calls wait for a person's decision (the server's setting for it)."""
+        """Whether its calls wait for a person's decision: the server's setting for it when
+        given, else whether a trusted server says the tool may be destructive."""
         policy = self.server.requires_approval
-        return policy.get(self.remote_name, False) if isinstance(policy, Mapping) else policy
+        if isinstance(policy, Mapping):
+            if self.remote_name in policy:
+                return policy[self.remote_name]
+        elif "requires_approval" in self.server._given:
+            return policy
+        return self._may_destroy
+
+    @property
+    def retry_safe(self) -> bool:
+        """Whether a call lost with its connection may be sent again after reconnecting: the
+        user says the tool is `idempotent`, calls carry an idempotency key, or a trusted server
+        says it is idempotent or read-only."""
+        idempotent = self.server.idempotent
+        said = idempotent if isinstance(idempotent, bool) else self.remote_name in idempotent
+        return said or self.server.idempotency_key_meta is not None or self._idempotent
+
+    def check_answer(self, call: ToolCall, answer: ElicitationAnswer) -> None:
+        """Refuse an answer the open question's requested schema does not accept.
+
+        Raises:
+            ToolArgumentsError: Listing each problem of the answer's content.
+            ValueError: A refusal that carries content.
+        """
+        self.server._desk.check(call, self.name, answer)
 
     def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
         """Decode and validate raw JSON arguments locally, sending nothing.
@@ -552,7 +977,7 @@ class MCPTool(DeclaredTool):
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
             return decoded.error_result(self.name)
-        result = self.server._call_blocking(self, decoded.arguments)
+        result = self.server._call_blocking(self, call, decoded.arguments, context)
         return with_repairs(result, decoded.repairs)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
@@ -560,7 +985,7 @@ class MCPTool(DeclaredTool):
         decoded = self._arguments.validate(call.arguments)
         if decoded.arguments is None:
             return decoded.error_result(self.name)
-        result = await self.server._call_async(self, decoded.arguments)
+        result = await self.server._call_async(self, call, decoded.arguments, context)
         return with_repairs(result, decoded.repairs)
 
 
@@ -621,6 +1046,21 @@ async def _list_tools(session: ClientSession, most: int, label: str) -> list[dic
             return listed
 
 
+def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
+    """A listed tool's `annotations` (and top-level `title`), or `None` when it has neither."""
+    given = listed.get("annotations") or {}
+    title = given.get("title") or listed.get("title")
+    if not given and title is None:
+        return None
+    return ToolAnnotations(
+        title=title,
+        read_only=given.get("readOnlyHint"),
+        destructive=given.get("destructiveHint"),
+        idempotent=given.get("idempotentHint"),
+        open_world=given.get("openWorldHint"),
+    )
+
+
 def _is_connection_lost(exc: Exception) -> bool:
     import anyio
 
@@ -639,3 +1079,21 @@ def _single(exc: BaseException) -> BaseException:
 
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:
     return execution_error_result(tool.name, "the MCP server is not connected")
+
+
+def _progress_callback(context: ToolContext[Any]) -> Any:
+    """The SDK's progress callback for a call, forwarding to `context.report_progress`; `None`
+    (no progress token sent) when no one listens."""
+    report = context.on_progress
+    if report is None:
+        return None
+
+    async def forward(progress: float, total: float | None, message: str | None) -> None:
+        report(progress, total, message)
+
+    return forward
+
+
+def _describe(exc: BaseException) -> str:
+    """`Type: message`, or the type alone."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,138 @@
+"""Bounds, for what an MCP server (or a tool) sends of its own accord during a call or a session:
+notifications it may flood (`tools/list_changed`, progress), listings that grow past `max_tools`,
+progress messages of any size. Each is capped or coalesced, never a cost that grows with what the
+server sends. Real servers: the SDK's low-level `Server` over memory streams
+(`test_mcp_list_changed.Changing`) and tests/mcp_fixture_server.py over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from importlib.metadata import version
+from typing import TextIO
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from test_instrument import Telemetry
+from test_mcp import FIXTURE_SERVER
+from test_mcp import errlog as errlog  # the fixture
+from test_mcp_list_changed import Changing, _context, change
+from test_progress import calls_once
+from test_progress import otel as otel  # the fixture
+
+from agentforge_typed import (
+    ElicitationAnswer,
+    MCPServer,
+    ToolCall,
+    ToolContext,
+    ToolProgressEvent,
+    ToolService,
+    tool,
+)
+from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
+from agentforge_typed.tools._mcp_questions import MAX_SCHEMA_CHARS
+
+pytestmark = pytest.mark.skipif(
+    version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"
+)
+
+
+def test_a_flood_of_notifications_costs_a_listing_or_two(caplog: pytest.LogCaptureFixture) -> None:
+    changing = Changing("old")
+    changing.notices = 5000
+    with changing.server() as server:
+        (change_tool, _) = server.tools()
+        listed = changing.listings
+        result = change_tool.execute(change(["new"]), _context())
+        assert result.text == "ran change"
+        assert [t.name for t in server.tools()] == ["change", "new"]
+    assert 1 <= changing.listings - listed <= 3
+
+
+def test_a_changed_list_over_max_tools_keeps_the_old_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    changing = Changing("old")
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"):
+        with changing.server(max_tools=3) as server:
+            (change_tool, _) = server.tools()
+            change_tool.execute(change(["a", "b", "c"]), _context())
+            assert [t.name for t in server.tools()] == ["change", "old"]
+            assert server.tools_version == 1
+    assert caplog.messages == [
+        "MCP server changing: listing its changed tools failed; keeping the old list: "
+        "ValueError: MCP server 'changing' lists more than max_tools=3 tools; pass a larger "
+        "max_tools= to MCPServer to accept them"
+    ]
+
+
+@tool
+def chatty(ctx: ToolContext[None], reports: int) -> str:
+    """Report progress without end, each with a huge message."""
+    huge = "x" * 1_000_000
+    for step in range(reports):
+        ctx.report_progress(step, None, huge)
+    return "done"
+
+
+def test_a_flood_of_progress_keeps_the_latest_events_with_cut_messages() -> None:
+    call = ToolCall(id="c1", name="chatty", arguments='{"reports": 20000}')
+    events = list(ToolService([chatty]).stream(calls_once(call), "go"))
+    progress = [e for e in events if isinstance(e, ToolProgressEvent)]
+    assert len(progress) == MAX_WAITING
+    assert [e.progress for e in progress[:2]] == [20000 - MAX_WAITING, 20001 - MAX_WAITING]
+    assert {len(e.message or "") for e in progress} == {MAX_MESSAGE_CHARS}
+    assert progress[0].message is not None and progress[0].message.endswith("x…")
+
+
+def test_a_flood_of_progress_keeps_the_latest_span_events(otel: Telemetry) -> None:
+    call = ToolCall(id="c1", name="chatty", arguments='{"reports": 5000}')
+    ToolService([chatty]).chat(calls_once(call), "go")
+    (span,) = otel.named("execute_tool")
+    assert len(span.events) == MAX_PER_CALL
+    assert span.events[-1].attributes == {"agentforge.tool.progress": 4999}
+
+
+async def test_a_server_flooding_a_slow_consumer_with_progress_is_bounded(errlog: TextIO) -> None:
+    call = ToolCall(id="c1", name="count", arguments='{"steps": 3000, "pause": 0}')
+    progress: list[ToolProgressEvent] = []
+    async with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog) as server:
+        async for event in ToolService([server]).astream(calls_once(call), "count"):
+            if isinstance(event, ToolProgressEvent):
+                progress.append(event)
+                if len(progress) == 1:
+                    await asyncio.sleep(3)  # the server goes on; what waits for us is capped
+    assert len(progress) <= MAX_WAITING + 10  # the first few, taken before the pause
+    assert progress[-1].progress == 3000
+
+
+def test_a_question_with_a_schema_over_the_cap_is_declined(
+    errlog: TextIO, caplog: pytest.LogCaptureFixture
+) -> None:
+    ask = ToolCall(id="c1", name="ask", arguments='{"big": true}')
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"):
+        with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog) as server:
+            result = ToolService([server]).chat(calls_once(ask), "go")
+    assert result.pending == ()
+    assert result.tool_executions[0].result.text == "answer: decline"
+    (declined,) = [m for m in caplog.messages if "declined" in m]
+    assert declined.endswith(f", over {MAX_SCHEMA_CHARS}")
+
+
+def test_an_unanswered_question_is_cancelled_after_elicitation_timeout(errlog: TextIO) -> None:
+    ask = ToolCall(id="c1", name="ask", arguments="{}")
+    server = MCPServer.stdio(
+        sys.executable, [FIXTURE_SERVER], errlog=errlog, elicitation_timeout=0.5
+    )
+    with server:
+        service = ToolService([server])
+        paused = service.chat(calls_once(ask), "go")
+        assert [p.reason for p in paused.pending] == ["elicitation"]
+        time.sleep(1.0)  # nobody answers: the server is told `cancel`, and its call ends
+        late = ElicitationAnswer({"name": "Late"})
+        done = service.chat(calls_once(ask), paused.messages, approvals={"c1": late})
+    assert done.tool_executions[0].result.text == "answer: cancel"

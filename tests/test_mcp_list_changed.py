@@ -1,0 +1,175 @@
+"""`notifications/tools/list_changed`: the server's new list reaches a `ToolService` between rounds,
+whole, never during one; a new list whose names collide with other registered tools is refused
+and the old list stays. The server is the SDK's low-level `Server` over memory streams, whose tool
+list the test changes from inside a call, as a real server would."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from importlib.metadata import version
+from typing import Any
+
+import anyio
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.server.lowlevel import Server
+from mcp.shared.memory import create_client_server_memory_streams
+from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+from typing_extensions import Unpack
+
+from agentforge_typed import (
+    AiMessage,
+    ChatMessage,
+    ChatRequestParameters,
+    FunctionModel,
+    MCPServer,
+    ToolCall,
+    ToolResultMessage,
+    ToolService,
+    tool,
+)
+from agentforge_typed.tools import MCPServerOptions
+
+pytestmark = pytest.mark.skipif(
+    version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"
+)
+
+
+def named(name: str) -> Tool:
+    return Tool(name=name, description=f"The {name} tool.", input_schema={"type": "object"})
+
+
+CHANGE = Tool(
+    name="change",
+    description="Replace the server's tools.",
+    input_schema={
+        "type": "object",
+        "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+    },
+)
+
+
+class Changing:
+    """A server whose `change` tool replaces its tool list by the names it is given (and says
+    so with `notifications/tools/list_changed`); every other tool answers with its name."""
+
+    def __init__(self, *names: str) -> None:
+        self.tools = [CHANGE, *map(named, names)]
+        self.listings = 0
+        self.notices = 1
+
+    async def list_tools(self, context: Any, params: Any) -> ListToolsResult:
+        self.listings += 1
+        return ListToolsResult(tools=self.tools)
+
+    async def call_tool(self, context: Any, params: Any) -> CallToolResult:
+        arguments = params.arguments or {}
+        if params.name == "change":
+            self.tools = [CHANGE, *map(named, arguments["names"])]
+            for _ in range(self.notices):
+                await context.session.send_tool_list_changed()
+        return CallToolResult(content=[TextContent(type="text", text=f"ran {params.name}")])
+
+    def server(self, **options: Unpack[MCPServerOptions]) -> MCPServer:
+        served = Server("changing", on_list_tools=self.list_tools, on_call_tool=self.call_tool)
+
+        async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
+            client, streams = await stack.enter_async_context(create_client_server_memory_streams())
+            tasks = await stack.enter_async_context(anyio.create_task_group())
+            tasks.start_soon(served.run, *streams, served.create_initialization_options())
+            stack.callback(tasks.cancel_scope.cancel)
+            return client
+
+        return MCPServer(connect, label="changing", **options)
+
+
+def change(names: Sequence[str], call_id: str = "c1") -> ToolCall:
+    return ToolCall(
+        id=call_id, name="change", arguments=f'{{"names": {list(names)!r}}}'.replace("'", '"')
+    )
+
+
+class Script:
+    """A model that plays `turns` (lists of calls, then a text), recording what it was offered."""
+
+    def __init__(self, *turns: list[ToolCall]) -> None:
+        self.turns = list(turns)
+        self.offered: list[list[str]] = []
+
+    def __call__(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters
+    ) -> AiMessage:
+        self.offered.append([spec.name for spec in parameters.tools or ()])
+        if self.turns:
+            return AiMessage(tool_calls=self.turns.pop(0))
+        return AiMessage(text="done")
+
+
+def results(messages: Sequence[ChatMessage]) -> list[str]:
+    return [m.text for m in messages if isinstance(m, ToolResultMessage)]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_changed_list_is_offered_from_the_next_round(mode: str) -> None:
+    changing = Changing("old")
+    # Round 1 changes the list and still calls `old`, which the round's table holds.
+    script = Script(
+        [change(["new"]), ToolCall(id="c2", name="old", arguments="{}")],
+        [ToolCall(id="c3", name="new", arguments="{}")],
+    )
+    if mode == "sync":
+        with changing.server() as server:
+            # The blocking driver, inside this async test: an explicit choice.
+            service = ToolService([server], blocking_in_event_loop=True)
+            result = service.chat(FunctionModel(script), "go")
+    else:
+        async with changing.server() as server:
+            service = ToolService([server])
+            result = await service.achat(FunctionModel(script), "go")
+    assert script.offered == [["change", "old"], ["change", "new"], ["change", "new"]]
+    assert results(result.messages) == ["ran change", "ran old", "ran new"]
+    assert [t.name for t in service.tools] == ["change", "new"]
+
+
+def test_a_changed_list_that_collides_is_refused_and_the_old_list_stays(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool
+    def local() -> str:
+        """A local tool."""
+        return "local"
+
+    changing = Changing("old")
+    script = Script([change(["local"])], [ToolCall(id="c2", name="old", arguments="{}")])
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed"), changing.server() as server:
+        service = ToolService([local, server])
+        result = service.chat(FunctionModel(script), "go")
+        assert [t.name for t in server.tools()] == ["change", "local"]  # what the server says
+    assert script.offered == [["local", "change", "old"]] * 3
+    assert results(result.messages) == ["ran change", "ran old"]
+    assert [r.getMessage() for r in caplog.records if r.name == "agentforge_typed"] == [
+        "the changed tools of MCPServer('changing', connected) were refused, its former tools "
+        "stay: a tool named 'local' is already registered; nothing from "
+        "MCPServer('changing', connected) was registered"
+    ]
+
+
+def test_groups_follow_a_changed_list() -> None:
+    changing = Changing("old", "kept")
+    script = Script([change(["kept", "new"])], [])
+    with changing.server() as server:
+        service = ToolService()
+        service.register(server, group="remote")
+        service.chat(FunctionModel(script), "go", tools=["group:remote"])
+    assert dict(service.groups) == {"remote": ("change", "kept", "new")}
+    assert script.offered == [["change", "old", "kept"], ["change", "kept", "new"]]
+
+
+def _context() -> Any:
+    from agentforge_typed import ToolContext
+
+    return ToolContext(deps=None, tool_call_id="c1", tool_name="change")
