@@ -23,6 +23,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, Tool
 from mcp.types import ImageContent as MCPImage
+from pydantic import BaseModel, field_validator
 
 from agentforge_typed import (
     AiMessage,
@@ -112,7 +113,9 @@ FORECAST_SCHEMA = {
 
 
 @contextlib.contextmanager
-def low_level(result: CallToolResult, output_schema: Any = FORECAST_SCHEMA) -> Iterator[MCPServer]:
+def low_level(
+    result: CallToolResult, output_schema: Any = FORECAST_SCHEMA, **options: Any
+) -> Iterator[MCPServer]:
     """A server of the SDK's low-level `Server` whose one tool `t` answers `result`."""
 
     async def call_tool(context: Any, params: Any) -> CallToolResult:
@@ -131,7 +134,7 @@ def low_level(result: CallToolResult, output_schema: Any = FORECAST_SCHEMA) -> I
         stack.callback(tasks.cancel_scope.cancel)
         return client
 
-    with MCPServer(connect, label="low") as server:
+    with MCPServer(connect, label="low", **options) as server:
         yield server
 
 
@@ -187,3 +190,39 @@ def test_a_tool_with_an_invalid_output_schema_is_skipped(caplog: pytest.LogCaptu
 
 
 BROKEN = {"type": "object", "properties": {"a": {"type": "strng"}}}
+
+
+class Forecast(BaseModel):
+    """What the program reads a forecast as."""
+
+    city: str
+    celsius: int
+
+    @field_validator("celsius")
+    @classmethod
+    def plausible(cls, celsius: int) -> int:
+        if not -90 <= celsius <= 60:
+            raise ValueError("not a temperature on Earth")
+        return celsius
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+def test_structured_content_is_typed_for_the_program_when_a_type_is_given() -> None:
+    answer = CallToolResult(content=[], structured_content={"city": "Oslo", "celsius": 4})
+    with low_level(answer, output_types={"t": Forecast}) as server:
+        result = run(server, "t")
+    assert result.value == Forecast(city="Oslo", celsius=4)
+    assert result.text == '{"city":"Oslo","celsius":4}'  # the model reads what the server sent
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+def test_structured_content_that_does_not_fit_the_programs_type_is_an_execution_error() -> None:
+    # The outputSchema allows it; the program's type does not.
+    answer = CallToolResult(content=[], structured_content={"city": "Oslo", "celsius": 400})
+    with low_level(answer, output_types={"t": Forecast}) as server:
+        result = run(server, "t")
+    assert (result.is_error, result.error_kind) == (True, "execution")
+    assert result.text == (
+        "Tool `t` failed: its structuredContent is not a Forecast:\n"
+        "- $.celsius: Value error, not a temperature on Earth (input: 400)"
+    )

@@ -53,7 +53,7 @@ from ._base import (
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
 from ._mcp_questions import Desk, OpenCall
-from ._mcp_results import OutputSchema, map_call_result, own_output_validation
+from ._mcp_results import OutputSchema, OutputType, map_call_result, own_output_validation
 from ._outcomes import (
     execution_error_result,
     failure_result,
@@ -205,6 +205,12 @@ class MCPServerOptions(TypedDict, total=False):
     a tool that may be destructive (the specification's default for one that is not read-only)
     needs approval and runs alone, in the model's order; an idempotent or read-only one is retried
     after a reconnection. What `requires_approval` and `sequential` say wins."""
+    output_types: Mapping[str, Any]
+    """Types for the program, by the server's tool names: a pydantic model, a dataclass, a
+    `TypedDict` or any type form. A named tool's `structuredContent`, once checked against its
+    `outputSchema`, is validated into that type (lax, as JSON has no dates), so `result.value` is
+    a typed value; one that does not fit is an execution error the model reads, one line per
+    problem. A name the server does not list types nothing."""
     idempotent: bool | Collection[str]
     """The tools (by the server's names, or `True` for all) that may be sent again when the
     connection was lost during a call: the user's word, trusted or not (default `False`)."""
@@ -260,6 +266,9 @@ class MCPServer:
         self.sequential = options.get("sequential", False)
         self.requires_approval = options.get("requires_approval", False)
         self.trusted = options.get("trusted", False)
+        self._output_types = {
+            name: OutputType(form) for name, form in options.get("output_types", {}).items()
+        }
         idempotent = options.get("idempotent", False)
         if isinstance(idempotent, str):
             raise TypeError("idempotent must be a bool or a collection of tool names, not a str")
@@ -825,7 +834,13 @@ class MCPServer:
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return exc
         dumped = result.model_dump(mode="json", by_alias=True)
-        return map_call_result(tool.name, dumped, self._max_result, tool.output_schema)
+        return map_call_result(
+            tool.name,
+            dumped,
+            self._max_result,
+            tool.output_schema,
+            self._output_types.get(tool.remote_name),
+        )
 
     async def _usable_session(self, live: _Live) -> _Held | str:
         """`live`'s session, reconnected first when it is known to be gone; or why there is

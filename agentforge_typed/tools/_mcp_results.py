@@ -13,7 +13,8 @@ result budget like any tool's (`_budget.content_result`).
 
 `structuredContent` is the result's value. A tool that declares an `outputSchema` has it checked
 (the specification says clients should): a mismatch, or no structured content at all, is an
-`"execution"` error the model reads, one line per problem as in the arguments-error report.
+`"execution"` error the model reads, one line per problem as in the arguments-error report. A tool
+the program gave a type (`output_types`) has its structured content validated into it, likewise.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any, cast
 
 import pydantic_core
 from jsonschema import Draft202012Validator, SchemaError
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from .._content import (
     AudioContent,
@@ -38,6 +39,7 @@ from .._content import (
 )
 from .._exceptions import ToolExecutionError
 from ._argument_errors import problem_lines
+from ._arguments import argument_errors as pydantic_errors
 from ._base import ToolExecutionResult
 from ._budget import content_result, cut_result
 from ._outcomes import capped_error_text, execution_error_result
@@ -48,8 +50,9 @@ from ._schema_arguments import (
     ToolSchemaValidator,
     argument_errors,
 )
+from ._signature import type_name
 
-__all__ = ["OutputSchema", "map_call_result", "own_output_validation"]
+__all__ = ["OutputSchema", "OutputType", "map_call_result", "own_output_validation"]
 
 
 def own_output_validation(session: object) -> None:
@@ -103,11 +106,28 @@ class OutputSchema:
         return problem_lines(list(argument_errors(errors, value)))
 
 
+class OutputType:
+    """The type a program reads a tool's structured content as (`output_types`), its adapter
+    built once."""
+
+    def __init__(self, form: Any) -> None:
+        self.name = type_name(form)
+        self._adapter: TypeAdapter[Any] = TypeAdapter(form)
+
+    def read(self, value: Any) -> tuple[Any, str | None]:
+        """`value` as the type, or the problems, one per line."""
+        try:
+            return self._adapter.validate_python(value), None
+        except ValidationError as error:
+            return None, problem_lines(pydantic_errors(error))
+
+
 def map_call_result(
     tool_name: str,
     result: Mapping[str, Any],
     limit: int,
     output_schema: OutputSchema | None = None,
+    output_type: OutputType | None = None,
 ) -> ToolExecutionResult:
     """An MCP `CallToolResult` (wire format, camelCase) → a result.
 
@@ -139,6 +159,12 @@ def map_call_result(
                 tool_name, f"its structuredContent does not match its outputSchema:\n{problems}"
             )
     value = structured if structured is not None else text or None
+    if output_type is not None:
+        value, problems = output_type.read(structured)
+        if problems is not None:
+            return execution_error_result(
+                tool_name, f"its structuredContent is not a {output_type.name}:\n{problems}"
+            )
     if has_binary(parts):
         return content_result(tuple(parts), limit, value)
     if len(text) > limit:
