@@ -9,7 +9,6 @@ real (`http.server` on a thread, the MCP SDK's server) where the framing matters
 from __future__ import annotations
 
 import base64
-import contextlib
 import gzip
 import json
 import socket
@@ -21,13 +20,12 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from conformance import assert_covers
 from mcp.server.lowlevel import Server
-from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 from mcp.types import ImageContent as MCPImage
+from mcp_memory import in_memory
 from openai_support import call
 from typing_extensions import Unpack
 
@@ -420,14 +418,7 @@ def _mcp_server(
         "bounds", on_list_tools=list_tools or one_tool, on_call_tool=on_call_tool or call_tool
     )
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
-        client, streams = await stack.enter_async_context(create_client_server_memory_streams())
-        tasks = await stack.enter_async_context(anyio.create_task_group())
-        tasks.start_soon(served.run, *streams, served.create_initialization_options())
-        stack.callback(tasks.cancel_scope.cancel)
-        return client
-
-    return MCPServer(connect, label="in-memory", **options)
+    return in_memory(served, label="in-memory", **options)
 
 
 @pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")

@@ -25,6 +25,7 @@ from conformance import assert_covers
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+from mcp_memory import in_memory
 from typing_extensions import Unpack
 
 from agentforge_typed import (
@@ -148,14 +149,7 @@ def _mcp_server(
 
     served = Server("slow", on_list_tools=list_tools, on_call_tool=call_tool)
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
-        client, streams = await stack.enter_async_context(create_client_server_memory_streams())
-        tasks = await stack.enter_async_context(anyio.create_task_group())
-        tasks.start_soon(served.run, *streams, served.create_initialization_options())
-        stack.callback(tasks.cancel_scope.cancel)
-        return client
-
-    return MCPServer(connect, label="slow", **options)
+    return in_memory(served, label="slow", **options)
 
 
 def _listing(

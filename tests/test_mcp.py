@@ -5,7 +5,6 @@ HTTP, entered with both `with` and `async with`, and in-process servers listing 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -24,10 +23,9 @@ from typing_extensions import Unpack
 
 pytest.importorskip("mcp")
 
-import anyio
 from mcp.server.lowlevel import Server
-from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import ListToolsResult, Tool
+from mcp_memory import in_memory
 
 from agentforge_typed import (
     MCPServer,
@@ -376,14 +374,7 @@ def listing_server(*tools: Tool, **options: Unpack[MCPServerOptions]) -> MCPServ
 
     listing = Server("listing", on_list_tools=list_tools)
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
-        client, served = await stack.enter_async_context(create_client_server_memory_streams())
-        tasks = await stack.enter_async_context(anyio.create_task_group())
-        tasks.start_soon(listing.run, *served, listing.create_initialization_options())
-        stack.callback(tasks.cancel_scope.cancel)
-        return client
-
-    return MCPServer(connect, label="in-memory", **options)
+    return in_memory(listing, label="in-memory", **options)
 
 
 @pytest.mark.skipif(version("mcp").startswith("1."), reason="SDK 2's low-level `Server`")

@@ -14,15 +14,14 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("mcp")
 
 from mcp.server.lowlevel import Server
-from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, Tool
 from mcp.types import ImageContent as MCPImage
+from mcp_memory import in_memory
 from pydantic import BaseModel, field_validator
 
 from agentforge_typed import (
@@ -127,14 +126,7 @@ def low_level(
 
     served = Server("low", on_list_tools=list_tools, on_call_tool=call_tool)
 
-    async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
-        client, streams = await stack.enter_async_context(create_client_server_memory_streams())
-        tasks = await stack.enter_async_context(anyio.create_task_group())
-        tasks.start_soon(served.run, *streams, served.create_initialization_options())
-        stack.callback(tasks.cancel_scope.cancel)
-        return client
-
-    with MCPServer(connect, label="low", **options) as server:
+    with in_memory(served, label="low", **options) as server:
         yield server
 
 

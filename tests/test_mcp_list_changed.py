@@ -5,20 +5,18 @@ list the test changes from inside a call, as a real server would."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections.abc import Sequence
 from importlib.metadata import version
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("mcp")
 
 from mcp.server.lowlevel import Server
-from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
+from mcp_memory import in_memory
 from typing_extensions import Unpack
 
 from agentforge_typed import (
@@ -77,14 +75,7 @@ class Changing:
     def server(self, **options: Unpack[MCPServerOptions]) -> MCPServer:
         served = Server("changing", on_list_tools=self.list_tools, on_call_tool=self.call_tool)
 
-        async def connect(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
-            client, streams = await stack.enter_async_context(create_client_server_memory_streams())
-            tasks = await stack.enter_async_context(anyio.create_task_group())
-            tasks.start_soon(served.run, *streams, served.create_initialization_options())
-            stack.callback(tasks.cancel_scope.cancel)
-            return client
-
-        return MCPServer(connect, label="changing", **options)
+        return in_memory(served, label="changing", **options)
 
 
 def change(names: Sequence[str], call_id: str = "c1") -> ToolCall:
