@@ -36,7 +36,7 @@ from ._base import (
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import arguments_error_result, failure_result, success_result
-from ._result_text import DeclaredResultText, ResultConverter, result_text_converter
+from ._result_text import DeclaredResultText, ResultConverter
 from ._returns import CONTENT_CARRIERS, value_annotation
 from ._signature import check_tool_name, inspect_function, type_name
 
@@ -236,7 +236,7 @@ class Tool(Generic[P, R]):
         self._convert: ResultConverter = (
             result_converter
             if result_converter is not None
-            else result_text_converter(value_annotation(signature.return_annotation))
+            else DeclaredResultText(value_annotation(signature.return_annotation))
         )
         self._context_parameter = signature.context_parameter
         self._positional = signature.positional

@@ -16,7 +16,6 @@ __all__ = [
     "DeclaredResultText",
     "ResultConverter",
     "result_text",
-    "result_text_converter",
 ]
 
 SUCCESS_TEXT = "Success"
@@ -87,11 +86,6 @@ class DeclaredResultText:
         return dump_json
 
 
-def result_text_converter(return_annotation: Any) -> DeclaredResultText:
-    """A converter for values of the declared return type (see `DeclaredResultText`)."""
-    return DeclaredResultText(return_annotation)
-
-
-result_text: ResultConverter = result_text_converter(Any)
+result_text: ResultConverter = DeclaredResultText(Any)
 """The text the model reads for an undeclared return value: `str` as is, `None` → `"Success"`,
 anything else → compact JSON (pydantic serializes models, dataclasses, datetimes, …)."""
