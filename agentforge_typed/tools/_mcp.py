@@ -94,6 +94,7 @@ a server flooding them gets one listing a second at most."""
 _Streams = tuple[Any, Any]
 """A transport's (read, write) message streams, as the SDK's clients yield them."""
 _Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable[_Streams]]
+Revision = Literal["newest", "handshake"]
 
 
 @dataclass
@@ -225,6 +226,11 @@ class MCPServerOptions(TypedDict, total=False):
     elicitation_timeout: float
     """Seconds a question the server asks during a call (elicitation) waits for the user's
     answer while the run is paused on it (default 600); then the server is answered `cancel`."""
+    revision: Revision
+    """Which protocol revisions to offer: `"newest"` (the default) probes `server/discover` and
+    speaks the stateless revision (2026-07-28) with a server that knows it, else falls back to
+    the `initialize` handshake (2025-11-25 and older); `"handshake"` offers only the handshake,
+    for a server that needs it (one whose tools ask questions mid-call)."""
     required: bool
     """Whether failing to connect when entered raises (default `True`); `False` logs a warning
     and enters the server with no tools, so a run proceeds without them."""
@@ -276,6 +282,9 @@ class MCPServer:
         self.idempotency_key_meta = options.get("idempotency_key_meta")
         self.reconnect = options.get("reconnect", True)
         self.required = options.get("required", True)
+        self.revision: Revision = options.get("revision", "newest")
+        if self.revision not in ("newest", "handshake"):
+            raise ValueError(f"revision must be 'newest' or 'handshake', got {self.revision!r}")
         self.elicitation_timeout = options.get("elicitation_timeout", 600.0)
         self._desk = Desk(self.label, self.timeout, self.elicitation_timeout)
         # What the user said, which wins over what a trusted server's annotations imply.
@@ -499,7 +508,7 @@ class MCPServer:
             session = await stack.enter_async_context(made[0])
             try:
                 with anyio.fail_after(self.connect_timeout):
-                    await session.initialize()
+                    await _negotiate(session, self.revision)
                     tools = await self._list(session)
             except TimeoutError:
                 raise TimeoutError(
@@ -1036,6 +1045,28 @@ class MCPToolFilter:
         if self.allow is not None and name not in self.allow:
             return False
         return name not in self.deny and (self.where is None or self.where(tool))
+
+
+async def _negotiate(session: ClientSession, revision: Revision) -> None:
+    """Agree on a protocol revision with the server.
+
+    `"newest"` probes `server/discover`, the stateless revision's entry (2026-07-28 in SDK 2.3),
+    and adopts the newest revision both sides list; a server that does not answer it with one
+    (it does not know the method, or lists only revisions of the handshake era) gets the
+    `initialize` handshake instead. `"handshake"`, and SDK releases without `discover`, go
+    straight to the handshake.
+    """
+    discover = getattr(session, "discover", None)
+    if revision == "newest" and discover is not None:
+        from mcp.shared.exceptions import MCPError
+        from pydantic import ValidationError
+
+        try:
+            await discover()
+            return
+        except (MCPError, ValidationError, RuntimeError) as exc:
+            logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
+    await session.initialize()
 
 
 async def _list_tools(session: ClientSession, most: int, label: str) -> list[dict[str, Any]]:
