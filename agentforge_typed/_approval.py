@@ -73,6 +73,21 @@ class Elicitation:
     schema: Mapping[str, Any]
     """The JSON Schema of the answer: an object of string, number, integer, boolean and enum
     properties (the MCP specification's requested schema)."""
+    key: str | None = None
+    """The server's name for the question when it asked it in a result (the stateless MCP
+    revision, 2026-07-28): the answer then goes back with the call sent again, so any process
+    can give it. `None` for a question asked mid-call, which only this process can answer."""
+    state: str | None = None
+    """The server's opaque state to send back with the answer (with `key`)."""
+
+    def answer(
+        self,
+        content: Mapping[str, Any] | None = None,
+        action: Literal["accept", "decline", "cancel"] = "accept",
+    ) -> ElicitationAnswer:
+        """The reply to this question, carrying it: what resumes the call in another process
+        (after a restart, or in a durable run) when the question is `key`ed."""
+        return ElicitationAnswer(content, action, question=self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +98,9 @@ class ElicitationAnswer:
 
     content: Mapping[str, Any] | None = None
     action: Literal["accept", "decline", "cancel"] = "accept"
+    question: Elicitation | None = None
+    """The question answered (`Elicitation.answer` sets it). Only needed to resume a `key`ed
+    question in a process that did not ask it; the process that did remembers it."""
 
 
 Approval = bool | str | Approved | ElicitationAnswer

@@ -1,7 +1,8 @@
 """A small MCP server for the MCP tests: a slow tool, a tool that kills its own process mid-call,
 a structured result, a tool that reads a request header, one that records whether it was
 cancelled, an idempotent one that kills its process the first time it runs, one that reports
-progress and one that asks the user a question (elicitation). Run:
+progress, one that asks the user a question (elicitation) the SDK's way for any revision and one
+that asks it mid-call. Run:
 `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Annotated, Any
 
 import anyio
+from mcp.server.elicitation import ElicitationResult
+from mcp.server.mcpserver.resolve import Elicit, Resolve
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field, create_model
 
@@ -91,19 +95,42 @@ Big = create_model(  # type: ignore[call-overload]
 )
 
 
+def _first(big: bool = False) -> Elicit[Any]:
+    return Elicit("What is your name?", Big if big else Name)
+
+
+def _second(
+    first: Annotated[ElicitationResult[Name], Resolve(_first)], twice: bool = False
+) -> Elicit[Name] | str:
+    return Elicit("What is your name?", Name) if twice else ""
+
+
+def _said(outcome: Any) -> str:
+    data = getattr(outcome, "data", None)
+    return f"{outcome.action}" + (f" {data.name}" if data is not None else "")
+
+
 @server.tool()
-async def ask(ctx: Context, twice: bool = False, big: bool = False) -> str:
+async def ask(
+    first: Annotated[ElicitationResult[Name], Resolve(_first)],
+    second: Annotated[ElicitationResult[Name], Resolve(_second)],
+    twice: bool = False,
+    big: bool = False,
+) -> str:
     """Ask the user for their name (elicitation), `twice` or with a `big` form, and say what came
-    back."""
-    said: list[str] = []
-    for _ in range(2 if twice else 1):
-        try:
-            answer = await ctx.elicit("What is your name?", Big if big else Name)
-        except Exception as exc:
-            return f"not asked: {type(exc).__name__}: {exc}"
-        data = getattr(answer, "data", None)
-        said.append(f"{answer.action}" + (f" {data.name}" if data is not None else ""))
-    return "answer: " + ", ".join(said)
+    back. Asked the SDK's way for both kinds of revision: mid-call on a handshake revision, in an
+    `input_required` result on the stateless one."""
+    return "answer: " + ", ".join([_said(first), *([_said(second)] if twice else [])])
+
+
+@server.tool()
+async def ask_mid_call(ctx: Context) -> str:
+    """Ask the user for their name with `ctx.elicit`, which only a handshake revision allows."""
+    try:
+        answer = await ctx.elicit("What is your name?", Name)
+    except Exception as exc:
+        return f"not asked: {type(exc).__name__}"
+    return f"answer: {_said(answer)}"
 
 
 if __name__ == "__main__":

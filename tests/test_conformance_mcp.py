@@ -11,12 +11,25 @@ import logging
 import sys
 import time
 from importlib.metadata import version
-from typing import TextIO
+from typing import Any, TextIO
 
 import pytest
 
 pytest.importorskip("mcp")
 
+from mcp.server.lowlevel import Server
+from mcp.types import (
+    CallToolResult,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    InputRequiredResult,
+    ListToolsResult,
+    TextContent,
+    Tool,
+)
+from mcp_memory import in_memory
 from test_instrument import Telemetry
 from test_mcp import FIXTURE_SERVER
 from test_mcp import errlog as errlog  # the fixture
@@ -34,7 +47,12 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
-from agentforge_typed.tools._mcp_questions import MAX_SCHEMA_CHARS
+from agentforge_typed.tools._mcp import Revision
+from agentforge_typed.tools._mcp_questions import (
+    MAX_INPUT_ROUNDS,
+    MAX_SCHEMA_CHARS,
+    MAX_STATE_CHARS,
+)
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"
@@ -110,29 +128,113 @@ async def test_a_server_flooding_a_slow_consumer_with_progress_is_bounded(errlog
     assert progress[-1].progress == 3000
 
 
+@pytest.mark.parametrize("revision", ["newest", "handshake"])
 def test_a_question_with_a_schema_over_the_cap_is_declined(
-    errlog: TextIO, caplog: pytest.LogCaptureFixture
+    errlog: TextIO, caplog: pytest.LogCaptureFixture, revision: Revision
 ) -> None:
     ask = ToolCall(id="c1", name="ask", arguments='{"big": true}')
-    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"):
-        with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog) as server:
-            result = ToolService([server]).chat(calls_once(ask), "go")
+    server = MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog, revision=revision)
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"), server:
+        result = ToolService([server]).chat(calls_once(ask), "go")
     assert result.pending == ()
     assert result.tool_executions[0].result.text == "answer: decline"
     (declined,) = [m for m in caplog.messages if "declined" in m]
     assert declined.endswith(f", over {MAX_SCHEMA_CHARS}")
 
 
-def test_an_unanswered_question_is_cancelled_after_elicitation_timeout(errlog: TextIO) -> None:
+@pytest.mark.parametrize(
+    ("revision", "said"),
+    [
+        # Mid-call, the request waits: the server is told `cancel`, and its call ends.
+        ("handshake", "answer: cancel"),
+        # In a result, nothing waits: the question is forgotten.
+        ("newest", "Tool `ask` failed: the server's question is no longer open"),
+    ],
+)
+def test_an_unanswered_question_is_given_up_after_elicitation_timeout(
+    errlog: TextIO, revision: Revision, said: str
+) -> None:
     ask = ToolCall(id="c1", name="ask", arguments="{}")
     server = MCPServer.stdio(
-        sys.executable, [FIXTURE_SERVER], errlog=errlog, elicitation_timeout=0.5
+        sys.executable,
+        [FIXTURE_SERVER],
+        errlog=errlog,
+        elicitation_timeout=0.5,
+        revision=revision,
     )
     with server:
         service = ToolService([server])
         paused = service.chat(calls_once(ask), "go")
         assert [p.reason for p in paused.pending] == ["elicitation"]
-        time.sleep(1.0)  # nobody answers: the server is told `cancel`, and its call ends
+        time.sleep(1.0)
         late = ElicitationAnswer({"name": "Late"})
         done = service.chat(calls_once(ask), paused.messages, approvals={"c1": late})
-    assert done.tool_executions[0].result.text == "answer: cancel"
+    assert done.tool_executions[0].result.text.startswith(said)
+
+
+class Asking:
+    """A server of the stateless revision whose `ask` tool answers `input_required` as `mode`
+    says: a state over the cap, questions without end, a sampling request, or its state alone
+    `rounds` times before a result. It counts the calls it gets."""
+
+    def __init__(self, mode: str, rounds: int = 0) -> None:
+        self.mode, self.rounds, self.calls = mode, rounds, 0
+
+    async def list_tools(self, context: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="ask", input_schema={"type": "object"})])
+
+    async def call_tool(self, context: Any, params: Any) -> CallToolResult | InputRequiredResult:
+        self.calls += 1
+        question = ElicitRequest(
+            params=ElicitRequestFormParams(message="Name?", requested_schema=NAME_SCHEMA)
+        )
+        if self.mode == "huge-state":
+            return InputRequiredResult(request_state="s" * (MAX_STATE_CHARS + 1))
+        if self.mode == "forever":
+            return InputRequiredResult(input_requests={"q": question}, request_state="s")
+        if self.mode == "sampling":
+            sampling = CreateMessageRequest(
+                params=CreateMessageRequestParams(messages=[], max_tokens=5)
+            )
+            return InputRequiredResult(input_requests={"s": sampling})
+        if self.calls <= self.rounds:  # "state-only"
+            return InputRequiredResult(request_state=f"round {self.calls}")
+        text = f"done with {params.request_state}"
+        return CallToolResult(content=[TextContent(type="text", text=text)])
+
+    def server(self) -> MCPServer:
+        served = Server("asking", on_list_tools=self.list_tools, on_call_tool=self.call_tool)
+        return in_memory(served, label="asking")
+
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
+
+
+@pytest.mark.parametrize(
+    ("mode", "calls", "said"),
+    [
+        ("huge-state", 1, f"the server's request state is over {MAX_STATE_CHARS:,} characters"),
+        ("forever", 1 + MAX_INPUT_ROUNDS, "the server answered input_required more than 10 times"),
+        ("sampling", 1, "the server asked for 'sampling/createMessage', which this client does "),
+    ],
+)
+async def test_what_a_stateless_server_asks_for_is_bounded(
+    mode: str, calls: int, said: str
+) -> None:
+    asking = Asking(mode)
+    async with asking.server() as server:
+        assert server.protocol_version == "2026-07-28"
+        (ask,) = server.tools()
+        result = await ask.aexecute(ToolCall(id="c1", name="ask", arguments="{}"), _context())
+    assert result.is_error and said in result.text
+    assert asking.calls == calls
+
+
+async def test_a_server_that_only_wants_its_state_back_gets_it_after_a_short_backoff() -> None:
+    asking = Asking("state-only", rounds=4)
+    async with asking.server() as server:
+        (ask,) = server.tools()
+        started = time.monotonic()
+        result = await ask.aexecute(ToolCall(id="c1", name="ask", arguments="{}"), _context())
+    assert result.text == "done with round 4"
+    assert 0.05 + 0.1 + 0.2 + 0.25 <= time.monotonic() - started < 3

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import logging
 import sys
 import time
@@ -52,7 +53,7 @@ from ._base import (
     check_options,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
-from ._mcp_questions import Desk, OpenCall
+from ._mcp_questions import MAX_INPUT_ROUNDS, Desk, OpenCall, Resend
 from ._mcp_results import OutputSchema, OutputType, map_call_result, own_output_validation
 from ._outcomes import (
     execution_error_result,
@@ -87,6 +88,10 @@ RECONNECT_FIRST_DELAY = 1.0
 doubles the wait, up to `RECONNECT_MAX_DELAY`. The first attempt is made at once."""
 RECONNECT_MAX_DELAY = 30.0
 """The longest wait between two reconnection attempts."""
+_STATE_ONLY_FIRST_DELAY = 0.05
+"""Seconds before sending a call again when its server only asked for its state back; doubled
+each time, up to `_STATE_ONLY_MAX_DELAY`."""
+_STATE_ONLY_MAX_DELAY = 0.25
 RELIST_INTERVAL = 1.0
 """The least seconds between the starts of two listings after `notifications/tools/list_changed`:
 a server flooding them gets one listing a second at most."""
@@ -730,13 +735,19 @@ class MCPServer:
         """Runs on the session's loop. A call resuming with the user's answer gives it to its
         waiting request; a call that may pause on a question is sent apart from the run (see
         `_mcp_questions`); any other is sent here."""
+        resend = None
         if context.answer is not None:
-            return await self._desk.resume(call, tool.name, context.answer)
+            resumed = await self._desk.resume(call, tool.name, context.answer)
+            if not isinstance(resumed, Resend):
+                return resumed
+            resend = resumed
         live = connection.live
-        opened = self._desk.open(call.id) if context.may_pause and live is not None else None
+        opened = None
+        if context.may_pause and live is not None and resend is None:
+            opened = self._desk.open(call)
         if opened is None or live is None:
-            return await self._call(connection, tool, arguments, context, None)
-        live.owner.start_soon(self._call_apart, opened, connection, tool, arguments, context)
+            return await self._call(connection, tool, call, arguments, context, None, resend)
+        live.owner.start_soon(self._call_apart, opened, connection, tool, call, arguments, context)
         return await self._desk.next(call, opened)
 
     async def _call_apart(
@@ -744,11 +755,12 @@ class MCPServer:
         opened: OpenCall,
         connection: _Connection,
         tool: MCPTool,
+        call: ToolCall,
         arguments: dict[str, Any],
         context: ToolContext[Any],
     ) -> None:
         try:
-            opened.outcome = await self._call(connection, tool, arguments, context, opened)
+            opened.outcome = await self._call(connection, tool, call, arguments, context, opened)
         except Exception as exc:  # a task of the server's task group: nothing may escape
             opened.outcome = failure_result(tool.name, exc)
         finally:
@@ -758,9 +770,11 @@ class MCPServer:
         self,
         connection: _Connection,
         tool: MCPTool,
+        call: ToolCall,
         arguments: dict[str, Any],
         context: ToolContext[Any],
         opened: OpenCall | None,
+        resend: Resend | None = None,
     ) -> ToolExecutionResult:
         """Maps every outcome of one call to a result.
 
@@ -778,8 +792,8 @@ class MCPServer:
         meta = None
         if self.idempotency_key_meta is not None:
             meta = {self.idempotency_key_meta: context.idempotency_key}
-        progress = _progress_callback(context)
-        outcome = await self._send(held, tool, arguments, meta, progress, opened)
+        send = _Send(tool, call, arguments, meta, _progress_callback(context), context.may_pause)
+        outcome = await self._send(held, send, opened, resend)
         if not isinstance(outcome, Exception):
             await self._settle_listing(live)
             return outcome
@@ -793,7 +807,7 @@ class MCPServer:
         retry = await self._usable_session(live)
         if isinstance(retry, str):
             return execution_error_result(tool.name, retry, exception=outcome)
-        again = await self._send(retry, tool, arguments, meta, progress, opened)
+        again = await self._send(retry, send, opened, resend)
         if isinstance(again, Exception):
             return execution_error_result(
                 tool.name,
@@ -813,27 +827,21 @@ class MCPServer:
                 await live.relisting.wait()
 
     async def _send(
-        self,
-        held: _Held,
-        tool: MCPTool,
-        arguments: dict[str, Any],
-        meta: Any,
-        progress: Any,
-        opened: OpenCall | None,
+        self, held: _Held, send: _Send, opened: OpenCall | None, resend: Resend | None
     ) -> ToolExecutionResult | Exception:
-        """One `tools/call` on `held`'s session: a result, or the exception that says the
-        connection was lost (and marks `held` lost)."""
+        """One call on `held`'s session (`tools/call`, sent again for each `input_required`
+        result it gets): a result, or the exception that says the connection was lost (and
+        marks `held` lost)."""
         import anyio
 
+        tool = send.tool
         try:
             # On the deadline the SDK sends `notifications/cancelled` for the request as it
             # unwinds, so the server stops the call rather than running it to no one.
             with anyio.CancelScope(deadline=anyio.current_time() + self.timeout) as scope:
                 if opened is not None:  # a question sets the deadline aside while it waits
                     opened.session, opened.scope = held.session, scope
-                result = await held.session.call_tool(
-                    tool.remote_name, arguments, progress_callback=progress, meta=meta
-                )
+                result = await self._follow(held.session, send, resend)
             if scope.cancelled_caught:
                 return timeout_result(tool.name, self.timeout)
         except Exception as exc:
@@ -842,13 +850,38 @@ class MCPServer:
             held.lost = _describe(exc)
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return exc
-        dumped = result.model_dump(mode="json", by_alias=True)
+        if isinstance(result, ToolExecutionResult):
+            return result
         return map_call_result(
             tool.name,
-            dumped,
+            result,
             self._max_result,
             tool.output_schema,
             self._output_types.get(tool.remote_name),
+        )
+
+    async def _follow(
+        self, session: ClientSession, send: _Send, resend: Resend | None
+    ) -> dict[str, Any] | ToolExecutionResult:
+        """The call's result (wire form) once no `input_required` result comes any more, or
+        what the desk makes of one (a pending question, an error)."""
+        import anyio
+
+        delay = _STATE_ONLY_FIRST_DELAY
+        for _ in range(MAX_INPUT_ROUNDS + 1):
+            result = await _call_tool(session, send, resend)
+            if result.get("resultType") != "input_required":
+                return result
+            step = self._desk.settle(send.call, send.tool.name, result, may_pause=send.may_pause)
+            if isinstance(step, ToolExecutionResult):
+                return step
+            if not step.responses:  # the server only wants its state back: back off a little
+                await anyio.sleep(delay)
+                delay = min(2 * delay, _STATE_ONLY_MAX_DELAY)
+            resend = step
+        return execution_error_result(
+            send.tool.name,
+            f"the server answered input_required more than {MAX_INPUT_ROUNDS} times",
         )
 
     async def _usable_session(self, live: _Live) -> _Held | str:
@@ -1067,6 +1100,49 @@ async def _negotiate(session: ClientSession, revision: Revision) -> None:
         except (MCPError, ValidationError, RuntimeError) as exc:
             logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
     await session.initialize()
+
+
+@dataclass(frozen=True)
+class _Send:
+    """What one call sends, however many times."""
+
+    tool: MCPTool
+    call: ToolCall
+    arguments: dict[str, Any]
+    meta: Any
+    progress: Any
+    may_pause: bool
+
+
+async def _call_tool(session: ClientSession, send: _Send, resend: Resend | None) -> dict[str, Any]:
+    """One `tools/call`, with the answers `resend` carries; its result in wire form (camelCase).
+
+    An `input_required` result comes back as such where the SDK knows the stateless revision;
+    an older SDK never sees one (it only speaks the handshake).
+    """
+    keywords: dict[str, Any] = {"progress_callback": send.progress, "meta": send.meta}
+    if _knows_input_required():
+        keywords["allow_input_required"] = True
+        if resend is not None:
+            from mcp.types import ElicitResult
+
+            keywords["input_responses"] = {
+                name: ElicitResult.model_validate(response)
+                for name, response in resend.responses.items()
+            }
+            keywords["request_state"] = resend.state
+    result = await session.call_tool(send.tool.remote_name, send.arguments, **keywords)
+    dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+@functools.cache
+def _knows_input_required() -> bool:
+    try:
+        from mcp.types import InputRequiredResult  # noqa: F401
+    except ImportError:  # pragma: no cover - SDK before the stateless revision
+        return False
+    return True
 
 
 async def _list_tools(session: ClientSession, most: int, label: str) -> list[dict[str, Any]]:
