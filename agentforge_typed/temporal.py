@@ -52,6 +52,7 @@ from ._approval import (
     Approved,
     ElicitationAnswer,
     PendingCall,
+    PendingResult,
     ToolFailed,
 )
 from ._content import Content, TextContent
@@ -171,6 +172,8 @@ class ToolActivityInput(BaseModel):
     """The run's `deps`, as pydantic serialises them."""
     attempt: int = 1
     conversation_id: str | None = None
+    answer: ElicitationAnswer | None = None
+    """The user's answer to the question the call paused on, when the run resumes with one."""
 
 
 DEFAULT_MAX_RESULT_BYTES = 2_000_000
@@ -201,10 +204,15 @@ class ToolActivityResult(BaseModel):
     is_error: bool = False
     error_kind: ErrorKind | None = None
     repairs: tuple[str, ...] = ()
+    pending: PendingCall | None = None
+    """The call waits for the user's answer to the question it carries (an MCP elicitation):
+    the run pauses on it."""
 
     @classmethod
     def of(cls, result: ToolExecutionResult) -> ToolActivityResult:
         """The travelling form of `result`."""
+        if isinstance(result, PendingResult):
+            return cls(text=result.text, pending=result.pending)
         content = result.content
         value: Any = None
         value_from: Literal["text", "json", "part", "parts"] | None = None
@@ -232,6 +240,8 @@ class ToolActivityResult(BaseModel):
 
     def result(self) -> ToolExecutionResult:
         """The `ToolExecutionResult` the loop records."""
+        if self.pending is not None:
+            return PendingResult(self.text, pending=self.pending)
         value = self.value
         if self.value_from == "text":
             value = self.text
@@ -275,6 +285,9 @@ class Decisions(BaseModel):
     """By call id: the result of an external call, in its JSON form."""
     failed: dict[str, str] = {}
     """By call id: an external call that failed, with what the model reads (`ToolFailed`)."""
+    answers: dict[str, ElicitationAnswer] = {}
+    """By call id: the user's answer to the question the call paused on (`{"content": {...}}`,
+    or `{"action": "decline"}` in JSON)."""
 
     @classmethod
     def of(
@@ -286,28 +299,37 @@ class Decisions(BaseModel):
         results = dict(external_results or {})
         failed = {k: v.message for k, v in results.items() if isinstance(v, ToolFailed)}
         decided: dict[str, bool | str | Approved] = {}
+        answers: dict[str, ElicitationAnswer] = {}
         for call_id, approval in (approvals or {}).items():
             if isinstance(approval, ElicitationAnswer):
-                # Its activities cannot pause on a question, so no durable call waits for one.
-                raise TypeError(f"call {call_id!r}: a durable run has no question to answer")
-            decided[call_id] = approval
+                answers[call_id] = approval
+            else:
+                decided[call_id] = approval
         return cls(
             approvals=decided,
             external_results={k: v for k, v in results.items() if k not in failed},
             failed=failed,
+            answers=answers,
         )
 
     def split(self) -> tuple[dict[str, Approval], dict[str, Any]]:
         """`approvals=` and `external_results=` as `ToolService.chat` takes them.
 
         Raises:
-            ValueError: A call has both a result and a failure.
+            ValueError: A call has both a result and a failure, or both an approval and an
+                answer.
         """
         both = self.external_results.keys() & self.failed.keys()
         if both:
             raise ValueError(f"calls {', '.join(sorted(both))} have both a result and a failure")
+        twice = self.approvals.keys() & self.answers.keys()
+        if twice:
+            raise ValueError(
+                f"calls {', '.join(sorted(twice))} have both an approval and an answer"
+            )
         failures = {k: ToolFailed(message) for k, message in self.failed.items()}
-        return dict(self.approvals), {**self.external_results, **failures}
+        approvals: dict[str, Approval] = {**self.approvals, **self.answers}
+        return approvals, {**self.external_results, **failures}
 
 
 class _Waiting:
@@ -343,20 +365,31 @@ class _Waiting:
     def check(
         self, call_id: str, approvals: Mapping[str, Approval], results: Mapping[str, Any]
     ) -> None:
-        """Refuse a decision the run would refuse (wrong kind, arguments the tool rejects)."""
+        """Refuse a decision the run would refuse (wrong kind, arguments the tool rejects, an
+        answer its question's schema refuses)."""
         call = self.undecided[call_id].call
-        state = ApprovalState(approvals, results, asynchronous=True)
+        state = ApprovalState(self._asked(approvals), results, asynchronous=True)
         state.decide(call, self.run.service._tools.get(call.name))
 
     def accept(
         self, call_id: str, approvals: Mapping[str, Approval], results: Mapping[str, Any]
     ) -> None:
         """Record a checked decision."""
-        del self.undecided[call_id]
         if call_id in approvals:
-            self.approvals[call_id] = approvals[call_id]
+            self.approvals[call_id] = self._asked(approvals)[call_id]
         else:
             self.external_results[call_id] = results[call_id]
+        del self.undecided[call_id]
+
+    def _asked(self, approvals: Mapping[str, Approval]) -> dict[str, Approval]:
+        """`approvals`, each answer carrying the question its call paused on: the tool's
+        activity may run on a worker that never saw it."""
+        carried = dict(approvals)
+        for call_id, decision in approvals.items():
+            pending = self.undecided.get(call_id)
+            if isinstance(decision, ElicitationAnswer) and pending is not None:
+                carried[call_id] = dataclasses.replace(decision, question=pending.elicitation)
+        return carried
 
 
 class _Desk:
@@ -559,6 +592,10 @@ class TemporalToolService:
                 tool_name=tool.name,
                 attempt=payload.attempt,
                 conversation_id=payload.conversation_id,
+                # A question ends the activity with a pending result; the workflow waits for
+                # the answer and sends it with the call's next activity.
+                may_pause=True,
+                answer=payload.answer,
             )
             async with _heartbeating(heartbeat):
                 result = await tool.aexecute(payload.call, context)
@@ -715,6 +752,7 @@ class TemporalToolService:
             deps=plan.context.deps,
             attempt=plan.context.attempt,
             conversation_id=plan.context.conversation_id,
+            answer=plan.context.answer,
         )
         options = self.tool_activity_options(tool.name)
         try:

