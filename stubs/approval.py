@@ -75,6 +75,11 @@ async def main() -> None:
     assert_type(paused.pending[0].call, ToolCall)
     assert_type(paused.pending[0].reason, PendingReason)
     assert_type(paused.pending[0].elicitation, Elicitation | None)
+    question = paused.pending[0].elicitation
+    if question is not None:
+        assert_type(question.key, str | None)
+        assert_type(question.answer({"name": "Ada"}), ElicitationAnswer)
+        question.answer(action="skip")  # type: ignore[arg-type]
 
     decisions: dict[str, Approval] = {
         "a": True,
