@@ -49,6 +49,7 @@ from agentforge_typed import (
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
 from agentforge_typed.tools._mcp import Revision
 from agentforge_typed.tools._mcp_questions import (
+    MAX_INPUT_REQUESTS,
     MAX_INPUT_ROUNDS,
     MAX_SCHEMA_CHARS,
     MAX_STATE_CHARS,
@@ -174,8 +175,8 @@ def test_an_unanswered_question_is_given_up_after_elicitation_timeout(
 
 class Asking:
     """A server of the stateless revision whose `ask` tool answers `input_required` as `mode`
-    says: a state over the cap, questions without end, a sampling request, or its state alone
-    `rounds` times before a result. It counts the calls it gets."""
+    says: a state over the cap, questions without end, too many at once, a sampling request, or
+    its state alone `rounds` times before a result. It counts the calls it gets."""
 
     def __init__(self, mode: str, rounds: int = 0) -> None:
         self.mode, self.rounds, self.calls = mode, rounds, 0
@@ -192,6 +193,9 @@ class Asking:
             return InputRequiredResult(request_state="s" * (MAX_STATE_CHARS + 1))
         if self.mode == "forever":
             return InputRequiredResult(input_requests={"q": question}, request_state="s")
+        if self.mode == "many":
+            many = {f"q{i}": question for i in range(MAX_INPUT_REQUESTS + 1)}
+            return InputRequiredResult(input_requests=many, request_state="s")
         if self.mode == "sampling":
             sampling = CreateMessageRequest(
                 params=CreateMessageRequestParams(messages=[], max_tokens=5)
@@ -215,6 +219,7 @@ NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}}
     [
         ("huge-state", 1, f"the server's request state is over {MAX_STATE_CHARS:,} characters"),
         ("forever", 1 + MAX_INPUT_ROUNDS, "the server answered input_required more than 10 times"),
+        ("many", 1, "the server asked more than 32 questions at once"),
         ("sampling", 1, "the server asked for 'sampling/createMessage', which this client does "),
     ],
 )

@@ -20,8 +20,8 @@ question for `elicitation_timeout` seconds, so a bare `ElicitationAnswer` resume
 Either way, what a server sends is bounded: at most `MAX_OPEN` questions of a server wait, a
 requested schema over `MAX_SCHEMA_CHARS` characters, a URL-mode question or a schema that is not
 an object of primitive properties is declined at once, a request state over `MAX_STATE_CHARS`
-characters or more than `MAX_INPUT_ROUNDS` rounds of `input_required` end the call with an error
-the model reads. Open calls and questions are kept by the call's id, tool and arguments.
+characters, more than `MAX_INPUT_REQUESTS` questions at once or more than `MAX_INPUT_ROUNDS`
+rounds of `input_required` end the call with an error the model reads. Open calls and questions are kept by the call's id, tool and arguments.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     import anyio
 
 __all__ = [
+    "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
     "MAX_OPEN",
     "MAX_SCHEMA_CHARS",
@@ -66,6 +67,8 @@ MAX_STATE_CHARS = 64_000
 """The longest request state a server may ask to be sent back (it travels in pending calls)."""
 MAX_INPUT_ROUNDS = 10
 """The most `input_required` results one call may answer with before it is an error."""
+MAX_INPUT_REQUESTS = 32
+"""The most questions one `input_required` result may carry."""
 _PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
 
 CallKey = tuple[str, str, str]
@@ -206,6 +209,10 @@ class Desk:
             )
         self._forget_expired()
         requests = required.get("inputRequests") or {}
+        if len(requests) > MAX_INPUT_REQUESTS:
+            return execution_error_result(
+                tool_name, f"the server asked more than {MAX_INPUT_REQUESTS} questions at once"
+            )
         responses: dict[str, dict[str, Any]] = {}
         for name, request in requests.items():
             method = request.get("method") if isinstance(request, Mapping) else None
