@@ -460,7 +460,10 @@ async def test_args_model_is_validated_strictly(srv: Server, mode: Mode) -> None
     tool = HttpTool("search", url=srv.base + "/search", args_model=SearchArgs)
     # Unknown keys are refused although `SearchArgs` does not say so: the schema says it.
     assert tool.specification.parameters == {
-        **SearchArgs.model_json_schema(),
+        "title": "SearchArgs",
+        "type": "object",
+        "properties": {"q": {"type": "string"}, "limit": {"default": 10, "type": "integer"}},
+        "required": ["q"],
         "additionalProperties": False,
     }
     result = await run(tool, '{"q": "pens"}', mode)
@@ -470,6 +473,48 @@ async def test_args_model_is_validated_strictly(srv: Server, mode: Mode) -> None
     assert '- $.limit: Input should be a valid integer (input: "5")' in invalid.text
     assert len(srv.requests) == 1
     assert result.value == {"query": [["q", "pens"], ["limit", "10"]]}
+
+
+class Window(BaseModel):
+    start: int
+    end: int
+
+
+class RangeArgs(BaseModel):
+    window: Window
+    tags: list[Window] = []
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_args_model_refuses_unknown_keys_at_every_depth(srv: Server, mode: Mode) -> None:
+    tool = HttpTool("range", url=srv.base + "/search", method="POST", args_model=RangeArgs)
+    nested = tool.specification.parameters["$defs"]["Window"]
+    assert nested["additionalProperties"] is False
+    sneaky = '{"window": {"start": 1, "end": 2, "admin": true}, "tags": [{"start": 0, "end": 1, "x": 0}]}'
+    refused = await run(tool, sneaky, mode)
+    assert refused.error_kind == "arguments"
+    assert "- $.window.admin: Extra inputs are not permitted (input: true)" in refused.text
+    assert "- $.tags[0].x: Extra inputs are not permitted (input: 0)" in refused.text
+    assert srv.requests == []
+    # The user's classes are left as they were.
+    assert Window.model_validate({"start": 1, "end": 2, "admin": True}) == Window(start=1, end=2)
+    dropping = HttpTool(
+        "range",
+        url=srv.base + "/search",
+        method="POST",
+        args_model=RangeArgs,
+        extra_arguments="ignore",
+    )
+    dropped = await run(dropping, sneaky, mode)
+    assert dropped.is_error is False
+    assert json.loads(srv.requests[0].body) == {
+        "window": {"start": 1, "end": 2},
+        "tags": [{"start": 0, "end": 1}],
+    }
+    assert dropped.repairs == (
+        "$.window.admin: unknown property dropped",
+        "$.tags[0].x: unknown property dropped",
+    )
 
 
 async def test_injected_clients_are_used(srv: Server) -> None:

@@ -39,6 +39,7 @@ from ._outcomes import arguments_error_result, execution_error_result, failure_r
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
 from ._schema_tool import valid_arguments
+from ._signature import ToolJsonSchema, close_nested
 
 __all__ = ["HeadersFactory", "HttpTool"]
 
@@ -622,14 +623,15 @@ class _ModelArguments:
     """Strict pydantic validation of arguments declared by an `args_model` (as typed tools do)."""
 
     def __init__(self, model: type[pydantic.BaseModel], extra_arguments: ExtraArguments) -> None:
-        if model.model_config.get("extra") is None:
-            # pydantic ignores unknown keys by default; as for `@tool` functions, they are
-            # refused (or dropped and recorded, under "ignore"), never silently.
-            config = pydantic.ConfigDict(extra="forbid")
-            namespace = {"model_config": config, "__module__": model.__module__}
-            model = type(model.__name__, (model,), namespace)
-        self.schema = model.model_json_schema()
-        """The model's JSON Schema, closed where the model refuses undeclared keys."""
+        # pydantic ignores unknown keys by default; as for `@tool` functions, they are refused
+        # (or dropped and recorded, under "ignore") at every depth, never silently. A private
+        # subclass is closed: the user's classes are left as they are.
+        config = pydantic.ConfigDict(extra=model.model_config.get("extra") or "forbid")
+        namespace = {"model_config": config, "__module__": model.__module__}
+        model = type(model.__name__, (model,), namespace)
+        close_nested(model)
+        self.schema = model.model_json_schema(schema_generator=ToolJsonSchema)
+        """The model's JSON Schema, closed where the validator refuses undeclared keys."""
         self._validator = ArgumentsValidator.of_model(
             model, strict=True, extra_arguments=extra_arguments
         )

@@ -39,6 +39,7 @@ __all__ = [
     "ToolJsonSchema",
     "ToolSignature",
     "check_tool_name",
+    "close_nested",
     "closed_validator",
     "core_schema_nodes",
     "deps_accepted",
@@ -147,7 +148,7 @@ class ToolSignature:
                 built = self.__dict__.get("_args_model")
                 if built is None:
                     built = create_model(self.model_name, __config__=_CONFIG, **self.model_fields)
-                    _close(built)
+                    close_nested(built)
                     self.__dict__["_args_model"] = built
         return built
 
@@ -162,7 +163,7 @@ class ToolSignature:
 
 _MODEL_LOCK = threading.Lock()
 
-# Always `extra="forbid"`, at every depth (see `_close`): the schema tells the model it must not
+# Always `extra="forbid"`, at every depth (see `close_nested`): the schema tells the model it must not
 # invent arguments; a tool with `extra_arguments="ignore"` drops them in the validator's repair
 # path instead. JSON has no NaN or Infinity (and `1e400` parses as infinity): refuse them as a
 # model's numbers.
@@ -300,7 +301,7 @@ def inspect_function(
         renames=renames or None,
     )
     if model is not None:  # built to take its schema: kept, not built again at first use
-        _close(model)
+        close_nested(model)
         signature.__dict__["_args_model"] = model
     return signature
 
@@ -384,7 +385,7 @@ def _model_fields(
 
 
 def _closed_schema(schema: CoreSchema) -> tuple[CoreSchema, list[dict[str, Any]], bool]:
-    """`schema`, closed at every depth (see `_close`); the nodes of the schema before closing
+    """`schema`, closed at every depth (see `close_nested`); the nodes of the schema before closing
     (the same but for `extra_behavior`); whether it needed closing."""
     nodes = core_schema_nodes(schema)
     if not any(_needs_closing(node) for node in nodes):
@@ -555,7 +556,7 @@ _FIELDS_NODES = frozenset({"model-fields", "dataclass-args", "typed-dict"})
 """The core-schema nodes that hold an object's named fields, and its `extra_behavior`."""
 
 
-def _close(args_model: type[BaseModel]) -> None:
+def close_nested(args_model: type[BaseModel]) -> None:
     """Make `args_model` reject unknown keys at every depth, not only at the top.
 
     When a nested model, dataclass or TypedDict of its core schema does not forbid extra keys
@@ -598,7 +599,7 @@ def closed_validator(schema: Any, config: core_schema.CoreConfig | None = None) 
     """A validator built from `schema` itself, nested classes included.
 
     pydantic-core otherwise reuses a complete class's own validator for its node ("prebuilt"),
-    which would ignore what `_close` changed there. The classes are marked incomplete only while
+    which would ignore what `close_nested` changed there. The classes are marked incomplete only while
     the validator is built, so pydantic-core builds their nodes from the schema.
     """
     classes = {
@@ -648,7 +649,7 @@ def _closed(json_schema: JsonSchemaValue, schema: Any) -> JsonSchemaValue:
 
 
 def _copy(schema: Any) -> Any:
-    """A copy of a core schema's dicts and lists (what `_close` edits); other values are shared."""
+    """A copy of a core schema's dicts and lists (what `close_nested` edits); other values are shared."""
     if type(schema) is dict:
         return {key: _copy(value) for key, value in schema.items()}
     if type(schema) is list:
