@@ -67,15 +67,9 @@ def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | No
     name = response.metadata.get("model") or getattr(model, "model", None)
     if not isinstance(name, str):
         return None
-    input_tokens, cache_read, cache_write = _input_counts(usage, response.metadata)
     try:
         calculation = calc_price(
-            Usage(
-                input_tokens=input_tokens,
-                output_tokens=usage.output_tokens,
-                cache_read_tokens=cache_read,
-                cache_write_tokens=cache_write,
-            ),
+            Usage(output_tokens=usage.output_tokens, **_input_counts(usage, response.metadata)),
             name,
             provider_api_url=base_url,
         )
@@ -88,12 +82,15 @@ def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | No
     return price if isinstance(price, Decimal) else None
 
 
-def _input_counts(usage: TokenUsage, metadata: Mapping[str, Any]) -> tuple[int, int, int]:
+def _input_counts(usage: TokenUsage, metadata: Mapping[str, Any]) -> dict[str, int]:
     """The input tokens as `genai-prices` counts them (cached ones included, as the contract's
     `input_tokens` does on every wire), and of those the ones read from and written to the prompt
     cache, from what each wire keeps in `metadata`: Anthropic's `cache_read_input_tokens` /
-    `cache_creation_input_tokens`, OpenAI's `cached_tokens` and Gemini's
-    `cachedContentTokenCount`. Cache counts larger than the input are not believed."""
+    `cache_creation_input_tokens` (with `cache_creation`'s split of the writes by lifetime, priced
+    apart: one-hour writes cost more), OpenAI's `cached_tokens` and Gemini's
+    `cachedContentTokenCount`. Cache counts larger than the input, or a split that does not add
+    up, are not believed."""
+    counts = {"input_tokens": usage.input_tokens}
     read, write = (
         metadata.get("cache_read_input_tokens"),
         metadata.get("cache_creation_input_tokens"),
@@ -101,15 +98,27 @@ def _input_counts(usage: TokenUsage, metadata: Mapping[str, Any]) -> tuple[int, 
     if _is_count(read) or _is_count(write):
         read, write = read if _is_count(read) else 0, write if _is_count(write) else 0
         if read + write <= usage.input_tokens:
-            return usage.input_tokens, read, write
-        return usage.input_tokens, 0, 0
+            counts |= {"cache_read_tokens": read, "cache_write_tokens": write}
+            counts |= _write_lifetimes(metadata.get("cache_creation"), write)
+        return counts
     cached = metadata.get("cached_tokens")
     gemini = metadata.get("usage_metadata")
     if not _is_count(cached) and isinstance(gemini, Mapping):
         cached = gemini.get("cachedContentTokenCount")
     if _is_count(cached) and cached <= usage.input_tokens:
-        return usage.input_tokens, cached, 0
-    return usage.input_tokens, 0, 0
+        counts["cache_read_tokens"] = cached
+    return counts
+
+
+def _write_lifetimes(split: object, write: int) -> dict[str, int]:
+    """Anthropic's `cache_creation` (`ephemeral_5m_input_tokens`, `ephemeral_1h_input_tokens`)
+    as `genai-prices` keys, when both are counts that add up to the writes."""
+    if not isinstance(split, Mapping):
+        return {}
+    five, hour = split.get("ephemeral_5m_input_tokens"), split.get("ephemeral_1h_input_tokens")
+    if not (_is_count(five) and _is_count(hour)) or five + hour != write:
+        return {}
+    return {"cache_write_5m_tokens": five, "cache_write_1h_tokens": hour}
 
 
 def _is_count(value: object) -> TypeGuard[int]:

@@ -344,11 +344,42 @@ def test_a_cached_count_larger_than_the_input_is_not_believed() -> None:
     from agentforge_typed._cost import _input_counts
 
     usage = TokenUsage(input_tokens=10, output_tokens=1, total_tokens=11)
-    assert _input_counts(usage, {"cached_tokens": 11}) == (10, 0, 0)
-    assert _input_counts(usage, {"cached_tokens": True}) == (10, 0, 0)
-    assert _input_counts(usage, {"usage_metadata": {"cachedContentTokenCount": 4}}) == (10, 4, 0)
-    assert _input_counts(usage, {"cache_read_input_tokens": 5}) == (10, 5, 0)
-    assert _input_counts(usage, {"cache_creation_input_tokens": 11}) == (10, 0, 0)
+    alone = {"input_tokens": 10}
+    assert _input_counts(usage, {"cached_tokens": 11}) == alone
+    assert _input_counts(usage, {"cached_tokens": True}) == alone
+    gemini = {"usage_metadata": {"cachedContentTokenCount": 4}}
+    assert _input_counts(usage, gemini) == alone | {"cache_read_tokens": 4}
+    anthropic = {"cache_read_input_tokens": 5}
+    assert _input_counts(usage, anthropic) == alone | {
+        "cache_read_tokens": 5,
+        "cache_write_tokens": 0,
+    }
+    assert _input_counts(usage, {"cache_creation_input_tokens": 11}) == alone
+    # A split of the writes by lifetime that does not add up is not believed either.
+    lying = {
+        "cache_creation_input_tokens": 6,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1, "ephemeral_1h_input_tokens": 9},
+    }
+    assert _input_counts(usage, lying) == alone | {"cache_read_tokens": 0, "cache_write_tokens": 6}
+
+
+@needs_prices
+def test_anthropic_one_hour_cache_writes_are_priced_at_their_own_rate() -> None:
+    usage = {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 3000,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1000, "ephemeral_1h_input_tokens": 2000},
+        "output_tokens": 50,
+    }
+    recorder = Recorder(ANSWER | {"usage": usage})
+    result = ToolService().chat(_anthropic(recorder), "hi")
+    # Claude Sonnet 4.5 per million tokens: $3 input, $3.75 5-minute writes, $6 one-hour writes,
+    # $15 output.
+    assert result.usage.cost == (
+        Decimal("0.0003") + Decimal("0.00375") + Decimal("0.012") + Decimal("0.00075")
+    )
+    assert result.final_response.metadata["cache_creation"] == usage["cache_creation"]
 
 
 def test_placing_breakpoints_changes_no_list_or_block_of_the_payload() -> None:

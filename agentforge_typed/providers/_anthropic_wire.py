@@ -67,6 +67,7 @@ _FINISH_REASONS = {
 # Blocks the contract models directly; anything else makes a message keep its raw blocks.
 _MODELLED_BLOCKS = frozenset({"text", "tool_use"})
 _USAGE_METADATA = (
+    "cache_creation",
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
     "server_tool_use",
