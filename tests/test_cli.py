@@ -595,3 +595,20 @@ def test_run_on_a_run_that_pauses_says_so_with_its_own_exit_status() -> None:
     assert as_json.returncode == 3
     [pending] = json.loads(as_json.stdout)["pending"]
     assert pending["reason"] == "approval" and pending["call"]["name"] == "refund"
+
+
+def test_run_falls_back_when_the_model_s_server_is_down() -> None:
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Recording) as server:
+        port = server.server_address[1]  # bound, then closed: nothing listens there any more
+    env = dict(os.environ, LLAMACPP_BASE_URL=f"http://127.0.0.1:{port}/v1")
+    args = ["run", "examples/weather.py:tools", "weather in Paris?", "--model", "llamacpp:gemma"]
+    shown = cli(*args, "--fallback", "fake", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert "== answered by a fallback model: FakeModel" in shown.stdout
+    as_json = cli(*args, "--fallback", "fake", "--json", env=env)
+    fallback = json.loads(as_json.stdout)["final_response"]["metadata"]["fallback"]
+    assert (fallback["index"], fallback["failed"][0]["model"]) == (1, "OpenAIChatModel('gemma')")
+    alone = cli(*args, env=env)
+    assert alone.returncode == 1 and "ModelError" in alone.stderr
+    unknown = cli(*args, "--fallback", "gpt-4o", env=env)
+    assert unknown.returncode == 2 and "unknown model 'gpt-4o'" in unknown.stderr

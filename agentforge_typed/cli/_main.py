@@ -22,6 +22,7 @@ from .._messages import ChatMessage, SystemMessage, UserMessage
 from .._request import ChatRequestParameters
 from .._service import ToolService
 from .._toolsets import GROUP_PREFIX, resolve
+from ..providers._fallback import FallbackModel
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import needing_deps
@@ -90,6 +91,13 @@ def _parser() -> argparse.ArgumentParser:
         "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
         "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, GEMINI_API_KEY (or "
         "GOOGLE_API_KEY) / GOOGLE_GEMINI_BASE_URL, <SERVER>_API_KEY / <SERVER>_BASE_URL",
+    )
+    run.add_argument(
+        "--fallback",
+        metavar="MODEL",
+        action="append",
+        help="a model to ask when the one before it fails with a transient error (a rate limit, "
+        "overload, a 5xx, a connection error or a timeout); repeatable, asked in order",
     )
     run.add_argument(
         "--max-tokens",
@@ -249,8 +257,11 @@ def _run(args: argparse.Namespace) -> int:
         _refuse_missing_deps([t for t in service.tools if selection is None or t.name in selection])
     try:
         model = get_model(args.model)
+        fallbacks = [get_model(name) for name in args.fallback or ()]
     except (ValueError, AgentForgeError) as exc:
         raise _UsageError(str(exc)) from None
+    if fallbacks:
+        model = FallbackModel(model, *fallbacks)
     messages: list[ChatMessage] = []
     if args.system:
         messages.append(SystemMessage(text=args.system))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, TextIO
@@ -13,6 +13,7 @@ import pydantic_core
 
 from .._events import ResponseComplete, TextDelta, ThinkingDelta
 from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
+from .._response import ChatResponse
 from .._results import ToolChatResult, ToolExecution
 
 __all__ = ["LiveDisplay", "result_json"]
@@ -90,11 +91,26 @@ class LiveDisplay:
         else:
             self._line("== final answer")
             self._write((result.text or "(no text)") + "\n")
+        fallbacks = _fallbacks([*result.intermediate_responses, result.final_response])
+        if fallbacks:
+            self._line(f"== answered by a fallback model: {', '.join(fallbacks)}")
         self._line(
             f"== {rounds} model call{_s(rounds)}, {len(executions)} tool call{_s(len(executions))}"
             f" ({failed} failed), tokens: {usage.input_tokens} in / {usage.output_tokens} out"
             f" / {usage.total_tokens} total{_cost(usage.cost)}, {seconds:.2f}s"
         )
+
+
+def _fallbacks(responses: Sequence[ChatResponse]) -> list[str]:
+    """The fallback models that answered (`FallbackModel`'s `metadata["fallback"]`), in order."""
+    found: list[str] = []
+    for response in responses:
+        fallback = response.metadata.get("fallback")
+        if isinstance(fallback, dict) and fallback.get("index"):
+            label = str(fallback.get("model"))
+            if label not in found:
+                found.append(label)
+    return found
 
 
 def _cost(cost: Decimal | None) -> str:
