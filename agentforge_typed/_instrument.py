@@ -145,8 +145,17 @@ def instrument(
     return Instrumentation(_active)
 
 
+MAX_RESPONSE_VALUE_CHARS = 256
+"""The longest response id or model name a span or metric takes from an answer (a server sends
+them, and may send anything)."""
+MAX_RESPONSE_MODELS = 100
+"""The most distinct `gen_ai.response.model` values the metrics record; past them an answer's is
+recorded as `_OTHER`, so a server naming a new model in every answer cannot grow the metric
+series without end."""
+
+
 class _Telemetry:
-    __slots__ = ("durations", "include_content", "tokens", "tracer")
+    __slots__ = ("durations", "include_content", "response_models", "tokens", "tracer")
 
     def __init__(
         self, tracer: Tracer, tokens: Histogram, durations: Histogram, include_content: bool
@@ -155,6 +164,15 @@ class _Telemetry:
         self.tokens = tokens
         self.durations = durations
         self.include_content = include_content
+        self.response_models: set[str] = set()
+
+    def metric_model(self, model: str) -> str:
+        """`model` as the metrics record it: a value seen before, or a new one while there are
+        fewer than `MAX_RESPONSE_MODELS`, else `_OTHER`."""
+        if model in self.response_models or len(self.response_models) < MAX_RESPONSE_MODELS:
+            self.response_models.add(model)
+            return model
+        return "_OTHER"
 
 
 def run_trace(conversation_id: str) -> RunTrace | None:
@@ -441,11 +459,13 @@ class _ModelCall:
         span, metric = self.span, dict(self.base)
         if response is not None:
             metadata = response.metadata
-            if isinstance(metadata.get("model"), str):
-                span.set_attribute("gen_ai.response.model", metadata["model"])
-                metric["gen_ai.response.model"] = metadata["model"]
-            if isinstance(metadata.get("id"), str):
-                span.set_attribute("gen_ai.response.id", metadata["id"])
+            model, answer_id = metadata.get("model"), metadata.get("id")
+            if isinstance(model, str):
+                model = model[:MAX_RESPONSE_VALUE_CHARS]
+                span.set_attribute("gen_ai.response.model", model)
+                metric["gen_ai.response.model"] = self.telemetry.metric_model(model)
+            if isinstance(answer_id, str):
+                span.set_attribute("gen_ai.response.id", answer_id[:MAX_RESPONSE_VALUE_CHARS])
             if response.finish_reason is not None:
                 span.set_attribute("gen_ai.response.finish_reasons", [str(response.finish_reason)])
             if response.token_usage is not None:

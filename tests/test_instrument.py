@@ -44,6 +44,7 @@ from agentforge_typed import (
     available_tools_handler,
     tool,
 )
+from agentforge_typed._instrument import MAX_RESPONSE_MODELS, MAX_RESPONSE_VALUE_CHARS
 
 API_KEY = "sk-proj-SECRETKEY0123456789abcdef"
 USAGE = TokenUsage(input_tokens=10, output_tokens=2, total_tokens=12)
@@ -632,3 +633,25 @@ def test_every_repair_text_has_a_kind_and_a_foreign_one_is_other() -> None:
     assert nested.repairs == (f'$.guest["{SECRET_KEY}"]: unknown property dropped',)
     assert [repair_kind(r) for r in nested.repairs] == ["unknown_argument_dropped"]
     assert repair_kind(f"my own note about {SECRET_KEY}") == "other"
+
+
+def test_what_an_answer_names_cannot_grow_spans_or_metric_series(otel: Telemetry) -> None:
+    # A server that names a new model in every answer, with an id of any length.
+    served = iter(range(1000))
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = _completion({"role": "assistant", "content": "ok"}, "stop")
+        n = next(served)
+        return httpx.Response(200, json=body | {"model": f"m{n}", "id": "x" * 100_000})
+
+    model = _openai(answer)
+    for _ in range(MAX_RESPONSE_MODELS + 5):
+        ToolService().chat(model, "hi")
+    span = otel.named("chat ")[0]
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.response.id"] == "x" * MAX_RESPONSE_VALUE_CHARS
+    series = {
+        p.attributes["gen_ai.response.model"] for p in otel.metrics()["gen_ai.client.token.usage"]
+    }
+    assert len(series) == MAX_RESPONSE_MODELS + 1
+    assert "_OTHER" in series and "m0" in series and f"m{MAX_RESPONSE_MODELS}" not in series
