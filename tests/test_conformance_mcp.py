@@ -46,13 +46,16 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
+from agentforge_typed._approval import PendingResult
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
 from agentforge_typed.tools._mcp import Revision
 from agentforge_typed.tools._mcp_questions import (
     MAX_INPUT_REQUESTS,
     MAX_INPUT_ROUNDS,
+    MAX_OPEN,
     MAX_SCHEMA_CHARS,
     MAX_STATE_CHARS,
+    Desk,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -243,3 +246,18 @@ async def test_a_server_that_only_wants_its_state_back_gets_it_after_a_short_bac
         result = await ask.aexecute(ToolCall(id="c1", name="ask", arguments="{}"), _context())
     assert result.text == "done with round 4"
     assert 0.05 + 0.1 + 0.2 + 0.25 <= time.monotonic() - started < 3
+
+
+def test_keyed_questions_past_the_cap_still_pause_and_the_oldest_is_forgotten() -> None:
+    desk = Desk("asking", timeout=5, answer_timeout=600)
+    question = {
+        "method": "elicitation/create",
+        "params": {"message": "Name?", "requestedSchema": NAME_SCHEMA},
+    }
+    calls = [ToolCall(id=f"c{i}", name="ask", arguments="{}") for i in range(MAX_OPEN + 1)]
+    for call in calls:
+        required = {"inputRequests": {"q": question}, "requestState": call.id}
+        paused = desk.settle(call, "ask", required, may_pause=True)
+        assert isinstance(paused, PendingResult) and paused.pending is not None
+    assert len(desk.asked) == MAX_OPEN
+    assert ("c0", "ask", "{}") not in desk.asked and ("c100", "ask", "{}") in desk.asked

@@ -17,11 +17,12 @@ and the state, and the answer is sent with the call sent again, from this proces
 (a restarted program, a durable run's next activity). The process that asked remembers the
 question for `elicitation_timeout` seconds, so a bare `ElicitationAnswer` resumes it there.
 
-Either way, what a server sends is bounded: at most `MAX_OPEN` questions of a server wait, a
+Either way, what a server sends is bounded: at most `MAX_OPEN` calls of a server wait open, a
 requested schema over `MAX_SCHEMA_CHARS` characters, a URL-mode question or a schema that is not
 an object of primitive properties is declined at once, a request state over `MAX_STATE_CHARS`
 characters, more than `MAX_INPUT_REQUESTS` questions at once or more than `MAX_INPUT_ROUNDS`
-rounds of `input_required` end the call with an error the model reads. Open calls and questions are kept by the call's id, tool and arguments.
+rounds of `input_required` end the call with an error the model reads. Open calls and questions are kept by the call's id, tool and arguments; past
+`MAX_OPEN` remembered keyed questions, the oldest is forgotten (its answer must then carry it).
 """
 
 from __future__ import annotations
@@ -224,10 +225,11 @@ class Desk:
             posed = _pose(request.get("params") or {})
             if isinstance(posed, str):
                 logger.warning("MCP server %s: a question declined: %s", self.label, posed)
-            elif may_pause and len(self.asked) < MAX_OPEN:
+            elif may_pause:
                 question = Elicitation(posed[0].message, posed[0].schema, name, state)
-                until = time.monotonic() + self.answer_timeout
-                self.asked[key_of(call)] = _Asked(question, posed[1], until)
+                self._remember(
+                    call, _Asked(question, posed[1], time.monotonic() + self.answer_timeout)
+                )
                 return _pending(call, question)
             responses[name] = {"action": "decline"}
         return Resend(responses, state)
@@ -263,6 +265,13 @@ class Desk:
         opened = waiting[0]
         opened.question, opened.validator = posed
         return opened, ""
+
+    def _remember(self, call: ToolCall, asked: _Asked) -> None:
+        """Keep a keyed question for a bare answer in this process; at most `MAX_OPEN`, the
+        oldest forgotten first (an answer that carries its question needs none of this)."""
+        if len(self.asked) >= MAX_OPEN:
+            del self.asked[min(self.asked, key=lambda k: self.asked[k].until)]
+        self.asked[key_of(call)] = asked
 
     def _take(self, key: CallKey) -> _Asked | None:
         """The keyed question remembered for `key`, forgotten now."""
