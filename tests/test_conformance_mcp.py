@@ -7,6 +7,7 @@ server sends. Real servers: the SDK's low-level `Server` over memory streams
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import sys
 import time
@@ -21,6 +22,7 @@ from test_instrument import Telemetry
 from test_mcp import FIXTURE_SERVER
 from test_mcp import errlog as errlog  # the fixture
 from test_mcp_list_changed import Changing, _context, change
+from test_mcp_list_changed import revision as revision  # the fixture
 from test_progress import calls_once
 from test_progress import otel as otel  # the fixture
 
@@ -34,6 +36,8 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
+from agentforge_typed.tools import _mcp
+from agentforge_typed.tools._mcp import Revision
 from agentforge_typed.tools._mcp_questions import MAX_SCHEMA_CHARS
 
 pytestmark = pytest.mark.skipif(
@@ -41,10 +45,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_a_flood_of_notifications_costs_a_listing_or_two(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_flood_of_notifications_costs_a_listing_or_two(revision: Revision) -> None:
     changing = Changing("old")
     changing.notices = 5000
-    with changing.server() as server:
+    with changing.server(revision=revision) as server:
         (change_tool, _) = server.tools()
         listed = changing.listings
         result = change_tool.execute(change(["new"]), _context())
@@ -53,12 +57,27 @@ def test_a_flood_of_notifications_costs_a_listing_or_two(caplog: pytest.LogCaptu
     assert 1 <= changing.listings - listed <= 3
 
 
+def test_spaced_notifications_cost_a_listing_a_second_at_most(
+    revision: Revision, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_mcp, "RELIST_INTERVAL", 0.4)
+    changing = Changing("old")
+    with changing.server(revision=revision) as server:
+        (change_tool, _) = server.tools()
+        for names in (["a"], ["b"], ["c"]):  # each call waits for the listing it set off
+            assert change_tool.execute(change(names), _context()).text == "ran change"
+        assert [t.name for t in server.tools()] == ["change", "c"]
+    relisted = changing.listed_at[1:]
+    assert len(relisted) == 3
+    assert min(b - a for a, b in itertools.pairwise(relisted)) >= 0.4 - 0.01
+
+
 def test_a_changed_list_over_max_tools_keeps_the_old_one(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, revision: Revision
 ) -> None:
     changing = Changing("old")
     with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"):
-        with changing.server(max_tools=3) as server:
+        with changing.server(max_tools=3, revision=revision) as server:
             (change_tool, _) = server.tools()
             change_tool.execute(change(["a", "b", "c"]), _context())
             assert [t.name for t in server.tools()] == ["change", "old"]

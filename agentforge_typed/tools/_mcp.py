@@ -75,6 +75,8 @@ __all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
 logger = logging.getLogger("agentforge_typed.mcp")
 
 _CONNECTION_CLOSED = -32000
+_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+"""The `_meta` key that ties a notification to its `subscriptions/listen` stream."""
 """JSON-RPC error code the SDK raises for requests on a closed connection."""
 _PORTAL_GRACE = 5.0
 """Extra seconds a blocking caller waits for the portal beyond the call's own timeout."""
@@ -88,8 +90,8 @@ doubles the wait, up to `RECONNECT_MAX_DELAY`. The first attempt is made at once
 RECONNECT_MAX_DELAY = 30.0
 """The longest wait between two reconnection attempts."""
 RELIST_INTERVAL = 1.0
-"""The least seconds between the starts of two listings after `notifications/tools/list_changed`:
-a server flooding them gets one listing a second at most."""
+"""The least seconds between the starts of two listings after `notifications/tools/list_changed`,
+however the notifications are spaced: a server flooding them gets one listing a second at most."""
 
 _Streams = tuple[Any, Any]
 """A transport's (read, write) message streams, as the SDK's clients yield them."""
@@ -139,6 +141,8 @@ class _Live:
     """Set when the listing under way after `notifications/tools/list_changed` ends."""
     relist_again: bool = False
     """Another notification came during it: list once more when it ends (however many came)."""
+    relisted_at: float = -RELIST_INTERVAL
+    """`time.monotonic()` when the last listing after a notification started."""
 
     def adopt(self, tools: list[MCPTool]) -> None:
         """Make `tools` the current list, counting a new version when it differs."""
@@ -506,9 +510,15 @@ class MCPServer:
                 ClientSession(read, write, message_handler=on_message, elicitation_callback=elicit)
             )
             session = await stack.enter_async_context(made[0])
+            # Tasks of this session (its `subscriptions/listen` stream), ended before it is.
+            tasks = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tasks.cancel_scope.cancel)
             try:
                 with anyio.fail_after(self.connect_timeout):
                     await _negotiate(session, self.revision)
+                    if _announces_listen(session):
+                        # Acknowledged before the listing, so that no change falls between.
+                        await tasks.start(self._listen, live, session)
                     tools = await self._list(session)
             except TimeoutError:
                 raise TimeoutError(
@@ -522,31 +532,103 @@ class MCPServer:
         return await self._usable_tools(listed)
 
     def _on_message(self, live: _Live, message: Any) -> None:
-        """Runs in the session's receive loop, so it only takes note and starts tasks: a server
-        flooding notifications costs a flag each."""
+        """Runs in the session's receive loop: `notifications/tools/list_changed` sent on the
+        session (the handshake revisions' way) sets off a listing. One stamped with a
+        subscription id came on a `subscriptions/listen` stream, whose events `_listen` feeds."""
         from mcp.types import ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
-            if live.relisting is not None:
-                live.relist_again = True
-            else:
-                import anyio
+            meta = message.params.meta if message.params is not None else None
+            if not meta or _SUBSCRIPTION_ID not in meta:
+                self._changed(live)
 
-                live.relisting = anyio.Event()
-                live.owner.start_soon(self._relist, live, live.relisting)
+    def _changed(self, live: _Live) -> None:
+        """The server says its tools changed: list them again, soon. Only takes note and starts
+        a task, so that a server flooding notifications costs a flag each."""
+        if live.relisting is not None:
+            live.relist_again = True
+        else:
+            import anyio
+
+            live.relisting = anyio.Event()
+            live.owner.start_soon(self._relist, live, live.relisting)
+
+    async def _listen(
+        self, live: _Live, session: ClientSession, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
+        """Hold a `subscriptions/listen` stream of the server's `tools/list_changed` events for
+        the session's life, feeding them to `_changed`: the stateless revision (2026-07-28)
+        sends change notifications only on such a stream.
+
+        Started once the server acknowledges the stream, or refuses it (a warning: the tools
+        stay as listed). A stream that ends while the connection lasts (the server closed it,
+        or it was lost) is opened again after `RECONNECT_FIRST_DELAY` seconds, doubling up to
+        `RECONNECT_MAX_DELAY` while each new one ends without an event, and the tools are listed
+        again, as changes may have been missed. Each acknowledgement is awaited for
+        `connect_timeout` at most. Nothing escapes: the session outlives its stream.
+        """
+        import anyio
+        from mcp.client.subscriptions import listen
+
+        opened = False
+        ended = 0  # streams that ended in a row without an event
+        while True:
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    with anyio.fail_after(self.connect_timeout):
+                        subscription = await stack.enter_async_context(
+                            listen(session, tools_list_changed=True)
+                        )
+                    if opened:
+                        self._changed(live)
+                    else:
+                        opened = True
+                        task_status.started()
+                    async for _ in subscription:
+                        ended = 0
+                        self._changed(live)
+                why = "the server closed it"
+            except Exception as exc:
+                cause = exc.__cause__  # `SubscriptionLost` comes from the SDK's `MCPError`
+                if _is_connection_lost(exc) or (
+                    isinstance(cause, Exception) and _is_connection_lost(cause)
+                ):
+                    return  # the session is gone: a reconnection listens anew
+                if not opened:
+                    logger.warning(
+                        "MCP server %s: subscriptions/listen refused; changes to its tools "
+                        "will not be seen: %s",
+                        self.label,
+                        _describe(exc),
+                    )
+                    task_status.started()
+                    return
+                why = _describe(exc)
+            ended += 1
+            delay = min(RECONNECT_FIRST_DELAY * 2 ** (ended - 1), RECONNECT_MAX_DELAY)
+            logger.warning(
+                "MCP server %s: the subscription to its tool changes ended (%s); "
+                "listening again in %g s",
+                self.label,
+                why,
+                delay,
+            )
+            await anyio.sleep(delay)
 
     async def _relist(self, live: _Live, done: anyio.Event) -> None:
         """List the tools again (under `connect_timeout` and `max_tools`), and again after each
-        listing during which more notifications came, at most once every `RELIST_INTERVAL`
-        seconds; a listing that fails leaves the list as it was, with a warning."""
+        listing during which more notifications came, each at least `RELIST_INTERVAL` seconds
+        after the one before; a listing that fails leaves the list as it was, with a warning."""
         import anyio
 
         try:
             while True:
+                await anyio.sleep(max(0.0, live.relisted_at + RELIST_INTERVAL - time.monotonic()))
                 live.relist_again = False
-                started = time.monotonic()
-                held = live.held
-                if held.usable():
+                live.relisted_at = time.monotonic()
+                # None while the first session connects: its own listing comes after this.
+                held: _Held | None = getattr(live, "held", None)
+                if held is not None and held.usable():
                     try:
                         with anyio.fail_after(self.connect_timeout):
                             live.adopt(await self._list(held.session))
@@ -559,7 +641,6 @@ class MCPServer:
                         )
                 if not live.relist_again:
                     return
-                await anyio.sleep(started + RELIST_INTERVAL - time.monotonic())
         finally:
             live.relisting = None
             done.set()
@@ -1090,6 +1171,16 @@ async def _list_tools(session: ClientSession, most: int, label: str) -> list[dic
         cursor = page.get("nextCursor")
         if not cursor:
             return listed
+
+
+def _announces_listen(session: ClientSession) -> bool:
+    """Whether the session speaks the stateless revision (it answered `server/discover`) and the
+    server says its tool list may change: then a `subscriptions/listen` stream carries that."""
+    if getattr(session, "discover_result", None) is None:
+        return False
+    capabilities = session.server_capabilities
+    tools = capabilities.tools if capabilities is not None else None
+    return tools is not None and bool(tools.list_changed)
 
 
 def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
