@@ -480,12 +480,10 @@ class MCPServer:
         Failing to connect raises to whoever started this task; once the session is handed over,
         nothing escapes: a session that ends by itself is marked lost for the next call to see.
         """
-        import anyio
 
         held: _Held | None = None
         try:
-            async with self._session(live) as (session, tools):
-                held = _Held(session, tools, anyio.Event())
+            async with self._session(live) as held:
                 task_status.started(held)
                 await held.done.wait()
         except Exception as exc:
@@ -495,7 +493,7 @@ class MCPServer:
             logger.debug("MCP server %s: session ended: %r", self.label, exc)
 
     @contextlib.asynccontextmanager
-    async def _session(self, live: _Live) -> AsyncIterator[tuple[ClientSession, list[MCPTool]]]:
+    async def _session(self, live: _Live) -> AsyncIterator[_Held]:
         import anyio
         from mcp import ClientSession
 
@@ -510,6 +508,7 @@ class MCPServer:
                 ClientSession(read, write, message_handler=on_message, elicitation_callback=elicit)
             )
             session = await stack.enter_async_context(made[0])
+            held = _Held(session, [], anyio.Event())
             # Tasks of this session (its `subscriptions/listen` stream), ended before it is.
             tasks = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tasks.cancel_scope.cancel)
@@ -518,14 +517,14 @@ class MCPServer:
                     await _negotiate(session, self.revision)
                     if _announces_listen(session):
                         # Acknowledged before the listing, so that no change falls between.
-                        await tasks.start(self._listen, live, session)
-                    tools = await self._list(session)
+                        await tasks.start(self._listen, live, held)
+                    held.tools = await self._list(session)
             except TimeoutError:
                 raise TimeoutError(
                     f"MCP server {self.label!r} did not initialize and list its tools within "
                     f"{self.connect_timeout:g} seconds (connect_timeout)"
                 ) from None
-            yield session, tools
+            yield held
 
     async def _list(self, session: ClientSession) -> list[MCPTool]:
         listed = await _list_tools(session, self.max_tools, self.label)
@@ -554,7 +553,7 @@ class MCPServer:
             live.owner.start_soon(self._relist, live, live.relisting)
 
     async def _listen(
-        self, live: _Live, session: ClientSession, *, task_status: anyio.abc.TaskStatus[None]
+        self, live: _Live, held: _Held, *, task_status: anyio.abc.TaskStatus[None]
     ) -> None:
         """Hold a `subscriptions/listen` stream of the server's `tools/list_changed` events for
         the session's life, feeding them to `_changed`: the stateless revision (2026-07-28)
@@ -565,7 +564,9 @@ class MCPServer:
         or it was lost) is opened again after `RECONNECT_FIRST_DELAY` seconds, doubling up to
         `RECONNECT_MAX_DELAY` while each new one ends without an event, and the tools are listed
         again, as changes may have been missed. Each acknowledgement is awaited for
-        `connect_timeout` at most. Nothing escapes: the session outlives its stream.
+        `connect_timeout` at most. A stream lost with its connection marks the session lost:
+        over the stateless HTTP transport, that is how a server that went away between two
+        calls is noticed before the next call is sent. Nothing else escapes.
         """
         import anyio
         from mcp.client.subscriptions import listen
@@ -577,7 +578,7 @@ class MCPServer:
                 async with contextlib.AsyncExitStack() as stack:
                     with anyio.fail_after(self.connect_timeout):
                         subscription = await stack.enter_async_context(
-                            listen(session, tools_list_changed=True)
+                            listen(held.session, tools_list_changed=True)
                         )
                     if opened:
                         self._changed(live)
@@ -589,11 +590,13 @@ class MCPServer:
                         self._changed(live)
                 why = "the server closed it"
             except Exception as exc:
-                cause = exc.__cause__  # `SubscriptionLost` comes from the SDK's `MCPError`
-                if _is_connection_lost(exc) or (
-                    isinstance(cause, Exception) and _is_connection_lost(cause)
-                ):
-                    return  # the session is gone: a reconnection listens anew
+                # `SubscriptionLost` comes from the SDK's `MCPError`, which says why.
+                cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+                if _is_connection_lost(cause):
+                    if held.lost is None:
+                        held.lost = _describe(cause)
+                        logger.warning("MCP server %s: connection lost: %r", self.label, cause)
+                    return  # the next call reconnects, and its session listens anew
                 if not opened:
                     logger.warning(
                         "MCP server %s: subscriptions/listen refused; changes to its tools "
@@ -725,8 +728,9 @@ class MCPServer:
 
     @property
     def protocol_version(self) -> str | None:
-        """The MCP revision the session speaks (the newest both sides offered at the
-        `initialize` handshake, e.g. `"2025-11-25"`); `None` when not connected."""
+        """The MCP revision the session speaks: the stateless `"2026-07-28"` with a server that
+        answers `server/discover`, else the newest both sides offered at the `initialize`
+        handshake (e.g. `"2025-11-25"`); `None` when not connected."""
         live = self._connection.live if self._connection is not None else None
         if live is None:
             return None
