@@ -12,7 +12,9 @@ error results instead of a hung conversation.
 A session is held by a task of its own (`_hold`) in a task group that lives as long as the entered
 server (`_run`), so that a lost session can be replaced from whichever call finds it gone: the
 next call reconnects, with a backoff after failed attempts, and a call that was in flight when
-the connection went is retried only when that is safe (see `MCPTool.retry_safe`).
+the connection went is retried only when that is safe (see `MCPTool.retry_safe`). The holder
+also holds the session's `subscriptions/listen` stream (`_listen`), which at the stateless
+revision carries the server's tool list changes and, over HTTP, is the one lasting connection.
 """
 
 from __future__ import annotations
@@ -172,7 +174,8 @@ class MCPServerOptions(TypedDict, total=False):
     timeout: float
     """Seconds each tool call may take (default 30)."""
     connect_timeout: float
-    """Seconds for initializing the session, listing the tools and building them (checking each
+    """Seconds for agreeing on a revision (`server/discover`, the handshake), opening the
+    `subscriptions/listen` stream, listing the tools and building them (checking each
     `inputSchema`), together (default 30); over it, entering raises `TimeoutError`."""
     max_tools: int
     """The most tools the server may list (default 1000); one more and entering raises
@@ -234,7 +237,8 @@ class MCPServerOptions(TypedDict, total=False):
     """Which protocol revisions to offer: `"newest"` (the default) probes `server/discover` and
     speaks the stateless revision (2026-07-28) with a server that knows it, else falls back to
     the `initialize` handshake (2025-11-25 and older); `"handshake"` offers only the handshake,
-    for a server that needs it (one whose tools ask questions mid-call)."""
+    for a server that needs it (one whose tools ask questions mid-call, or one that leaves
+    `server/discover` unanswered, which costs the SDK's 10 s probe on every connection)."""
     required: bool
     """Whether failing to connect when entered raises (default `True`); `False` logs a warning
     and enters the server with no tools, so a run proceeds without them."""
