@@ -77,9 +77,9 @@ __all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
 logger = logging.getLogger("agentforge_typed.mcp")
 
 _CONNECTION_CLOSED = -32000
+"""JSON-RPC error code the SDK raises for requests on a closed connection."""
 _SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 """The `_meta` key that ties a notification to its `subscriptions/listen` stream."""
-"""JSON-RPC error code the SDK raises for requests on a closed connection."""
 _PORTAL_GRACE = 5.0
 """Extra seconds a blocking caller waits for the portal beyond the call's own timeout."""
 DEFAULT_MAX_TOOLS = 1000
@@ -484,7 +484,6 @@ class MCPServer:
         Failing to connect raises to whoever started this task; once the session is handed over,
         nothing escapes: a session that ends by itself is marked lost for the next call to see.
         """
-
         held: _Held | None = None
         try:
             async with self._session(live) as held:
