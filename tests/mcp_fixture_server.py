@@ -1,7 +1,8 @@
 """A small MCP server for the MCP tests: a slow tool, a tool that kills its own process mid-call,
 a structured result, a tool that reads a request header, one that records whether it was
 cancelled, an idempotent one that kills its process the first time it runs, one that reports
-progress and one that asks the user a question (elicitation). Run:
+progress, one that asks the user a question (elicitation) and one that adds a tool (and says so to
+`subscriptions/listen` streams, the stateless revision's way). Run:
 `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
@@ -104,6 +105,19 @@ async def ask(ctx: Context, twice: bool = False, big: bool = False) -> str:
         data = getattr(answer, "data", None)
         said.append(f"{answer.action}" + (f" {data.name}" if data is not None else ""))
     return "answer: " + ", ".join(said)
+
+
+def grown() -> str:
+    """A tool that `grow` adds."""
+    return "grown"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `grown` and publish the change to the `subscriptions/listen` streams."""
+    server.add_tool(grown)
+    await ctx.notify_tools_changed()
+    return "grew"
 
 
 if __name__ == "__main__":

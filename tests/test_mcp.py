@@ -334,7 +334,17 @@ def http_url() -> Iterator[str]:
 def test_streamable_http_sync(http_url: str) -> None:
     with MCPServer.http(http_url) as server:
         tools = by_name(server)
-        assert set(tools) == {"slow", "die", "add", "header", "hang", "flaky", "count", "ask"}
+        assert set(tools) == {
+            "slow",
+            "die",
+            "add",
+            "header",
+            "hang",
+            "flaky",
+            "count",
+            "ask",
+            "grow",
+        }
         assert tools["add"].execute(call("add", {"a": 20, "b": 22}), CONTEXT).text == "42"
         invalid = tools["add"].execute(call("add", {"a": "20", "b": 22}), CONTEXT)
         assert invalid.error_kind == "arguments"

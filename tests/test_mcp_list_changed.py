@@ -4,16 +4,18 @@ and the old list stays. The server is the SDK's low-level `Server` over memory s
 list the test changes from inside a call, as a real server would. Each test runs at both
 revisions: the stateless one (2026-07-28), where the notification comes on the
 `subscriptions/listen` stream the client opens, and the handshake's (2025-11-25), where it comes
-on the session."""
+on the session. tests/mcp_fixture_server.py (the SDK's server helpers) shows the stream over stdio
+and streamable HTTP."""
 
 from __future__ import annotations
 
 import logging
 import re
+import sys
 import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 import pytest
@@ -25,6 +27,9 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR, CallToolResult, ListToolsResult, TextContent, Tool
 from mcp_memory import in_memory
+from test_mcp import CONTEXT, FIXTURE_SERVER, by_name, call
+from test_mcp import errlog as errlog  # the fixtures
+from test_mcp import http_url as http_url
 from typing_extensions import Unpack
 
 from agentforge_typed import (
@@ -267,3 +272,21 @@ def _context() -> Any:
     from agentforge_typed import ToolContext
 
     return ToolContext(deps=None, tool_call_id="c1", tool_name="change")
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_real_server_s_change_comes_on_its_listen_stream(
+    transport: str, errlog: TextIO, request: pytest.FixtureRequest
+) -> None:
+    if transport == "http":
+        server = MCPServer.http(request.getfixturevalue("http_url"))
+    else:
+        server = MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog)
+    with server:
+        assert server.protocol_version == "2026-07-28"
+        version = server.tools_version
+        assert "grown" not in by_name(server)
+        assert by_name(server)["grow"].execute(call("grow", {}), CONTEXT).text == "grew"
+        wait_until(lambda: "grown" in by_name(server))
+        assert server.tools_version == version + 1
+        assert by_name(server)["grown"].execute(call("grown", {}), CONTEXT).text == "grown"
