@@ -1,8 +1,9 @@
 """A small MCP server for the MCP tests: a slow tool, a tool that kills its own process mid-call,
 a structured result, a tool that reads a request header, one that records whether it was
 cancelled, an idempotent one that kills its process the first time it runs, one that reports
-progress, one that asks the user a question (elicitation) the SDK's way for any revision and one
-that asks it mid-call. Run:
+progress, one that asks the user a question (elicitation) the SDK's way for any revision, one
+that asks it mid-call, and one that adds a tool (and says so to `subscriptions/listen` streams,
+the stateless revision's way). Run:
 `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
@@ -131,6 +132,19 @@ async def ask_mid_call(ctx: Context) -> str:
     except Exception as exc:
         return f"not asked: {type(exc).__name__}"
     return f"answer: {_said(answer)}"
+
+
+def grown() -> str:
+    """A tool that `grow` adds."""
+    return "grown"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `grown` and publish the change to the `subscriptions/listen` streams."""
+    server.add_tool(grown)
+    await ctx.notify_tools_changed()
+    return "grew"
 
 
 if __name__ == "__main__":

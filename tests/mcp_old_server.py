@@ -1,6 +1,8 @@
 """An MCP server that speaks only the first revision, 2024-11-05, over stdio: newline-delimited
 JSON-RPC written by hand (no SDK), as servers built before later revisions do. One tool, `echo`.
-Run: `python tests/mcp_old_server.py`."""
+Run: `python tests/mcp_old_server.py [--ignore-discover]`: it answers requests it does not know
+with method-not-found, or with `--ignore-discover` leaves `server/discover` unanswered, as some
+servers leave requests they do not know."""
 
 from __future__ import annotations
 
@@ -19,10 +21,15 @@ ECHO = {
 }
 
 
+IGNORE_DISCOVER = "--ignore-discover" in sys.argv
+
+
 def answer(request: dict[str, Any]) -> dict[str, Any] | None:
     method, params = request.get("method"), request.get("params") or {}
     if "id" not in request:
         return None  # a notification (`notifications/initialized`, ...)
+    if method == "server/discover" and IGNORE_DISCOVER:
+        return None
     result: dict[str, Any]
     if method == "initialize":
         # Whatever the client offers, this server speaks its one revision (the client decides).

@@ -1,12 +1,14 @@
 """Bounds, for what an MCP server (or a tool) sends of its own accord during a call or a session:
-notifications it may flood (`tools/list_changed`, progress), listings that grow past `max_tools`,
-progress messages of any size. Each is capped or coalesced, never a cost that grows with what the
+notifications it may flood (`tools/list_changed`, on the session or on a `subscriptions/listen`
+stream, spaced or not; progress), listen streams it ends at once or never acknowledges, listings
+that grow past `max_tools`, progress messages of any size. Each is capped or coalesced, never a cost that grows with what the
 server sends. Real servers: the SDK's low-level `Server` over memory streams
 (`test_mcp_list_changed.Changing`) and tests/mcp_fixture_server.py over stdio."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import sys
 import time
@@ -17,15 +19,19 @@ import pytest
 
 pytest.importorskip("mcp")
 
+import anyio
 from mcp.server.lowlevel import Server
+from mcp.server.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp.types import (
     CallToolResult,
     CreateMessageRequest,
     CreateMessageRequestParams,
     ElicitRequest,
     ElicitRequestFormParams,
+    InputRequest,
     InputRequiredResult,
     ListToolsResult,
+    SubscriptionsListenResult,
     TextContent,
     Tool,
 )
@@ -34,6 +40,7 @@ from test_instrument import Telemetry
 from test_mcp import FIXTURE_SERVER
 from test_mcp import errlog as errlog  # the fixture
 from test_mcp_list_changed import Changing, _context, change
+from test_mcp_list_changed import revision as revision  # the fixture
 from test_progress import calls_once
 from test_progress import otel as otel  # the fixture
 
@@ -48,6 +55,7 @@ from agentforge_typed import (
 )
 from agentforge_typed._approval import PendingResult
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
+from agentforge_typed.tools import _mcp
 from agentforge_typed.tools._mcp import Revision
 from agentforge_typed.tools._mcp_questions import (
     MAX_INPUT_REQUESTS,
@@ -63,10 +71,10 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_a_flood_of_notifications_costs_a_listing_or_two(caplog: pytest.LogCaptureFixture) -> None:
+def test_a_flood_of_notifications_costs_a_listing_or_two(revision: Revision) -> None:
     changing = Changing("old")
     changing.notices = 5000
-    with changing.server() as server:
+    with changing.server(revision=revision) as server:
         (change_tool, _) = server.tools()
         listed = changing.listings
         result = change_tool.execute(change(["new"]), _context())
@@ -75,12 +83,81 @@ def test_a_flood_of_notifications_costs_a_listing_or_two(caplog: pytest.LogCaptu
     assert 1 <= changing.listings - listed <= 3
 
 
+def test_spaced_notifications_cost_a_listing_a_second_at_most(
+    revision: Revision, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_mcp, "RELIST_INTERVAL", 0.4)
+    changing = Changing("old")
+    with changing.server(revision=revision) as server:
+        (change_tool, _) = server.tools()
+        for names in (["a"], ["b"], ["c"]):  # each call waits for the listing it set off
+            assert change_tool.execute(change(names), _context()).text == "ran change"
+        assert [t.name for t in server.tools()] == ["change", "c"]
+    relisted = changing.listed_at[1:]
+    assert len(relisted) == 3
+    assert min(b - a for a, b in itertools.pairwise(relisted)) >= 0.4 - 0.01
+
+
+def test_a_server_that_ends_every_subscription_is_listened_to_less_and_less(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.1)
+    monkeypatch.setattr(_mcp, "RECONNECT_MAX_DELAY", 0.4)
+    changing = Changing("old")
+    served = changing.listen
+    streams: list[float] = []  # when each was asked for
+
+    async def close_at_once(context: Any, params: Any) -> Any:
+        streams.append(time.monotonic())
+        with anyio.move_on_after(0.01):  # acknowledged, then closed gracefully
+            await served(context, params)
+        return SubscriptionsListenResult(_meta={SUBSCRIPTION_ID_META_KEY: context.request_id})
+
+    changing.listen = close_at_once
+    with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"):
+        with changing.server() as server:
+            time.sleep(1.5)
+            (change_tool, _) = server.tools()
+            assert change_tool.execute(change(["new"]), _context()).text == "ran change"
+    # 0.1, 0.2, 0.4, 0.4, ... seconds after the last one ended: a stream and a listing each.
+    gaps = [later - earlier for earlier, later in itertools.pairwise(streams)]
+    assert len(gaps) >= 3
+    backoff = [min(0.1 * 2**step, 0.4) for step in range(len(gaps))]
+    assert all(gap >= least for gap, least in zip(gaps, backoff, strict=True)), gaps
+    assert changing.listings <= len(streams) + 1
+    said = [r.getMessage() for r in caplog.records if r.name == "agentforge_typed.mcp"]
+    assert [message.rsplit(" in ", 1)[1] for message in said][:4] == ["0.1 s", "0.2 s"] + [
+        "0.4 s"
+    ] * 2
+    assert said[0] == (
+        "MCP server changing: the subscription to its tool changes ended (the server closed "
+        "it); listening again in 0.1 s"
+    )
+
+
+def test_a_subscription_never_acknowledged_is_bounded_by_connect_timeout() -> None:
+    changing = Changing("old")
+
+    async def never_acknowledge(context: Any, params: Any) -> Any:
+        await anyio.sleep_forever()
+
+    changing.listen = never_acknowledge
+    started = time.monotonic()
+    with pytest.raises(TimeoutError) as raised, changing.server(connect_timeout=0.5):
+        pass
+    assert time.monotonic() - started < 5
+    assert str(raised.value) == (
+        "MCP server 'changing' did not initialize and list its tools within 0.5 seconds "
+        "(connect_timeout)"
+    )
+
+
 def test_a_changed_list_over_max_tools_keeps_the_old_one(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, revision: Revision
 ) -> None:
     changing = Changing("old")
     with caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"):
-        with changing.server(max_tools=3) as server:
+        with changing.server(max_tools=3, revision=revision) as server:
             (change_tool, _) = server.tools()
             change_tool.execute(change(["a", "b", "c"]), _context())
             assert [t.name for t in server.tools()] == ["change", "old"]
@@ -197,7 +274,9 @@ class Asking:
         if self.mode == "forever":
             return InputRequiredResult(input_requests={"q": question}, request_state="s")
         if self.mode == "many":
-            many = {f"q{i}": question for i in range(MAX_INPUT_REQUESTS + 1)}
+            many: dict[str, InputRequest] = {
+                f"q{i}": question for i in range(MAX_INPUT_REQUESTS + 1)
+            }
             return InputRequiredResult(input_requests=many, request_state="s")
         if self.mode == "sampling":
             sampling = CreateMessageRequest(

@@ -294,26 +294,37 @@ def test_unreachable_command_fails_on_enter(errlog: TextIO) -> None:
         pass
 
 
-@pytest.fixture
-def http_url() -> Iterator[str]:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def start_http_server(port: int) -> subprocess.Popen[bytes]:
+    """The fixture server over streamable HTTP on `port`, once it accepts connections."""
     process = subprocess.Popen(
         [sys.executable, FIXTURE_SERVER, "http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                process.kill()
+                pytest.fail("the fixture MCP server did not start")
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    port = free_port()
+    process = start_http_server(port)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or process.poll() is not None:
-                    pytest.fail("the fixture MCP server did not start")
-                time.sleep(0.1)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.kill()
@@ -324,7 +335,8 @@ def test_streamable_http_sync(http_url: str) -> None:
     with MCPServer.http(http_url) as server:
         tools = by_name(server)
         assert set(tools) == {
-            *("slow", "die", "add", "header", "hang", "flaky", "count", "ask", "ask_mid_call")
+            *("slow", "die", "add", "header", "hang", "flaky", "count", "ask", "ask_mid_call"),
+            "grow",
         }
         assert tools["add"].execute(call("add", {"a": 20, "b": 22}), CONTEXT).text == "42"
         invalid = tools["add"].execute(call("add", {"a": "20", "b": 22}), CONTEXT)

@@ -8,8 +8,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,7 +26,9 @@ from test_mcp import (
     by_name,
     call,
     check_time_result,
+    free_port,
     kill,
+    start_http_server,
     time_server,
 )
 from test_mcp import errlog as errlog  # the fixtures
@@ -226,3 +230,106 @@ async def test_a_timed_out_call_is_cancelled_on_an_http_server(
         assert result.error_kind == "timeout"
         # Off the loop: the transport posts the cancellation from a task of its own.
         await asyncio.to_thread(wait_for, marker, "cancelled")
+
+
+class HttpServer:
+    """The fixture server over streamable HTTP on one port, killed and started again there."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: subprocess.Popen[bytes] | None = start_http_server(self.port)
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+            self.process = None
+
+    def start(self) -> None:
+        self.kill()
+        self.process = start_http_server(self.port)
+
+
+@pytest.fixture
+def http_server() -> Iterator[HttpServer]:
+    server = HttpServer()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def wait_for_message(caplog: pytest.LogCaptureFixture, ending: str, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not any(message.endswith(ending) for message in caplog.messages):
+        assert time.monotonic() < deadline, f"no log message ends with {ending!r}"
+        time.sleep(0.02)
+
+
+def test_an_http_server_killed_between_calls_is_noticed_before_the_next_call(
+    http_server: HttpServer, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Over the stateless transport (2026-07-28) no connection lasts between two calls but the
+    # `subscriptions/listen` stream; its loss says the server went away.
+    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.5)
+    with (
+        caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"),
+        MCPServer.http(http_server.url) as server,
+    ):
+        assert server.protocol_version == "2026-07-28"
+        add = by_name(server)["add"]
+        assert add.execute(call("add", {"a": 1, "b": 2}), CONTEXT).text == "3"
+        http_server.kill()
+        wait_for_message(
+            caplog, "connection lost: MCPError(-32000, 'SSE stream ended without a response', None)"
+        )
+        down = add.execute(call("add", {"a": 1, "b": 2}), CONTEXT)
+        assert down.text == (  # reconnected first, as nothing was sent: no "lost during the call"
+            "Tool `add` failed: the MCP server is gone and reconnecting failed (ConnectError: "
+            "All connection attempts failed); the next attempt is in 0.5 s"
+        )
+        http_server.start()  # on the same port
+        time.sleep(0.5)  # the backoff
+        assert add.execute(call("add", {"a": 2, "b": 2}), CONTEXT).text == "4"
+        assert caplog.messages[-1] == f"MCP server {http_server.url}: reconnected"
+        assert server.protocol_version == "2026-07-28"
+
+
+async def test_an_http_server_restarted_between_calls_answers_the_next_one(
+    http_server: HttpServer,
+) -> None:
+    async with MCPServer.http(http_server.url) as server:
+        add = by_name(server)["add"]
+        http_server.start()  # killed, then started again on the same port
+        result = await add.aexecute(call("add", {"a": 1, "b": 2}), CONTEXT)
+        assert (result.is_error, result.text) == (False, "3")
+
+
+def test_a_call_in_flight_when_its_http_server_died_is_an_error_sent_again_only_when_safe(
+    http_server: HttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.5)
+    with MCPServer.http(http_server.url, idempotent=["flaky"]) as server:
+        tools = by_name(server)
+        died = tools["die"].execute(call("die", {}), CONTEXT)
+        assert died.error_kind == "execution"
+        assert died.text.startswith(
+            "Tool `die` failed: the connection to the MCP server was lost during the call "
+            "(MCPError: "
+        )
+        assert died.text.endswith("); not sent again, as it may have taken effect")
+        http_server.start()
+        time.sleep(0.5)  # the backoff, if the listen stream's loss was noticed first
+        assert tools["add"].execute(call("add", {"a": 1, "b": 2}), CONTEXT).text == "3"
+        marker = str(tmp_path / "marker")
+        # Idempotent: sent again after reconnecting, which fails while the server is down.
+        flaky = tools["flaky"].execute(call("flaky", {"marker": marker}), CONTEXT)
+        assert flaky.text == (
+            "Tool `flaky` failed: the MCP server is gone and reconnecting failed (ConnectError: "
+            "All connection attempts failed); the next attempt is in 0.5 s"
+        )
+        http_server.start()
+        time.sleep(0.5)
+        again = tools["flaky"].execute(call("flaky", {"marker": marker}), CONTEXT)
+        assert again.text.startswith("answered by process ")

@@ -12,7 +12,9 @@ error results instead of a hung conversation.
 A session is held by a task of its own (`_hold`) in a task group that lives as long as the entered
 server (`_run`), so that a lost session can be replaced from whichever call finds it gone: the
 next call reconnects, with a backoff after failed attempts, and a call that was in flight when
-the connection went is retried only when that is safe (see `MCPTool.retry_safe`).
+the connection went is retried only when that is safe (see `MCPTool.retry_safe`). The holder
+also holds the session's `subscriptions/listen` stream (`_listen`), which at the stateless
+revision carries the server's tool list changes and, over HTTP, is the one lasting connection.
 """
 
 from __future__ import annotations
@@ -77,6 +79,8 @@ logger = logging.getLogger("agentforge_typed.mcp")
 
 _CONNECTION_CLOSED = -32000
 """JSON-RPC error code the SDK raises for requests on a closed connection."""
+_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
+"""The `_meta` key that ties a notification to its `subscriptions/listen` stream."""
 _PORTAL_GRACE = 5.0
 """Extra seconds a blocking caller waits for the portal beyond the call's own timeout."""
 DEFAULT_MAX_TOOLS = 1000
@@ -93,8 +97,8 @@ _STATE_ONLY_FIRST_DELAY = 0.05
 each time, up to `_STATE_ONLY_MAX_DELAY`."""
 _STATE_ONLY_MAX_DELAY = 0.25
 RELIST_INTERVAL = 1.0
-"""The least seconds between the starts of two listings after `notifications/tools/list_changed`:
-a server flooding them gets one listing a second at most."""
+"""The least seconds between the starts of two listings after `notifications/tools/list_changed`,
+however the notifications are spaced: a server flooding them gets one listing a second at most."""
 
 _Streams = tuple[Any, Any]
 """A transport's (read, write) message streams, as the SDK's clients yield them."""
@@ -144,6 +148,8 @@ class _Live:
     """Set when the listing under way after `notifications/tools/list_changed` ends."""
     relist_again: bool = False
     """Another notification came during it: list once more when it ends (however many came)."""
+    relisted_at: float = -RELIST_INTERVAL
+    """`time.monotonic()` when the last listing after a notification started."""
 
     def adopt(self, tools: list[MCPTool]) -> None:
         """Make `tools` the current list, counting a new version when it differs."""
@@ -173,7 +179,8 @@ class MCPServerOptions(TypedDict, total=False):
     timeout: float
     """Seconds each tool call may take (default 30)."""
     connect_timeout: float
-    """Seconds for initializing the session, listing the tools and building them (checking each
+    """Seconds for agreeing on a revision (`server/discover`, the handshake), opening the
+    `subscriptions/listen` stream, listing the tools and building them (checking each
     `inputSchema`), together (default 30); over it, entering raises `TimeoutError`."""
     max_tools: int
     """The most tools the server may list (default 1000); one more and entering raises
@@ -235,7 +242,8 @@ class MCPServerOptions(TypedDict, total=False):
     """Which protocol revisions to offer: `"newest"` (the default) probes `server/discover` and
     speaks the stateless revision (2026-07-28) with a server that knows it, else falls back to
     the `initialize` handshake (2025-11-25 and older); `"handshake"` offers only the handshake,
-    for a server that needs it (one whose tools ask questions mid-call)."""
+    for a server that needs it (one whose tools ask questions mid-call, or one that leaves
+    `server/discover` unanswered, which costs the SDK's 10 s probe on every connection)."""
     required: bool
     """Whether failing to connect when entered raises (default `True`); `False` logs a warning
     and enters the server with no tools, so a run proceeds without them."""
@@ -481,12 +489,9 @@ class MCPServer:
         Failing to connect raises to whoever started this task; once the session is handed over,
         nothing escapes: a session that ends by itself is marked lost for the next call to see.
         """
-        import anyio
-
         held: _Held | None = None
         try:
-            async with self._session(live) as (session, tools):
-                held = _Held(session, tools, anyio.Event())
+            async with self._session(live) as held:
                 task_status.started(held)
                 await held.done.wait()
         except Exception as exc:
@@ -496,7 +501,7 @@ class MCPServer:
             logger.debug("MCP server %s: session ended: %r", self.label, exc)
 
     @contextlib.asynccontextmanager
-    async def _session(self, live: _Live) -> AsyncIterator[tuple[ClientSession, list[MCPTool]]]:
+    async def _session(self, live: _Live) -> AsyncIterator[_Held]:
         import anyio
         from mcp import ClientSession
 
@@ -511,47 +516,130 @@ class MCPServer:
                 ClientSession(read, write, message_handler=on_message, elicitation_callback=elicit)
             )
             session = await stack.enter_async_context(made[0])
+            held = _Held(session, [], anyio.Event())
+            # Tasks of this session (its `subscriptions/listen` stream), ended before it is.
+            tasks = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(tasks.cancel_scope.cancel)
             try:
                 with anyio.fail_after(self.connect_timeout):
                     await _negotiate(session, self.revision)
-                    tools = await self._list(session)
+                    if _announces_listen(session):
+                        # Acknowledged before the listing, so that no change falls between.
+                        await tasks.start(self._listen, live, held)
+                    held.tools = await self._list(session)
             except TimeoutError:
                 raise TimeoutError(
                     f"MCP server {self.label!r} did not initialize and list its tools within "
                     f"{self.connect_timeout:g} seconds (connect_timeout)"
                 ) from None
-            yield session, tools
+            yield held
 
     async def _list(self, session: ClientSession) -> list[MCPTool]:
         listed = await _list_tools(session, self.max_tools, self.label)
         return await self._usable_tools(listed)
 
     def _on_message(self, live: _Live, message: Any) -> None:
-        """Runs in the session's receive loop, so it only takes note and starts tasks: a server
-        flooding notifications costs a flag each."""
+        """Runs in the session's receive loop: `notifications/tools/list_changed` sent on the
+        session (the handshake revisions' way) sets off a listing. One stamped with a
+        subscription id came on a `subscriptions/listen` stream, whose events `_listen` feeds."""
         from mcp.types import ToolListChangedNotification
 
         if isinstance(message, ToolListChangedNotification):
-            if live.relisting is not None:
-                live.relist_again = True
-            else:
-                import anyio
+            meta = message.params.meta if message.params is not None else None
+            if not meta or _SUBSCRIPTION_ID not in meta:
+                self._changed(live)
 
-                live.relisting = anyio.Event()
-                live.owner.start_soon(self._relist, live, live.relisting)
+    def _changed(self, live: _Live) -> None:
+        """The server says its tools changed: list them again, soon. Only takes note and starts
+        a task, so that a server flooding notifications costs a flag each."""
+        if live.relisting is not None:
+            live.relist_again = True
+        else:
+            import anyio
+
+            live.relisting = anyio.Event()
+            live.owner.start_soon(self._relist, live, live.relisting)
+
+    async def _listen(
+        self, live: _Live, held: _Held, *, task_status: anyio.abc.TaskStatus[None]
+    ) -> None:
+        """Hold a `subscriptions/listen` stream of the server's `tools/list_changed` events for
+        the session's life, feeding them to `_changed`: the stateless revision (2026-07-28)
+        sends change notifications only on such a stream.
+
+        Started once the server acknowledges the stream, or refuses it (a warning: the tools
+        stay as listed). A stream that ends while the connection lasts (the server closed it,
+        or it was lost) is opened again after `RECONNECT_FIRST_DELAY` seconds, doubling up to
+        `RECONNECT_MAX_DELAY` while each new one ends without an event, and the tools are listed
+        again, as changes may have been missed. Each acknowledgement is awaited for
+        `connect_timeout` at most. A stream lost with its connection marks the session lost:
+        over the stateless HTTP transport, that is how a server that went away between two
+        calls is noticed before the next call is sent. Nothing else escapes.
+        """
+        import anyio
+        from mcp.client.subscriptions import listen
+
+        opened = False
+        ended = 0  # streams that ended in a row without an event
+        while True:
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    with anyio.fail_after(self.connect_timeout):
+                        subscription = await stack.enter_async_context(
+                            listen(held.session, tools_list_changed=True)
+                        )
+                    if opened:
+                        self._changed(live)
+                    else:
+                        opened = True
+                        task_status.started()
+                    async for _ in subscription:
+                        ended = 0
+                        self._changed(live)
+                why = "the server closed it"
+            except Exception as exc:
+                # `SubscriptionLost` comes from the SDK's `MCPError`, which says why.
+                cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+                if _is_connection_lost(cause):
+                    if held.lost is None:
+                        held.lost = _describe(cause)
+                        logger.warning("MCP server %s: connection lost: %r", self.label, cause)
+                    return  # the next call reconnects, and its session listens anew
+                if not opened:
+                    logger.warning(
+                        "MCP server %s: subscriptions/listen refused; changes to its tools "
+                        "will not be seen: %s",
+                        self.label,
+                        _describe(exc),
+                    )
+                    task_status.started()
+                    return
+                why = _describe(exc)
+            ended += 1
+            delay = min(RECONNECT_FIRST_DELAY * 2 ** (ended - 1), RECONNECT_MAX_DELAY)
+            logger.warning(
+                "MCP server %s: the subscription to its tool changes ended (%s); "
+                "listening again in %g s",
+                self.label,
+                why,
+                delay,
+            )
+            await anyio.sleep(delay)
 
     async def _relist(self, live: _Live, done: anyio.Event) -> None:
         """List the tools again (under `connect_timeout` and `max_tools`), and again after each
-        listing during which more notifications came, at most once every `RELIST_INTERVAL`
-        seconds; a listing that fails leaves the list as it was, with a warning."""
+        listing during which more notifications came, each at least `RELIST_INTERVAL` seconds
+        after the one before; a listing that fails leaves the list as it was, with a warning."""
         import anyio
 
         try:
             while True:
+                await anyio.sleep(max(0.0, live.relisted_at + RELIST_INTERVAL - time.monotonic()))
                 live.relist_again = False
-                started = time.monotonic()
-                held = live.held
-                if held.usable():
+                live.relisted_at = time.monotonic()
+                # None while the first session connects: its own listing comes after this.
+                held: _Held | None = getattr(live, "held", None)
+                if held is not None and held.usable():
                     try:
                         with anyio.fail_after(self.connect_timeout):
                             live.adopt(await self._list(held.session))
@@ -564,7 +652,6 @@ class MCPServer:
                         )
                 if not live.relist_again:
                     return
-                await anyio.sleep(started + RELIST_INTERVAL - time.monotonic())
         finally:
             live.relisting = None
             done.set()
@@ -649,8 +736,9 @@ class MCPServer:
 
     @property
     def protocol_version(self) -> str | None:
-        """The MCP revision the session speaks (the newest both sides offered at the
-        `initialize` handshake, e.g. `"2025-11-25"`); `None` when not connected."""
+        """The MCP revision the session speaks: the stateless `"2026-07-28"` with a server that
+        answers `server/discover`, else the newest both sides offered at the `initialize`
+        handshake (e.g. `"2025-11-25"`); `None` when not connected."""
         live = self._connection.live if self._connection is not None else None
         if live is None:
             return None
@@ -1166,6 +1254,16 @@ async def _list_tools(session: ClientSession, most: int, label: str) -> list[dic
         cursor = page.get("nextCursor")
         if not cursor:
             return listed
+
+
+def _announces_listen(session: ClientSession) -> bool:
+    """Whether the session speaks the stateless revision (it answered `server/discover`) and the
+    server says its tool list may change: then a `subscriptions/listen` stream carries that."""
+    if getattr(session, "discover_result", None) is None:
+        return False
+    capabilities = session.server_capabilities
+    tools = capabilities.tools if capabilities is not None else None
+    return tools is not None and bool(tools.list_changed)
 
 
 def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
