@@ -37,8 +37,12 @@ from test_mcp import pid_file as pid_file
 
 from agentforge_typed import AiMessage, FunctionModel, MCPServer, ToolService
 from agentforge_typed.tools import _mcp
+from agentforge_typed.tools._mcp import Revision
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
+
+REVISIONS = pytest.mark.parametrize("revision", ["newest", "handshake"])
+"""Both kinds of revision: the stateless one (2026-07-28) and the handshake's (2025-11-25)."""
 
 
 def answer(messages: Any, parameters: Any) -> AiMessage:
@@ -111,11 +115,12 @@ def fixture_server(errlog: TextIO, **options: Any) -> MCPServer:
     [{"trusted": True}, {"idempotent": ["flaky"]}, {"idempotent": True}],
     ids=["trusted-annotation", "named", "all"],
 )
+@REVISIONS
 def test_a_call_lost_with_its_server_is_sent_again_when_it_is_idempotent(
-    errlog: TextIO, tmp_path: Path, options: dict[str, Any]
+    errlog: TextIO, tmp_path: Path, options: dict[str, Any], revision: Revision
 ) -> None:
     marker = str(tmp_path / "marker")
-    with fixture_server(errlog, **options) as server:
+    with fixture_server(errlog, revision=revision, **options) as server:
         flaky = by_name(server)["flaky"]
         result = flaky.execute(call("flaky", {"marker": marker}), CONTEXT)
     assert not result.is_error, result.text
@@ -134,11 +139,13 @@ async def test_a_call_lost_with_its_server_is_sent_again_when_it_carries_an_idem
     assert result.text.startswith("answered by process ")
 
 
+@REVISIONS
 def test_a_call_lost_with_its_server_is_not_sent_again_otherwise(
-    errlog: TextIO, tmp_path: Path
+    errlog: TextIO, tmp_path: Path, revision: Revision
 ) -> None:
     marker = str(tmp_path / "marker")
-    with fixture_server(errlog) as server:  # untrusted: the idempotentHint changes nothing
+    # Untrusted: the idempotentHint changes nothing.
+    with fixture_server(errlog, revision=revision) as server:
         flaky = by_name(server)["flaky"]
         lost = flaky.execute(call("flaky", {"marker": marker}), CONTEXT)
         assert lost.error_kind == "execution"
@@ -207,9 +214,12 @@ def wait_for(path: Path, text: str, seconds: float = 10.0) -> None:
     pytest.fail(f"{path.name} says {path.read_text() if path.exists() else None!r}, not {text!r}")
 
 
-def test_a_timed_out_call_is_cancelled_on_the_server(errlog: TextIO, tmp_path: Path) -> None:
+@REVISIONS
+def test_a_timed_out_call_is_cancelled_on_the_server(
+    errlog: TextIO, tmp_path: Path, revision: Revision
+) -> None:
     marker = tmp_path / "marker"
-    with fixture_server(errlog, timeout=1) as server:
+    with fixture_server(errlog, timeout=1, revision=revision) as server:
         tools = by_name(server)
         result = tools["hang"].execute(call("hang", {"marker": str(marker)}), CONTEXT)
         assert (result.error_kind, result.text) == (
@@ -220,11 +230,12 @@ def test_a_timed_out_call_is_cancelled_on_the_server(errlog: TextIO, tmp_path: P
         assert tools["add"].execute(call("add", {"a": 1, "b": 1}), CONTEXT).text == "2"
 
 
+@REVISIONS
 async def test_a_timed_out_call_is_cancelled_on_an_http_server(
-    http_url: str, tmp_path: Path
+    http_url: str, tmp_path: Path, revision: Revision
 ) -> None:
     marker = tmp_path / "marker"
-    async with MCPServer.http(http_url, timeout=1) as server:
+    async with MCPServer.http(http_url, timeout=1, revision=revision) as server:
         hang = by_name(server)["hang"]
         result = await hang.aexecute(call("hang", {"marker": str(marker)}), CONTEXT)
         assert result.error_kind == "timeout"

@@ -34,6 +34,7 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
+from agentforge_typed.tools._mcp import Revision
 
 COUNT = ToolCall(id="c1", name="count", arguments='{"steps": 3, "pause": 0.3}')
 
@@ -68,8 +69,10 @@ EXPECTED = [
 ]
 
 
-def test_an_mcp_servers_progress_appears_in_stream(errlog: TextIO) -> None:
-    with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog) as server:
+@pytest.mark.parametrize("revision", ["newest", "handshake"])
+def test_an_mcp_servers_progress_appears_in_stream(errlog: TextIO, revision: Revision) -> None:
+    server = MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog, revision=revision)
+    with server:
         events = list(ToolService([server]).stream(calls_once(COUNT), "count"))
     assert tool_events(events) == EXPECTED
 
