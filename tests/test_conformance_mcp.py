@@ -56,7 +56,6 @@ from agentforge_typed import (
 from agentforge_typed._approval import PendingResult
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
 from agentforge_typed.tools import _mcp
-from agentforge_typed.tools._mcp import Revision
 from agentforge_typed.tools._mcp_questions import (
     MAX_INPUT_REQUESTS,
     MAX_INPUT_ROUNDS,
@@ -65,6 +64,7 @@ from agentforge_typed.tools._mcp_questions import (
     MAX_STATE_CHARS,
     Desk,
 )
+from agentforge_typed.tools._mcp_session import Revision
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"

@@ -37,7 +37,7 @@ from agentforge_typed import (
     ToolResultMessage,
     ToolService,
 )
-from agentforge_typed.tools._mcp import Revision
+from agentforge_typed.tools._mcp_session import Revision
 
 HISTORY = TypeAdapter(list[ChatMessage])
 NAME = {"properties": {"name": {"title": "Name", "type": "string"}}, "required": ["name"]}

@@ -44,7 +44,7 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed.tools import MCPServerOptions, _mcp
-from agentforge_typed.tools._mcp import Revision
+from agentforge_typed.tools._mcp_session import Revision
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"

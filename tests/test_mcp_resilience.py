@@ -37,7 +37,7 @@ from test_mcp import pid_file as pid_file
 
 from agentforge_typed import AiMessage, FunctionModel, MCPServer, ToolService
 from agentforge_typed.tools import _mcp
-from agentforge_typed.tools._mcp import Revision
+from agentforge_typed.tools._mcp_session import Revision
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import functools
 import logging
 import sys
 import time
@@ -56,7 +55,17 @@ from ._base import (
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
 from ._mcp_questions import MAX_INPUT_ROUNDS, Desk, OpenCall, Resend
-from ._mcp_results import OutputSchema, OutputType, map_call_result, own_output_validation
+from ._mcp_results import OutputSchema, OutputType, map_call_result
+from ._mcp_session import (
+    Revision,
+    announces_listen,
+    call_tool,
+    describe,
+    is_connection_lost,
+    list_tools,
+    negotiate,
+    single,
+)
 from ._outcomes import (
     execution_error_result,
     failure_result,
@@ -77,8 +86,6 @@ __all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
 
 logger = logging.getLogger("agentforge_typed.mcp")
 
-_CONNECTION_CLOSED = -32000
-"""JSON-RPC error code the SDK raises for requests on a closed connection."""
 _SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 """The `_meta` key that ties a notification to its `subscriptions/listen` stream."""
 _PORTAL_GRACE = 5.0
@@ -103,7 +110,6 @@ however the notifications are spaced: a server flooding them gets one listing a 
 _Streams = tuple[Any, Any]
 """A transport's (read, write) message streams, as the SDK's clients yield them."""
 _Connector = Callable[[contextlib.AsyncExitStack[Any]], Awaitable[_Streams]]
-Revision = Literal["newest", "handshake"]
 
 
 @dataclass
@@ -410,7 +416,7 @@ class MCPServer:
             live = run_cm.__enter__()
         except BaseException as exc:
             portal_cm.__exit__(None, None, None)
-            self._not_connected(_single(exc), "sync")
+            self._not_connected(single(exc), "sync")
             return self
 
         def close() -> None:
@@ -436,7 +442,7 @@ class MCPServer:
         try:
             live = await stack.enter_async_context(self._run())
         except BaseException as exc:
-            self._not_connected(_single(exc), "async")
+            self._not_connected(single(exc), "async")
             return self
         self._start(_Connection(live, "async", loop=asyncio.get_running_loop()), stack.aclose)
         return self
@@ -497,7 +503,7 @@ class MCPServer:
         except Exception as exc:
             if held is None:
                 raise
-            held.lost = held.lost or f"the session ended ({_describe(_single(exc))})"
+            held.lost = held.lost or f"the session ended ({describe(single(exc))})"
             logger.debug("MCP server %s: session ended: %r", self.label, exc)
 
     @contextlib.asynccontextmanager
@@ -522,8 +528,8 @@ class MCPServer:
             stack.callback(tasks.cancel_scope.cancel)
             try:
                 with anyio.fail_after(self.connect_timeout):
-                    await _negotiate(session, self.revision)
-                    if _announces_listen(session):
+                    await negotiate(session, self.revision)
+                    if announces_listen(session):
                         # Acknowledged before the listing, so that no change falls between.
                         await tasks.start(self._listen, live, held)
                     held.tools = await self._list(session)
@@ -535,7 +541,7 @@ class MCPServer:
             yield held
 
     async def _list(self, session: ClientSession) -> list[MCPTool]:
-        listed = await _list_tools(session, self.max_tools, self.label)
+        listed = await list_tools(session, self.max_tools, self.label)
         return await self._usable_tools(listed)
 
     def _on_message(self, live: _Live, message: Any) -> None:
@@ -600,9 +606,9 @@ class MCPServer:
             except Exception as exc:
                 # `SubscriptionLost` comes from the SDK's `MCPError`, which says why.
                 cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
-                if _is_connection_lost(cause):
+                if is_connection_lost(cause):
                     if held.lost is None:
-                        held.lost = _describe(cause)
+                        held.lost = describe(cause)
                         logger.warning("MCP server %s: connection lost: %r", self.label, cause)
                     return  # the next call reconnects, and its session listens anew
                 if not opened:
@@ -610,11 +616,11 @@ class MCPServer:
                         "MCP server %s: subscriptions/listen refused; changes to its tools "
                         "will not be seen: %s",
                         self.label,
-                        _describe(exc),
+                        describe(exc),
                     )
                     task_status.started()
                     return
-                why = _describe(exc)
+                why = describe(exc)
             ended += 1
             delay = min(RECONNECT_FIRST_DELAY * 2 ** (ended - 1), RECONNECT_MAX_DELAY)
             logger.warning(
@@ -648,7 +654,7 @@ class MCPServer:
                             "MCP server %s: listing its changed tools failed; keeping the old "
                             "list: %s",
                             self.label,
-                            _describe(_single(exc)),
+                            describe(single(exc)),
                         )
                 if not live.relist_again:
                     return
@@ -666,7 +672,7 @@ class MCPServer:
         logger.warning(
             "MCP server %s did not connect; continuing without its tools: %s",
             self.label,
-            _describe(exc),
+            describe(exc),
         )
         connection = _Connection(None, mode, closed_reason="the MCP server did not connect")
         self._start(connection, lambda: None)
@@ -933,9 +939,9 @@ class MCPServer:
             if scope.cancelled_caught:
                 return timeout_result(tool.name, self.timeout)
         except Exception as exc:
-            if not _is_connection_lost(exc):
+            if not is_connection_lost(exc):
                 return failure_result(tool.name, exc)
-            held.lost = _describe(exc)
+            held.lost = describe(exc)
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return exc
         if isinstance(result, ToolExecutionResult):
@@ -957,7 +963,14 @@ class MCPServer:
 
         delay = _STATE_ONLY_FIRST_DELAY
         for _ in range(MAX_INPUT_ROUNDS + 1):
-            result = await _call_tool(session, send, resend)
+            result = await call_tool(
+                session,
+                send.tool.remote_name,
+                send.arguments,
+                progress=send.progress,
+                meta=send.meta,
+                resend=resend,
+            )
             if result.get("resultType") != "input_required":
                 return result
             step = self._desk.settle(send.call, send.tool.name, result, may_pause=send.may_pause)
@@ -995,7 +1008,7 @@ class MCPServer:
                 live.failures += 1
                 delay = min(RECONNECT_FIRST_DELAY * 2 ** (live.failures - 1), RECONNECT_MAX_DELAY)
                 live.retry_at = time.monotonic() + delay
-                reason = _describe(_single(exc))
+                reason = describe(single(exc))
                 live.held.lost = f"reconnecting failed: {reason}"
                 logger.warning("MCP server %s: reconnecting failed: %s", self.label, reason)
                 return (
@@ -1168,28 +1181,6 @@ class MCPToolFilter:
         return name not in self.deny and (self.where is None or self.where(tool))
 
 
-async def _negotiate(session: ClientSession, revision: Revision) -> None:
-    """Agree on a protocol revision with the server.
-
-    `"newest"` probes `server/discover`, the stateless revision's entry (2026-07-28 in SDK 2.3),
-    and adopts the newest revision both sides list; a server that does not answer it with one
-    (it does not know the method, or lists only revisions of the handshake era) gets the
-    `initialize` handshake instead. `"handshake"`, and SDK releases without `discover`, go
-    straight to the handshake.
-    """
-    discover = getattr(session, "discover", None)
-    if revision == "newest" and discover is not None:
-        from mcp.shared.exceptions import MCPError
-        from pydantic import ValidationError
-
-        try:
-            await discover()
-            return
-        except (MCPError, ValidationError, RuntimeError) as exc:
-            logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
-    await session.initialize()
-
-
 @dataclass(frozen=True)
 class _Send:
     """What one call sends, however many times."""
@@ -1200,70 +1191,6 @@ class _Send:
     meta: Any
     progress: Any
     may_pause: bool
-
-
-async def _call_tool(session: ClientSession, send: _Send, resend: Resend | None) -> dict[str, Any]:
-    """One `tools/call`, with the answers `resend` carries; its result in wire form (camelCase).
-
-    An `input_required` result comes back as such where the SDK knows the stateless revision;
-    an older SDK never sees one (it only speaks the handshake).
-    """
-    keywords: dict[str, Any] = {"progress_callback": send.progress, "meta": send.meta}
-    if _knows_input_required():
-        keywords["allow_input_required"] = True
-        if resend is not None:
-            from mcp.types import ElicitResult
-
-            keywords["input_responses"] = {
-                name: ElicitResult.model_validate(response)
-                for name, response in resend.responses.items()
-            }
-            keywords["request_state"] = resend.state
-    result = await session.call_tool(send.tool.remote_name, send.arguments, **keywords)
-    dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True)
-    return dumped
-
-
-@functools.cache
-def _knows_input_required() -> bool:
-    try:
-        from mcp.types import InputRequiredResult  # noqa: F401
-    except ImportError:  # pragma: no cover - SDK before the stateless revision
-        return False
-    return True
-
-
-async def _list_tools(session: ClientSession, most: int, label: str) -> list[dict[str, Any]]:
-    """Every tool the server lists, following pagination, as wire-format dicts (camelCase keys,
-    the same whichever SDK version parsed them); `ValueError` once there are more than `most`
-    (a server paginating without end is cut off there too)."""
-    from mcp.types import PaginatedRequestParams
-
-    own_output_validation(session)
-    listed: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
-        page = (await session.list_tools(params=params)).model_dump(mode="json", by_alias=True)
-        if len(listed) + len(page["tools"]) > most:
-            raise ValueError(
-                f"MCP server {label!r} lists more than max_tools={most} tools; pass a larger "
-                "max_tools= to MCPServer to accept them"
-            )
-        listed.extend(page["tools"])
-        cursor = page.get("nextCursor")
-        if not cursor:
-            return listed
-
-
-def _announces_listen(session: ClientSession) -> bool:
-    """Whether the session speaks the stateless revision (it answered `server/discover`) and the
-    server says its tool list may change: then a `subscriptions/listen` stream carries that."""
-    if getattr(session, "discover_result", None) is None:
-        return False
-    capabilities = session.server_capabilities
-    tools = capabilities.tools if capabilities is not None else None
-    return tools is not None and bool(tools.list_changed)
 
 
 def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
@@ -1281,22 +1208,6 @@ def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
     )
 
 
-def _is_connection_lost(exc: Exception) -> bool:
-    import anyio
-
-    if isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
-        return True
-    error = getattr(exc, "error", None)  # the SDK's `MCPError` / `McpError` carry `ErrorData`
-    return getattr(error, "code", None) == _CONNECTION_CLOSED
-
-
-def _single(exc: BaseException) -> BaseException:
-    """The one exception inside the task-group wrappers of the transports, or `exc` itself."""
-    while (inner := getattr(exc, "exceptions", None)) and len(inner) == 1:
-        exc = inner[0]
-    return exc
-
-
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:
     return execution_error_result(tool.name, "the MCP server is not connected")
 
@@ -1312,8 +1223,3 @@ def _progress_callback(context: ToolContext[Any]) -> Any:
         report(progress, total, message)
 
     return forward
-
-
-def _describe(exc: BaseException) -> str:
-    """`Type: message`, or the type alone."""
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__

@@ -1,0 +1,149 @@
+"""What an `MCPServer` asks of one MCP session through the SDK: the protocol revision agreed, the
+tools listed, a tool called (with the answers of the stateless revision), and how the SDK's
+failures read."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._mcp_questions import Resend
+from ._mcp_results import own_output_validation
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+
+__all__ = [
+    "CONNECTION_CLOSED",
+    "Revision",
+    "announces_listen",
+    "call_tool",
+    "describe",
+    "is_connection_lost",
+    "knows_input_required",
+    "list_tools",
+    "negotiate",
+    "single",
+]
+
+logger = logging.getLogger("agentforge_typed.mcp")
+
+Revision = Literal["newest", "handshake"]
+CONNECTION_CLOSED = -32000
+"""JSON-RPC error code the SDK raises for requests on a closed connection."""
+
+
+async def negotiate(session: ClientSession, revision: Revision) -> None:
+    """Agree on a protocol revision with the server.
+
+    `"newest"` probes `server/discover`, the stateless revision's entry (2026-07-28 in SDK 2.3),
+    and adopts the newest revision both sides list; a server that does not answer it with one
+    (it does not know the method, or lists only revisions of the handshake era) gets the
+    `initialize` handshake instead. `"handshake"`, and SDK releases without `discover`, go
+    straight to the handshake.
+    """
+    discover = getattr(session, "discover", None)
+    if revision == "newest" and discover is not None:
+        from mcp.shared.exceptions import MCPError
+        from pydantic import ValidationError
+
+        try:
+            await discover()
+            return
+        except (MCPError, ValidationError, RuntimeError) as exc:
+            logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
+    await session.initialize()
+
+
+async def call_tool(
+    session: ClientSession,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    progress: Any,
+    meta: Any,
+    resend: Resend | None,
+) -> dict[str, Any]:
+    """One `tools/call`, with the answers `resend` carries; its result in wire form (camelCase).
+
+    An `input_required` result comes back as such where the SDK knows the stateless revision;
+    an older SDK never sees one (it only speaks the handshake).
+    """
+    keywords: dict[str, Any] = {"progress_callback": progress, "meta": meta}
+    if knows_input_required():
+        keywords["allow_input_required"] = True
+        if resend is not None:
+            from mcp.types import ElicitResult
+
+            keywords["input_responses"] = {
+                key: ElicitResult.model_validate(response)
+                for key, response in resend.responses.items()
+            }
+            keywords["request_state"] = resend.state
+    result = await session.call_tool(name, arguments, **keywords)
+    dumped: dict[str, Any] = result.model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+@functools.cache
+def knows_input_required() -> bool:
+    try:
+        from mcp.types import InputRequiredResult  # noqa: F401
+    except ImportError:  # pragma: no cover - SDK before the stateless revision
+        return False
+    return True
+
+
+async def list_tools(session: ClientSession, most: int, label: str) -> list[dict[str, Any]]:
+    """Every tool the server lists, following pagination, as wire-format dicts (camelCase keys,
+    the same whichever SDK version parsed them); `ValueError` once there are more than `most`
+    (a server paginating without end is cut off there too)."""
+    from mcp.types import PaginatedRequestParams
+
+    own_output_validation(session)
+    listed: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = None if cursor is None else PaginatedRequestParams(cursor=cursor)
+        page = (await session.list_tools(params=params)).model_dump(mode="json", by_alias=True)
+        if len(listed) + len(page["tools"]) > most:
+            raise ValueError(
+                f"MCP server {label!r} lists more than max_tools={most} tools; pass a larger "
+                "max_tools= to MCPServer to accept them"
+            )
+        listed.extend(page["tools"])
+        cursor = page.get("nextCursor")
+        if not cursor:
+            return listed
+
+
+def announces_listen(session: ClientSession) -> bool:
+    """Whether the session speaks the stateless revision (it answered `server/discover`) and the
+    server says its tool list may change: then a `subscriptions/listen` stream carries that."""
+    if getattr(session, "discover_result", None) is None:
+        return False
+    capabilities = session.server_capabilities
+    tools = capabilities.tools if capabilities is not None else None
+    return tools is not None and bool(tools.list_changed)
+
+
+def is_connection_lost(exc: Exception) -> bool:
+    import anyio
+
+    if isinstance(exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream)):
+        return True
+    error = getattr(exc, "error", None)  # the SDK's `MCPError` / `McpError` carry `ErrorData`
+    return getattr(error, "code", None) == CONNECTION_CLOSED
+
+
+def single(exc: BaseException) -> BaseException:
+    """The one exception inside the task-group wrappers of the transports, or `exc` itself."""
+    while (inner := getattr(exc, "exceptions", None)) and len(inner) == 1:
+        exc = inner[0]
+    return exc
+
+
+def describe(exc: BaseException) -> str:
+    """`Type: message`, or the type alone."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
