@@ -8,12 +8,14 @@ real (`http.server` on a thread, the MCP SDK's server) where the framing matters
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import gzip
 import json
 import socket
 import threading
 import time
+import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
@@ -118,9 +120,10 @@ class _Answering(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(body)
             return
-        if server.framing == "gzip":
+        if server.framing in ("gzip", "gzipped"):
             self.send_header("content-encoding", "gzip")
-            body = gzip.compress(body)
+            if server.framing == "gzip":
+                body = gzip.compress(body)
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
         try:
@@ -129,6 +132,8 @@ class _Answering(BaseHTTPRequestHandler):
                 self._chunk(body)
                 while time.monotonic() - started < GIVE_UP:
                     self._chunk(server.filler)
+            elif server.framing == "gzipped":  # compressed already, sent whole
+                self._chunk(body)
             else:
                 for start in range(0, len(body), 4096):
                     self._chunk(body[start : start + 4096])
@@ -396,6 +401,70 @@ async def test_an_http_tool_body_one_byte_over_its_caps(server: _Server, is_asyn
     started = time.monotonic()
     assert (await run(read)).text.endswith(unread)
     assert time.monotonic() - started < GIVE_UP / 2
+
+
+BOMB = gzip.compress(b"\n" * (256 << 20), compresslevel=9)
+"""256 MiB of newlines in about 250 KB of gzip: a zip bomb, for any reader of bodies or lines."""
+CAP = 1 << 20
+
+
+def _peak_bytes(run: Callable[[], Any]) -> tuple[Any, int]:
+    """What `run()` gives, and the most memory Python held at once meanwhile (over the start)."""
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        tracemalloc.reset_peak()
+        outcome = run()
+        return outcome, tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
+def _caught(run: Callable[[], Any]) -> Callable[[], BaseException | None]:
+    def catching() -> BaseException | None:
+        try:
+            run()
+        except ModelError as error:
+            return error
+        return None
+
+    return catching
+
+
+@pytest.mark.parametrize("mode", ["chat", "stream"])
+@pytest.mark.parametrize("wire", sorted(MODELS))
+def test_a_zip_bomb_inflates_no_further_than_the_cap(server: _Server, wire: str, mode: str) -> None:
+    """httpx inflates each chunk whole: a 64 KiB read of this bomb would be 64 MiB at once.
+    Inflated in steps, the memory a call takes stays near its cap."""
+    content_type = "application/json" if mode == "chat" else "text/event-stream"
+    server.answer(BOMB, "gzipped", content_type=content_type)
+    model = _model(wire, server, max_response_bytes=CAP, max_stream_bytes=CAP)
+    if mode == "chat":
+        error, peak = _peak_bytes(_caught(lambda: model.chat(REQUEST)))
+        assert isinstance(error, ModelError) and "max_response_bytes=1048576" in str(error)
+    else:
+        error, peak = _peak_bytes(_caught(lambda: list(model.stream(REQUEST))))
+        assert isinstance(error, ModelError) and "over the limit" in str(error)
+    assert peak < 8 * CAP
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+def test_a_zip_bomb_reaches_an_http_tool_no_further_than_its_cap(
+    server: _Server, is_async: bool
+) -> None:
+    server.answer(BOMB, "gzipped", content_type="text/plain")
+    read = HttpTool("t", url=server.url, method="POST", max_response_bytes=CAP)
+
+    def run() -> ToolExecutionResult:
+        if is_async:
+            return asyncio.run(read.aexecute(_call(), CONTEXT))
+        return read.execute(_call(), CONTEXT)
+
+    result, peak = _peak_bytes(run)
+    assert result.text.endswith(
+        "[the response exceeds max_response_bytes=1048576 bytes; the rest was not read]"
+    )
+    assert peak < 16 * CAP  # with the HTTP client it builds for the call (its TLS context)
 
 
 def _mcp_server(

@@ -33,6 +33,7 @@ import httpx
 import pydantic_core
 
 from .._content import ContentKind
+from .._decoding import aiter_bounded, iter_bounded
 from .._events import StreamEvent
 from .._exceptions import ModelError
 from .._instrument import note_admission_wait
@@ -571,7 +572,7 @@ class HttpShell:
         counted after content decoding (a small gzip body may inflate without end)."""
         try:
             body = _BoundedBody(self, response)
-            for chunk in response.iter_bytes():
+            for chunk in iter_bounded(response, self.max_response_bytes):
                 if body.full(chunk):
                     break
             body.keep()
@@ -582,7 +583,7 @@ class HttpShell:
         """Async `_read`."""
         try:
             body = _BoundedBody(self, response)
-            async for chunk in response.aiter_bytes():
+            async for chunk in aiter_bounded(response, self.max_response_bytes):
                 if body.full(chunk):
                     break
             body.keep()

@@ -28,6 +28,7 @@ from typing import Any
 import httpx
 import pydantic_core
 
+from .._decoding import aiter_bounded, iter_bounded
 from .._exceptions import ModelError
 
 __all__ = [
@@ -243,7 +244,7 @@ def iter_sse(
     """
     decoder = SSEDecoder(max_line_length=max_line_length, source=source)
     read = 0
-    for chunk in response.iter_bytes():
+    for chunk in iter_bounded(response, max_bytes):
         read += len(chunk)
         if read > max_bytes:
             raise _too_large(source, max_bytes)
@@ -261,7 +262,7 @@ async def aiter_sse(
     """Async `iter_sse`."""
     decoder = SSEDecoder(max_line_length=max_line_length, source=source)
     read = 0
-    async for chunk in response.aiter_bytes():
+    async for chunk in aiter_bounded(response, max_bytes):
         read += len(chunk)
         if read > max_bytes:
             raise _too_large(source, max_bytes)

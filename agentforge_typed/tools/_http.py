@@ -21,6 +21,7 @@ import httpx
 import pydantic
 import pydantic_core
 
+from .._decoding import aiter_bounded, iter_bounded
 from .._exceptions import ArgumentError
 from .._messages import ToolCall
 from .._request import ToolSpecification
@@ -295,7 +296,7 @@ class HttpTool(ConfiguredTool):
             response = client.send(redirect, auth=_NO_AUTH, stream=True, follow_redirects=False)
         try:
             reader = _BodyReader(self._read_limit(response))
-            for chunk in response.iter_bytes():
+            for chunk in iter_bounded(response, reader.limit):
                 if reader.feed(chunk):
                     break
                 self._check_deadline(deadline, request)
@@ -318,7 +319,7 @@ class HttpTool(ConfiguredTool):
             )
         try:
             reader = _BodyReader(self._read_limit(response))
-            async for chunk in response.aiter_bytes():
+            async for chunk in aiter_bounded(response, reader.limit):
                 if reader.feed(chunk):
                     break
                 self._check_deadline(deadline, request)

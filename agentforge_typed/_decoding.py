@@ -1,0 +1,88 @@
+"""A response body, content-decoded without inflating past a cap.
+
+httpx decodes each chunk it receives whole: a few kilobytes of gzip (a "zip bomb") may become
+hundreds of megabytes in memory before a reader sees the first chunk and checks its cap. Here a
+gzip or deflate body is inflated in steps that never give more than one byte past the cap, so a
+reader's cap bounds the memory too. Other encodings (`br`, `zstd`, when their packages are
+installed, or several stacked) are left to httpx.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+
+__all__ = ["aiter_bounded", "iter_bounded"]
+
+_WINDOWS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
+"""The zlib window of each encoding inflated here (gzip's with its header and trailer)."""
+
+
+def iter_bounded(response: httpx.Response, limit: int) -> Iterator[bytes]:
+    """The decoded body of a streamed `response`, in chunks, ending once more than `limit` bytes
+    were given (at most `limit + 1` in all)."""
+    inflater = _inflater(response)
+    if inflater is None:
+        yield from response.iter_bytes()
+        return
+    given = 0
+    for raw in response.iter_raw():
+        for piece in inflater.feed(raw, limit + 1 - given):
+            given += len(piece)
+            yield piece
+        if given > limit:
+            return
+
+
+async def aiter_bounded(response: httpx.Response, limit: int) -> AsyncIterator[bytes]:
+    """Async `iter_bounded`."""
+    inflater = _inflater(response)
+    if inflater is None:
+        async for chunk in response.aiter_bytes():
+            yield chunk
+        return
+    given = 0
+    async for raw in response.aiter_raw():
+        for piece in inflater.feed(raw, limit + 1 - given):
+            given += len(piece)
+            yield piece
+        if given > limit:
+            return
+
+
+class _Inflater:
+    """One gzip or deflate stream, inflated a step at a time."""
+
+    def __init__(self, encoding: str, request: httpx.Request) -> None:
+        self._deflate = encoding == "deflate"
+        self._inflate = zlib.decompressobj(_WINDOWS[encoding])
+        self._started = False
+        self._request = request
+
+    def feed(self, data: bytes, room: int) -> Iterator[bytes]:
+        """What `data` inflates to, in pieces, `room` bytes at most."""
+        while data and room > 0:
+            try:
+                piece = self._inflate.decompress(data, room)
+            except zlib.error as exc:
+                if self._deflate and not self._started:
+                    # Raw deflate, without zlib's header: some servers send it, and httpx takes it.
+                    self._inflate, self._started = zlib.decompressobj(-zlib.MAX_WBITS), True
+                    continue
+                raise httpx.DecodingError(str(exc), request=self._request) from exc
+            self._started = True
+            room -= len(piece)
+            data = self._inflate.unconsumed_tail
+            if piece:
+                yield piece
+
+
+def _inflater(response: httpx.Response) -> _Inflater | None:
+    """An inflater for the body's one gzip or deflate encoding; `None` when httpx decodes it (no
+    encoding, identity, or one this module does not inflate)."""
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if encoding not in _WINDOWS:
+        return None
+    return _Inflater(encoding, response.request)
