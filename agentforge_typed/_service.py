@@ -525,16 +525,18 @@ class _Run:
             execution = self.finished[plan.index] = replace(execution, result=result)
         if self.service.after_tool_call is not None and not self.async_after:
             _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
+        if self._approval is None and type(execution.result) is PendingResult:
+            # A tool asked a question (an MCP elicitation): its call waits like a held one, and
+            # the run's approval state sets it aside at the end of the round.
+            self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
         return execution
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
         here (a `ReturnBehavior`, or calls that wait for a decision)."""
         # Only a call that `hold` answered, or a tool that asked a question (an MCP elicitation),
-        # can wait: without approvals, and without a question, every call ran.
+        # can wait, and either made the approval state: without it, every call ran.
         approval = self._approval
-        if approval is None and any(type(e.result) is PendingResult for e in settled):
-            approval = self.approval
         for execution in settled if approval is None else approval.set_aside(settled):
             self.executions.append(execution)
             self._record(execution)
