@@ -8,19 +8,47 @@ id must name one call. `CallIds.admit` makes it so where an answer enters the lo
 is missing or already taken in the conversation gets a new one (`<id>~<n>`), and the message
 records the id the server sent (`SERVER_CALL_IDS`), so the history shows both. A provider gets
 back the ids it sent (`with_server_ids`, applied by the HTTP shell before the wire).
+
+A run's own id, its conversation id, is random (`random_id`): tools derive idempotency keys from
+it, so another run, in this process or any other, must neither share it nor guess it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 
 from ._messages import AiMessage, ChatMessage, ToolResultMessage
 
-__all__ = ["SERVER_CALL_IDS", "CallIds", "with_server_ids"]
+__all__ = ["SERVER_CALL_IDS", "CallIds", "random_id", "with_server_ids"]
 
 SERVER_CALL_IDS = "server_call_ids"
 """`AiMessage.attributes` key: the id the server sent for each call the loop gave a new id, by
 the new id."""
+
+
+_IDS_PER_READ = 64
+_unused_ids: list[str] = []
+"""Random ids read but not handed out yet (`random_id`)."""
+
+
+def random_id() -> str:
+    """A new random id: 128 bits from the operating system's CSPRNG, as 32 hex digits.
+
+    The bits are read for 64 ids at a time: a system call per id cost a short run more than the
+    rest of its set-up. Each id is handed out once (`list.pop` is atomic, so threads never share
+    one), and a forked child drops the ids it inherited, so it never repeats its parent's.
+    """
+    try:
+        return _unused_ids.pop()
+    except IndexError:
+        digits = os.urandom(16 * _IDS_PER_READ).hex()
+        _unused_ids.extend(digits[i : i + 32] for i in range(32, len(digits), 32))
+        return digits[:32]
+
+
+if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
+    os.register_at_fork(after_in_child=_unused_ids.clear)
 
 
 class CallIds:

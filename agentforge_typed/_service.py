@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import os
 from collections import Counter
 from collections.abc import (
     AsyncGenerator,
@@ -58,7 +57,7 @@ from ._history import (
     is_message,
     process,
 )
-from ._identity import CallIds
+from ._identity import CallIds, random_id
 from ._instrument import run_trace
 from ._loop_events import (
     FinalResultEvent,
@@ -219,6 +218,39 @@ class _Planned:
 class _Run:
     """The state of one `chat` run, free of I/O."""
 
+    __slots__ = (
+        "_approval",
+        "async_after",
+        "async_before",
+        "asynchronous",
+        "call_ids",
+        "conversation_id",
+        "deps",
+        "executions",
+        "failures",
+        "finished",
+        "generation",
+        "limits",
+        "messages",
+        "model",
+        "offer",
+        "open_calls",
+        "output",
+        "output_value",
+        "parameters",
+        "progress",
+        "responses",
+        "resuming",
+        "returned_immediately",
+        "round_trips",
+        "selection",
+        "service",
+        "tool_calls",
+        "trace",
+        "usage",
+        "user_parameters",
+    )
+
     def __init__(
         self,
         service: ToolService[Any],
@@ -256,7 +288,7 @@ class _Run:
         self.parameters = service._request_parameters(parameters, output)
         service._check_deps(deps, selected=options.get("tools") is not None)
         self.deps = deps
-        self.conversation_id = options.get("conversation_id") or os.urandom(16).hex()
+        self.conversation_id = options.get("conversation_id") or random_id()
         self.selection = options.get("tools")
         self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
@@ -493,16 +525,18 @@ class _Run:
             execution = self.finished[plan.index] = replace(execution, result=result)
         if self.service.after_tool_call is not None and not self.async_after:
             _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
+        if self._approval is None and type(execution.result) is PendingResult:
+            # A tool asked a question (an MCP elicitation): its call waits like a held one, and
+            # the run's approval state sets it aside at the end of the round.
+            self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
         return execution
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
         here (a `ReturnBehavior`, or calls that wait for a decision)."""
         # Only a call that `hold` answered, or a tool that asked a question (an MCP elicitation),
-        # can wait: without approvals, and without a question, every call ran.
+        # can wait, and either made the approval state: without it, every call ran.
         approval = self._approval
-        if approval is None and any(type(e.result) is PendingResult for e in settled):
-            approval = self.approval
         for execution in settled if approval is None else approval.set_aside(settled):
             self.executions.append(execution)
             self._record(execution)

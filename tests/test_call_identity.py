@@ -5,6 +5,9 @@ every driver; the server still gets back the ids it sent."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import threading
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -35,7 +38,7 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed._cost import priced
-from agentforge_typed._identity import SERVER_CALL_IDS, CallIds, with_server_ids
+from agentforge_typed._identity import SERVER_CALL_IDS, CallIds, random_id, with_server_ids
 
 sent: list[tuple[str, int]] = []
 keys: list[str] = []
@@ -464,3 +467,64 @@ def test_pricing_that_raises_leaves_the_cost_unknown_and_the_run_intact(
     result = ToolService([echo]).chat(PricedModel(reply), "go")
     assert result.text == "done" and len(result.tool_executions) == 1
     assert result.usage.total_tokens == 30 and result.usage.cost is None
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_default_conversation_ids_are_random_and_never_repeat_under_every_driver(
+    driver: str,
+) -> None:
+    """Idempotency keys derive from the conversation id: two runs must never share one, across
+    the batches `random_id` reads its bits in (64 ids each)."""
+    seen: list[str] = []
+
+    @tool
+    def note(ctx: ToolContext[None]) -> str:
+        """Note the conversation."""
+        assert ctx.conversation_id is not None
+        seen.append(ctx.conversation_id)
+        return "noted"
+
+    def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if len(messages) == 1:
+            return calls(call("c1", "note"))
+        return AiMessage(text="done")
+
+    service, model = ToolService([note]), FunctionModel(reply)
+    for _ in range(150):
+        drive(driver, service, model, "go")
+    assert len(seen) == len(set(seen)) == 150
+    assert all(re.fullmatch("[0-9a-f]{32}", found) for found in seen)
+
+
+def test_random_ids_are_handed_out_once_across_threads() -> None:
+    found: list[list[str]] = [[] for _ in range(8)]
+
+    def take(into: list[str]) -> None:
+        into.extend(random_id() for _ in range(500))
+
+    threads = [threading.Thread(target=take, args=(into,)) for into in found]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = [found_id for into in found for found_id in into]
+    assert len(every) == len(set(every)) == 4000
+    assert all(re.fullmatch("[0-9a-f]{32}", found_id) for found_id in every)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_forked_child_never_repeats_its_parents_ids() -> None:
+    random_id()  # the batch just read is now inherited by the child
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            os.write(write, " ".join(random_id() for _ in range(10)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        childs = set(pipe.read().split())
+    os.waitpid(child, 0)
+    parents = {random_id() for _ in range(10)}
+    assert len(childs) == 10 and not childs & parents
