@@ -111,11 +111,15 @@ def fixture_server(errlog: TextIO, **options: Any) -> MCPServer:
 
 
 @pytest.mark.parametrize(
-    "options",
-    [{"trusted": True}, {"idempotent": ["flaky"]}, {"idempotent": True}],
-    ids=["trusted-annotation", "named", "all"],
+    ("options", "revision"),
+    [
+        ({"trusted": True}, "newest"),
+        ({"trusted": True}, "handshake"),
+        ({"idempotent": ["flaky"]}, "newest"),
+        ({"idempotent": True}, "newest"),
+    ],
+    ids=["trusted-annotation", "trusted-annotation-handshake", "named", "all"],
 )
-@REVISIONS
 def test_a_call_lost_with_its_server_is_sent_again_when_it_is_idempotent(
     errlog: TextIO, tmp_path: Path, options: dict[str, Any], revision: Revision
 ) -> None:
