@@ -360,9 +360,9 @@ def _bad_findings() -> list[str]:
         f"{open_object.reason} [unsupported-schema]",
         f"{BAD}:89: error: tag: not expressible in anthropic-strict at $.labels: "
         f"{open_object.reason} [unsupported-schema]",
-        f"{BAD}:89: note: tag: strict schema: openai: provider-enforced (`strict: true`, OpenAI "
-        "structured outputs); anthropic: provider-enforced (`strict: true`, Anthropic strict tool "
-        "use); gemini: provider-validated (function calling mode `VALIDATED`, a preview feature) "
+        f"{BAD}:89: note: tag: strict schema: openai: cannot be sent (not expressible in "
+        "openai-strict); anthropic: cannot be sent (not expressible in anthropic-strict); "
+        "gemini: provider-validated (function calling mode `VALIDATED`, a preview feature) "
         "when the model may choose; with a forced choice (`ANY`), validated locally only "
         "[strictness]",
         f"{BAD}:114: warning: count: not expressible in openai-strict at $.totals: "
@@ -610,3 +610,29 @@ def test_run_falls_back_when_the_model_s_server_is_down() -> None:
     assert (fallback["index"], fallback["failed"][0]["model"]) == (1, "OpenAIChatModel('gemma')")
     unknown = cli(*args, "--fallback", "gpt-4o", env=env)
     assert unknown.returncode == 2 and "unknown model 'gpt-4o'" in unknown.stderr
+
+
+def test_check_says_a_strict_tool_a_provider_cannot_take_gets_nothing_from_it(
+    tmp_path: Path,
+) -> None:
+    source = tmp_path / "recursive.py"
+    source.write_text(
+        "from __future__ import annotations\n"
+        "from pydantic import BaseModel\n"
+        "from agentforge_typed import tool\n\n\n"
+        "class Node(BaseModel):\n"
+        "    name: str\n"
+        "    children: list[Node] = []\n\n\n"
+        "@tool(strict_schema=True)\n"
+        "def walk(root: Node) -> str:\n"
+        '    """Walk a tree.\n\n    Args:\n        root: The tree.\n    """\n'
+        "    return root.name\n\n\n"
+        "tools = [walk]\n"
+    )
+    done = cli("check", f"{source}:tools", "--dialect", "openai", "--dialect", "anthropic")
+    assert done.returncode == 1
+    (note,) = [line for line in done.stdout.splitlines() if line.endswith("[strictness]")]
+    assert note.endswith(
+        "note: walk: strict schema: openai: provider-enforced (`strict: true`, OpenAI structured "
+        "outputs); anthropic: cannot be sent (not expressible in anthropic-strict) [strictness]"
+    )

@@ -95,7 +95,7 @@ def check_target(
         _lint(found, dialects, at)
         if found.specification.strict_schema and profile is None:
             # (With a profile, `profile-strict` says whether the endpoint enforces it.)
-            _strictness(dialects, at)
+            _strictness(found.specification, dialects, at)
         if profile is not None:
             _lint_profile(found, profile, len(seen), at)
         findings += at.findings
@@ -197,10 +197,23 @@ def _lint_schema(
         )
 
 
-def _strictness(dialects: Sequence[str], at: _Reporter) -> None:
-    """A note saying what the tool's `strict_schema` gets from each provider checked."""
+def _strictness(spec: ToolSpecification, dialects: Sequence[str], at: _Reporter) -> None:
+    """A note saying what the tool's `strict_schema` gets from each provider checked (nothing
+    from one whose strict dialect cannot express the schema: the error above says why)."""
     providers = dict.fromkeys(_STRICT_OF.get(dialect, dialect) for dialect in dialects)
-    said = [f"{provider}: {ENFORCED[provider]}" for provider in providers if provider in ENFORCED]
+    strict_dialects = {plain: strict for strict, plain in _STRICT_OF.items()}
+    said = []
+    for provider in providers:
+        if provider not in ENFORCED:
+            continue
+        strict = strict_dialects.get(provider)
+        try:
+            if strict is not None:
+                declaration(spec, strict)
+        except SchemaDialectError:
+            said.append(f"{provider}: cannot be sent (not expressible in {strict})")
+            continue
+        said.append(f"{provider}: {ENFORCED[provider]}")
     if said:
         at.note("strictness", "strict schema: " + "; ".join(said))
 
