@@ -23,49 +23,50 @@ _WINDOWS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 def iter_bounded(response: httpx.Response, limit: int) -> Iterator[bytes]:
     """The decoded body of a streamed `response`, in chunks, ending once more than `limit` bytes
     were given (at most `limit + 1` in all)."""
-    inflater = _inflater(response)
+    inflater = _inflater(response, limit)
     if inflater is None:
         yield from response.iter_bytes()
         return
-    given = 0
     for raw in response.iter_raw():
-        for piece in inflater.feed(raw, limit + 1 - given):
-            given += len(piece)
-            yield piece
-        if given > limit:
+        yield from inflater.feed(raw)
+        if inflater.full:
             return
 
 
 async def aiter_bounded(response: httpx.Response, limit: int) -> AsyncIterator[bytes]:
     """Async `iter_bounded`."""
-    inflater = _inflater(response)
+    inflater = _inflater(response, limit)
     if inflater is None:
         async for chunk in response.aiter_bytes():
             yield chunk
         return
-    given = 0
     async for raw in response.aiter_raw():
-        for piece in inflater.feed(raw, limit + 1 - given):
-            given += len(piece)
+        for piece in inflater.feed(raw):
             yield piece
-        if given > limit:
+        if inflater.full:
             return
 
 
 class _Inflater:
-    """One gzip or deflate stream, inflated a step at a time."""
+    """One gzip or deflate stream, inflated a step at a time, `limit + 1` bytes in all at most."""
 
-    def __init__(self, encoding: str, request: httpx.Request) -> None:
+    def __init__(self, encoding: str, request: httpx.Request, limit: int) -> None:
         self._deflate = encoding == "deflate"
         self._inflate = zlib.decompressobj(_WINDOWS[encoding])
         self._started = False
         self._request = request
+        self._room = limit + 1
 
-    def feed(self, data: bytes, room: int) -> Iterator[bytes]:
-        """What `data` inflates to, in pieces, `room` bytes at most."""
-        while data and room > 0:
+    @property
+    def full(self) -> bool:
+        """Whether more than the limit was given: nothing more will be."""
+        return self._room <= 0
+
+    def feed(self, data: bytes) -> Iterator[bytes]:
+        """What `data` inflates to, in pieces, within the room left."""
+        while data and self._room > 0:
             try:
-                piece = self._inflate.decompress(data, room)
+                piece = self._inflate.decompress(data, self._room)
             except zlib.error as exc:
                 if self._deflate and not self._started:
                     # Raw deflate, without zlib's header: some servers send it, and httpx takes it.
@@ -73,16 +74,16 @@ class _Inflater:
                     continue
                 raise httpx.DecodingError(str(exc), request=self._request) from exc
             self._started = True
-            room -= len(piece)
+            self._room -= len(piece)
             data = self._inflate.unconsumed_tail
             if piece:
                 yield piece
 
 
-def _inflater(response: httpx.Response) -> _Inflater | None:
+def _inflater(response: httpx.Response, limit: int) -> _Inflater | None:
     """An inflater for the body's one gzip or deflate encoding; `None` when httpx decodes it (no
     encoding, identity, or one this module does not inflate)."""
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding not in _WINDOWS:
         return None
-    return _Inflater(encoding, response.request)
+    return _Inflater(encoding, response.request, limit)

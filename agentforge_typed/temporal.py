@@ -368,7 +368,9 @@ class _Waiting:
         """Refuse a decision the run would refuse (wrong kind, arguments the tool rejects, an
         answer its question's schema refuses)."""
         call = self.undecided[call_id].call
-        state = ApprovalState(self._asked(approvals), results, asynchronous=True)
+        if call_id in approvals:
+            approvals = {**approvals, call_id: self._with_question(call_id, approvals[call_id])}
+        state = ApprovalState(approvals, results, asynchronous=True)
         state.decide(call, self.run.service._tools.get(call.name))
 
     def accept(
@@ -376,20 +378,18 @@ class _Waiting:
     ) -> None:
         """Record a checked decision."""
         if call_id in approvals:
-            self.approvals[call_id] = self._asked(approvals)[call_id]
+            self.approvals[call_id] = self._with_question(call_id, approvals[call_id])
         else:
             self.external_results[call_id] = results[call_id]
         del self.undecided[call_id]
 
-    def _asked(self, approvals: Mapping[str, Approval]) -> dict[str, Approval]:
-        """`approvals`, each answer carrying the question its call paused on: the tool's
-        activity may run on a worker that never saw it."""
-        carried = dict(approvals)
-        for call_id, decision in approvals.items():
-            pending = self.undecided.get(call_id)
-            if isinstance(decision, ElicitationAnswer) and pending is not None:
-                carried[call_id] = dataclasses.replace(decision, question=pending.elicitation)
-        return carried
+    def _with_question(self, call_id: str, decision: Approval) -> Approval:
+        """`decision`, an answer carrying the question its call paused on: the tool's activity
+        may run on a worker that never saw it."""
+        pending = self.undecided[call_id]
+        if isinstance(decision, ElicitationAnswer):
+            return dataclasses.replace(decision, question=pending.elicitation)
+        return decision
 
 
 class _Desk:

@@ -43,6 +43,8 @@ warning: `GeminiChatModel` sends full JSON Schema unless told to use the subset.
 
 _STRICT_OF: dict[str, str] = {"openai-strict": "openai", "anthropic-strict": "anthropic"}
 """Each strict dialect, and the plain dialect of the provider that sends strict tools in it."""
+_STRICT_FOR = {plain: strict for strict, plain in _STRICT_OF.items()}
+"""Each provider's strict dialect."""
 
 ENFORCED: dict[str, str] = {
     "openai": "provider-enforced (`strict: true`, OpenAI structured outputs)",
@@ -201,12 +203,11 @@ def _strictness(spec: ToolSpecification, dialects: Sequence[str], at: _Reporter)
     """A note saying what the tool's `strict_schema` gets from each provider checked (nothing
     from one whose strict dialect cannot express the schema: the error above says why)."""
     providers = dict.fromkeys(_STRICT_OF.get(dialect, dialect) for dialect in dialects)
-    strict_dialects = {plain: strict for strict, plain in _STRICT_OF.items()}
     said = []
     for provider in providers:
         if provider not in ENFORCED:
             continue
-        strict = strict_dialects.get(provider)
+        strict = _STRICT_FOR.get(provider)
         try:
             if strict is not None:
                 declaration(spec, strict)

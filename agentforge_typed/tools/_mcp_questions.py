@@ -177,10 +177,7 @@ class Desk:
                 "the server's question is no longer open (its session ended, or the program "
                 "restarted); call the tool again",
             )
-        response: dict[str, Any] = {"action": answer.action}
-        if answer.action == "accept":
-            response["content"] = dict(answer.content or {})
-        return Resend({question.key: response}, question.state)
+        return Resend({question.key: _reply(answer)}, question.state)
 
     def check(self, call: ToolCall, tool_name: str, answer: ElicitationAnswer) -> None:
         """Refuse an answer its question's schema does not accept (`ToolArgumentsError`), or
@@ -200,9 +197,9 @@ class Desk:
         self, call: ToolCall, tool_name: str, required: Mapping[str, Any], *, may_pause: bool
     ) -> ToolExecutionResult | Resend:
         """What to do with an `input_required` result (wire form) of a call that may pause or
-        not: pause on its first question the user can answer, else answer
-        every question `decline` and send the call again; an error result for what this client
-        cannot answer or keep."""
+        not: pause on its first question the user can answer, else answer every question
+        `decline` and send the call again; an error result for what this client cannot answer
+        or keep."""
         state = required.get("requestState")
         if state is not None and (not isinstance(state, str) or len(state) > MAX_STATE_CHARS):
             return execution_error_result(
@@ -248,9 +245,7 @@ class Desk:
             answer = await self._wait(opened)
             if answer is None:
                 return ElicitResult(action="cancel")
-            accepted = answer.action == "accept"
-            content = dict(answer.content or {}) if accepted else None
-            return ElicitResult(action=answer.action, content=content)
+            return ElicitResult.model_validate(_reply(answer))
 
         return elicit
 
@@ -313,6 +308,14 @@ class Desk:
         if opened.scope is not None:
             opened.scope.deadline = anyio.current_time() + self.timeout
         return answer
+
+
+def _reply(answer: ElicitationAnswer) -> dict[str, Any]:
+    """`answer` as the server reads it (an `ElicitResult`'s wire form): the content only with
+    an acceptance."""
+    if answer.action == "accept":
+        return {"action": "accept", "content": dict(answer.content or {})}
+    return {"action": answer.action}
 
 
 def _pending(call: ToolCall, question: Elicitation) -> PendingResult:
