@@ -21,7 +21,6 @@ __all__ = [
     "call_tool",
     "describe",
     "is_connection_lost",
-    "knows_input_required",
     "list_tools",
     "negotiate",
     "single",
@@ -71,7 +70,7 @@ async def call_tool(
     an older SDK never sees one (it only speaks the handshake).
     """
     keywords: dict[str, Any] = {"progress_callback": progress, "meta": meta}
-    if knows_input_required():
+    if _knows_input_required():
         keywords["allow_input_required"] = True
         if resend is not None:
             from mcp.types import ElicitResult
@@ -87,7 +86,7 @@ async def call_tool(
 
 
 @functools.cache
-def knows_input_required() -> bool:
+def _knows_input_required() -> bool:
     try:
         from mcp.types import InputRequiredResult  # noqa: F401
     except ImportError:  # pragma: no cover - SDK before the stateless revision
