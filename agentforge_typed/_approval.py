@@ -39,6 +39,7 @@ __all__ = [
     "ToolFailed",
     "may_wait",
     "pending_calls",
+    "unanswered_calls",
 ]
 
 logger = logging.getLogger("agentforge_typed")
@@ -153,6 +154,12 @@ def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
     only results follow it), in the model's order. These are the ids `approvals=` and
     `external_results=` may name when the run resumes."""
     return _unanswered(messages)[1]
+
+
+def unanswered_calls(messages: Sequence[ChatMessage]) -> tuple[AiMessage | None, list[ToolCall]]:
+    """The `AiMessage` a stored history waits on (`None` when it waits on nothing) and its calls
+    without a result, as `pending_calls` gives them."""
+    return _unanswered(messages)
 
 
 def _unanswered(messages: Sequence[ChatMessage]) -> tuple[AiMessage | None, list[ToolCall]]:

@@ -20,11 +20,24 @@ from collections.abc import Iterable, Sequence
 
 from ._messages import AiMessage, ChatMessage, ToolResultMessage
 
-__all__ = ["SERVER_CALL_IDS", "CallIds", "random_id", "with_server_ids"]
+__all__ = [
+    "CONVERSATION_ID",
+    "SERVER_CALL_IDS",
+    "CallIds",
+    "random_id",
+    "recorded_conversation",
+    "with_server_ids",
+]
 
 SERVER_CALL_IDS = "server_call_ids"
 """`AiMessage.attributes` key: the id the server sent for each call the loop gave a new id, by
 the new id."""
+
+CONVERSATION_ID = "conversation_id"
+"""`AiMessage.attributes` key: the conversation id of the run that paused on the message's calls.
+A run resuming them without `conversation_id=` takes it, so the calls keep their owner (the
+idempotency keys, questions and decisions keyed on the conversation); one given another id
+refuses to resume them."""
 
 
 _IDS_PER_READ = 64
@@ -49,6 +62,14 @@ def random_id() -> str:
 
 if hasattr(os, "register_at_fork"):  # not on Windows, which has no fork
     os.register_at_fork(after_in_child=_unused_ids.clear)
+
+
+def recorded_conversation(message: AiMessage | None) -> str | None:
+    """The conversation id recorded on a paused message (`CONVERSATION_ID`), if any."""
+    if message is None:
+        return None
+    recorded = message.attributes.get(CONVERSATION_ID)
+    return recorded if isinstance(recorded, str) and recorded else None
 
 
 class CallIds:

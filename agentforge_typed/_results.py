@@ -71,6 +71,9 @@ class ToolChatResult(Generic[OutputT]):
     pending: Sequence[PendingCall] = ()
     """The calls the run paused on (awaiting approval or an external result), in the model's
     order; resume with `approvals=` / `external_results=` and the `messages`."""
+    conversation_id: str | None = None
+    """The run's conversation id: the `conversation_id=` given, the one of the paused calls it
+    resumed (recorded on their message), or a random one."""
 
     @property
     def text(self) -> str | None:

@@ -35,7 +35,7 @@ from ._approval import (
     PendingResult,
     may_wait,
     no_events,
-    pending_calls,
+    unanswered_calls,
 )
 from ._cost import priced
 from ._dialects import render_schema
@@ -57,7 +57,7 @@ from ._history import (
     is_message,
     process,
 )
-from ._identity import CallIds, random_id
+from ._identity import CONVERSATION_ID, CallIds, random_id, recorded_conversation
 from ._instrument import run_trace
 from ._loop_events import (
     FinalResultEvent,
@@ -67,7 +67,7 @@ from ._loop_events import (
     ToolLoopEvent,
     ToolResultEvent,
 )
-from ._messages import ChatMessage, ToolCall, ToolResultMessage, UserMessage
+from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from ._model import ChatModel
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
@@ -288,7 +288,8 @@ class _Run:
         self.parameters = service._request_parameters(parameters, output)
         service._check_deps(deps, selected=options.get("tools") is not None)
         self.deps = deps
-        self.conversation_id = options.get("conversation_id") or random_id()
+        paused, waiting = unanswered_calls(self.messages)
+        self.conversation_id = _owner(options.get("conversation_id"), paused)
         self.selection = options.get("tools")
         self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
@@ -311,7 +312,7 @@ class _Run:
         self.resuming: list[Decided] = []
         """The caller's decisions on the unanswered calls at the end of the history."""
         approvals, external_results = options.get("approvals"), options.get("external_results")
-        if approvals or external_results or pending_calls(self.messages):
+        if approvals or external_results or waiting:
             self.resume(approvals, external_results)
 
     def resume(
@@ -542,6 +543,7 @@ class _Run:
             self._record(execution)
         self.open_calls = ()
         if approval is not None and approval.pending:
+            self._record_owner()
             return True
         if self.output is not None:
             for execution in settled:
@@ -589,6 +591,18 @@ class _Run:
         error.messages = tuple(self.messages)
         error.tool_executions = tuple(self.executions)
         error.usage = priced(self.model, self.responses, self.usage)
+
+    def _record_owner(self) -> None:
+        """Record the run's conversation id on the message it pauses on, so that the run that
+        resumes its calls keeps the same owner (`CONVERSATION_ID`)."""
+        messages = self.messages
+        for position in range(len(messages) - 1, -1, -1):
+            message = messages[position]
+            if message.role == "assistant":
+                if message.attributes.get(CONVERSATION_ID) != self.conversation_id:
+                    attributes = {**message.attributes, CONVERSATION_ID: self.conversation_id}
+                    messages[position] = message.model_copy(update={"attributes": attributes})
+                return
 
     def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
         self.messages.append(
@@ -649,7 +663,23 @@ class _Run:
             returned_immediately=self.returned_immediately,
             output=self.output_value,
             pending=() if self._approval is None else tuple(self._approval.pending),
+            conversation_id=self.conversation_id,
         )
+
+
+def _owner(given: str | None, paused: AiMessage | None) -> str:
+    """The run's conversation id: the one given, else the one recorded on the message whose calls
+    it resumes, else a new random one. A given id that differs from the recorded one is refused:
+    the paused calls, their questions and their idempotency keys belong to that conversation."""
+    recorded = recorded_conversation(paused)
+    if not given:
+        return recorded or random_id()
+    if recorded is not None and recorded != given:
+        raise ValueError(
+            f"the history's pending calls belong to conversation {recorded!r}, not "
+            f"{given!r}; resume them with conversation_id={recorded!r} (or without one)"
+        )
+    return given
 
 
 def _refuse_cut_off(calls: Sequence[ToolCall]) -> None:

@@ -54,16 +54,18 @@ from ._approval import (
     PendingCall,
     PendingResult,
     ToolFailed,
+    unanswered_calls,
 )
 from ._content import Content, TextContent
 from ._exceptions import AgentForgeError, ModelError, ToolArgumentsError
+from ._identity import recorded_conversation
 from ._messages import ChatMessage, ToolCall
 from ._model import ChatModel
 from ._output import OutputSpec
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse
 from ._results import ToolChatResult, ToolExecution
-from ._service import RunOptions, ToolService, _adrive, _Planned, _Run
+from ._service import RunOptions, ToolService, _adrive, _conversation, _Planned, _Run
 from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._fallback import FallbackModel
@@ -660,7 +662,11 @@ class TemporalToolService:
                 type="TypeError",
                 non_retryable=True,
             ) from None
-        conversation_id = conversation_id or workflow.uuid4().hex
+        # The id the resumed calls paused with, when the history records one; drawn from the
+        # workflow, never from the process, so that a replay sees the same id.
+        messages = _conversation(messages)
+        paused = None if conversation_id else unanswered_calls(messages)[0]
+        conversation_id = conversation_id or recorded_conversation(paused) or workflow.uuid4().hex
         options: RunOptions = {
             "conversation_id": conversation_id,
             "tools": tools,

@@ -71,6 +71,7 @@ async def main() -> None:
     service = ToolService([transfer, open_page])
     model = FunctionModel(reply)
     paused = service.chat(model, "pay bob")
+    assert_type(paused.conversation_id, str | None)
     assert_type(paused.pending, Sequence[PendingCall])
     assert_type(paused.pending[0].call, ToolCall)
     assert_type(paused.pending[0].reason, PendingReason)

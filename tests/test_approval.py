@@ -145,7 +145,9 @@ def test_a_round_with_a_call_needing_approval_pauses_after_the_other_calls(run: 
     assert [p.call.id for p in result.pending] == ["t1"]
     assert result.pending[0].reason == "approval"
     assert bank.sent == []
-    assert result.messages[-2] == round_
+    assert result.messages[-2] == round_.model_copy(
+        update={"attributes": {"conversation_id": result.conversation_id}}
+    )
     assert result.messages[-1] == ToolResultMessage(
         tool_call_id="b1", tool_name="balance", text="500"
     )
@@ -265,7 +267,7 @@ def test_undecided_calls_stay_pending_without_a_model_call(run: Runner) -> None:
     assert script.seen == []
     assert bank.sent == [("amy", 2)]
     assert [p.call.id for p in again.pending] == ["t1"]
-    assert again.final_response.ai_message == round_
+    assert again.final_response.ai_message.tool_calls == round_.tool_calls
     assert list(results(again.messages)) == ["t2"]
 
     last = Script(AiMessage(text="Both done."))
@@ -565,3 +567,52 @@ def test_an_async_policy_decides_before_a_sync_before_tool_call_hook(run: Runner
 
     assert [p.call.id for p in paused.pending] == ["l"]
     assert seen == ["s"]  # the hook runs for calls that run, not for a call that pauses
+
+
+@tool(requires_approval=True)
+def charge(amount: int, ctx: ToolContext[None]) -> str:
+    """Charge the customer."""
+    bank.sent.append((ctx.idempotency_key, amount))
+    return f"charged {amount}"
+
+
+def test_a_resumed_run_keeps_the_conversation_it_paused_in(run: Runner) -> None:
+    service = ToolService([charge])
+    paused = pause(run, service, calls(call("c1", "charge", amount=5)))
+    stored = History.validate_json(History.dump_json(list(paused.messages)))
+    assert paused.conversation_id is not None
+    assert stored[-1].attributes["conversation_id"] == paused.conversation_id  # type: ignore[union-attr]
+
+    script = Script(AiMessage(text="Done."))
+    resumed = run(service, script.model, stored, approvals={"c1": True})
+
+    # Resumed without `conversation_id=`: the call keeps its owner, so its idempotency key is
+    # the one a run given the paused run's id would use (a retried resume charges nothing twice).
+    assert resumed.conversation_id == paused.conversation_id
+    context = ToolContext(None, "c1", "charge", conversation_id=paused.conversation_id)
+    assert bank.sent == [(context.idempotency_key, 5)]
+
+
+def test_resuming_under_another_conversation_id_is_refused_before_anything_runs(
+    run: Runner,
+) -> None:
+    service = ToolService([charge])
+    script = Script(calls(call("c1", "charge", amount=5)))
+    paused = run(service, script.model, "pay", conversation_id="alice-1")
+    assert paused.conversation_id == "alice-1"
+    later = Script(AiMessage(text="Done."))
+
+    with pytest.raises(ValueError, match=r"belong to conversation 'alice-1', not 'mallory-9'"):
+        run(
+            service,
+            later.model,
+            paused.messages,
+            approvals={"c1": True},
+            conversation_id="mallory-9",
+        )
+    assert bank.sent == [] and later.seen == []
+
+    resumed = run(
+        service, later.model, paused.messages, approvals={"c1": True}, conversation_id="alice-1"
+    )
+    assert resumed.text == "Done." and len(bank.sent) == 1
