@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
+import inspect
 import re
 import shutil
 import sys
@@ -34,8 +35,10 @@ from typing_extensions import TypeVar
 
 try:
     from temporalio import activity, workflow
-    from temporalio.common import RetryPolicy
+    from temporalio.api.common.v1 import Payloads
+    from temporalio.common import RawValue, RetryPolicy
     from temporalio.contrib.pydantic import pydantic_data_converter
+    from temporalio.converter import PayloadConverter
     from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
     from temporalio.exceptions import TimeoutError as ActivityTimeoutError
     from temporalio.plugin import SimplePlugin
@@ -79,12 +82,14 @@ if TYPE_CHECKING:
     from temporalio.client import WorkflowHandle
 
 __all__ = [
+    "DEFAULT_MAX_PAYLOAD_BYTES",
     "DEFAULT_MAX_RESULT_BYTES",
     "DEFAULT_MODEL_OPTIONS",
     "DEFAULT_TOOL_OPTIONS",
     "AgentForgePlugin",
     "ActivityOptions",
     "Decisions",
+    "PayloadTooLargeError",
     "TemporalToolService",
     "ToolActivityInput",
     "ToolActivityResult",
@@ -112,6 +117,8 @@ PASSTHROUGH_MODULES = (
 They hold no workflow state, and re-importing pydantic for every workflow run is slow."""
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+
+_PYDANTIC = pydantic_data_converter.payload_converter
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,44 @@ class ToolActivityInput(BaseModel):
 DEFAULT_MAX_RESULT_BYTES = 2_000_000
 """The most bytes a tool activity's result may take, encoded: Temporal's server refuses a payload
 over 2 MiB by default (`limit.blobSize.error`), and the rest is room for the envelope."""
+
+DEFAULT_MAX_PAYLOAD_BYTES = 2_000_000
+"""The most bytes any other payload of a durable run's activities may take, encoded: the model
+call's request (the whole conversation it is sent), the model's answer, a tool call's input (its
+arguments and the deps); under Temporal's default 2 MiB, with room for the envelope."""
+
+
+def _encoded(value: Any, converter: PayloadConverter) -> tuple[RawValue, int]:
+    """`value` as the data converter encodes it for the wire, and its size in bytes as Temporal
+    measures a payload (`limit.blobSize`; before any codec). The one measure of what an activity
+    carries; sending the `RawValue` sends exactly what was measured, encoded once."""
+    (payload,) = converter.to_payloads([value])
+    return RawValue(payload), Payloads(payloads=[payload]).ByteSize()
+
+
+class PayloadTooLargeError(AgentForgeError):
+    """An activity of a durable run would carry more than `max_payload_bytes`: the model call's
+    request (the conversation grew too long), the model's answer, or a tool call's input.
+
+    Temporal refuses a payload over its limit, and retries the task that sent it without end; this
+    error fails the run first, before anything is sent. Like every loop error it carries the run
+    so far (`messages`, `tool_executions`, `usage`): catch it in the workflow to keep them.
+
+    Attributes:
+        carried: What would have been sent, e.g. `"the model call's request"`.
+        size: Its size in bytes, as the data converter encodes it.
+        limit: The `max_payload_bytes` it is over.
+    """
+
+    def __init__(self, carried: str, size: int, limit: int) -> None:
+        self.carried = carried
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"{carried} takes {size:,} bytes encoded, over the {limit:,}-byte max_payload_bytes "
+            "of a durable run's activities, so the run stopped before sending it (raise the "
+            "limit only with the server's limit.blobSize.error)"
+        )
 
 
 class ToolActivityResult(BaseModel):
@@ -258,17 +303,27 @@ class ToolActivityResult(BaseModel):
             return content_result(self.content, sys.maxsize, value, self.repairs)
         return ToolExecutionResult(self.text, value, self.is_error, self.error_kind, self.repairs)
 
-    def bounded(self, tool_name: str, limit: int) -> ToolActivityResult:
+    def bounded(
+        self, tool_name: str, limit: int, converter: PayloadConverter | None = None
+    ) -> ToolActivityResult:
         """Itself, or an error result when its encoding is over `limit` bytes: Temporal would
-        refuse to record it, fail the attempt and run the body again."""
-        size = len(self.model_dump_json())
+        refuse to record it, fail the attempt and run the body again. Measured as `converter`
+        (by default the pydantic data converter `AgentForgePlugin` installs) encodes it."""
+        return self._encoded(tool_name, limit, converter or _PYDANTIC)[0]
+
+    def _encoded(
+        self, tool_name: str, limit: int, converter: PayloadConverter
+    ) -> tuple[ToolActivityResult, RawValue]:
+        """`bounded`, and its payload (what the activity sends)."""
+        raw, size = _encoded(self, converter)
         if size <= limit:
-            return self
+            return self, raw
         text = (
             f"Tool `{tool_name}` ran, but its result ({size:,} bytes) is over the {limit:,}-byte "
             "limit of a durable run's tool results, so it was not recorded."
         )
-        return ToolActivityResult(text=text, is_error=True, error_kind="execution")
+        error = ToolActivityResult(text=text, is_error=True, error_kind="execution")
+        return error, _encoded(error, converter)[0]
 
 
 class Decisions(BaseModel):
@@ -456,9 +511,19 @@ class TemporalToolService:
             from tool name to options (tools it does not name get the defaults).
         deps_type: The type `deps` is validated back into in the activity (e.g. a pydantic model
             or a dataclass); without it, a tool sees the JSON form of `deps`.
+        resolve_deps: Called in the worker, before each tool body, with the `deps` that
+            travelled (validated as `deps_type`); the tool sees what it returns (or, for an async
+            function, what it returns awaited). `deps` travel in clear in every tool activity's
+            input and stay in the workflow's history: send a key (a customer id), and add secrets
+            here, from the worker's environment.
         max_result_bytes: The most bytes a tool's result may take, encoded, to travel back from
             its activity; a larger one becomes an error result the model reads (the body ran once
             and is not run again). Keep it under the server's payload limit (2 MiB by default).
+        max_payload_bytes: The most bytes any other payload of an activity may take, encoded:
+            the model call's request (the whole conversation it is sent), the model's answer, a
+            tool call's input. A larger one fails the run with `PayloadTooLargeError` before it
+            is sent (Temporal would retry the task that sent it without end). Keep it under the
+            server's payload limit.
 
     Raises:
         ValueError: `name` is not 1-100 letters, digits, `_` or `-`, or `tool_options` names a
@@ -474,7 +539,9 @@ class TemporalToolService:
         model_options: ActivityOptions | None = None,
         tool_options: ActivityOptions | Mapping[str, ActivityOptions] | None = None,
         deps_type: type[Any] | None = None,
+        resolve_deps: Callable[[Any], Any] | None = None,
         max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD_BYTES,
     ) -> None:
         if not _NAME.match(name):
             raise ValueError(
@@ -498,7 +565,9 @@ class TemporalToolService:
             self._tool_options = {}
             self._default_tool_options = tool_options or DEFAULT_TOOL_OPTIONS
         self._deps = TypeAdapter(deps_type) if deps_type is not None else None
+        self._resolve_deps = resolve_deps
         self.max_result_bytes = max_result_bytes
+        self.max_payload_bytes = max_payload_bytes
 
     def __repr__(self) -> str:
         return f"TemporalToolService(name={self.name!r}, model={self.model!r})"
@@ -567,18 +636,20 @@ class TemporalToolService:
     def activities(self) -> list[Callable[..., Any]]:
         """The activities a worker registers: the model call, then one per registered tool."""
         model = _without_retries(self.model)
-        found: list[Callable[..., Any]] = [_model_activity(self.model_activity_name, model)]
+        found: list[Callable[..., Any]] = [
+            _model_activity(self.model_activity_name, model, self.max_payload_bytes)
+        ]
         for tool in self.service.tools:
             options = self.tool_activity_options(tool.name)
             found.append(self._tool_activity(tool, options.heartbeat_timeout))
         return found
 
     def _tool_activity(self, tool: ToolLike, heartbeat: timedelta | None) -> Callable[..., Any]:
-        deps_adapter, limit = self._deps, self.max_result_bytes
+        deps_adapter, resolve, limit = self._deps, self._resolve_deps, self.max_result_bytes
         budget = self.service.max_result_chars
 
         @activity.defn(name=self.tool_activity_name(tool.name))
-        async def run_tool(payload: ToolActivityInput) -> ToolActivityResult:
+        async def run_tool(payload: ToolActivityInput) -> RawValue:
             deps = payload.deps
             if deps_adapter is not None and deps is not None:
                 try:
@@ -588,6 +659,10 @@ class TemporalToolService:
                     raise ApplicationError(
                         f"deps do not validate as deps_type: {error}", non_retryable=True
                     ) from None
+            if resolve is not None:
+                deps = resolve(deps)
+                if inspect.isawaitable(deps):
+                    deps = await deps
             context: ToolContext[Any] = ToolContext(
                 deps=deps,
                 tool_call_id=payload.call.id,
@@ -601,11 +676,11 @@ class TemporalToolService:
             )
             async with _heartbeating(heartbeat):
                 result = await tool.aexecute(payload.call, context)
-            # The service's result budget here, where the whole text is: only the cut one travels.
+            # The service's result budget here, where the whole text is: only the cut one travels,
+            # encoded once, measured as sent.
             own = getattr(tool, "max_result_chars", None)
-            return ToolActivityResult.of(within_budget(result, own, budget)).bounded(
-                tool.name, limit
-            )
+            travelling = ToolActivityResult.of(within_budget(result, own, budget))
+            return travelling._encoded(tool.name, limit, activity.payload_converter())[1]
 
         return run_tool
 
@@ -711,11 +786,21 @@ class TemporalToolService:
         workflow.set_query_handler(self.pending_query_name, desk.pending)
         return desk
 
+    def _carried(self, value: BaseModel, carried: str) -> RawValue:
+        """What an activity is sent, encoded; `PayloadTooLargeError` (failing the run, with its
+        history) when over `max_payload_bytes`, rather than a workflow task Temporal refuses and
+        retries without end."""
+        raw, size = _encoded(value, workflow.payload_converter())
+        if size > self.max_payload_bytes:
+            raise PayloadTooLargeError(carried, size, self.max_payload_bytes)
+        return raw
+
     async def _request(self, request: ChatRequest) -> ChatResponse:
+        sent = self._carried(request, "the model call's request (the conversation so far)")
         try:
             response: ChatResponse = await workflow.execute_activity(
                 self.model_activity_name,
-                request,
+                sent,
                 result_type=ChatResponse,
                 summary="model call",
                 **self.model_options._keywords(),
@@ -725,6 +810,9 @@ class TemporalToolService:
             cause = error.cause
             if isinstance(cause, CancelledError):
                 raise
+            if isinstance(cause, ApplicationError) and cause.type == "PayloadTooLargeError":
+                size, limit = cause.details
+                raise PayloadTooLargeError("the model's answer", size, limit) from None
             if isinstance(cause, ApplicationError) and cause.type in _MODEL_ERROR_TYPES:
                 status = cause.details[0] if cause.details else None
                 raise ModelError(cause.message, status) from error
@@ -760,11 +848,14 @@ class TemporalToolService:
             conversation_id=plan.context.conversation_id,
             answer=plan.context.answer,
         )
+        # The id is the model's: quoted whole, a huge one would make the error too large too.
+        call_id = plan.call.id if len(plan.call.id) <= 100 else f"{plan.call.id[:100]}..."
+        sent = self._carried(payload, f"the input of the call {call_id!r} to `{tool.name}`")
         options = self.tool_activity_options(tool.name)
         try:
             outcome: ToolActivityResult = await workflow.execute_activity(
                 self.tool_activity_name(tool.name),
-                payload,
+                sent,
                 result_type=ToolActivityResult,
                 summary=f"{tool.name} ({plan.call.id})",
                 **options._keywords(),
@@ -794,11 +885,11 @@ async def _decided(
 _MODEL_ERROR_TYPES = frozenset({"ModelError", "ModelRequestRefused"})
 
 
-def _model_activity(name: str, model: ChatModel) -> Callable[..., Any]:
+def _model_activity(name: str, model: ChatModel, limit: int) -> Callable[..., Any]:
     @activity.defn(name=name)
-    async def request_model(request: ChatRequest) -> ChatResponse:
+    async def request_model(request: ChatRequest) -> RawValue:
         try:
-            return await model.achat(request)
+            response = await model.achat(request)
         except ModelError as error:
             # A refused request (a 4xx other than the transient ones) fails the same way again.
             status = error.status_code
@@ -809,6 +900,17 @@ def _model_activity(name: str, model: ChatModel) -> Callable[..., Any]:
                 type="ModelRequestRefused" if refused else "ModelError",
                 non_retryable=refused,
             ) from error
+        raw, size = _encoded(response, activity.payload_converter())
+        if size > limit:
+            # Temporal would refuse it and retry: the model asked again, and billed again.
+            raise ApplicationError(
+                f"the model's answer takes {size:,} bytes encoded, over {limit:,}",
+                size,
+                limit,
+                type="PayloadTooLargeError",
+                non_retryable=True,
+            )
+        return raw
 
     return request_model
 

@@ -13,6 +13,7 @@ from typing_extensions import assert_type
 
 from agentforge_typed import (
     Approved,
+    ChatMessage,
     FakeModel,
     PendingCall,
     ToolChatResult,
@@ -20,9 +21,11 @@ from agentforge_typed import (
     ToolService,
 )
 from agentforge_typed.temporal import (
+    DEFAULT_MAX_PAYLOAD_BYTES,
     ActivityOptions,
     AgentForgePlugin,
     Decisions,
+    PayloadTooLargeError,
     TemporalToolService,
     installed_binary,
 )
@@ -30,6 +33,15 @@ from agentforge_typed.temporal import (
 
 class Booking(BaseModel):
     table: int
+
+
+class Keyed(BaseModel):
+    table: int
+    token: str
+
+
+async def unlock(booking: Booking) -> Keyed:
+    return Keyed(table=booking.table, token="from the worker")
 
 
 durable = TemporalToolService(
@@ -41,6 +53,15 @@ durable = TemporalToolService(
     deps_type=Booking,
 )
 assert_type(durable.activities, list[Callable[..., Any]])
+assert_type(durable.max_payload_bytes, int)
+vaulted = TemporalToolService(
+    ToolService(),
+    FakeModel(),
+    name="vault",
+    deps_type=Booking,
+    resolve_deps=unlock,
+    max_payload_bytes=DEFAULT_MAX_PAYLOAD_BYTES // 2,
+)
 assert_type(installed_binary("temporal"), str | None)
 plugin = AgentForgePlugin(passthrough_modules=["dinner"])
 
@@ -55,6 +76,13 @@ async def workflow_code() -> None:
         external_results={"c4": {"ok": True}, "c5": ToolFailed("offline")},
         approval_timeout=timedelta(hours=1),
     )
+    try:
+        await durable.chat("Book a table")
+    except PayloadTooLargeError as error:
+        assert_type(error.carried, str)
+        assert_type(error.size, int)
+        assert_type(error.limit, int)
+        assert_type(error.messages, tuple[ChatMessage, ...])
 
 
 async def client_code(handle: WorkflowHandle[Any, str]) -> None:
@@ -66,5 +94,6 @@ async def client_code(handle: WorkflowHandle[Any, str]) -> None:
 
 
 TemporalToolService(ToolService(), FakeModel())  # type: ignore[call-arg]
+TemporalToolService(ToolService(), FakeModel(), name="x", max_payload_bytes="2MB")  # type: ignore[arg-type]
 ActivityOptions(start_to_close_timeout=60)  # type: ignore[arg-type]
 installed_binary("temporalite")  # type: ignore[arg-type]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 from pydantic import BaseModel, field_validator
-from temporalio import workflow
+from temporalio import activity, workflow
 from temporalio.common import RetryPolicy
 
 from agentforge_typed import (
@@ -27,6 +27,7 @@ from agentforge_typed import (
     ChatRequestParameters,
     FunctionModel,
     ImageContent,
+    ModelError,
     OpenAIChatModel,
     SchemaTool,
     ToolCall,
@@ -40,7 +41,12 @@ from agentforge_typed import (
     keep_last_rounds,
     tool,
 )
-from agentforge_typed.temporal import ActivityOptions, AgentForgePlugin, TemporalToolService
+from agentforge_typed.temporal import (
+    ActivityOptions,
+    AgentForgePlugin,
+    PayloadTooLargeError,
+    TemporalToolService,
+)
 
 
 class Ledger(BaseModel):
@@ -160,6 +166,28 @@ PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
 """The screenshot's bytes: every byte value, so a lossy round trip shows."""
 
 
+@tool(max_result_chars=3_000_000)
+def euros(count: int, ctx: ToolContext[Ledger]) -> str:
+    """Return `count` euro signs: 3 bytes each in UTF-8, 1 character.
+
+    Args:
+        count: How many.
+    """
+    record(ctx.deps, f"euros {count}")
+    return "€" * count
+
+
+@tool(max_result_chars=3_000_000)
+def euro_page(count: int, ctx: ToolContext[Ledger]) -> list[str | ImageContent]:
+    """A page of `count` euro signs, and its screenshot (content parts).
+
+    Args:
+        count: How many.
+    """
+    record(ctx.deps, f"euro_page {count}")
+    return ["€" * count, ImageContent(data=PNG, media_type="image/png")]
+
+
 @tool
 def screenshot(page: str, ctx: ToolContext[Ledger]) -> list[str | ImageContent]:
     """A screenshot of a page.
@@ -240,6 +268,9 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
     "big": [[_call("c1", "dump", '{"size":1200000}')]],
     "big_rows": [[_call("c1", "dump_rows", '{"count":12000}')]],
     "huge": [[_call("c1", "dump", '{"size":2100000}')]],
+    # 900,000 characters, 2.7 MB in UTF-8; 700,000 as a text part beside an image (2.1 MB).
+    "euros": [[_call("c1", "euros", '{"count":900000}')]],
+    "euro_page": [[_call("c1", "euro_page", '{"count":700000}')]],
     "keyerror": [[_call("c1", "order", '{"item":{"sku":"zzz"}}')]],
     # 3,000 distinct objects under `uniqueItems`: validated in the workflow task, which must not
     # outlast Temporal's deadlock detector (2 s).
@@ -316,7 +347,21 @@ TAG = SchemaTool(
 """A schema tool whose arguments a model can make large: `uniqueItems` over objects."""
 
 service = ToolService(
-    [reserve, pay, linger, stall, survey, receipt, dump, dump_rows, order, TAG, screenshot]
+    [
+        reserve,
+        pay,
+        linger,
+        stall,
+        survey,
+        receipt,
+        dump,
+        dump_rows,
+        order,
+        TAG,
+        screenshot,
+        euros,
+        euro_page,
+    ]
 )
 durable = TemporalToolService(
     service,
@@ -592,6 +637,191 @@ class TrimmedWorkflow:
     async def run(self, ledger: Ledger, split: bool) -> list[str]:
         result = await (splitting if split else trimming).chat("pay", deps=ledger)
         return [result.text or "", " ".join(m.role for m in result.messages)]
+
+
+# -- what each activity carries ---------------------------------------------------------------
+
+
+def _grow(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    """The scenario named by the first user message: `grow <size>` calls `dump` for `size`
+    characters every round (the conversation grows without end); `answer <size>` answers with
+    `size` characters; `argue <size>` calls `reserve` with a city of `size` characters, `named
+    <size>` with an id of `size` characters."""
+    first = next(m for m in messages if isinstance(m, UserMessage))
+    scenario, size = str(first.content).split()
+    rounds = sum(isinstance(m, AiMessage) for m in messages)
+    if scenario == "answer":
+        return AiMessage(text="€" * int(size))
+    if scenario == "argue" and rounds == 0:
+        return AiMessage(tool_calls=[_call("a1", "reserve", json.dumps({"city": "x" * int(size)}))])
+    if scenario == "named" and rounds == 0:
+        return AiMessage(tool_calls=[_call("i" * int(size), "reserve", '{"city":"Oslo"}')])
+    if scenario == "grow":
+        return AiMessage(tool_calls=[_call(f"g{rounds}", "dump", json.dumps({"size": int(size)}))])
+    return AiMessage(text="done")
+
+
+growing = TemporalToolService(
+    service, FunctionModel(_grow), name="growing", deps_type=Ledger, max_payload_bytes=50_000
+)
+"""A durable loop whose activities may carry 50 kB (the test server enforces no limit)."""
+growing_default = TemporalToolService(
+    ToolService([dump]), FunctionModel(_grow), name="growing-default", deps_type=Ledger
+)
+"""The same, with the default bound, for the dev server (whose limit is Temporal's 2 MiB)."""
+
+
+class Grown(BaseModel):
+    """How a run that grew past its bound ended: the error, and the history it carries."""
+
+    error: str
+    roles: list[str]
+    ran: list[str]
+
+
+@workflow.defn
+class GrowingWorkflow:
+    """Runs `scenario` on `growing` (or `growing-default`); keeps the error's history when asked
+    to `catch` it, or lets it fail the workflow."""
+
+    @workflow.run
+    async def run(self, name: str, scenario: str, ledger: Ledger, catch: bool) -> Grown:
+        durable = growing if name == "growing" else growing_default
+        try:
+            result = await durable.chat(scenario, deps=ledger)
+        except PayloadTooLargeError as error:
+            if not catch:
+                raise
+            ran = [e.call.id for e in error.tool_executions]
+            return Grown(error=str(error), roles=[m.role for m in error.messages], ran=ran)
+        return Grown(error="", roles=[m.role for m in result.messages], ran=[])
+
+
+# -- deps resolved on the worker ----------------------------------------------------------------
+
+SECRET = "sk-vault-5f1c0e9a7b3d4e2f8a6c"
+"""The token the worker adds to the deps: it must never enter a workflow's history."""
+
+
+class Vault(BaseModel):
+    """What `withdraw` sees: the ledger that travelled, and the worker's token."""
+
+    path: str
+    token: str
+
+
+async def unlock(ledger: Ledger) -> Vault:
+    """`resolve_deps`: the worker's side of the deps (async, as a secret manager's client is)."""
+    await asyncio.sleep(0)
+    if ledger.gate == "locked":
+        raise RuntimeError("the vault is locked")
+    return Vault(path=ledger.path, token=SECRET)
+
+
+@tool
+def withdraw(amount: int, ctx: ToolContext[Vault]) -> str:
+    """Withdraw money with the vault's token.
+
+    Args:
+        amount: Euros.
+    """
+    holds = "with" if ctx.deps.token == SECRET else "without"
+    record(Ledger(path=ctx.deps.path), f"withdraw {amount} {holds} the token")
+    return f"withdrew {amount}"
+
+
+def _calls_once(name: str, arguments: str) -> FunctionModel:
+    """A model that calls `name` once, then answers with the call's result."""
+
+    def turn(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        results = [m for m in messages if isinstance(m, ToolResultMessage)]
+        if not results:
+            return AiMessage(tool_calls=[_call("c1", name, arguments)])
+        return AiMessage(text=results[0].text)
+
+    return FunctionModel(turn)
+
+
+vaulted = TemporalToolService(
+    ToolService([withdraw]),
+    _calls_once("withdraw", '{"amount":40}'),
+    name="vaulted",
+    deps_type=Ledger,
+    resolve_deps=unlock,
+    tool_options=ActivityOptions(
+        retry_policy=RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=2)
+    ),
+)
+"""A durable loop whose tool's token is resolved on the worker: the workflow sends a `Ledger`."""
+
+
+@workflow.defn
+class VaultWorkflow:
+    """Withdraws once; returns the answer."""
+
+    @workflow.run
+    async def run(self, ledger: Ledger) -> str:
+        result = await vaulted.chat("withdraw", deps=ledger)
+        return result.text or ""
+
+
+# -- once per decision --------------------------------------------------------------------------
+
+
+def _flaky(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    """Pays, then fails the first attempt of the next model call (a 503), then answers."""
+    results = [m for m in messages if isinstance(m, ToolResultMessage)]
+    if not results:
+        return AiMessage(tool_calls=[_call("c1", "pay", '{"amount":12}')])
+    if activity.info().attempt == 1:
+        raise ModelError("The server is overloaded", 503)
+    return AiMessage(text=results[0].text)
+
+
+@tool
+async def charge(amount: int, ctx: ToolContext[Ledger]) -> str:
+    """Charge a card; the first attempt hangs after the charge went through.
+
+    Args:
+        amount: Euros.
+    """
+    attempt = activity.info().attempt
+    record(ctx.deps, f"charge {amount} {ctx.idempotency_key} attempt={attempt}")
+    if attempt == 1:
+        await asyncio.sleep(30)  # past the activity's start-to-close timeout: it is retried
+    return f"charged {amount}"
+
+
+_QUICK_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=50), maximum_attempts=3)
+
+flaky = TemporalToolService(
+    ToolService([pay]),
+    FunctionModel(_flaky),
+    name="flaky",
+    deps_type=Ledger,
+    model_options=ActivityOptions(retry_policy=_QUICK_RETRY),
+)
+"""A durable loop whose model fails once after a tool ran: Temporal retries the model call."""
+charging = TemporalToolService(
+    ToolService([charge]),
+    _calls_once("charge", '{"amount":30}'),
+    name="charging",
+    deps_type=Ledger,
+    tool_options=ActivityOptions(
+        start_to_close_timeout=timedelta(seconds=1), retry_policy=_QUICK_RETRY
+    ),
+)
+"""A durable loop whose tool's first attempt does not finish after its side effect."""
+
+
+@workflow.defn
+class OnceWorkflow:
+    """Runs `flaky` or `charging` once; returns the answer."""
+
+    @workflow.run
+    async def run(self, name: str, ledger: Ledger) -> str:
+        result = await (flaky if name == "flaky" else charging).chat(name, deps=ledger)
+        return result.text or ""
 
 
 PLUGIN = AgentForgePlugin(passthrough_modules=[__name__])

@@ -13,10 +13,11 @@ import hashlib
 import json
 import os
 import platform
+import re
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ import pytest
 import pytest_asyncio
 import temporal_support as support
 from conformance import LINEAR_FACTOR
+from google.protobuf.message import Message
+from temporalio.api.common.v1 import Payload, Payloads
 from temporalio.api.enums.v1 import EventType
 from temporalio.client import (
     Client,
@@ -34,6 +37,7 @@ from temporalio.client import (
     WorkflowQueryFailedError,
     WorkflowUpdateFailedError,
 )
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -48,7 +52,12 @@ from agentforge_typed import (
     ToolFailed,
     ToolService,
 )
-from agentforge_typed.temporal import ActivityOptions, TemporalToolService, installed_binary
+from agentforge_typed.temporal import (
+    ActivityOptions,
+    TemporalToolService,
+    ToolActivityResult,
+    installed_binary,
+)
 
 HISTORY = 250
 """Messages in the smaller history of the linearity check."""
@@ -120,11 +129,16 @@ def _worker(client: Client, queue: str, **options: Any) -> Worker:
             support.OpaqueDepsWorkflow,
             support.WrongDepsWorkflow,
             support.TrimmedWorkflow,
+            support.GrowingWorkflow,
+            support.VaultWorkflow,
         ],
         activities=[
             *support.durable.activities,
             *support.trimming.activities,
             *support.splitting.activities,
+            *support.growing.activities,
+            *support.growing_default.activities,
+            *support.vaulted.activities,
         ],
         **options,
     )
@@ -1006,3 +1020,170 @@ async def test_a_durable_run_is_linear_in_its_history(env: WorkflowEnvironment) 
     assert large / small <= LINEAR_FACTOR, (
         f"the durable loop, history: 8x the input took {large / small:.1f}x the time"
     )
+
+
+# -- what each activity carries, measured as the wire carries it -------------------------------
+
+
+def test_a_result_is_measured_in_the_bytes_the_data_converter_sends() -> None:
+    result = ToolActivityResult(text="€" * 1000)
+    (payload,) = pydantic_data_converter.payload_converter.to_payloads([result])
+    size = Payloads(payloads=[payload]).ByteSize()
+    assert size > 3000  # three bytes a character, not one
+    assert result.bounded("euros", size) is result
+    over = result.bounded("euros", size - 1)
+    assert over.is_error and over.error_kind == "execution"
+    assert f"its result ({size:,} bytes) is over the {size - 1:,}-byte limit" in over.text
+
+
+@on_module_loop
+@pytest.mark.parametrize("scenario", ["euros", "euro_page"])
+async def test_a_result_over_the_limit_in_bytes_not_characters_runs_its_tool_once(
+    dev_env: WorkflowEnvironment, tmp_path: Path, scenario: str
+) -> None:
+    # 900,000 euro signs passed a count of characters but took 2.7 MB on the wire: the server
+    # refused the result, and the body ran three times. As text beside an image (content parts),
+    # the same with 700,000.
+    handle, text, failed, lines = await _run(dev_env, scenario, tmp_path)
+    assert (len(lines), failed) == (1, "c1")
+    sizes = re.findall(r"its result \(([\d,]+) bytes\) is over the 2,000,000-byte limit", text)
+    assert len(sizes) == 1 and int(sizes[0].replace(",", "")) > 2_097_152, text
+    names = [name for name, _ in await _activities(handle)]
+    assert names.count(f"booking.tool.{scenario}") == 1
+
+
+async def _grow(
+    env: WorkflowEnvironment, tmp_path: Path, name: str, scenario: str, *, catch: bool = True
+) -> tuple[WorkflowHandle[Any, Any], Any, list[str]]:
+    """Run `scenario` of the growing workflow: the handle, the outcome, the ledger's lines."""
+    ledger = support.Ledger(path=str(tmp_path / "ledger"), gate="g" * 30_000)
+    handle, outcome = await _execute(env, support.GrowingWorkflow, name, scenario, ledger, catch)
+    if isinstance(outcome, dict):
+        outcome = support.Grown.model_validate(outcome)
+    return handle, outcome, support.entries(tmp_path / "ledger")
+
+
+@on_module_loop
+async def test_a_conversation_past_max_payload_bytes_ends_with_the_error_and_its_history(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    handle, grown, lines = await _grow(env, tmp_path, "growing", "grow 10000")
+    assert grown.error.startswith("the model call's request (the conversation so far) takes "), (
+        grown.error
+    )
+    assert "bytes encoded, over the 50,000-byte max_payload_bytes" in grown.error
+    # Every round that ran is in the error's history; the request over the bound was not sent.
+    rounds = len(lines)
+    assert 3 <= rounds <= 5, lines
+    assert grown.roles == ["user"] + ["assistant", "tool"] * rounds
+    assert grown.ran == [f"g{n}" for n in range(rounds)]
+    names = [name for name, _ in await _activities(handle)]
+    assert names == ["growing.model", "growing.tool.dump"] * rounds
+
+
+@on_module_loop
+async def test_a_conversation_past_max_payload_bytes_fails_the_workflow_at_once(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    _, failure, lines = await _grow(env, tmp_path, "growing", "grow 10000", catch=False)
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "PayloadTooLargeError"
+    assert "over the 50,000-byte max_payload_bytes" in cause.message
+    assert 3 <= len(lines) <= 5
+
+
+@on_module_loop
+async def test_the_default_payload_bound_fits_the_servers_limit(
+    dev_env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    # Four rounds of 640,000 characters: the fourth request (1.92 MB) is accepted by the server,
+    # the fifth (2.56 MB) would be refused, and its workflow task retried without end.
+    handle, grown, lines = await _grow(dev_env, tmp_path, "growing-default", "grow 640000")
+    assert "over the 2,000,000-byte max_payload_bytes" in grown.error
+    assert lines == ["dump 640000"] * 4
+    assert grown.roles == ["user"] + ["assistant", "tool"] * 4
+    names = [name for name, _ in await _activities(handle)]
+    assert names == ["growing-default.model", "growing-default.tool.dump"] * 4
+
+
+@on_module_loop
+async def test_a_model_answer_past_max_payload_bytes_fails_the_run_unretried(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    handle, grown, _ = await _grow(env, tmp_path, "growing", "answer 20000")
+    # 20,000 euro signs: 60 kB once encoded. Asking again would be billed again, and as large.
+    assert grown.error.startswith("the model's answer takes 60,"), grown.error
+    assert "over the 50,000-byte max_payload_bytes" in grown.error
+    assert grown.roles == ["user"]
+    assert await _model_attempts(handle) == [1]
+
+
+@on_module_loop
+@pytest.mark.parametrize(
+    ("scenario", "call"), [("argue 30000", "'a1'"), ("named 30000", f"'{'i' * 100}...'")]
+)
+async def test_a_tool_input_past_max_payload_bytes_fails_the_run_before_its_body(
+    env: WorkflowEnvironment, tmp_path: Path, scenario: str, call: str
+) -> None:
+    # 30 kB of arguments, or of call id (the model's answer is under the bound), and 30 kB of
+    # deps. A long id is cut in the error, which must stay small enough to fail the workflow.
+    handle, grown, lines = await _grow(env, tmp_path, "growing", scenario)
+    assert grown.error.startswith(f"the input of the call {call} to `reserve` takes 6"), grown.error
+    assert lines == []
+    # The call is answered (it did not run), so the history can be resumed.
+    assert grown.roles == ["user", "assistant", "tool"]
+    assert [name for name, _ in await _activities(handle)] == ["growing.model"]
+
+
+# -- deps resolved on the worker ----------------------------------------------------------------
+
+
+def _payloads(message: Message) -> Iterator[Payload]:
+    """Every `Payload` in `message`, at any depth."""
+    if isinstance(message, Payload):
+        yield message
+        return
+    for _, value in message.ListFields():
+        if isinstance(value, Mapping):
+            value = list(value.values())
+        many = isinstance(value, Sequence) and not isinstance(value, str | bytes)
+        for each in value if many else [value]:
+            if isinstance(each, Message):
+                yield from _payloads(each)
+
+
+async def _history_payloads(handle: WorkflowHandle[Any, Any]) -> bytes:
+    """The data of every payload in the workflow's history, fetched through the client."""
+    history = await handle.fetch_history()
+    return b"\n".join(p.data for event in history.events for p in _payloads(event))
+
+
+@on_module_loop
+async def test_deps_resolved_on_the_worker_never_enter_the_history(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = tmp_path / "ledger"
+    handle, text = await _execute(env, support.VaultWorkflow, support.Ledger(path=str(ledger)))
+    assert text == "withdrew 40"
+    assert support.entries(ledger) == ["withdraw 40 with the token"]
+    carried = await _history_payloads(handle)
+    # What the workflow sent is there (the search finds deps); what the worker added is not.
+    assert json.dumps(str(ledger)).encode() in carried
+    assert support.SECRET.encode() not in carried
+
+
+@on_module_loop
+async def test_deps_the_worker_cannot_resolve_fail_the_call_before_its_body(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"), gate="locked")
+    handle, text = await _execute(env, support.VaultWorkflow, ledger)
+    assert text == (
+        "Tool `withdraw` failed: its activity failed "
+        "(ApplicationError: RuntimeError: the vault is locked)"
+    ), text
+    assert support.entries(tmp_path / "ledger") == []
+    # Retried as any activity whose attempt did not finish (the body never ran): the model
+    # call, the tool's second and last attempt, the model call.
+    assert await _model_attempts(handle) == [1, 2, 1]
