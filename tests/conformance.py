@@ -747,7 +747,8 @@ CliFactory = Callable[[str], list[str]]
 CLI: Axis[CliFactory | None] = Axis(
     "cli",
     cli_commands,
-    "each `agentforge-typed` subcommand; trait `offline`: argument lists that read no server",
+    "each `agentforge-typed` subcommand; traits: `offline` (argument lists that read no "
+    "server), `timeout` (the option that bounds its requests)",
 )
 _NO_NETWORK = (
     "reads only the module it is given, no server (tests/test_conformance_cli.py::"
@@ -760,6 +761,7 @@ _UNDER_PROVIDER = (
 CLI.register(
     "probe",
     lambda url: ["probe", "--model", "openai:local-model", "--base-url", url, "--no-max-tools"],
+    timeout="--timeout",
 )
 CLI.register(
     "run",
