@@ -126,8 +126,7 @@ def _pays_then_answers(
 @pytest.fixture(autouse=True)
 def _fresh_log_interval(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test starts with the telemetry log's interval over."""
-    if hasattr(instrument_module, "_Failures"):
-        monkeypatch.setattr(instrument_module, "_failures", instrument_module._Failures())
+    monkeypatch.setattr(instrument_module, "_failures", instrument_module._Failures())
     ran.clear()
     yield
 
