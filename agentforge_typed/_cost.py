@@ -36,9 +36,21 @@ def priced(model: object, responses: Sequence[ChatResponse], total: TokenUsage) 
     """`total`, the usage summed over `responses` that `model` answered, with its estimated
     `cost` when every response that used tokens can be priced. A model of several models (a
     `FallbackModel`) names the one that answered each response (`answering(response)`), and each
-    is priced at that one's endpoint."""
+    is priced at that one's endpoint.
+
+    Whatever the pricing tables, their code or the model's own attributes (`answering`,
+    `base_url`) raise, an estimate never breaks the run it prices (its tools have run; its
+    messages must come back): the cost is then unknown."""
     if not total.total_tokens:
         return total
+    try:
+        return _priced(model, responses, total)
+    except Exception:
+        logger.debug("no price for the run of %s", type(model).__name__, exc_info=True)
+        return total
+
+
+def _priced(model: object, responses: Sequence[ChatResponse], total: TokenUsage) -> TokenUsage:
     answering = getattr(model, "answering", None)
     endpoints: list[tuple[object, str]] = []
     for response in responses:
@@ -75,8 +87,7 @@ def _price(model: object, base_url: str, response: ChatResponse) -> Decimal | No
         )
         price = calculation.total_price
     except Exception:
-        # Not only `LookupError`: whatever the pricing tables or their code raise, an estimate
-        # must never break the run it prices (its tools have run; its messages must come back).
+        # Not only `LookupError`: see `priced`.
         logger.debug("no price for %r at %s", name, base_url, exc_info=True)
         return None
     return price if isinstance(price, Decimal) else None

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -49,6 +51,12 @@ __all__ = [
 ModelT = TypeVar("ModelT", bound=type)
 
 _SCOPE = "agentforge_typed"
+
+logger = logging.getLogger("agentforge_typed")
+
+TELEMETRY_LOG_INTERVAL = 60.0
+"""Seconds between two log records of telemetry failures: the first is logged with its
+traceback, the ones after it within the interval are counted in the next record."""
 
 _active: _Telemetry | None = None
 """The instrumentation switched on, or `None`."""
@@ -182,7 +190,11 @@ def run_trace(conversation_id: str) -> RunTrace | None:
     where they are traced."""
     if _active is None or _in_workflow():
         return None
-    return RunTrace(_active, conversation_id)
+    try:
+        return RunTrace(_active, conversation_id)
+    except Exception:
+        _contained("starting a run's span")
+        return None
 
 
 def _in_workflow() -> bool:
@@ -228,6 +240,19 @@ class RunTrace:
         A call of a name no tool has (`known=False`) is named only with `include_content`: the
         name is whatever the model wrote; so is a progress message (the tool's words).
         """
+        try:
+            self._tool(execution, attempt, known, progress)
+        except Exception:
+            # After the call's side effect: a failing span processor must not lose its result.
+            _contained("recording a tool span")
+
+    def _tool(
+        self,
+        execution: ToolExecution,
+        attempt: int,
+        known: bool,
+        progress: Sequence[tuple[float, ToolProgressEvent]],
+    ) -> None:
         from opentelemetry.trace import Status, StatusCode
 
         call, result = execution.call, execution.result
@@ -266,32 +291,39 @@ class RunTrace:
             attributes=attributes,
             start_time=_nanoseconds(execution.started_at.timestamp()),
         )
-        if attempt > 1:
-            span.add_event("retry", {"agentforge.tool.attempt": attempt})
-        for at, event in progress:
-            values: dict[str, Any] = {"agentforge.tool.progress": event.progress}
-            if event.total is not None:
-                values["agentforge.tool.progress.total"] = event.total
-            if event.message is not None and self.telemetry.include_content:
-                values["agentforge.tool.progress.message"] = event.message
-            span.add_event("agentforge.tool.progress", values, timestamp=_nanoseconds(at))
-        if result.is_error:
-            kind = result.error_kind or "error"
-            span.set_attribute("error.type", kind)
-            # The kind, not the text: an error text may quote the arguments.
-            span.set_status(Status(StatusCode.ERROR, kind))
-        span.end(end_time=_nanoseconds(execution.finished_at.timestamp()))
+        try:
+            if attempt > 1:
+                span.add_event("retry", {"agentforge.tool.attempt": attempt})
+            for at, event in progress:
+                values: dict[str, Any] = {"agentforge.tool.progress": event.progress}
+                if event.total is not None:
+                    values["agentforge.tool.progress.total"] = event.total
+                if event.message is not None and self.telemetry.include_content:
+                    values["agentforge.tool.progress.message"] = event.message
+                span.add_event("agentforge.tool.progress", values, timestamp=_nanoseconds(at))
+            if result.is_error:
+                kind = result.error_kind or "error"
+                span.set_attribute("error.type", kind)
+                # The kind, not the text: an error text may quote the arguments.
+                span.set_status(Status(StatusCode.ERROR, kind))
+        finally:
+            span.end(end_time=_nanoseconds(execution.finished_at.timestamp()))
 
     def end(self, error: BaseException | None, usage: TokenUsage) -> None:
         """End the run's span; an error other than the consumer closing a stream marks it failed."""
         _loop_request.set(None)
         if self.model_call is not None:
             self.model_call.end(None, error)
-        self.span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
-        self.span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
-        if error is not None and not isinstance(error, GeneratorExit):
-            _failed(self.span, error)
-        self.span.end()
+        try:
+            try:
+                self.span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+                self.span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+                if error is not None and not isinstance(error, GeneratorExit):
+                    _failed(self.span, error)
+            finally:
+                self.span.end()
+        except Exception:
+            _contained("ending a run's span")
 
 
 def traced(cls: ModelT) -> ModelT:
@@ -303,27 +335,39 @@ def traced(cls: ModelT) -> ModelT:
     def traced_chat(self: Any, request: ChatRequest) -> ChatResponse:
         if _active is None or _inside.get() is self:
             return chat(self, request)  # type: ignore[no-any-return]
-        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self, watch.call):
+        call = _start_call(_active, self, request)
+        if call is None:
+            return chat(self, request)  # type: ignore[no-any-return]
+        with _Watch(call) as watch, _calling(self, call):
             return watch.answer(chat(self, request))
 
     @functools.wraps(achat)
     async def traced_achat(self: Any, request: ChatRequest) -> ChatResponse:
         if _active is None or _inside.get() is self:
             return await achat(self, request)  # type: ignore[no-any-return]
-        with _Watch(_ModelCall(_active, self, request)) as watch, _calling(self, watch.call):
+        call = _start_call(_active, self, request)
+        if call is None:
+            return await achat(self, request)  # type: ignore[no-any-return]
+        with _Watch(call) as watch, _calling(self, call):
             return watch.answer(await achat(self, request))
 
     @functools.wraps(stream)
     def traced_stream(self: Any, request: ChatRequest) -> Iterator[StreamEvent]:
         if _active is None or _inside.get() is self:
             return stream(self, request)  # type: ignore[no-any-return]
-        return _stream(self, _ModelCall(_active, self, request), stream(self, request))
+        call = _start_call(_active, self, request)
+        if call is None:
+            return stream(self, request)  # type: ignore[no-any-return]
+        return _stream(self, call, stream(self, request))
 
     @functools.wraps(astream)
     def traced_astream(self: Any, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         if _active is None or _inside.get() is self:
             return astream(self, request)  # type: ignore[no-any-return]
-        return _astream(self, _ModelCall(_active, self, request), astream(self, request))
+        call = _start_call(_active, self, request)
+        if call is None:
+            return astream(self, request)  # type: ignore[no-any-return]
+        return _astream(self, call, astream(self, request))
 
     for name, method in (
         ("chat", traced_chat),
@@ -407,11 +451,24 @@ def note_admission_wait(seconds: float) -> None:
     (`agentforge.admission.wait_seconds`): time counted in none of the request's timeouts."""
     call = _current_call.get()
     if call is not None:
-        call.span.set_attribute("agentforge.admission.wait_seconds", seconds)
+        try:
+            call.span.set_attribute("agentforge.admission.wait_seconds", seconds)
+        except Exception:
+            _contained("recording an admission wait")
 
 
 def _nothing() -> None:
     pass
+
+
+def _start_call(telemetry: _Telemetry, model: Any, request: ChatRequest) -> _ModelCall | None:
+    """The traced model call starting now, or `None` (the call goes on untraced) when the
+    tracer fails to start its span."""
+    try:
+        return _ModelCall(telemetry, model, request)
+    except Exception:
+        _contained("starting a model call's span")
+        return None
 
 
 class _ModelCall:
@@ -442,20 +499,30 @@ class _ModelCall:
         if telemetry.include_content:
             attributes["gen_ai.input.messages"] = _messages_json(request.messages)
         loop = _loop_request.get()
-        parent = None
-        if loop is not None and loop[0] is request:
-            run = loop[1]
-            run.model_call, parent = self, run.context
+        run = loop[1] if loop is not None and loop[0] is request else None
         self.started = time.perf_counter()
         self.ended = False
         self.span: Span = telemetry.tracer.start_span(
-            f"chat {model_name}" if model_name else "chat", context=parent, attributes=attributes
+            f"chat {model_name}" if model_name else "chat",
+            context=None if run is None else run.context,
+            attributes=attributes,
         )
+        if run is not None:
+            run.model_call = self
 
     def end(self, response: ChatResponse | None, error: BaseException | None) -> None:
         if self.ended:
             return
         self.ended = True
+        try:
+            try:
+                self._record(response, error)
+            finally:
+                self.span.end()
+        except Exception:
+            _contained("ending a model call's span")
+
+    def _record(self, response: ChatResponse | None, error: BaseException | None) -> None:
         span, metric = self.span, dict(self.base)
         if response is not None:
             metadata = response.metadata
@@ -479,7 +546,36 @@ class _ModelCall:
         if error is not None and not isinstance(error, GeneratorExit):
             metric["error.type"] = _failed(span, error)
         self.telemetry.durations.record(time.perf_counter() - self.started, metric)
-        span.end()
+
+
+class _Failures:
+    """Telemetry failures, logged at most once per `TELEMETRY_LOG_INTERVAL` seconds."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.logged_at: float | None = None
+        self.unlogged = 0
+
+
+_failures = _Failures()
+
+
+def _contained(doing: str) -> None:
+    """Log the exception being handled, which the tracer or the meter raised while `doing` (a
+    span processor, an exporter, a provider of the user's): telemetry never breaks a run, as
+    pricing never does. One record per interval; the failures in between are counted in it."""
+    now = _failures.clock()
+    with _failures.lock:
+        last = _failures.logged_at
+        if last is not None and now - last < TELEMETRY_LOG_INTERVAL:
+            _failures.unlogged += 1
+            return
+        _failures.logged_at, unlogged, _failures.unlogged = now, _failures.unlogged, 0
+    since = f" ({unlogged} more since the last report)" if unlogged else ""
+    logger.warning(
+        "OpenTelemetry failed %s%s; the run goes on without it", doing, since, exc_info=True
+    )
 
 
 def _failed(span: Span, error: BaseException) -> str:

@@ -568,15 +568,18 @@ class _Run:
         return self.progress
 
     def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
-        # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
-        if isinstance(error, AgentForgeError):
+        # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed:
+        # the program's own exception (a hook's, a handler's) too. Not a cancellation, an
+        # interrupt or a stream closed by its consumer: those are not failures of the run.
+        if isinstance(error, Exception):
             self.fail(error)
         if self.trace is not None:
             self.trace.end(error, self.usage)
 
-    def fail(self, error: AgentForgeError) -> None:
-        """Attach the run so far to `error`. Every call of an unfinished round is answered (those
-        that did not complete with an error result saying so), so the messages can be resumed."""
+    def fail(self, error: Exception) -> None:
+        """Attach the run so far to `error` (see `_carry`). Every call of an unfinished round is
+        answered (those that did not complete with an error result saying so), so the messages
+        can be resumed."""
         for index, call in enumerate(self.open_calls):
             execution = self.finished.get(index)
             if execution is None:
@@ -588,9 +591,12 @@ class _Run:
                 self.executions.append(execution)
                 self._record(execution)
         self.open_calls = ()
-        error.messages = tuple(self.messages)
-        error.tool_executions = tuple(self.executions)
-        error.usage = priced(self.model, self.responses, self.usage)
+        _carry(
+            error,
+            messages=tuple(self.messages),
+            tool_executions=tuple(self.executions),
+            usage=priced(self.model, self.responses, self.usage),
+        )
 
     def _record_owner(self) -> None:
         """Record the run's conversation id on the message it pauses on, so that the run that
@@ -680,6 +686,32 @@ def _owner(given: str | None, paused: AiMessage | None) -> str:
             f"{given!r}; resume them with conversation_id={recorded!r} (or without one)"
         )
     return given
+
+
+_CARRIED = "_agentforge_carried"
+"""The history attributes a run set on an exception of the program's own."""
+
+
+def _carry(error: Exception, **history: Any) -> None:
+    """Set the run's history (`messages`, `tool_executions`, `usage`) on `error`. An
+    `AgentForgeError` declares them; an exception of the program's own (a hook or handler that
+    raised, a model of its own that failed) propagates as it is and carries them too, unless it
+    has attributes of those names of its own, which are left as they are."""
+    carried = getattr(error, _CARRIED, ())
+    if not isinstance(error, AgentForgeError):
+        history = {
+            name: value
+            for name, value in history.items()
+            if name in carried or not hasattr(error, name)
+        }
+    try:
+        for name, value in history.items():
+            # `object.__setattr__`: a frozen dataclass exception takes them too.
+            object.__setattr__(error, name, value)
+        if not isinstance(error, AgentForgeError):
+            object.__setattr__(error, _CARRIED, tuple(history))
+    except (AttributeError, TypeError):  # an exception that takes no attributes at all
+        pass
 
 
 def _refuse_cut_off(calls: Sequence[ToolCall]) -> None:

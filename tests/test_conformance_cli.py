@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from compatible_server import CompatibleServer
-from conformance import assert_covers
+from conformance import CLI, Surface, assert_registered
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,46 +45,9 @@ KEY = "sk-canary-" + secrets.token_hex(16)
 LIFETIME = 20.0
 """Seconds a test server lives, whatever its client does: no test can hang on one."""
 
-NO_NETWORK = "test_schema_and_check_make_no_network_request"
-UNDER_PROVIDER = (
-    "run reads only through a provider's HttpShell, whose caps and total_timeout the provider "
-    "suite checks (test_provider_bounds.py); run prints each event as it arrives, and Ctrl-C "
-    "ends it (exit status 130)"
-)
-COVERED: dict[str, dict[str, str]] = {
-    "bounded": {
-        "probe": "test_probe_reads_at_most_the_cap_of_one_answer",
-        "run": UNDER_PROVIDER,
-        "schema": NO_NETWORK,
-        "check": NO_NETWORK,
-    },
-    "deadlines": {
-        "probe": "test_probe_requests_end_within_the_timeout",
-        "run": UNDER_PROVIDER,
-        "schema": NO_NETWORK,
-        "check": NO_NETWORK,
-    },
-    "secret": {
-        "probe": "test_probe_output_never_shows_the_key",
-        "run": "test_run_output_never_shows_the_key",
-        "schema": NO_NETWORK,
-        "check": NO_NETWORK,
-    },
-    "malformed": {
-        "probe": "test_probe_stops_on_a_malformed_answer_with_one_line",
-        "run": "test_run_stops_on_a_malformed_answer_with_one_line",
-        "schema": NO_NETWORK,
-        "check": NO_NETWORK,
-    },
-}
-"""For each guarantee, each command: the test that checks it, or why a test elsewhere does."""
-
 
 def test_covers_every_surface() -> None:
-    for guarantee, commands in COVERED.items():
-        assert_covers(guarantee, "cli", commands)
-        for reason in commands.values():
-            assert not reason.startswith("test_") or callable(globals().get(reason)), reason
+    assert_registered(CLI)
 
 
 # -- the servers -------------------------------------------------------------------------------
@@ -628,7 +591,18 @@ def test_a_server_error_is_shown_on_one_printable_line(
 # -- commands that read no server --------------------------------------------------------------
 
 
-def test_schema_and_check_make_no_network_request(monkeypatch: pytest.MonkeyPatch) -> None:
+OFFLINE = [
+    pytest.param(command, id=command.name)
+    for command in CLI.surfaces.values()
+    if command.traits.get("offline")
+]
+"""The commands that read no server, each with the arguments it is checked with."""
+
+
+@pytest.mark.parametrize("command", OFFLINE)
+def test_a_command_that_reads_no_server_makes_no_network_request(
+    monkeypatch: pytest.MonkeyPatch, command: Surface[Any]
+) -> None:
     """`schema` and `check` read only the module they are given: with every connection refused,
     they work as ever, so no server's answer can reach them, and no key."""
     attempts: list[Any] = []
@@ -641,11 +615,95 @@ def test_schema_and_check_make_no_network_request(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    for command in (
-        ["schema", "examples/weather.py:tools"],
-        ["schema", "examples/support.py:tools", "--dialect", "gemini"],
-        ["check", "examples/weather.py:tools", "--strict"],
-        ["check", "examples/weather.py:tools", "--profile", "ollama"],
-    ):
-        assert main(command) == 0, command
+    for argv in command["offline"]:
+        assert main(argv) == 0, argv
     assert attempts == []
+
+
+# -- every command that reads a server -----------------------------------------------------------
+
+
+def _command(
+    command: Surface[Any],
+    url: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    *extra: str,
+) -> tuple[int, str, str, float]:
+    """`command` against the server at `url` (also `OPENAI_BASE_URL`): status, stdout, stderr
+    and seconds taken."""
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    started = time.monotonic()
+    status = main([*command.build(url), *extra])
+    out, err = capsys.readouterr()
+    return status, out, err, time.monotonic() - started
+
+
+def _one_line_failure(status: int, err: str) -> None:
+    """Exit status 1, no traceback, and the failure said on the last line (after progress)."""
+    assert status == 1 and "Traceback" not in err, err
+    assert err.splitlines()[-1].startswith("agentforge-typed: "), err
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+@pytest.mark.parametrize("command", CLI.each("secret"))
+def test_no_command_shows_the_key_a_server_echoes(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    command: Surface[Any],
+    json_output: bool,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    extra = ("--json",) if json_output else ()
+    for where in ("status", "chunk", "shape"):
+        with server(_fatal_echo(where)) as url:
+            status, out, err, _ = _command(command, url, capsys, monkeypatch, *extra)
+        assert status in (0, 1) and "Traceback" not in err, err
+        assert_no_key(out, err, caplog.text)
+
+
+@pytest.mark.parametrize("command", CLI.each("malformed"))
+def test_every_command_stops_on_a_malformed_answer_with_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: Surface[Any]
+) -> None:
+    def malformed(handler: Handler, body: dict[str, Any]) -> None:
+        """Every answer malformed: a stream's first tool-call chunk, a whole answer's calls."""
+        script = (
+            _chunk_with({"tool_calls": 5}) if body.get("stream") else _message_with(tool_calls=5)
+        )
+        script(handler, body)
+
+    for script in (_answer({"choices": [{"message": 5}]}), malformed):
+        for extra in ((), ("--json",)):
+            with server(script) as url:
+                status, _, err, _ = _command(command, url, capsys, monkeypatch, *extra)
+            _one_line_failure(status, err)
+
+
+@pytest.mark.parametrize("command", CLI.each("bounded"))
+def test_every_command_reads_an_endless_stream_only_to_a_cap(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: Surface[Any]
+) -> None:
+    """8 MiB of stream, sent as fast as it is read: the command stops early, and keeps little."""
+    tracemalloc.start()
+    try:
+        with server(_endless) as url:
+            status, _, err, _ = _command(command, url, capsys, monkeypatch, "--json")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    _one_line_failure(status, err)
+    assert peak < 4 << 20, f"{peak} bytes at the peak"
+
+
+@pytest.mark.parametrize("command", CLI.each("deadline"))
+def test_every_command_ends_within_its_timeout_against_a_dripping_server(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: Surface[Any]
+) -> None:
+    with server(_drip_headers) as url:
+        status, _, err, took = _command(
+            command, url, capsys, monkeypatch, "--json", command["timeout"], "1.5"
+        )
+    _one_line_failure(status, err)
+    assert took < 1.5 + 2.0, took

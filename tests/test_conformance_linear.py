@@ -9,7 +9,6 @@ scans everything seen so far per piece shows up as ~64x, far over the limit.
 from __future__ import annotations
 
 import base64
-import importlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -17,8 +16,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from conformance import assert_covers, assert_linear
-from loop_drivers import DRIVERS, drive
+from conformance import DRIVER, HISTORY, WIRE, Surface, assert_linear, assert_registered
 from test_anthropic_stream import START
 
 from agentforge_typed import (
@@ -36,20 +34,10 @@ from agentforge_typed import (
     ToolResultMessage,
     ToolService,
     UserMessage,
-    drop_old_tool_results,
-    keep_last_rounds,
     tool,
 )
-from agentforge_typed._history import process, unsendable
-from agentforge_typed.providers._anthropic_wire import AnthropicStreamAccumulator, AnthropicWire
 from agentforge_typed.providers._base import Wire
 from agentforge_typed.providers._degrade import Adapted, fit_content
-from agentforge_typed.providers._gemini_wire import GeminiStreamAccumulator, GeminiWire
-from agentforge_typed.providers._openai_wire import OpenAIWire, StreamAccumulator
-from agentforge_typed.providers._responses_wire import (
-    OpenAIResponsesWire,
-    ResponsesStreamAccumulator,
-)
 from agentforge_typed.providers._sse import ServerSentEvent, SSEDecoder
 from agentforge_typed.tools._mcp_results import OutputSchema, map_call_result
 
@@ -377,13 +365,6 @@ def _gemini_calls(size: int) -> list[ServerSentEvent]:
 
 # -- the table ----------------------------------------------------------------------------------
 
-CORES: dict[str, Core] = {
-    "anthropic": AnthropicStreamAccumulator,
-    "openai": StreamAccumulator,
-    "responses": ResponsesStreamAccumulator,
-    "gemini": GeminiStreamAccumulator,
-}
-
 # (core, field, stream builder, what the final response must hold for `size` pieces)
 FIELDS: list[tuple[str, str, Stream, Callable[[ChatResponse, int], bool]]] = [
     ("anthropic", "text", _anthropic_text, lambda r, n: r.ai_message.text == PIECE * n),
@@ -466,7 +447,7 @@ def test_stream_field_is_linear(
     inputs = {size: stream(size) for size in (N, 8 * N)}
 
     def run(size: int) -> None:
-        assert holds(_feed(CORES[core], inputs[size]), size), (core, field, size)
+        assert holds(_feed(WIRE[core].build, inputs[size]), size), (core, field, size)
 
     _assert_linear(run, N, what=f"{core} {field}")
 
@@ -537,34 +518,34 @@ def _rounds(total: int) -> Callable[[Sequence[ChatMessage], ChatRequestParameter
 
 
 LOOP_ROUNDS = 25
-HISTORY = 250
+HISTORY_SIZE = 250
 
 
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_loop_is_linear_in_rounds(driver: str) -> None:
+@pytest.mark.parametrize("driver", DRIVER.each("linear"))
+def test_loop_is_linear_in_rounds(driver: Surface[Any]) -> None:
     def run(size: int) -> None:
         service = ToolService([lookup], max_round_trips=size + 1)
-        result = drive(driver, service, FunctionModel(_rounds(size)), "go")
+        result = driver.build(service, FunctionModel(_rounds(size)), "go")
         assert len(result.tool_executions) == size
 
-    _assert_linear(run, LOOP_ROUNDS, what=f"the loop under {driver}, rounds")
+    _assert_linear(run, LOOP_ROUNDS, what=f"the loop under {driver.name}, rounds")
 
 
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_loop_is_linear_in_history(driver: str) -> None:
+@pytest.mark.parametrize("driver", DRIVER.each("linear"))
+def test_loop_is_linear_in_history(driver: Surface[Any]) -> None:
     histories = {
         size: [UserMessage(content=f"{PIECE} {n}") for n in range(size)]
-        for size in (HISTORY, 8 * HISTORY)
+        for size in (HISTORY_SIZE, 8 * HISTORY_SIZE)
     }
 
     def answer(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
         return AiMessage(text=f"{len(messages)} messages.")
 
     def run(size: int) -> None:
-        result = drive(driver, ToolService([lookup]), FunctionModel(answer), histories[size])
+        result = driver.build(ToolService([lookup]), FunctionModel(answer), histories[size])
         assert result.text == f"{size} messages."
 
-    _assert_linear(run, HISTORY, what=f"the loop under {driver}, history")
+    _assert_linear(run, HISTORY_SIZE, what=f"the loop under {driver.name}, history")
 
 
 # -- content ------------------------------------------------------------------------------------
@@ -589,19 +570,11 @@ def _content_history(size: int) -> list[ChatMessage]:
     return [UserMessage(content=_parts(size)), AiMessage(tool_calls=calls), *results]
 
 
-CONTENT_WIRES: dict[str, Wire] = {
-    "openai": OpenAIWire(),
-    "responses": OpenAIResponsesWire(),
-    "anthropic": AnthropicWire(),
-    "gemini": GeminiWire(),
-}
-
-
-@pytest.mark.parametrize("core", sorted(CONTENT_WIRES))
-def test_content_rendering_is_linear(core: str) -> None:
+@pytest.mark.parametrize("core", WIRE.each("linear"))
+def test_content_rendering_is_linear(core: Surface[Any]) -> None:
     """Every part of a user message and of `n` tool results, fitted to what the API takes
     (`fit_content`: Chat Completions moves each image into a user message) and rendered."""
-    wire = CONTENT_WIRES[core]
+    wire: Wire = core["wire"]
     histories = {size: _content_history(size) for size in (CONTENT_PARTS, 8 * CONTENT_PARTS)}
     parameters = ChatRequestParameters(model="m", max_tokens=100)
 
@@ -611,7 +584,7 @@ def test_content_rendering_is_linear(core: str) -> None:
         )
         wire.build_payload(adapted.messages, parameters, stream=False)
 
-    _assert_linear(run, CONTENT_PARTS, what=f"{core} content rendering")
+    _assert_linear(run, CONTENT_PARTS, what=f"{core.name} content rendering")
 
 
 def test_tool_content_and_its_budget_are_linear() -> None:
@@ -671,36 +644,17 @@ def _tool_rounds(size: int) -> list[ChatMessage]:
     return history
 
 
-HISTORY_STEPS: dict[str, Callable[[list[ChatMessage]], object]] = {
-    "unsendable": unsendable,
-    "keep_last_rounds": lambda messages: process([keep_last_rounds(10)], messages),
-    "drop_old_tool_results": lambda messages: process([drop_old_tool_results(10)], messages),
-}
-"""Each step over the history before a model call, as the loop runs it (`process` checks what a
-processor returns with `unsendable` too)."""
-
-
-@pytest.mark.parametrize("step", sorted(HISTORY_STEPS))
-def test_history_processing_is_linear(step: str) -> None:
+@pytest.mark.parametrize("step", HISTORY.each("linear"))
+def test_history_processing_is_linear(step: Surface[Any]) -> None:
+    """Each step over the history before a model call, as the loop runs it (`process` checks
+    what a processor returns with `unsendable` too)."""
     histories = {size: _tool_rounds(size) for size in (N, 8 * N)}
     _assert_linear(
-        lambda size: HISTORY_STEPS[step](histories[size]), N, what=f"history processing, {step}"
+        lambda size: step.build(histories[size]), N, what=f"history processing, {step.name}"
     )
 
 
-DRIVER_TESTS = {
-    **{driver: f"{__name__}.test_loop_is_linear_in_history" for driver in DRIVERS},
-    # Against Temporal's test server, which that module starts.
-    "temporal": "test_temporal.test_a_durable_run_is_linear_in_its_history",
-}
-"""The test that checks the loop's linearity under each driver."""
-
-
 def test_covers_every_surface() -> None:
-    assert_covers("linear", "wire", {core for core, _, _, _ in FIELDS})
-    assert_covers("linear", "wire", CONTENT_WIRES)
-    assert_covers("linear", "driver", DRIVER_TESTS)
-    assert_covers("linear", "history", HISTORY_STEPS)
-    for name in DRIVER_TESTS.values():
-        module, _, function = name.rpartition(".")
-        assert callable(getattr(importlib.import_module(module), function, None)), name
+    assert_registered(WIRE, DRIVER, HISTORY)
+    # The streamed fields are fed per wire core, in its vendor's shape: each core has some.
+    assert set(WIRE.names("linear")) <= {core for core, _, _, _ in FIELDS}

@@ -6,8 +6,9 @@ provider (one per wire core) on every client path, with every log record capture
 OpenTelemetry on (content included); the key is looked for, whole and as either half, in the
 error's `str`, `repr`, `args`, `message`, `body`, `code`, notes and printed traceback (its chain
 included), in every record, and in every span. Redaction happens at one boundary
-(`HttpShell.redacting`): a new wire core is covered by adding its provider class to `PROVIDERS`
-and its shape of the answers that differ between vendors.
+(`HttpShell.redacting`): every provider registered in `conformance.PROVIDER` is checked (a new one
+as soon as `get_model` builds it); a new wire core adds its shape of the answers that differ
+between vendors.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
-from conformance import assert_covers
+from conformance import PROVIDER, Surface, assert_registered
 from openai_support import call
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -30,20 +31,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import agentforge_typed as af
 from agentforge_typed import ChatModel, ChatRequest, ModelError, UserMessage
-from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
-from agentforge_typed.providers.gemini import GeminiChatModel
-from agentforge_typed.providers.openai import OpenAIChatModel
-from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 
 KEY = "sk-canary-0123456789abcdefghijKLMNOPQR"
-PROVIDERS: dict[str, Callable[..., HttpChatModel]] = {
-    "openai": OpenAIChatModel,
-    "responses": OpenAIResponsesModel,
-    "anthropic": AnthropicChatModel,
-    "gemini": GeminiChatModel,
-}
-"""Each provider class, by the wire core (`providers/_<name>_wire.py`) it speaks through."""
+PROVIDERS = PROVIDER.each("secret")
+"""Every provider that holds a key (`conformance.PROVIDER`); each is answered in the shape of its
+wire (`provider["wire"]`)."""
 REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
 SSE = {"content-type": "text/event-stream"}
 BLOCKING = ("chat", "achat")
@@ -266,7 +259,7 @@ CASES: list[tuple[str, tuple[str, ...], Callable[[], Answer]]] = [
 ]
 
 
-def _model(provider: str, answer: Callable[[], Answer]) -> HttpChatModel:
+def _model(provider: Surface[Any], answer: Callable[[], Answer]) -> ChatModel:
     """`provider`'s class with the canary key, served by `answer`, which also gets the key's
     header back on every response (a server echoing what it was sent); one retry allowed."""
 
@@ -275,7 +268,7 @@ def _model(provider: str, answer: Callable[[], Answer]) -> HttpChatModel:
         assert sent, "the key was not sent"
         response = answer()
         if isinstance(response, dict):
-            response = response[provider]
+            response = response[provider["wire"]]
         response.headers["x-echo"] = sent[0]
         return response
 
@@ -283,15 +276,22 @@ def _model(provider: str, answer: Callable[[], Answer]) -> HttpChatModel:
         pass
 
     transport = httpx.MockTransport(handler)
-    return PROVIDERS[provider](
-        "m",
-        api_key=KEY,
+    model: ChatModel = provider.build(
+        "https://api.example.com/v1",
+        KEY,
         max_retries=1,
         sleep=lambda seconds: None,
         asleep=asleep,
         http_client=httpx.Client(transport=transport),
         async_http_client=httpx.AsyncClient(transport=transport),
     )
+    return model
+
+
+async def _close(model: object) -> None:
+    each: Any
+    for each in getattr(model, "models", (model,)):
+        await each.aclose()
 
 
 async def _error(model: ChatModel, mode: str) -> ModelError:
@@ -306,6 +306,8 @@ def _error_texts(error: ModelError) -> list[str]:
     texts += [repr(error.body), json.dumps(error.body, default=str)]
     texts += getattr(error, "__notes__", [])
     texts.append("".join(traceback.format_exception(error)))  # the chain and the notes too
+    for each in getattr(error, "errors", ()):  # a composite's: each of its models'
+        texts += _error_texts(each)
     return texts
 
 
@@ -328,7 +330,7 @@ def spans() -> Iterator[InMemorySpanExporter]:
 @pytest.mark.parametrize("provider", PROVIDERS)
 @pytest.mark.parametrize(("case", "modes", "answer"), CASES, ids=[c[0] for c in CASES])
 async def test_the_key_never_leaves(
-    provider: str,
+    provider: Surface[Any],
     case: str,
     modes: tuple[str, ...],
     answer: Callable[[], Answer],
@@ -344,7 +346,8 @@ async def test_the_key_never_leaves(
     assert caplog.records  # httpx logs each request: the logs are there to be searched
     _assert_hidden([formatter.format(record) for record in caplog.records], f"{case}: a log")
     finished = spans.get_finished_spans()
-    assert len(finished) == len(modes)  # one failed `chat` span per call
+    # One failed `chat` span per call (a composite's per model it asked).
+    assert len(finished) == len(modes) or (provider["models"] > 1 and len(finished) > len(modes))
     _assert_hidden([span.to_json() for span in finished], f"{case}: a span")
 
 
@@ -385,15 +388,18 @@ def echo_server() -> Iterator[str]:
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_real_server_echoing_the_key_leaves_no_trace(
-    provider: str, echo_server: str, caplog: pytest.LogCaptureFixture, spans: InMemorySpanExporter
+    provider: Surface[Any],
+    echo_server: str,
+    caplog: pytest.LogCaptureFixture,
+    spans: InMemorySpanExporter,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    model = PROVIDERS[provider]("m", api_key=KEY, base_url=echo_server, max_retries=0, timeout=10)
+    model = provider.build(echo_server, KEY, max_retries=0, timeout=10)
     for mode in ALL:
         error = await _error(model, mode)
         assert error.status_code == 401
         _assert_hidden(_error_texts(error), f"{mode}: the error")
-    await model.aclose()
+    await _close(model)
     records = caplog.records
     assert any(record.name.startswith("httpcore") for record in records)
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
@@ -404,29 +410,25 @@ async def test_a_real_server_echoing_the_key_leaves_no_trace(
 async def test_a_fallback_model_over_every_provider_leaves_no_trace(
     echo_server: str, caplog: pytest.LogCaptureFixture, spans: InMemorySpanExporter
 ) -> None:
-    """`FallbackModel` (the `composite` axis): every provider fails against the echoing server,
-    and the error that lists them all, each of theirs, the logs and the spans hide the key."""
+    """`FallbackModel` over every other provider that reads a server: each fails against the
+    echoing server, and the error that lists them all, each of theirs, the logs and the spans
+    hide the key."""
     caplog.set_level(logging.DEBUG)
     models = [
-        PROVIDERS[provider]("m", api_key=KEY, base_url=echo_server, max_retries=0, timeout=10)
-        for provider in PROVIDERS
+        param.values[0].build(echo_server, KEY, max_retries=0, timeout=10)
+        for param in PROVIDER.each("secret", models=1)
     ]
     model = af.FallbackModel(*models, fallback_on=lambda error: True)
     for mode in ALL:
         error = await _error(model, mode)
         assert isinstance(error, af.AllModelsFailedError)
-        assert [e.status_code for e in error.errors] == [401] * len(PROVIDERS)
-        texts = _error_texts(error) + [t for e in error.errors for t in _error_texts(e)]
-        _assert_hidden(texts, f"{mode}: the error")
+        assert [e.status_code for e in error.errors] == [401] * len(models)
+        _assert_hidden(_error_texts(error), f"{mode}: the error")
     for each in models:
         await each.aclose()
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
     _assert_hidden([formatter.format(record) for record in caplog.records], "a log")
     _assert_hidden([span.to_json() for span in spans.get_finished_spans()], "a span")
-
-
-COMPOSITES = {"FallbackModel": "test_a_fallback_model_over_every_provider_leaves_no_trace"}
-"""The test that checks each model made of other models."""
 
 
 class _Redirecting(BaseHTTPRequestHandler):
@@ -447,7 +449,7 @@ class _Redirecting(BaseHTTPRequestHandler):
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_redirect_to_another_origin_never_carries_the_key(
-    provider: str, echo_server: str
+    provider: Surface[Any], echo_server: str
 ) -> None:
     # The client follows redirects (the user's choice): httpx strips only `Authorization` on a
     # cross-origin hop, so `x-api-key` and `x-goog-api-key` would reach the other host.
@@ -457,10 +459,9 @@ async def test_a_redirect_to_another_origin_never_carries_the_key(
         threading.Thread(target=redirecting.serve_forever, daemon=True).start()
         try:
             url = f"http://127.0.0.1:{redirecting.server_address[1]}"
-            model = PROVIDERS[provider](
-                "m",
-                api_key=KEY,
-                base_url=url,
+            model = provider.build(
+                url,
+                KEY,
                 max_retries=0,
                 http_client=httpx.Client(follow_redirects=True),
                 async_http_client=httpx.AsyncClient(follow_redirects=True),
@@ -474,22 +475,21 @@ async def test_a_redirect_to_another_origin_never_carries_the_key(
 
 
 def test_covers_every_surface() -> None:
-    assert_covers("secret", "wire", PROVIDERS)
-    assert_covers("secret", "composite", COMPOSITES)
-    assert all(callable(globals().get(test)) for test in COMPOSITES.values())
+    assert_registered(PROVIDER)
 
 
 async def test_redaction_keeps_the_error_usable() -> None:
     """Redaction replaces the key and nothing else: status, code and the rest stay."""
     body = {"error": {"message": f"Incorrect API key provided: {KEY}.", "code": "invalid_api_key"}}
-    model = _model("openai", lambda: httpx.Response(401, json=body))
+    model = _model(PROVIDER["openai"], lambda: httpx.Response(401, json=body))
     error = await _error(model, "chat")
     assert error.message == "OpenAI API error 401: Incorrect API key provided: [redacted]."
     assert (error.status_code, error.code) == (401, "invalid_api_key")
     assert error.body == {
         "error": {"message": "Incorrect API key provided: [redacted].", "code": "invalid_api_key"}
     }
-    long = await _error(_model("anthropic", lambda: httpx.Response(400, text=LONG)), "chat")
+    anthropic = _model(PROVIDER["anthropic"], lambda: httpx.Response(400, text=LONG))
+    long = await _error(anthropic, "chat")
     assert isinstance(long.body, str)
     assert long.body.startswith("x" * PAD + "[redacted]yyy")
     assert long.body.endswith(f"… [{PAD + len('[redacted]') + 5000 - 2000} more characters]")

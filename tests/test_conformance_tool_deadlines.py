@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 import pytest
-from conformance import assert_covers
+from conformance import TOOL, Surface, assert_registered, released
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
@@ -36,7 +36,6 @@ from agentforge_typed import (
     ToolContext,
     ToolExecutionResult,
     ToolSpecification,
-    tool,
 )
 from agentforge_typed.tools import MCPServerOptions, ToolLike
 
@@ -65,13 +64,14 @@ async def _execute(t: ToolLike, is_async: bool) -> ToolExecutionResult:
 
 
 @pytest.mark.parametrize("is_async", [False, True])
-async def test_a_typed_tool_body_ends_within_its_timeout(is_async: bool) -> None:
-    @tool(timeout=0.3, name="t")
-    def sleeper() -> str:
-        time.sleep(3)
-        return "late"
-
-    elapsed, result = await _timed(lambda: _execute(sleeper, is_async))
+@pytest.mark.parametrize("kind", TOOL.each("deadline"))
+async def test_a_tool_ends_within_its_timeout(kind: Surface[Any], is_async: bool) -> None:
+    """A body, handler or server that never answers (it waits until the test is over): the
+    call ends within the kind's `timeout` as a timeout error result."""
+    with released() as release:
+        built = kind.build(lambda arguments: release.wait(GIVE_UP) and "late", timeout=0.3)
+        async with built as slow:
+            elapsed, result = await _timed(lambda: _execute(slow, is_async))
     assert result.error_kind == "timeout" and elapsed < 0.3 + MARGIN
 
 
@@ -217,28 +217,6 @@ async def test_mcp_connect_ends_within_connect_timeout_against_a_dripping_listin
 
 @pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
 @pytest.mark.parametrize("is_async", [False, True])
-async def test_an_mcp_call_ends_within_its_timeout(is_async: bool) -> None:
-    server = _mcp_server(_listing(1), timeout=0.5)
-    await _enter(server, is_async)
-    try:
-        (slow,) = server.tools()
-        call = ToolCall(id="c1", name=slow.name, arguments="{}")
-        started = time.monotonic()
-        if is_async:
-            result = await slow.aexecute(call, CONTEXT)
-        else:
-            result = await asyncio.to_thread(slow.execute, call, CONTEXT)
-        assert result.error_kind == "timeout"
-        assert time.monotonic() - started < 0.5 + MARGIN
-    finally:
-        if is_async:
-            await server.aclose()
-        else:
-            await asyncio.to_thread(server.close)
-
-
-@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
-@pytest.mark.parametrize("is_async", [False, True])
 async def test_an_mcp_reconnection_ends_within_connect_timeout(is_async: bool) -> None:
     """The first connection is served; the second reaches a server that never answers."""
     served = Server("once", on_list_tools=_listing(1))
@@ -278,9 +256,5 @@ async def test_an_mcp_reconnection_ends_within_connect_timeout(is_async: bool) -
             await asyncio.to_thread(server.close)
 
 
-DEADLINE_TOOLS = {"Tool", "SchemaTool", "HttpTool", "MCPTool"}
-"""The tool kinds whose waits the tests above hold to their timeouts."""
-
-
 def test_covers_every_surface() -> None:
-    assert_covers("deadline", "tool", DEADLINE_TOOLS)
+    assert_registered(TOOL)

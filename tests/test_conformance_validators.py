@@ -19,21 +19,16 @@ from typing import Annotated, Any
 
 import httpx
 import pytest
-from conformance import assert_covers, assert_linear
+from conformance import TOOL, Parameters, assert_linear, assert_registered
 from pydantic import BaseModel, Field
 
 from agentforge_typed import (
-    HttpTool,
-    SchemaTool,
     ToolArgumentsError,
     ToolCall,
     ToolContext,
     ToolExecutionResult,
-    ToolSpecification,
-    tool,
 )
 from agentforge_typed.tools._argument_errors import format_arguments_error
-from agentforge_typed.tools._mcp import MCPServer, MCPTool
 
 N = 100
 """Units (items, or hundreds of characters) in the small arguments: a few milliseconds."""
@@ -89,18 +84,6 @@ class Inner(BaseModel):
 
 class Branch(BaseModel):
     a: Inner
-
-
-@tool
-def typed(
-    numbers: list[int] = [],  # noqa: B006 (a tool's default, never mutated)
-    records: list[Record] = [],  # noqa: B006
-    tree: list[Branch] = [],  # noqa: B006
-    text: Annotated[str, Field(pattern="^[a-z]*$")] = "",
-    ids: set[int] = set(),  # noqa: B006
-) -> str:
-    """The typed counterpart of `SCHEMA`."""
-    return "ok"
 
 
 class HttpArguments(BaseModel):
@@ -169,30 +152,50 @@ def _answer(request: httpx.Request) -> httpx.Response:
     return httpx.Response(200, json={"ok": True})
 
 
-async def _never_connected(stack: contextlib.AsyncExitStack[Any]) -> tuple[Any, Any]:
-    raise AssertionError("the suite validates MCP arguments locally, without a server")
+def _typed(handler: Callable[[dict[str, Any]], Any]) -> Callable[..., Any]:
+    """The typed counterpart of `SCHEMA`, around `handler`."""
+
+    def typed(
+        numbers: list[int] = [],  # noqa: B006 (a tool's default, never mutated)
+        records: list[Record] = [],  # noqa: B006
+        tree: list[Branch] = [],  # noqa: B006
+        text: Annotated[str, Field(pattern="^[a-z]*$")] = "",
+        ids: set[int] = set(),  # noqa: B006
+    ) -> str:
+        """The typed counterpart of `SCHEMA`."""
+        return str(handler({}))
+
+    return typed
 
 
-@cache
-def validators() -> dict[str, Callable[[str], str]]:
-    """One call of each tool kind, by a label that starts with its class name."""
+PARAMETERS = Parameters(SCHEMA, _typed)
+TYPED_HTTP = Parameters(SCHEMA, _typed, args_model=HttpArguments)
+EXTRA = {"HttpTool (args_model)": ("HttpTool", TYPED_HTTP)}
+"""Labels beyond the kinds: the same kind declared another way."""
+KINDS = [*TOOL.names("linear"), *EXTRA]
+"""Every tool kind (`conformance.TOOL`), by a label that starts with its class name."""
+
+
+@pytest.fixture(scope="module")
+def validators() -> Iterator[dict[str, Callable[[str], str]]]:
+    """One call of each tool kind, by its label: through its own `execute` (what the model
+    reads: the report when invalid), or its local validation where a valid call leaves the
+    process (an MCP tool's goes to its server)."""
+    # An HTTP tool's valid calls are answered in the process: the timing is the validator's.
     client = httpx.Client(transport=httpx.MockTransport(_answer))
-    url = "https://api.example.com/items"
-    spec = ToolSpecification(name="schema_tool", parameters=SCHEMA)
-    server = MCPServer(_never_connected, label="listed")
-    return {
-        "Tool": _executed(typed),
-        "SchemaTool": _executed(SchemaTool(spec, lambda arguments: "ok")),
-        "HttpTool": _executed(
-            HttpTool("http_tool", url=url, method="POST", parameters=SCHEMA, http_client=client)
-        ),
-        "HttpTool (args_model)": _executed(
-            HttpTool(
-                "http_model", url=url, method="POST", args_model=HttpArguments, http_client=client
+    kinds = {label: (label, PARAMETERS) for label in TOOL.names("linear")} | EXTRA
+    with contextlib.ExitStack() as stack:
+        found: dict[str, Callable[[str], str]] = {}
+        for label, (kind, parameters) in kinds.items():
+            surface = TOOL[kind]
+            options = {"http_client": client} if kind == "HttpTool" else {}
+            name = label.split()[0].lower()
+            built = surface.build(
+                lambda arguments: "ok", parameters=parameters, name=name, **options
             )
-        ),
-        "MCPTool": _validated(MCPTool(server, {"name": "mcp_tool", "inputSchema": SCHEMA})),
-    }
+            tool = stack.enter_context(built)
+            found[label] = _validated(tool) if surface["remote"] else _executed(tool)
+        yield found
 
 
 @cache
@@ -211,10 +214,8 @@ def _heap_left_out() -> Iterator[None]:
 
 
 def test_covers_every_surface() -> None:
-    assert_covers("linear", "tool", {label.split()[0] for label in validators()})
+    assert_registered(TOOL)
 
-
-KINDS = list(validators())
 
 HASHED_SET = pytest.mark.xfail(
     strict=True,
@@ -238,8 +239,10 @@ HASHED_SET = pytest.mark.xfail(
         for workload in WORKLOADS
     ],
 )
-def test_validation_is_linear(kind: str, workload: str) -> None:
-    validate = validators()[kind]
+def test_validation_is_linear(
+    validators: dict[str, Callable[[str], str]], kind: str, workload: str
+) -> None:
+    validate = validators[kind]
     for size in (N, 8 * N):
         _arguments(workload, size)
 
@@ -250,9 +253,11 @@ def test_validation_is_linear(kind: str, workload: str) -> None:
     assert_linear(run, N, what=f"{kind}, {workload}", clock=time.process_time)
 
 
-def test_the_workloads_are_valid_and_invalid_as_named() -> None:
+def test_the_workloads_are_valid_and_invalid_as_named(
+    validators: dict[str, Callable[[str], str]],
+) -> None:
     # "Valid" arguments that fail (or the reverse) would time the other path.
-    for kind, validate in validators().items():
+    for kind, validate in validators.items():
         for workload in WORKLOADS:
             text = validate(_arguments(workload, 2))
             invalid = text.startswith("Invalid arguments")
