@@ -13,7 +13,6 @@ import base64
 import binascii
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal
-from urllib.parse import unquote_to_bytes
 
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
 from pydantic_core import to_json
@@ -123,6 +122,8 @@ class BinaryContent(FrozenModel):
 
     def url_bytes(self) -> bytes:
         """What a `data:` URL that is not base64 holds, percent-decoded (RFC 2397)."""
+        from urllib.parse import unquote_to_bytes  # on first use: `import` stays cheap
+
         assert self.url is not None
         return unquote_to_bytes(self.url.partition(",")[2])
 

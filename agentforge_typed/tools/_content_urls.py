@@ -37,7 +37,6 @@ import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
-from urllib.parse import urlsplit
 
 from .._content import BinaryContent, Content, TextContent
 from .._sync import start_daemon_thread
@@ -172,6 +171,8 @@ def _check(url: str, policy: ContentURLs) -> str | _Lookup | None:
         return f"only {' and '.join(f'{s}://' for s in allowed)} links from this tool are forwarded"
     if _UNSAFE.search(url):
         return "not a valid URL"
+    from urllib.parse import urlsplit  # on first use: `import agentforge_typed` stays cheap
+
     try:
         split = urlsplit(url)
         split.port  # noqa: B018 - raises ValueError for a port that is not a number
