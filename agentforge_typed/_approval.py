@@ -294,8 +294,10 @@ class ApprovalState:
             value = self.external_results[call.id]
             if isinstance(value, ToolFailed):
                 return Decided(call, ToolExecutionResult.error(value.message, "execution"))
-            # As a tool's return value: content parts (a screenshot taken elsewhere) included.
-            return Decided(call, success_result(value))
+            # As a tool's return value: content parts (a screenshot taken elsewhere) included;
+            # their links are checked when the round runs, where names can be resolved off the
+            # event loop (`_service._execute`).
+            return Decided(call, success_result(value, urls="any"))
         if call.id not in self.approvals:
             return Decided(call)
         if external:

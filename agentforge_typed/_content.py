@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
+from pydantic_core import to_json
 
 from ._frozen import FrozenModel
 
@@ -30,8 +31,10 @@ __all__ = [
     "FileContent",
     "ImageContent",
     "TextContent",
+    "base64_size",
     "content_text",
     "has_binary",
+    "json_size",
 ]
 
 
@@ -94,6 +97,35 @@ class BinaryContent(FrozenModel):
     def size(self) -> int:
         """The bytes held inline (0 for a part by URL)."""
         return 0 if self.data is None else len(self.data)
+
+    @property
+    def wire_size(self) -> int:
+        """The bytes this part adds to a request, as the API that sends the most for it sends
+        it: the one measure of a part's size (the result budget's `MAX_CONTENT_BYTES`).
+
+        Inline data is sent as base64 (4 bytes for every 3; a plain-text document as its
+        JSON-escaped text where that is more: Anthropic sends it as text); a URL as its
+        JSON-escaped text, so a `data:` URL costs its bytes (one that is not base64, the base64
+        of what it holds where that is more: it is sent so). The JSON around the part (its
+        keys, media type and name) is not counted.
+        """
+        if self.data is not None:
+            size = base64_size(len(self.data))
+            if self.media_type == "text/plain" and self.kind == "document":
+                size = max(size, json_size(self.data.decode("utf-8", "replace")))
+            return size
+        assert self.url is not None
+        size = json_size(self.url)
+        if self.url.startswith("data:") and self.base64_data() is None:
+            size = max(size, base64_size(len(self.url_bytes())))
+        return size
+
+    def url_bytes(self) -> bytes:
+        """What a `data:` URL that is not base64 holds, percent-decoded (RFC 2397)."""
+        from urllib.parse import unquote_to_bytes  # on first use: `import` stays cheap
+
+        assert self.url is not None
+        return unquote_to_bytes(self.url.partition(",")[2])
 
     def data_url(self) -> str:
         """The part as a URL: its `url`, or its data as a `data:<media type>;base64,` URL."""
@@ -167,6 +199,16 @@ CONTENT_TYPES: tuple[type[TextContent | BinaryContent], ...] = (
     FileContent,
 )
 """The classes of `Content`, for `isinstance`."""
+
+
+def base64_size(size: int) -> int:
+    """The length of the base64 text of `size` bytes."""
+    return (size + 2) // 3 * 4
+
+
+def json_size(text: str) -> int:
+    """The bytes `text` takes inside a JSON string (UTF-8, escapes included, quotes not)."""
+    return len(to_json(text)) - 2
 
 
 def content_text(parts: Iterable[TextContent | BinaryContent]) -> str:

@@ -93,9 +93,20 @@ from .tools._base import (
     ToolExecutor,
     ToolLike,
 )
-from .tools._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, within_budget
+from .tools._budget import (
+    DEFAULT_MAX_RESULT_CHARS,
+    ContentFit,
+    check_max_result_chars,
+    fit_result,
+    within_budget,
+)
 from .tools._invoke import is_async_callable
-from .tools._outcomes import describe_exception, reraise_uncontained
+from .tools._outcomes import (
+    alinks_checked,
+    describe_exception,
+    links_checked,
+    reraise_uncontained,
+)
 from .tools._signature import deps_accepted, needing_deps, type_name
 
 logger = logging.getLogger("agentforge_typed")
@@ -229,6 +240,7 @@ class _Run:
         "executions",
         "failures",
         "finished",
+        "fit",
         "generation",
         "limits",
         "messages",
@@ -274,6 +286,9 @@ class _Run:
         self.service = service
         self.model = model
         """The model answering, when known: `result.usage` is priced for it."""
+        self.fit: ContentFit | None = _fit_unknown
+        """The model's `fit_tool_content` (`None`: it has none), looked up at the first result
+        with content."""
         limits = options.get("usage_limits")
         self.limits = service.usage_limits if limits is None else limits
         self.tool_calls = 0
@@ -515,6 +530,8 @@ class _Run:
             result = within_budget(execution.result, own, budget)
             if result is not execution.result:
                 execution = replace(execution, result=result)
+        if type(execution.result) is not ToolExecutionResult and execution.result.content:
+            execution = self._fitted(plan, execution)
         # Recorded before anything may raise, so that a failed run still reports the call.
         self.finished[plan.index] = execution
         if self.trace is not None:
@@ -531,6 +548,21 @@ class _Run:
             # the run's approval state sets it aside at the end of the round.
             self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
         return execution
+
+    def _fitted(self, plan: _Planned, execution: ToolExecution) -> ToolExecution:
+        """`execution` with its content as the model takes it (its `fit_tool_content`), decided
+        here, at the tool result, so that no later request fails on the history."""
+        fit = self.fit
+        if fit is _fit_unknown:
+            fit = self.fit = getattr(self.model, "fit_tool_content", None)
+        if fit is None:
+            return execution
+        try:
+            result = fit_result(execution.result, fit)
+        except AgentForgeError:  # refused under an "error" policy: the call did run
+            self.finished[plan.index] = execution
+            raise
+        return execution if result is execution.result else replace(execution, result=result)
 
     def finish_round(self, planned: Sequence[_Planned], settled: Sequence[ToolExecution]) -> bool:
         """Append one result message per call in the model's order; say whether the loop ends
@@ -712,6 +744,11 @@ def _carry(error: Exception, **history: Any) -> None:
             object.__setattr__(error, _CARRIED, tuple(history))
     except (AttributeError, TypeError):  # an exception that takes no attributes at all
         pass
+
+
+def _fit_unknown(parts: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """`_Run.fit` until the model is asked for its own (never called)."""
+    raise AssertionError("the model's fit_tool_content was not looked up")
 
 
 def _refuse_cut_off(calls: Sequence[ToolCall]) -> None:
@@ -1622,6 +1659,8 @@ def _execute(plan: _Planned) -> ToolExecution:
             result = plan.tool.execute(plan.call, plan.context)
         except BaseException as exc:
             result = _crashed(exc)
+    elif result.content:  # an external result's links, as its tool's `content_urls` allows
+        result = links_checked(result, getattr(plan.tool, "content_urls", "https"))
     return ToolExecution(plan.call, result, started, _now())
 
 
@@ -1634,6 +1673,8 @@ async def _aexecute(plan: _Planned) -> ToolExecution:
             result = await plan.tool.aexecute(plan.call, plan.context)
         except BaseException as exc:
             result = _crashed(exc)
+    elif result.content:
+        result = await alinks_checked(result, getattr(plan.tool, "content_urls", "https"))
     return ToolExecution(plan.call, result, started, _now())
 
 

@@ -15,6 +15,7 @@ configures clients, workers and replayers.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -74,7 +75,7 @@ from .providers._base import HttpChatModel
 from .providers._fallback import FallbackModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
 from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
-from .tools._budget import content_result, within_budget
+from .tools._budget import content_result, fit_result, within_budget
 from .tools._outcomes import arguments_error_result, execution_error_result, failure_result
 from .tools._returns import as_parts
 
@@ -248,6 +249,8 @@ class ToolActivityResult(BaseModel):
     each text part as its `str`."""
     content: tuple[Content, ...] = ()
     """The result's parts, when it has content beyond text (bytes as base64 in JSON)."""
+    content_notes: tuple[str, ...] = ()
+    """What was left out of `content`, and why (`ToolExecutionResult.content_notes`)."""
     is_error: bool = False
     error_kind: ErrorKind | None = None
     repairs: tuple[str, ...] = ()
@@ -280,6 +283,7 @@ class ToolActivityResult(BaseModel):
             value=value,
             value_from=value_from,
             content=content,
+            content_notes=result.content_notes,
             is_error=result.is_error,
             error_kind=result.error_kind,
             repairs=result.repairs,
@@ -300,7 +304,9 @@ class ToolActivityResult(BaseModel):
             value = [part.text if isinstance(part, TextContent) else part for part in self.content]
         if self.content and not self.is_error:
             # Within the budget already (the activity applied it): rebuilt as it is.
-            return content_result(self.content, sys.maxsize, value, self.repairs)
+            return content_result(
+                self.content, sys.maxsize, value, self.repairs, self.content_notes
+            )
         return ToolExecutionResult(self.text, value, self.is_error, self.error_kind, self.repairs)
 
     def bounded(
@@ -647,6 +653,7 @@ class TemporalToolService:
     def _tool_activity(self, tool: ToolLike, heartbeat: timedelta | None) -> Callable[..., Any]:
         deps_adapter, resolve, limit = self._deps, self._resolve_deps, self.max_result_bytes
         budget = self.service.max_result_chars
+        fit = getattr(self.model, "fit_tool_content", None)
 
         @activity.defn(name=self.tool_activity_name(tool.name))
         async def run_tool(payload: ToolActivityInput) -> RawValue:
@@ -679,7 +686,14 @@ class TemporalToolService:
             # The service's result budget here, where the whole text is: only the cut one travels,
             # encoded once, measured as sent.
             own = getattr(tool, "max_result_chars", None)
-            travelling = ToolActivityResult.of(within_budget(result, own, budget))
+            result = within_budget(result, own, budget)
+            if fit is not None:
+                # Content as the model takes it, decided here (not at the next model call); a
+                # refusal under an "error" policy leaves it to that call, as a retried activity
+                # would run the tool again.
+                with contextlib.suppress(AgentForgeError):
+                    result = fit_result(result, fit)
+            travelling = ToolActivityResult.of(result)
             return travelling._encoded(tool.name, limit, activity.payload_converter())[1]
 
         return run_tool

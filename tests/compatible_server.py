@@ -122,7 +122,10 @@ class CompatibleServer:
         choice = body.get("tool_choice")
         messages = body.get("messages") or []
         last = messages[-1] if messages else {}
-        if not tools or choice == "none" or last.get("role") == "tool":
+        # After tool results: the last message is one, or the user message the content of
+        # tool results moved to (Chat Completions tool messages carry text only).
+        roles = [m.get("role") for m in messages[-2:]]
+        if not tools or choice == "none" or roles[-1:] == ["tool"] or roles == ["tool", "user"]:
             return "Done.", []
         if self.quirks & {"drop_tools", "decline"}:
             return "It is sunny.", []

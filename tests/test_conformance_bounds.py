@@ -621,17 +621,18 @@ def test_the_service_budget_reaches_every_tool_kind_without_its_own() -> None:
         ToolService(max_result_chars=99)
 
 
-# -- inline content: MAX_CONTENT_BYTES per result -----------------------------------------------
+# -- content: MAX_CONTENT_BYTES per result, as sent -------------------------------------------
 
-_AT_CAP = b"\0" * MAX_CONTENT_BYTES
+_AT_CAP = b"\0" * (MAX_CONTENT_BYTES // 4 * 3)  # its base64 is the cap, to the byte
 _LEFT_OUT = (
-    f"[image: image/png, {MAX_CONTENT_BYTES + 1:,} bytes: left out, over the "
-    f"{MAX_CONTENT_BYTES:,}-byte limit of a tool result's inline content]"
+    f"[image: image/png, {len(_AT_CAP) + 1:,} bytes: left out, {MAX_CONTENT_BYTES + 4:,} bytes "
+    f"as sent, over the {MAX_CONTENT_BYTES:,}-byte limit of a tool result's content]"
 )
 
 
 def _check_content_cap(exact: ToolExecutionResult, over: ToolExecutionResult) -> None:
-    """An image of exactly the cap is sent whole; one byte more is left out, a note in its place."""
+    """An image of exactly the cap (as sent: base64) is sent whole; one byte more is left out, a
+    note in its place."""
     assert exact.content == (ImageContent(data=_AT_CAP, media_type="image/png"),)
     assert over.content == (ContentText(text=_LEFT_OUT),)
     assert over.text == _LEFT_OUT and not over.is_error

@@ -134,7 +134,7 @@ def pages() -> list[str | ImageContent | DocumentContent]:
     ]
 
 
-@tool
+@tool(content_urls="any")  # the link is not resolved: `x.test` is no host anywhere
 def total() -> ToolReturn[int]:
     """A total and its chart."""
     return ToolReturn(42, ["The chart:", ImageContent(url="https://x.test/chart.png")])
@@ -214,8 +214,8 @@ def test_a_20_mb_image_is_left_out_with_a_note_and_kept_on_the_value() -> None:
     assert result.content == (
         TextContent(text="Here:"),
         TextContent(
-            text="[image: image/png, 20,971,520 bytes: left out, over the 5,242,880-byte limit "
-            "of a tool result's inline content]"
+            text="[image: image/png, 20,971,520 bytes: left out, 27,962,028 bytes as sent, over "
+            "the 5,242,880-byte limit of a tool result's content]"
         ),
         small,
     )
@@ -224,8 +224,10 @@ def test_a_20_mb_image_is_left_out_with_a_note_and_kept_on_the_value() -> None:
 
 
 def test_inline_bytes_exactly_at_the_limit_are_kept() -> None:
-    exact = ImageContent(data=b"\0" * MAX_CONTENT_BYTES, media_type="image/png")
-    over = ImageContent(data=b"\0" * (MAX_CONTENT_BYTES + 1), media_type="image/png")
+    # The cap counts bytes as sent: inline data as base64, 4 bytes for every 3.
+    exact = ImageContent(data=b"\0" * (MAX_CONTENT_BYTES // 4 * 3), media_type="image/png")
+    over = ImageContent(data=b"\0" * (MAX_CONTENT_BYTES // 4 * 3 + 1), media_type="image/png")
+    assert exact.wire_size == MAX_CONTENT_BYTES
     assert screenshot_of(exact).content == (exact,)
     assert screenshot_of(over).content[0].type == "text"
 
@@ -419,15 +421,35 @@ def test_chat_completions_user_parts() -> None:
     ]
 
 
-def test_chat_completions_refuses_audio_it_cannot_name_and_files_by_url() -> None:
+def test_chat_completions_leaves_out_audio_it_cannot_name_and_files_by_url() -> None:
     model, bodies = wire("openai")
-    ogg = UserMessage(content=[AudioContent(data=b"OggS", media_type="audio/ogg")])
-    with pytest.raises(ModelError, match="OpenAI Chat Completions takes audio as wav or mp3, not"):
-        model.chat(ChatRequest(messages=[ogg]))
-    by_url = UserMessage(content=[DocumentContent(url="https://x.test/a.pdf")])
-    with pytest.raises(ModelError, match="takes a document as inline data, not by URL"):
-        model.chat(ChatRequest(messages=[by_url]))
-    assert bodies == []
+    parts = UserMessage(
+        content=[
+            AudioContent(data=b"OggS", media_type="audio/ogg"),
+            DocumentContent(url="https://x.test/a.pdf"),
+        ]
+    )
+    answer = model.chat(ChatRequest(messages=[parts]))
+    assert bodies[0]["messages"][0]["content"] == [
+        {
+            "type": "text",
+            "text": "[audio: audio/ogg, 4 bytes] (left out: the model's endpoint takes audio "
+            "only as wav or mp3)",
+        },
+        {
+            "type": "text",
+            "text": "[document by URL] (left out: the model's endpoint takes a document only as "
+            "inline data, not by URL)",
+        },
+    ]
+    assert answer.metadata["adaptations"] == [
+        {
+            "feature": "user_content",
+            "rule": "audio in user messages left out: the endpoint takes audio only as wav or "
+            "mp3; documents in user messages left out: the endpoint takes a document only as "
+            "inline data, not by URL",
+        }
+    ]
 
 
 def test_anthropic_user_parts_and_what_it_leaves_out() -> None:

@@ -18,6 +18,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from dns_support import PUBLIC, resolving
 from mcp.server.lowlevel import Server
 from mcp.types import CallToolResult, ListToolsResult, Tool
 from mcp.types import ImageContent as MCPImage
@@ -67,7 +68,10 @@ def test_an_image_block_is_an_image_part(content_server: MCPServer) -> None:
     assert not result.is_error
 
 
-def test_resources_audio_and_links_are_parts(content_server: MCPServer) -> None:
+def test_resources_audio_and_links_are_parts(
+    content_server: MCPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    resolving(monkeypatch, {"example.com": PUBLIC})  # a public host: its link is forwarded
     result = run(content_server, "report")
     assert result.content == (
         TextContent(text="Quarterly report:"),

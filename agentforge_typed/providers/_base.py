@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import httpx
 from typing_extensions import Self, TypedDict
 
-from .._content import ContentKind
+from .._content import BinaryContent, Content, ContentKind
 from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
 from .._identity import with_server_ids
@@ -32,7 +32,7 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
-from ._degrade import Adapted, adapt_request, fit_content, with_json_arguments
+from ._degrade import Adapted, adapt_request, fit_content, fit_tool_parts, with_json_arguments
 from ._function import response_events
 from ._http import HttpShell, StreamParser
 from ._profiles import ModelProfile
@@ -112,6 +112,12 @@ class Wire(Protocol):
     @property
     def tool_result_content(self) -> frozenset[ContentKind]:
         """The kinds of parts beyond text the API takes in tool results (`WireBase`: none)."""
+        ...
+
+    def refuse_part(self, part: BinaryContent) -> str | None:
+        """Why the API cannot take `part`, of a kind it takes, by its source or format (a phrase
+        after "the endpoint": `"takes a document only as inline data, not by URL"`); `None`
+        when it can (`WireBase`: always)."""
         ...
 
 
@@ -262,19 +268,44 @@ class HttpChatModel:
         """The API root requests go to."""
         return self._http.base_url
 
+    def fit_tool_content(
+        self, parts: Sequence[Content]
+    ) -> tuple[tuple[Content, ...], tuple[str, ...]]:
+        """A tool result's `parts` as this model takes them, decided at the tool result (the
+        loop calls it once per result with content): each part the API and `profile` take
+        nowhere replaced by a note saying why, and the notes; a request would leave them out
+        the same way (`fit_content`), so a history never holds a part its next request fails on.
+
+        Raises:
+            UnsupportedFeatureError: a part a request would move or leave out, under the
+                profile's `"error"` policy for `tool_result_content`.
+        """
+        user, tool = self._content_kinds()
+        return fit_tool_parts(parts, user, tool, self.profile, self._wire.refuse_part)
+
+    def _content_kinds(self) -> tuple[frozenset[ContentKind], frozenset[ContentKind]]:
+        """The kinds of parts user messages and tool results may carry: the API's, as far as
+        the profile allows."""
+        wire, profile = self._wire, self.profile
+        if profile is None:
+            return wire.user_content, wire.tool_result_content
+        return (
+            wire.user_content & profile.user_content,
+            wire.tool_result_content & profile.tool_result_content,
+        )
+
     def _adapt(self, request: ChatRequest, *, stream: bool) -> Adapted:
         parameters = self.defaults.merge(request.parameters)
         # The server gets back the call ids it sent, whatever ids the loop gave the calls.
         messages = with_server_ids(request.messages)
-        profile, wire = self.profile, self._wire
+        profile = self.profile
         if profile is None:
             adapted = Adapted(list(messages), parameters)
-            user, tool = wire.user_content, wire.tool_result_content
         else:
             adapted = adapt_request(profile, messages, parameters, stream=stream)
-            user = wire.user_content & profile.user_content
-            tool = wire.tool_result_content & profile.tool_result_content
-        return with_json_arguments(fit_content(adapted, user, tool, profile))
+        user, tool = self._content_kinds()
+        fitted = fit_content(adapted, user, tool, profile, self._wire.refuse_part)
+        return with_json_arguments(fitted)
 
     def _path(self, adapted: Adapted, stream: bool) -> str:
         return self._wire.request_path(adapted.parameters.model or self.model, stream=stream)

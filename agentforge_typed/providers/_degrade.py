@@ -9,9 +9,9 @@ says. Nothing is degraded silently.
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from pydantic_core import from_json, to_json
 
@@ -28,7 +28,15 @@ from .._messages import ChatMessage, SystemMessage, TextContent, ToolResultMessa
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
 from ._profiles import STRUCTURAL_KEYWORDS, Feature, ModelProfile, ToolChoiceMode
 
-__all__ = ["Adapted", "adapt_request", "fit_content", "move_keywords", "with_json_arguments"]
+__all__ = [
+    "Adapted",
+    "PartRefusal",
+    "adapt_request",
+    "fit_content",
+    "fit_tool_parts",
+    "move_keywords",
+    "with_json_arguments",
+]
 
 INVALID_JSON = "INVALID_JSON"
 """The key of the stand-in sent for a historical tool call whose arguments are not JSON."""
@@ -106,17 +114,25 @@ def with_json_arguments(adapted: Adapted) -> Adapted:
     return adapted
 
 
+PartRefusal = Callable[[BinaryContent], "str | None"]
+"""A wire's `refuse_part`: why its API cannot take a part whose kind it takes (by the part's
+source or format), as a phrase after "the endpoint", or `None`."""
+
+
 def fit_content(
     adapted: Adapted,
     user: Set[ContentKind],
     tool: Set[ContentKind],
     profile: ModelProfile | None = None,
+    refuse: PartRefusal | None = None,
 ) -> Adapted:
     """`adapted` with every part beyond text where the endpoint takes it: in a tool result when
     its kind is in `tool`; else, when its kind is in `user`, in a user message right after the
     tool results, which says which call returned it (the way Chat Completions documents for
     tool messages, which carry text only); else left out, a text stand-in saying what was. User
-    message parts of a kind not in `user` are left out the same way. Each change is recorded
+    message parts of a kind not in `user` are left out the same way, and so is a part the API
+    cannot take by its source or format (`refuse`: a document by URL where only inline data
+    goes); a `data:` URL that is not base64 is sent as base64. Each change is recorded
     (features `tool_result_content` and `user_content`), or refused with
     `UnsupportedFeatureError` where `profile`'s policy for the feature is `"error"`."""
     messages = adapted.messages
@@ -130,9 +146,9 @@ def fit_content(
             fitted.append(UserMessage(content=moved))
             moved = []
         if isinstance(message, ToolResultMessage) and message.content:
-            fitted.append(_fit_result(message, user, tool, moved, changes))
+            fitted.append(_fit_result(message, user, tool, refuse, moved, changes))
         elif isinstance(message, UserMessage) and not isinstance(message.content, str):
-            parts = [_fit_user_part(part, user, changes) for part in message.content]
+            parts = [_fit_user_part(part, user, refuse, changes) for part in message.content]
             changed = any(new is not old for new, old in zip(parts, message.content, strict=True))
             fitted.append(
                 message.model_copy(update={"content": tuple(parts)}) if changed else message
@@ -142,14 +158,59 @@ def fit_content(
     if moved:
         fitted.append(UserMessage(content=moved))
     for feature, rules in changes.items():
-        rule = "; ".join(sorted(rules))
-        if profile is not None and profile.policy_for(feature) == "error":
-            raise UnsupportedFeatureError(
-                feature, f"profile {profile.name!r} does not support {feature}: {rule}"
-            )
-        adapted.adaptations.append({"feature": feature, "rule": rule})
+        _record(adapted, profile, feature, "; ".join(sorted(rules)))
     adapted.messages = fitted
     return adapted
+
+
+def fit_tool_parts(
+    parts: Sequence[Content],
+    user: Set[ContentKind],
+    tool: Set[ContentKind],
+    profile: ModelProfile | None = None,
+    refuse: PartRefusal | None = None,
+) -> tuple[tuple[Content, ...], tuple[str, ...]]:
+    """A tool result's `parts` decided at the tool result, as `fit_content` would send them: a
+    part the endpoint takes nowhere (neither in a tool result nor in a user message) replaced by
+    its note, a `data:` URL that is not base64 as base64, the rest as they are (moving a part
+    into a user message is the request's business); and the notes. So the history records what
+    the model will read, and no later request fails on it.
+
+    Raises:
+        UnsupportedFeatureError: a part `fit_content` would move or leave out, under `profile`'s
+            `"error"` policy for `tool_result_content`.
+    """
+    kept: list[Content] = []
+    notes: list[str] = []
+    rules: set[str] = set()
+    for old in parts:
+        if isinstance(old, TextContent):
+            kept.append(old)
+            continue
+        part, place = _place(old, user, tool, refuse)
+        if place in ("tool", "user"):
+            kept.append(part)
+            if place == "user":
+                rules.add(_moved_rule(part))
+            continue
+        rules.add(_left_out_rule(part, place))
+        notes.append(_left_out(part, place))
+        kept.append(TextContent(text=notes[-1]))
+    if rules and profile is not None and profile.policy_for("tool_result_content") == "error":
+        _refuse(profile, "tool_result_content", "; ".join(sorted(rules)))
+    return tuple(kept), tuple(notes)
+
+
+def _record(adapted: Adapted, profile: ModelProfile | None, feature: Feature, rule: str) -> None:
+    if profile is not None and profile.policy_for(feature) == "error":
+        _refuse(profile, feature, rule)
+    adapted.adaptations.append({"feature": feature, "rule": rule})
+
+
+def _refuse(profile: ModelProfile, feature: Feature, rule: str) -> None:
+    raise UnsupportedFeatureError(
+        feature, f"profile {profile.name!r} does not support {feature}: {rule}"
+    )
 
 
 def _has_parts(message: ChatMessage) -> bool:
@@ -158,29 +219,61 @@ def _has_parts(message: ChatMessage) -> bool:
     return isinstance(message, UserMessage) and not isinstance(message.content, str)
 
 
+_Place = Literal["tool", "user"]
+_PartT = TypeVar("_PartT", bound=BinaryContent)
+
+
+def _place(
+    part: _PartT,
+    user: Set[ContentKind],
+    tool: Set[ContentKind],
+    refuse: PartRefusal | None,
+) -> tuple[_PartT, _Place | str]:
+    """Where a tool's `part` (as it will be sent) goes: in the tool result, in a user message
+    after it, or nowhere, and why (a phrase after "the endpoint")."""
+    part = _as_sent(part)
+    refused = None if refuse is None else refuse(part)
+    if refused is None and part.kind in tool:
+        return part, "tool"
+    if refused is None and part.kind in user:
+        return part, "user"
+    return part, refused or f"does not take {_PLURAL[part.kind]}"
+
+
+def _as_sent(part: _PartT) -> _PartT:
+    """`part`, its `data:` URL as inline data when it is not base64 (the only form every API
+    takes)."""
+    if part.url is None or not part.url.startswith("data:") or part.base64_data() is not None:
+        return part
+    header = part.url[len("data:") :].partition(",")[0]
+    media_type = part.media_type or header.partition(";")[0] or "text/plain"
+    return part.model_copy(update={"url": None, "data": part.url_bytes(), "media_type": media_type})
+
+
 def _fit_result(
     message: ToolResultMessage,
     user: Set[ContentKind],
     tool: Set[ContentKind],
+    refuse: PartRefusal | None,
     moved: list[Content],
     changes: dict[Feature, set[str]],
 ) -> ToolResultMessage:
     kept: list[Content] = []
     here: list[Content] = []
-    for part in message.content:
-        if isinstance(part, TextContent) or part.kind in tool:
+    for old in message.content:
+        if isinstance(old, TextContent):
+            kept.append(old)
+            continue
+        part, place = _place(old, user, tool, refuse)
+        if place == "tool":
             kept.append(part)
-        elif part.kind in user:
+        elif place == "user":
             here.append(part)
             kept.append(TextContent(text=f"{part.describe()} (in the next user message)"))
-            changes.setdefault("tool_result_content", set()).add(
-                f"{_PLURAL[part.kind]} returned by tools sent in a user message after the tool results"
-            )
+            changes.setdefault("tool_result_content", set()).add(_moved_rule(part))
         else:
-            kept.append(TextContent(text=_left_out(part)))
-            changes.setdefault("tool_result_content", set()).add(
-                f"{_PLURAL[part.kind]} returned by tools left out: the endpoint takes none"
-            )
+            kept.append(TextContent(text=_left_out(part, place)))
+            changes.setdefault("tool_result_content", set()).add(_left_out_rule(part, place))
     if here:
         intro = f"Content returned by the tool call {message.tool_call_id} ({message.tool_name}):"
         moved += [TextContent(text=intro), *here]
@@ -193,19 +286,37 @@ def _fit_result(
     return message.model_copy(update={"text": content_text(kept), "content": tuple(kept)})
 
 
+def _moved_rule(part: BinaryContent) -> str:
+    return f"{_PLURAL[part.kind]} returned by tools sent in a user message after the tool results"
+
+
+def _left_out_rule(part: BinaryContent, why: str) -> str:
+    reason = "takes none" if why.startswith("does not take") else why
+    return f"{_PLURAL[part.kind]} returned by tools left out: the endpoint {reason}"
+
+
 def _fit_user_part(
-    part: Content, user: Set[ContentKind], changes: dict[Feature, set[str]]
+    old: Content,
+    user: Set[ContentKind],
+    refuse: PartRefusal | None,
+    changes: dict[Feature, set[str]],
 ) -> Content:
-    if isinstance(part, TextContent) or part.kind in user:
+    if isinstance(old, TextContent):
+        return old
+    part = _as_sent(old)
+    refused = None if refuse is None else refuse(part)
+    if refused is None and part.kind in user:
         return part
+    why = refused or f"does not take {_PLURAL[part.kind]}"
+    reason = "takes none" if refused is None else refused
     changes.setdefault("user_content", set()).add(
-        f"{_PLURAL[part.kind]} in user messages left out: the endpoint takes none"
+        f"{_PLURAL[part.kind]} in user messages left out: the endpoint {reason}"
     )
-    return TextContent(text=_left_out(part))
+    return TextContent(text=_left_out(part, why))
 
 
-def _left_out(part: BinaryContent) -> str:
-    return f"{part.describe()} (left out: the model's endpoint does not take {_PLURAL[part.kind]})"
+def _left_out(part: BinaryContent, why: str) -> str:
+    return f"{part.describe()} (left out: the model's endpoint {why})"
 
 
 _PLURAL: dict[ContentKind, str] = {

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from .._content import Content
 from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
 from .._messages import AiMessage
@@ -113,6 +114,21 @@ class FallbackModel:
 
     def __repr__(self) -> str:
         return f"FallbackModel({', '.join(_label(model) for model in self.models)})"
+
+    def fit_tool_content(
+        self, parts: Sequence[Content]
+    ) -> tuple[tuple[Content, ...], tuple[str, ...]]:
+        """A tool result's `parts` as every one of `models` takes them (each model's own
+        `fit_tool_content`, in order; a model without one takes them as they are), and the
+        notes: any of them may answer the next request, so the history keeps only what all of
+        them can read."""
+        kept, notes = tuple(parts), ()
+        for model in self.models:
+            fit = getattr(model, "fit_tool_content", None)
+            if fit is not None:
+                kept, more = fit(kept)
+                notes += more
+        return kept, notes
 
     def answering(self, response: ChatResponse) -> object:
         """The model of `self.models` that answered `response` (one this model returned)."""

@@ -32,7 +32,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import httpx
 import pydantic_core
 
-from .._content import ContentKind
+from .._content import BinaryContent, ContentKind
 from .._decoding import aiter_bounded, iter_bounded
 from .._events import StreamEvent
 from .._exceptions import ModelError
@@ -179,6 +179,10 @@ class WireBase:
     """The kinds of parts beyond text the API takes in user messages."""
     tool_result_content: ClassVar[frozenset[ContentKind]] = frozenset()
     """The kinds of parts beyond text the API takes in tool results."""
+
+    def refuse_part(self, part: BinaryContent) -> str | None:
+        """None: the API takes every part of the kinds it takes, by any source."""
+        return None
 
     def request_path(self, model: str, *, stream: bool) -> str:
         """`path`, whatever the model and the mode."""

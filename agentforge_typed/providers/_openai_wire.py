@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import pydantic_core
 
-from .._content import AudioContent, Content, ContentKind, DocumentContent
+from .._content import AudioContent, BinaryContent, Content, ContentKind, DocumentContent
 from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
@@ -157,6 +157,18 @@ def _map_user_content(message: UserMessage) -> str | list[dict[str, Any]]:
 
 
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+
+
+def refused_part(part: BinaryContent) -> str | None:
+    """Why Chat Completions cannot take `part` (a phrase after "the endpoint"), or `None`."""
+    if isinstance(part, ImageContent):
+        return None
+    inline = part.base64_data()
+    if inline is None:
+        return f"takes a {part.kind} only as inline data, not by URL"
+    if isinstance(part, AudioContent) and inline[0] not in _AUDIO_FORMATS:
+        return "takes audio only as wav or mp3"
+    return None
 
 
 def _map_part(part: Content) -> dict[str, Any]:
@@ -570,6 +582,11 @@ class OpenAIWire(WireBase):
     def headers(self, api_key: str | None) -> dict[str, str]:
         """`Authorization: Bearer` (when there is a key), organization and project."""
         return openai_headers(api_key, self.organization, self.project)
+
+    def refuse_part(self, part: BinaryContent) -> str | None:
+        """Chat Completions takes images by any source, but audio (wav or mp3), documents and
+        files only as inline data (see `_map_part`)."""
+        return refused_part(part)
 
     def build_payload(
         self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters, *, stream: bool

@@ -16,7 +16,8 @@ with `_outcomes`, so the model reads the same texts whatever backs a tool.
 
 This module exports the plumbing a tool-kind author or a typed decorator wrapper needs
 (`DeclaredTool`, `ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`, the option records
-`ToolOptions` and `MCPServerOptions`, and `DEFAULT_MAX_RESULT_CHARS`); everyday names are exported from `agentforge_typed` itself.
+`ToolOptions` and `MCPServerOptions`, `ContentURLs`, and the caps `DEFAULT_MAX_RESULT_CHARS`,
+`MAX_CONTENT_BYTES` and `MAX_CONTENT_PARTS`); everyday names are exported from `agentforge_typed` itself.
 """
 
 from __future__ import annotations
@@ -26,12 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._base import DeclaredTool, ToolExecutor, ToolLike, ToolSource
-    from ._budget import DEFAULT_MAX_RESULT_CHARS
+    from ._budget import DEFAULT_MAX_RESULT_CHARS, MAX_CONTENT_BYTES, MAX_CONTENT_PARTS
+    from ._content_urls import ContentURLs
     from ._function import ToolDecorator, ToolOptions
     from ._mcp import MCPServerOptions
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
+    "MAX_CONTENT_BYTES",
+    "MAX_CONTENT_PARTS",
+    "ContentURLs",
     "DeclaredTool",
     "MCPServerOptions",
     "ToolDecorator",
@@ -45,6 +50,9 @@ __all__ = [
 # wording), which must not pull in every tool kind.
 _HOMES = {
     "DEFAULT_MAX_RESULT_CHARS": "._budget",
+    "MAX_CONTENT_BYTES": "._budget",
+    "MAX_CONTENT_PARTS": "._budget",
+    "ContentURLs": "._content_urls",
     "DeclaredTool": "._base",
     "MCPServerOptions": "._mcp",
     "ToolDecorator": "._function",

@@ -159,6 +159,13 @@ class ToolExecutionResult:
         (images, documents, audio, files); empty for a result of text alone."""
         return ()
 
+    @property
+    def content_notes(self) -> tuple[str, ...]:
+        """One note per part left out of `content`, saying what and why (the same text stands in
+        the part's place): a link its tool may not forward, a part over the result's byte or
+        part cap, a part the model cannot take. Empty when nothing was left out."""
+        return ()
+
 
 class ToolExecutor(Protocol):
     """Anything that executes a `ToolCall`: a local function, a JSON-schema handler, HTTP, MCP.

@@ -12,14 +12,17 @@ without a budget of their own when it has one (`within_budget`). Error texts hav
 (`MAX_ERROR_TEXT_CHARS`), cut the same way (`cut_text`).
 
 A result with content beyond text (`ToolResultMessage.content`: images, documents, audio, files)
-spends the same budget on its text parts, in order, and `MAX_CONTENT_BYTES` on the bytes its other
-parts hold inline: a part over what is left of it is left out, and a text part in its place says
-what and why (`budget_content`). Its whole content stays on `ToolExecutionResult.value`.
+keeps at most `MAX_CONTENT_PARTS` parts, spends the same budget on its text parts, in order, and
+`MAX_CONTENT_BYTES` on what its other parts take in a request (`BinaryContent.wire_size`, the one
+measure of a part's size: inline bytes as base64, a URL as its text, a `data:` URL included): a
+part over what is left of it is left out, and a text part in its place says what and why
+(`budget_content`); each note is also recorded (`ToolExecutionResult.content_notes`). Its whole
+content stays on `ToolExecutionResult.value`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._content import BinaryContent, Content, TextContent, content_text
@@ -28,13 +31,17 @@ from ._base import ToolExecutionResult
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
     "MAX_CONTENT_BYTES",
+    "MAX_CONTENT_PARTS",
     "MIN_RESULT_CHARS",
+    "ContentFit",
     "apply_budget",
     "budget_content",
-    "content_result",
     "check_max_result_chars",
+    "content_result",
     "cut_result",
     "cut_text",
+    "fit_result",
+    "with_content",
     "within_budget",
 ]
 
@@ -47,9 +54,14 @@ MIN_RESULT_CHARS = 100
 """The smallest budget: room for the marker and some of the text around it."""
 
 MAX_CONTENT_BYTES = 5 * 1024 * 1024
-"""The most bytes a tool result's images, documents, audio and files may hold inline together
-(5 MiB: Anthropic's limit for one image, a quarter of Gemini's for a whole request). Parts by
-URL cost nothing here."""
+"""The most bytes a tool result's images, documents, audio and files may take in a request
+together, measured as sent (`BinaryContent.wire_size`): inline data as base64 (so about 3.75 MiB
+of raw bytes), a URL as its text, a `data:` URL included. 5 MiB: Anthropic's limit for one
+image, a quarter of Gemini's for a whole request."""
+
+MAX_CONTENT_PARTS = 100
+"""The most parts (text parts included) a tool result's content keeps; the rest are left out,
+one marker saying how many. Anthropic takes at most 100 images in a whole request."""
 
 
 def check_max_result_chars(value: int | None) -> int | None:
@@ -99,17 +111,25 @@ class _ContentResult(_CutResult):
 
     content: tuple[Content, ...] = ()
     whole: tuple[Content, ...] = field(default=(), repr=False, compare=False)
+    content_notes: tuple[str, ...] = ()
+    checked: tuple[str, ...] = field(default=(), repr=False, compare=False)
+    """The notes of the checks before the budget (links, the model's fit), kept when re-cut."""
 
 
 def budget_content(
-    parts: Iterable[Content], limit: int, max_bytes: int = MAX_CONTENT_BYTES
-) -> tuple[Content, ...]:
-    """`parts` within the budget: text parts cut to the `limit` characters left (once it is
-    spent, one marker stands for the rest), and a part whose inline bytes are over the
-    `max_bytes` left replaced by a text part that says so."""
+    parts: Sequence[Content],
+    limit: int,
+    max_bytes: int = MAX_CONTENT_BYTES,
+    max_parts: int = MAX_CONTENT_PARTS,
+) -> tuple[tuple[Content, ...], tuple[str, ...]]:
+    """`parts` within the budget, and a note per part left out: the first `max_parts` parts (one
+    marker for the rest), text parts cut to the `limit` characters left (once it is spent, one
+    marker stands for the rest), and a part that takes more than the `max_bytes` left in a
+    request (`BinaryContent.wire_size`) replaced by a text part that says so."""
     kept: list[Content] = []
+    notes: list[str] = []
     chars = size = dropped = 0
-    for part in parts:
+    for part in parts[:max_parts]:
         if isinstance(part, TextContent):
             room = limit - chars
             if room < MIN_RESULT_CHARS and len(part.text) > max(room, 0):
@@ -118,33 +138,84 @@ def budget_content(
             text = cut_text(part.text, room)
             chars += len(text)
             kept.append(part if text is part.text else TextContent(text=text))
-        elif size + part.size > max_bytes:
-            kept.append(TextContent(text=_left_out(part, max_bytes)))
+            continue
+        cost = part.wire_size
+        if size + cost > max_bytes:
+            notes.append(_left_out(part, cost, max_bytes))
+            kept.append(TextContent(text=notes[-1]))
         else:
-            size += part.size
+            size += cost
             kept.append(part)
     if dropped:
         kept.append(TextContent(text=_marker(dropped)))
-    return tuple(kept)
+    if len(parts) > max_parts:
+        notes.append(
+            f"[{len(parts) - max_parts:,} more parts left out: a tool result keeps at most "
+            f"{max_parts:,}]"
+        )
+        kept.append(TextContent(text=notes[-1]))
+    return tuple(kept), tuple(notes)
 
 
-def _left_out(part: BinaryContent, max_bytes: int) -> str:
+def _left_out(part: BinaryContent, cost: int, max_bytes: int) -> str:
     return (
-        f"[{part.kind}: {part.media_type}, {part.size:,} bytes: left out, over the "
-        f"{max_bytes:,}-byte limit of a tool result's inline content]"
+        f"[{part.describe()[1:-1]}: left out, {cost:,} bytes as sent, over the {max_bytes:,}-byte "
+        "limit of a tool result's content]"
     )
 
 
 def content_result(
-    parts: tuple[Content, ...], limit: int, value: object, repairs: tuple[str, ...] = ()
+    parts: tuple[Content, ...],
+    limit: int,
+    value: object,
+    repairs: tuple[str, ...] = (),
+    notes: tuple[str, ...] = (),
 ) -> ToolExecutionResult:
     """The successful result of `value`, whose content is `parts`: within the budget
-    (`budget_content`), its text their text (`content_text`)."""
-    kept = budget_content(parts, limit)
+    (`budget_content`), its text their text (`content_text`); `notes` says what the checks
+    before (`_content_urls`) left out."""
+    kept, cut = budget_content(parts, limit)
     text = content_text(kept)
-    if kept == parts:
-        return _ContentResult(text, value, False, None, repairs, None, None, kept, parts)
-    return _ContentResult(text, value, False, None, repairs, None, content_text(parts), kept, parts)
+    whole = None if kept == parts else content_text(parts)
+    return _ContentResult(
+        text, value, False, None, repairs, None, whole, kept, parts, (*notes, *cut), notes
+    )
+
+
+ContentFit = Callable[[Sequence[Content]], tuple[tuple[Content, ...], tuple[str, ...]]]
+"""A model's `fit_tool_content`: a tool result's parts as the model takes them, and a note per
+part it left out."""
+
+
+def fit_result(result: ToolExecutionResult, fit: ContentFit) -> ToolExecutionResult:
+    """`result` with its content as `fit` leaves it (the model's own rules: the kinds and sources
+    it takes), each note recorded; the same `result` when nothing changed."""
+    if not isinstance(result, _ContentResult):
+        return result
+    return with_content(result, *fit(result.content))
+
+
+def with_content(
+    result: ToolExecutionResult, parts: tuple[Content, ...], notes: tuple[str, ...]
+) -> ToolExecutionResult:
+    """`result` (a result with content) whose parts a check after the budget changed to `parts`,
+    noting `notes`: final, as it is (a later budget cuts from these parts, not the whole)."""
+    assert isinstance(result, _ContentResult)
+    if parts == result.content:
+        return result
+    return _ContentResult(
+        content_text(parts),
+        result.value,
+        False,
+        None,
+        result.repairs,
+        None,
+        result.full_text,
+        parts,
+        parts,
+        (*result.content_notes, *notes),
+        (*result.checked, *notes),
+    )
 
 
 def apply_budget(result: ToolExecutionResult, limit: int) -> ToolExecutionResult:
@@ -153,7 +224,7 @@ def apply_budget(result: ToolExecutionResult, limit: int) -> ToolExecutionResult
     if result.is_error:
         return result
     if isinstance(result, _ContentResult):
-        again = content_result(result.whole, limit, result.value, result.repairs)
+        again = content_result(result.whole, limit, result.value, result.repairs, result.checked)
         return result if again.content == result.content else again
     whole = result.full_text
     if whole is None:

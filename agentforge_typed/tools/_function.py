@@ -34,8 +34,9 @@ from ._base import (
     check_options,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
+from ._content_urls import ContentURLs, check_content_urls
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
-from ._outcomes import arguments_error_result, failure_result, success_result
+from ._outcomes import arguments_error_result, asuccess_result, failure_result, success_result
 from ._result_text import DeclaredResultText, ResultConverter
 from ._returns import CONTENT_CARRIERS, value_annotation
 from ._signature import check_tool_name, inspect_function, type_name
@@ -84,6 +85,11 @@ class ToolOptions(TypedDict, total=False):
     """The most characters of a result's text the model reads (at least 100); a longer text keeps
     its head and tail around a marker saying how many were cut. Default `None`: the
     `ToolService`'s `max_result_chars`, else 100,000 (`DEFAULT_MAX_RESULT_CHARS`)."""
+    content_urls: ContentURLs
+    """Which links the parts the tool returns may carry to the model's provider: `"https"` (the
+    default: `https://` to public hosts only), `"http"` (`http://` too) or `"any"` (any link,
+    unchecked: for a tool whose links point into your own network). A link it does not allow is
+    left out, a note in its place (`agentforge_typed.tools.ContentURLs`)."""
 
 
 class Tool(Generic[P, R]):
@@ -111,6 +117,7 @@ class Tool(Generic[P, R]):
         external: The program runs it elsewhere: a run pauses on its calls for their results.
         max_result_chars: Its own result budget (characters the model reads of a result), or
             `None` for the service's (else the default, 100,000).
+        content_urls: Which links the parts it returns may carry (`"https"`, `"http"`, `"any"`).
     """
 
     # The private per-call state in slots: reading a slot is cheaper than reading an instance
@@ -153,6 +160,7 @@ class Tool(Generic[P, R]):
     requires_approval: ApprovalPolicy
     external: bool
     max_result_chars: int | None
+    content_urls: ContentURLs
 
     def __init__(
         self,
@@ -216,6 +224,7 @@ class Tool(Generic[P, R]):
         self._max_result = (
             DEFAULT_MAX_RESULT_CHARS if self.max_result_chars is None else self.max_result_chars
         )
+        self.content_urls = check_content_urls(options.get("content_urls", "https"))
 
         self._function: Callable[..., Any] = target
         self._binding: _Binding = binding
@@ -360,7 +369,7 @@ class Tool(Generic[P, R]):
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
             if value.__class__ in CONTENT_CARRIERS:
-                return success_result(value, (), self._convert, self._max_result)
+                return success_result(value, (), self._convert, self._max_result, self.content_urls)
             text = self._convert(value)
             if len(text) > self._max_result:
                 return cut_result(text, self._max_result, value)
@@ -389,6 +398,10 @@ class Tool(Generic[P, R]):
             value = await ainvoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
+            if value.__class__ in CONTENT_CARRIERS:
+                return await asuccess_result(
+                    value, repairs, self._convert, self._max_result, self.content_urls
+                )
             return success_result(value, repairs, self._convert, self._max_result)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
@@ -407,7 +420,9 @@ class Tool(Generic[P, R]):
             value = invoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
-            return success_result(value, repairs, self._convert, self._max_result)
+            return success_result(
+                value, repairs, self._convert, self._max_result, self.content_urls
+            )
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
 

@@ -54,8 +54,9 @@ from ._base import (
     check_options,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
+from ._content_urls import ContentURLs, check_content_urls
 from ._mcp_questions import MAX_INPUT_ROUNDS, Desk, OpenCall, Resend
-from ._mcp_results import OutputSchema, OutputType, map_call_result
+from ._mcp_results import OutputSchema, OutputType, amap_call_result
 from ._mcp_session import (
     Revision,
     announces_listen,
@@ -253,6 +254,12 @@ class MCPServerOptions(TypedDict, total=False):
     required: bool
     """Whether failing to connect when entered raises (default `True`); `False` logs a warning
     and enters the server with no tools, so a run proceeds without them."""
+    content_urls: ContentURLs
+    """Which links (`resource_link` blocks) the server's results may send on to the model's
+    provider, which fetches them: `"https"` (the default: `https://` to public hosts only, each
+    name resolved to check it), `"http"` (`http://` too), or `"any"` (any link, unchecked: for a
+    server you trust whose links point into your own network). A link it does not allow is left
+    out, a note in its place (`agentforge_typed.tools.ContentURLs`); `file://` never goes."""
 
 
 class MCPServer:
@@ -305,6 +312,7 @@ class MCPServer:
         if self.revision not in ("newest", "handshake"):
             raise ValueError(f"revision must be 'newest' or 'handshake', got {self.revision!r}")
         self.elicitation_timeout = options.get("elicitation_timeout", 600.0)
+        self.content_urls = check_content_urls(options.get("content_urls", "https"))
         self._desk = Desk(self.label, self.timeout, self.elicitation_timeout)
         # What the user said, which wins over what a trusted server's annotations imply.
         self._given = frozenset(options.keys() & {"requires_approval", "sequential"})
@@ -946,12 +954,13 @@ class MCPServer:
             return exc
         if isinstance(result, ToolExecutionResult):
             return result
-        return map_call_result(
+        return await amap_call_result(
             tool.name,
             result,
             self._max_result,
             tool.output_schema,
             self._output_types.get(tool.remote_name),
+            self.content_urls,
         )
 
     async def _follow(

@@ -5,10 +5,11 @@ Blocks (https://modelcontextprotocol.io/specification/2025-06-18/server/tools#to
 `text` → text; `image` and `audio` (base64 `data`, `mimeType`) → `ImageContent` / `AudioContent`;
 `resource` → its embedded `text`, or its `blob` as a part of the kind its `mimeType` says
 (`image/*`, `audio/*`, `application/pdf` and `text/*` as a document, else a file); a
-`resource_link` to an `http(s)` URI → a part by URL of that kind; a link to another scheme (a
-server's `file://`, which no provider can fetch) and any unknown block → a one-line stand-in.
-A block that does not make a part (data that is not base64, no data) becomes a stand-in
-saying so, not an exception. The parts go through the
+`resource_link` to an `http(s)` URI → a part by URL of that kind, forwarded only as the server's
+`content_urls` allows (`_content_urls`: by default `https://` to public hosts alone, else a note
+in its place); a link to another scheme (a server's `file://`, which no provider can fetch) and
+any unknown block → a one-line stand-in. A block that does not make a part (data that is not
+base64, no data) becomes a stand-in saying so, not an exception. The parts go through the
 result budget like any tool's (`_budget.content_result`).
 
 `structuredContent` is the result's value. A tool that declares an `outputSchema` has it checked
@@ -41,7 +42,8 @@ from .._exceptions import ToolExecutionError
 from ._argument_errors import problem_lines
 from ._arguments import argument_errors as pydantic_errors
 from ._base import ToolExecutionResult
-from ._budget import content_result, cut_result
+from ._budget import MAX_CONTENT_PARTS, content_result, cut_result
+from ._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content
 from ._outcomes import capped_error_text, execution_error_result
 from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import (
@@ -52,7 +54,13 @@ from ._schema_arguments import (
 )
 from ._signature import type_name
 
-__all__ = ["OutputSchema", "OutputType", "map_call_result", "own_output_validation"]
+__all__ = [
+    "OutputSchema",
+    "OutputType",
+    "amap_call_result",
+    "map_call_result",
+    "own_output_validation",
+]
 
 
 def own_output_validation(session: object) -> None:
@@ -128,14 +136,48 @@ def map_call_result(
     limit: int,
     output_schema: OutputSchema | None = None,
     output_type: OutputType | None = None,
+    urls: ContentURLs = DEFAULT_CONTENT_URLS,
 ) -> ToolExecutionResult:
     """An MCP `CallToolResult` (wire format, camelCase) → a result.
 
-    The parts are the content blocks (see the module); without any, the text is the structured
-    content as compact JSON; within the budget (`limit` characters). `value` is the structured
-    content when the server sent one, else the whole text. `isError` makes it an `"execution"`
-    error result (its text capped as errors are).
+    The parts are the content blocks (see the module), their links as `urls` allows (names
+    resolved here, blocking: async code uses `amap_call_result`); without any, the text is the
+    structured content as compact JSON; within the budget (`limit` characters). `value` is the
+    structured content when the server sent one, else the whole text. `isError` makes it an
+    `"execution"` error result (its text capped as errors are).
     """
+    read = _read(tool_name, result, limit, output_schema, output_type)
+    if isinstance(read, ToolExecutionResult):
+        return read
+    parts, notes = guard_content(read[0], urls, MAX_CONTENT_PARTS)
+    return content_result(parts, limit, read[1], (), notes)
+
+
+async def amap_call_result(
+    tool_name: str,
+    result: Mapping[str, Any],
+    limit: int,
+    output_schema: OutputSchema | None = None,
+    output_type: OutputType | None = None,
+    urls: ContentURLs = DEFAULT_CONTENT_URLS,
+) -> ToolExecutionResult:
+    """`map_call_result` for async code: the names of links are resolved off the event loop."""
+    read = _read(tool_name, result, limit, output_schema, output_type)
+    if isinstance(read, ToolExecutionResult):
+        return read
+    parts, notes = await aguard_content(read[0], urls, MAX_CONTENT_PARTS)
+    return content_result(parts, limit, read[1], (), notes)
+
+
+def _read(
+    tool_name: str,
+    result: Mapping[str, Any],
+    limit: int,
+    output_schema: OutputSchema | None,
+    output_type: OutputType | None,
+) -> ToolExecutionResult | tuple[tuple[Content, ...], Any]:
+    """The result, or the parts and the value of one with content beyond text (whose links are
+    still to check)."""
     parts = [_part(block) for block in result.get("content") or ()]
     structured = result.get("structuredContent")
     text = content_text(parts)
@@ -166,7 +208,7 @@ def map_call_result(
                 tool_name, f"its structuredContent is not a {output_type.name}:\n{problems}"
             )
     if has_binary(parts):
-        return content_result(tuple(parts), limit, value)
+        return tuple(parts), value
     if len(text) > limit:
         return cut_result(text, limit, value)
     return ToolExecutionResult(text=text or SUCCESS_TEXT, value=value)

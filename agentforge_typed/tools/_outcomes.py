@@ -25,7 +25,15 @@ from .._content import content_text, has_binary
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from ._argument_errors import format_arguments_error
 from ._base import ToolExecutionResult
-from ._budget import DEFAULT_MAX_RESULT_CHARS, content_result, cut_result, cut_text
+from ._budget import (
+    DEFAULT_MAX_RESULT_CHARS,
+    MAX_CONTENT_PARTS,
+    content_result,
+    cut_result,
+    cut_text,
+    with_content,
+)
+from ._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content
 from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
 from ._returns import CONTENT_CARRIERS, returned_content
@@ -33,11 +41,14 @@ from ._returns import CONTENT_CARRIERS, returned_content
 __all__ = [
     "MAX_ERROR_TEXT_CHARS",
     "ValidatedArguments",
+    "alinks_checked",
     "arguments_error_result",
+    "asuccess_result",
     "capped_error_text",
     "describe_exception",
     "execution_error_result",
     "failure_result",
+    "links_checked",
     "reraise_uncontained",
     "success_result",
     "timeout_result",
@@ -84,16 +95,19 @@ def success_result(
     repairs: tuple[str, ...] = (),
     convert: ResultConverter = result_text,
     limit: int = DEFAULT_MAX_RESULT_CHARS,
+    urls: ContentURLs = DEFAULT_CONTENT_URLS,
 ) -> ToolExecutionResult:
     """A successful result carrying `value` and its text (`convert(value)`), cut to `limit`
     characters (the whole text kept on `full_text`); a value that carries content (images,
-    documents, …, see `_returns`) gives a result with that content, within the budget."""
+    documents, …, see `_returns`) gives a result with that content, its links as `urls` allows
+    (resolving names here, blocking: async code uses `asuccess_result`), within the budget."""
     if value.__class__ in CONTENT_CARRIERS:
         found = returned_content(value, convert)
         if found is not None:
             value, parts = found
             if has_binary(parts):
-                return content_result(parts, limit, value, repairs)
+                checked, notes = guard_content(parts, urls, MAX_CONTENT_PARTS)
+                return content_result(checked, limit, value, repairs, notes)
             text = content_text(parts)
         else:
             text = convert(value)
@@ -102,6 +116,37 @@ def success_result(
     if len(text) > limit:
         return cut_result(text, limit, value, repairs)
     return ToolExecutionResult(text, value, False, None, repairs)
+
+
+async def asuccess_result(
+    value: Any,
+    repairs: tuple[str, ...],
+    convert: ResultConverter,
+    limit: int,
+    urls: ContentURLs,
+) -> ToolExecutionResult:
+    """`success_result` for async code: the names of links are resolved off the event loop."""
+    if value.__class__ in CONTENT_CARRIERS:
+        found = returned_content(value, convert)
+        if found is not None and has_binary(found[1]):
+            checked, notes = await aguard_content(found[1], urls, MAX_CONTENT_PARTS)
+            return content_result(checked, limit, found[0], repairs, notes)
+    return success_result(value, repairs, convert, limit, urls)
+
+
+def links_checked(result: ToolExecutionResult, urls: ContentURLs) -> ToolExecutionResult:
+    """`result`, built before its links could be checked (an external call's, decided before the
+    loop runs), with them checked as `urls` allows (names resolved here, blocking)."""
+    if not result.content:
+        return result
+    return with_content(result, *guard_content(result.content, urls))
+
+
+async def alinks_checked(result: ToolExecutionResult, urls: ContentURLs) -> ToolExecutionResult:
+    """`links_checked` for async code: the names of links are resolved off the event loop."""
+    if not result.content:
+        return result
+    return with_content(result, *(await aguard_content(result.content, urls)))
 
 
 def arguments_error_result(

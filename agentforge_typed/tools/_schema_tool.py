@@ -25,8 +25,10 @@ from ._base import (
     ToolExecutor,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, apply_budget, check_max_result_chars
+from ._content_urls import ContentURLs, check_content_urls
 from ._invoke import ainvoke, invoke, is_async_callable
-from ._outcomes import failure_result, success_result, with_repairs
+from ._outcomes import asuccess_result, failure_result, success_result, with_repairs
+from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
 
 __all__ = ["SchemaHandler", "SchemaTool", "valid_arguments"]
@@ -71,6 +73,9 @@ class SchemaTool(DeclaredTool):
         max_result_chars: The most characters of a result's text the model reads (a longer
             one keeps its head and tail around a marker); `None` (default): the service's
             budget, else 100,000. It applies to an executor handler's results too.
+        content_urls: Which links the parts a handler returns may carry to the model's
+            provider: `"https"` (the default: `https://` to public hosts only), `"http"`, or
+            `"any"` (unchecked); a link it does not allow is left out, a note in its place.
 
     Raises:
         ValueError: When `specification.parameters` is not a valid JSON Schema, or
@@ -89,6 +94,7 @@ class SchemaTool(DeclaredTool):
         extra_arguments: ExtraArguments = "forbid",
         requires_approval: ApprovalPolicy = False,
         max_result_chars: int | None = None,
+        content_urls: ContentURLs = "https",
     ) -> None:
         self._arguments = SchemaArguments(
             specification.parameters, tool_name=specification.name, extra_arguments=extra_arguments
@@ -112,6 +118,8 @@ class SchemaTool(DeclaredTool):
         self._max_result = (
             DEFAULT_MAX_RESULT_CHARS if max_result_chars is None else max_result_chars
         )
+        self.content_urls = check_content_urls(content_urls)
+        """Which links the parts a handler returns may carry (see `ContentURLs`)."""
 
     def __repr__(self) -> str:
         return f"SchemaTool({self.name!r})"
@@ -137,7 +145,9 @@ class SchemaTool(DeclaredTool):
             value = invoke(
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
-            return success_result(value, decoded.repairs, limit=self._max_result)
+            return success_result(
+                value, decoded.repairs, limit=self._max_result, urls=self.content_urls
+            )
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 
@@ -154,7 +164,9 @@ class SchemaTool(DeclaredTool):
             value = await ainvoke(
                 self._function, (decoded.arguments,), timeout=self.timeout, is_async=self._is_async
             )
-            return success_result(value, decoded.repairs, limit=self._max_result)
+            return await asuccess_result(
+                value, decoded.repairs, result_text, self._max_result, self.content_urls
+            )
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, decoded.repairs)
 
