@@ -225,8 +225,13 @@ async def test_a_durable_tool_activity_fits_its_content_where_the_tool_runs() ->
     durable = temporal.TemporalToolService(ToolService([recording]), model, name="content")
     _, run_tool = durable.activities
     payload = temporal.ToolActivityInput(call=ToolCall(id="c1", name="recording"))
-    travelled = await ActivityEnvironment().run(run_tool, payload)
-    back = temporal.ToolActivityResult.model_validate_json(travelled.model_dump_json()).result()
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    environment = ActivityEnvironment()  # with the converter `AgentForgePlugin` installs
+    environment.payload_converter = pydantic_data_converter.payload_converter
+    travelled = await environment.run(run_tool, payload)
+    # The activity sends its result encoded once, as a `RawValue` of the JSON payload.
+    back = temporal.ToolActivityResult.model_validate_json(travelled.payload.data).result()
     assert back.content_notes == (PDF_NOTE,)
     assert back.content[2:] == (
         TextContent(text=PDF_NOTE),
