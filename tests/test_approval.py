@@ -145,8 +145,15 @@ def test_a_round_with_a_call_needing_approval_pauses_after_the_other_calls(run: 
     assert [p.call.id for p in result.pending] == ["t1"]
     assert result.pending[0].reason == "approval"
     assert bank.sent == []
+    # The message records the run's conversation and what its waiting call waits for.
+    paused_calls = {"t1": {"reason": "approval", "digest": result.pending[0].digest}}
     assert result.messages[-2] == round_.model_copy(
-        update={"attributes": {"conversation_id": result.conversation_id}}
+        update={
+            "attributes": {
+                "conversation_id": result.conversation_id,
+                "paused_calls": paused_calls,
+            }
+        }
     )
     assert result.messages[-1] == ToolResultMessage(
         tool_call_id="b1", tool_name="balance", text="500"
@@ -448,11 +455,14 @@ def test_hooks_and_stream_events_see_a_pending_call_as_such() -> None:
     ]
     assert len(pending) == 1
     assert pending[0].result.text == "Awaiting approval."
-    assert pending[0].pending == af.PendingCall(pending[0].call, "approval")
+    shown = pending[0].pending
+    assert shown is not None and shown.digest is not None and shown.digest.startswith("sha256:")
+    assert shown == af.PendingCall(pending[0].call, "approval", digest=shown.digest)
     assert [e.call.id for e in audited] == ["b1", "t1"]
-    assert [e.pending is None for e in audited] == [True, False]
+    assert [e.pending for e in audited] == [None, shown]
     final = events[-1]
-    assert isinstance(final, FinalResultEvent) and len(final.result.pending) == 1
+    # The hooks, the events and the result show one digest: the one the history records.
+    assert isinstance(final, FinalResultEvent) and final.result.pending == (shown,)
 
 
 def test_a_history_ending_in_a_normal_call_is_completed_on_resume(run: Runner) -> None:
