@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -550,14 +551,25 @@ def test_the_example_pauses_in_one_process_and_resumes_in_another(tmp_path: Path
         )
         return done.stdout.strip()
 
-    history = str(tmp_path / "history.json")
-    assert example("pause", history, "Pay 250 to bob") == (
+    history = tmp_path / "history.json"
+    assert example("pause", str(history), "Pay 250 to bob") == (
         'pending pay_bob pay {"to": "bob", "amount": 250}'
     )
-    assert example("resume", history, "yes") == "Paid 250 EUR to bob."
-    assert example("pause", history, "Pay 250 to bob").startswith("pending")
-    assert example("resume", history, "not this month").endswith(": not this month")
-    assert example("pause", history, "Pay 20 to amy") == "Paid 20 EUR to amy."
+    # Two callers resume the same stored history (a retried request, a double click), each in
+    # its own process: the loop cannot tell, but the payment carries the same idempotency key.
+    again = tmp_path / "again.json"
+    again.write_bytes(history.read_bytes())
+    paid = re.fullmatch(
+        r"Paid 250 EUR to bob \(idempotency key ([0-9a-f]{32})\)\.",
+        example("resume", str(history), "yes"),
+    )
+    assert paid is not None
+    assert example("resume", str(again), "yes") == paid[0]
+    assert example("pause", str(history), "Pay 250 to bob").startswith("pending")
+    assert example("resume", str(history), "not this month").endswith(": not this month")
+    small = example("pause", str(history), "Pay 20 to amy")
+    assert small.startswith("Paid 20 EUR to amy (idempotency key ")
+    assert paid[1] not in small  # another conversation, another key
 
 
 def test_an_async_policy_decides_before_a_sync_before_tool_call_hook(run: Runner) -> None:
