@@ -638,3 +638,63 @@ def test_resuming_under_another_conversation_id_is_refused_before_anything_runs(
         service, later.model, paused.messages, approvals={"c1": True}, conversation_id="alice-1"
     )
     assert resumed.text == "Done." and len(bank.sent) == 1
+
+
+def test_a_digest_secret_is_checked_and_kept_out_of_sight() -> None:
+    with pytest.raises(ValueError, match="digest_secret must be at least 16 bytes"):
+        ToolService(digest_secret="too short")
+    with pytest.raises(TypeError, match="digest_secret must be str or bytes, not int"):
+        ToolService(digest_secret=1234567890123456)  # type: ignore[arg-type]
+    secret = "correct horse battery staple, 32"
+    service = ToolService([charge], digest_secret=secret)
+    paused = service.chat(Script(calls(call("c1", "charge", amount=5))).model, "pay")
+    (pending,) = paused.pending
+    assert pending.digest is not None and pending.digest.startswith("hmac-sha256:")
+    shown = [
+        repr(service),
+        repr(vars(service)),
+        repr(pending),
+        History.dump_json(list(paused.messages)),
+    ]
+    assert not any(secret in str(text) for text in shown)
+
+
+def test_each_way_a_record_fails_its_check_says_so() -> None:
+    script = Script(calls(call("c1", "charge", amount=5)))
+    plain, keyed = ToolService([charge]), ToolService([charge], digest_secret=b"k" * 16)
+    by_plain = plain.chat(script.model, "pay").messages
+    by_keyed = keyed.chat(Script(calls(call("c1", "charge", amount=5))).model, "pay").messages
+    changed = "call 'c1' (charge) changed since it was shown: "
+    with pytest.raises(ValueError) as refused:
+        plain.chat(script.model, by_keyed, approvals={"c1": True})
+    assert str(refused.value) == (
+        changed + "its digest was made with a digest_secret, and this service has none; nothing ran"
+    )
+    with pytest.raises(ValueError) as refused:
+        keyed.chat(script.model, by_plain, approvals={"c1": True})
+    assert str(refused.value) == (
+        changed + "its digest was made without a digest_secret, and this service has one (a "
+        "history kept elsewhere could have been changed); nothing ran"
+    )
+    other = ToolService([charge], digest_secret=b"o" * 16)
+    with pytest.raises(ValueError) as refused:
+        other.chat(script.model, by_keyed, approvals={"c1": True})
+    assert str(refused.value) == (
+        changed + "its tool, arguments, question or conversation are not the ones it paused "
+        "with (or the digest was made with another digest_secret); nothing ran"
+    )
+    message = by_plain[-1]
+    assert isinstance(message, AiMessage)
+    broken = message.model_copy(
+        update={"attributes": {**message.attributes, "paused_calls": {"c1": {"reason": "maybe"}}}}
+    )
+    with pytest.raises(ValueError) as refused:
+        plain.chat(script.model, [*by_plain[:-1], broken], approvals={"c1": True})
+    assert str(refused.value).startswith(
+        "the history's record of its paused calls (attributes['paused_calls']) is malformed: "
+    )
+    assert str(refused.value).endswith("; nothing ran")
+    (pending,) = plain.chat(Script(calls(call("c1", "charge", amount=5))).model, "pay").pending
+    with pytest.raises(ValueError, match=r"^call 'c1' \(charge\) waits for approval$"):
+        pending.answer({"name": "Ada"})
+    assert script.seen[1:] == [] and bank.sent == []

@@ -197,6 +197,11 @@ class Setting:
         assert (len(self.asked), len(self.executed)) == (asked, executed)
 
 
+def _held(call: ToolCall, context: ToolContext[Any]) -> bool:
+    """`ask` waits for approval when its call's id says so."""
+    return call.id.startswith("held-")
+
+
 def _server(errlog: TextIO, reason: str) -> MCPServer:
     revision: Revision = "handshake" if reason == "mid-call" else "newest"
     return MCPServer.stdio(
@@ -204,7 +209,7 @@ def _server(errlog: TextIO, reason: str) -> MCPServer:
         [FIXTURE_SERVER],
         errlog=errlog,
         revision=revision,
-        requires_approval={"add": True},
+        requires_approval={"add": True, "ask": _held},
     )
 
 
@@ -318,6 +323,45 @@ def _given(kind: str, pending: PendingCall) -> dict[str, Any]:
     return decisions
 
 
+def _edited(messages: Sequence[ChatMessage], **changes: Any) -> list[ChatMessage]:
+    """`messages`, the calls of the message they pause on given other `arguments=` (all have
+    one call), or that message other `attributes=`, as whoever keeps the history may."""
+    edited = list(messages)
+    position = max(i for i, m in enumerate(edited) if isinstance(m, AiMessage))
+    message = edited[position]
+    assert isinstance(message, AiMessage)
+    if "arguments" in changes:
+        calls = [
+            c.model_copy(update={"arguments": changes["arguments"]}) for c in message.tool_calls
+        ]
+        message = message.model_copy(update={"tool_calls": calls})
+    if "attributes" in changes:
+        message = message.model_copy(update={"attributes": changes["attributes"]})
+    edited[position] = message
+    return edited
+
+
+MATCHING = {
+    "approval": "True",
+    "external": "an external result",
+    "mid-call": "ElicitationAnswer",
+    "keyed": "ElicitationAnswer",
+}
+"""For each reason, a bare decision that answers it: no digest of its own."""
+
+
+SHOWN = {
+    "approval": "pending.approve()",
+    "mid-call": "pending.answer()",
+    "keyed": "pending.answer()",
+}
+"""For each reason whose decision may carry the digest of the call shown, a decision that does."""
+
+
+def _paused_on(messages: Sequence[ChatMessage]) -> AiMessage:
+    return next(m for m in reversed(messages) if isinstance(m, AiMessage))
+
+
 @BY_DRIVER
 @pytest.mark.parametrize("reason", REASONS)
 def test_only_a_decision_of_the_kind_a_call_waits_for_proceeds(
@@ -353,33 +397,6 @@ def test_only_a_decision_of_the_kind_a_call_waits_for_proceeds(
             assert done.text == f"the tool said: {OUTCOMES[reason, kind]}", kind
 
 
-def _edited(messages: Sequence[ChatMessage], **changes: Any) -> list[ChatMessage]:
-    """`messages`, the calls of the message they pause on given other `arguments=` (all have
-    one call), or that message other `attributes=`, as whoever keeps the history may."""
-    edited = list(messages)
-    position = max(i for i, m in enumerate(edited) if isinstance(m, AiMessage))
-    message = edited[position]
-    assert isinstance(message, AiMessage)
-    if "arguments" in changes:
-        calls = [
-            c.model_copy(update={"arguments": changes["arguments"]}) for c in message.tool_calls
-        ]
-        message = message.model_copy(update={"tool_calls": calls})
-    if "attributes" in changes:
-        message = message.model_copy(update={"attributes": changes["attributes"]})
-    edited[position] = message
-    return edited
-
-
-MATCHING = {
-    "approval": "True",
-    "external": "an external result",
-    "mid-call": "ElicitationAnswer",
-    "keyed": "ElicitationAnswer",
-}
-"""For each reason, a bare decision that answers it: no digest of its own."""
-
-
 @BY_DRIVER
 @pytest.mark.parametrize("reason", REASONS)
 def test_a_call_changed_since_it_was_shown_is_refused(
@@ -403,18 +420,6 @@ def test_a_call_changed_since_it_was_shown_is_refused(
         # The history as it paused still resumes.
         done = drive(it.service, it.model(), paused.messages, **bare)
         assert done.pending == () and it.executed[-1].call.arguments == ARGUMENTS[reason]
-
-
-SHOWN = {
-    "approval": "pending.approve()",
-    "mid-call": "pending.answer()",
-    "keyed": "pending.answer()",
-}
-"""For each reason whose decision may carry the digest of the call shown, a decision that does."""
-
-
-def _paused_on(messages: Sequence[ChatMessage]) -> AiMessage:
-    return next(m for m in reversed(messages) if isinstance(m, AiMessage))
 
 
 @BY_DRIVER
@@ -494,6 +499,42 @@ def test_a_history_from_before_the_record_keeps_the_inferred_reasons(
         bare = _given(MATCHING[reason], pending)
         done = drive(it.service, it.model(), legacy, **bare)
         assert done.text == f"the tool said: {OUTCOMES[reason, MATCHING[reason]]}"
+
+
+@BY_DRIVER
+@pytest.mark.parametrize("reason", ["mid-call", "keyed"])
+def test_an_approvers_arguments_stay_the_calls_through_its_question(
+    drive: Drive, reason: str, servers: Servers
+) -> None:
+    # `ask` held for approval (its id says so), approved with other arguments, then it asks its
+    # question: the record keeps the arguments the call runs with, so the answer reaches it.
+    with setting(servers, reason) as it:
+        held = f"held-{it.call_id}"
+
+        def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+            results = [m for m in messages if isinstance(m, ToolResultMessage)]
+            if results:
+                return AiMessage(text=f"the tool said: {results[-1].text}")
+            return AiMessage(tool_calls=[ToolCall(id=held, name="ask", arguments="{}")])
+
+        model = FunctionModel(reply)
+        paused = drive(it.service, model, "go")
+        (approval,) = paused.pending
+        assert approval.reason == "approval"
+        approved = approval.approve({"twice": True})
+        asked = drive(it.service, model, paused.messages, approvals={held: approved})
+        (question,) = asked.pending
+        assert (question.reason, question.call.arguments) == ("elicitation", '{"twice":true}')
+        recorded = _paused_on(asked.messages).attributes["paused_calls"][held]
+        assert recorded["arguments"] == '{"twice":true}'
+        stored = HISTORY.validate_json(HISTORY.dump_json(list(asked.messages)))
+        first = {held: question.answer({"name": "Ada"})}
+        again = drive(it.service, model, stored, approvals=first)
+        (second,) = again.pending  # `twice`: the approver's arguments reached the server
+        done = drive(
+            it.service, model, again.messages, approvals={held: second.answer(action="decline")}
+        )
+    assert done.text == "the tool said: answer: accept Ada, decline"
 
 
 # -- run-once ------------------------------------------------------------------------------------
@@ -607,6 +648,22 @@ def test_a_question_answered_twice_reaches_its_request_once(
         "program restarted); call the tool again"
     ]
     assert again.conversation_id == done.conversation_id
+
+
+@BY_DRIVER
+def test_a_keyed_answer_that_carries_its_question_given_twice_keeps_its_key(
+    drive: Drive, servers: Servers
+) -> None:
+    # An answer that carries its keyed question can be sent from any process: the loop cannot
+    # tell a second one from the first (no store between them), and sends it. The call keeps its
+    # conversation, so an `idempotency_key_meta` server sees one key for both.
+    with setting(servers, "keyed") as it:
+        paused, pending = it.pause(drive)
+        answer = {"approvals": {it.call_id: pending.answer({"name": "Ada"})}}
+        done = drive(it.service, it.model(), paused.messages, **answer)
+        again = drive(it.service, it.model(), paused.messages, **answer)
+    assert _answered(done.messages) == _answered(again.messages) == ["answer: accept Ada"]
+    assert again.conversation_id == done.conversation_id == paused.conversation_id
 
 
 @BY_DRIVER
