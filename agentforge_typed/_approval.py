@@ -5,10 +5,17 @@ Nothing but the messages is stored between the pause and the resume: the calls a
 decision are the calls of the history's last `AiMessage` that have no `ToolResultMessage` yet.
 `ToolService` consults an `ApprovalState` at a few points of its loop (planning a call, finishing
 a round, building the result); the rules live here.
+
+When a run pauses, its message records what each waiting call waits for and a digest of the call
+as shown (`PAUSED_CALLS`); the resume checks both before anything runs: a decision of another
+kind than the call waits for, one made for another call (its carried digest), or a call changed
+since the pause is refused. A history from before that record keeps the older rules: the reason
+is inferred from the tool and the decision.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -16,7 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
+from pydantic import TypeAdapter, ValidationError
 
+from ._identity import CONVERSATION_ID, PAUSED_CALLS, CallDigests
 from ._messages import AiMessage, ChatMessage, ToolCall
 from ._response import ChatResponse, FinishReason
 from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
@@ -35,11 +44,13 @@ __all__ = [
     "Elicitation",
     "ElicitationAnswer",
     "PendingCall",
+    "PausedCall",
     "PendingReason",
     "ToolFailed",
     "may_wait",
     "pending_calls",
     "unanswered_calls",
+    "with_digest",
 ]
 
 logger = logging.getLogger("agentforge_typed")
@@ -51,10 +62,14 @@ user's answer to a question the tool asked (MCP elicitation)."""
 
 @dataclass(frozen=True, slots=True)
 class Approved:
-    """An approval that replaces the model's arguments (validated again before the call runs)."""
+    """An approval: of the call as shown (`PendingCall.approve()` makes one that carries its
+    digest), or with other arguments (validated again before the call runs)."""
 
     arguments: Mapping[str, Any] | None = None
     """The arguments to run the call with; `None` keeps the model's."""
+    digest: str | None = None
+    """The digest of the call the approver was shown (`PendingCall.digest`): the call runs only
+    if it is still that call. `None` checks only the digest the history recorded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +116,11 @@ class ElicitationAnswer:
     action: Literal["accept", "decline", "cancel"] = "accept"
     question: Elicitation | None = None
     """The question answered (`Elicitation.answer` sets it). Only needed to resume a `key`ed
-    question in a process that did not ask it; the process that did remembers it."""
+    question in a process that did not ask it; the process that did remembers it. An answer to
+    another question than the one its call paused on is refused."""
+    digest: str | None = None
+    """The digest of the paused call the user was shown (`PendingCall.answer` sets it): the
+    answer goes to the call only if it is still that call."""
 
 
 Approval = bool | str | Approved | ElicitationAnswer
@@ -121,6 +140,72 @@ class PendingCall:
     `"elicitation"`: an `ElicitationAnswer` in `approvals=`."""
     elicitation: Elicitation | None = None
     """The question, for `"elicitation"`."""
+    digest: str | None = None
+    """A digest of the call as shown here (why it waits, its conversation, id, tool, arguments
+    and question), also recorded in the history: a decision made with `approve()` or `answer()`
+    carries it, and runs the call only if it is still this one."""
+
+    def approve(self, arguments: Mapping[str, Any] | None = None) -> Approved:
+        """The approval of this call as shown (or with other `arguments`), carrying its digest.
+
+        Raises:
+            ValueError: The call waits for something else than an approval.
+        """
+        if self.reason != "approval":
+            raise ValueError(f"{_named(self.call)} waits for {_WAITS_FOR[self.reason]}")
+        return Approved(arguments, self.digest)
+
+    def answer(
+        self,
+        content: Mapping[str, Any] | None = None,
+        action: Literal["accept", "decline", "cancel"] = "accept",
+    ) -> ElicitationAnswer:
+        """The user's reply to this call's question, carrying the question and the digest.
+
+        Raises:
+            ValueError: The call waits for something else than an answer.
+        """
+        if self.reason != "elicitation":
+            raise ValueError(f"{_named(self.call)} waits for {_WAITS_FOR[self.reason]}")
+        return ElicitationAnswer(content, action, self.elicitation, self.digest)
+
+
+@dataclass(frozen=True, slots=True)
+class PausedCall:
+    """What a paused call waits for, as its message records it (`PAUSED_CALLS`)."""
+
+    reason: PendingReason
+    digest: str
+    """`PendingCall.digest` at the pause."""
+    question: Elicitation | None = None
+    """The question, for `"elicitation"`: the call is held on it again when left undecided."""
+    arguments: str | None = None
+    """The arguments the call paused with when they are not the message's (an approver's
+    `Approved(arguments=...)` before the call asked a question)."""
+
+
+_PAUSED = TypeAdapter(PausedCall)
+_RECORD = TypeAdapter(dict[str, PausedCall])
+
+_WAITS_FOR: dict[PendingReason, str] = {
+    "approval": "approval",
+    "external": "an external result",
+    "elicitation": "the answer to its question",
+}
+_GIVEN: dict[PendingReason, str] = {
+    "approval": "an approval",
+    "external": "an external result",
+    "elicitation": "an answer (ElicitationAnswer)",
+}
+_HOW: dict[PendingReason, str] = {
+    "approval": "decide it in approvals= with True, False, a reason or Approved(...)",
+    "external": "give its result in external_results=",
+    "elicitation": "answer it in approvals= with an ElicitationAnswer",
+}
+
+
+def _named(call: ToolCall) -> str:
+    return f"call {call.id!r} ({call.name})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,13 +331,25 @@ class ApprovalState:
         self.pending: list[PendingCall] = []
         self.paused_on: AiMessage | None = None
         """The `AiMessage` whose calls the run resumed or paused on."""
+        self.paused: Mapping[str, PausedCall] = {}
+        """What `paused_on` records of its calls (`PAUSED_CALLS`): empty for a history from
+        before the record (the reason is then inferred from the tool and the decision)."""
+        self.keyed = False
+        """Whether the service keys its digests: every decision needs a recorded pause then."""
 
     # -- resuming ------------------------------------------------------------------------------
 
-    def unanswered(self, messages: Sequence[ChatMessage]) -> list[ToolCall]:
-        """The calls awaiting a decision at the end of `messages`; raises `ValueError` for a
-        decision on any other call."""
+    def unanswered(
+        self, messages: Sequence[ChatMessage], conversation_id: str, digests: CallDigests
+    ) -> list[ToolCall]:
+        """The calls awaiting a decision at the end of `messages`, as they paused (the arguments
+        an approver gave them, if any); raises `ValueError` for a decision on any other call, and
+        for a paused call whose recorded digest does not match it (changed since the pause)."""
         self.paused_on, calls = _unanswered(messages)
+        self.keyed = digests.keyed
+        if self.paused_on is not None and PAUSED_CALLS in self.paused_on.attributes:
+            self.paused = _recorded(self.paused_on)
+            calls = [self._as_paused(call, conversation_id, digests) for call in calls]
         if not self.approvals and not self.external_results:
             return calls
         ids = Counter(call.id for call in calls)
@@ -274,23 +371,58 @@ class ApprovalState:
             )
         return calls
 
+    def _as_paused(self, call: ToolCall, conversation_id: str, digests: CallDigests) -> ToolCall:
+        """`call` as it paused, once its recorded digest is checked (`call` when none is)."""
+        paused = self.paused.get(call.id)
+        if paused is None:
+            return call
+        if paused.arguments is not None:
+            call = call.model_copy(update={"arguments": paused.arguments})
+        expected = digests.of(paused.reason, conversation_id, call, paused.question)
+        if CallDigests.same(expected, paused.digest):
+            return call
+        recorded_keyed = paused.digest.startswith("hmac-")
+        if recorded_keyed and not digests.keyed:
+            why = "its digest was made with a digest_secret, and this service has none"
+        elif digests.keyed and not recorded_keyed:
+            why = (
+                "its digest was made without a digest_secret, and this service has one (a "
+                "history kept elsewhere could have been changed)"
+            )
+        else:
+            why = (
+                "its tool, arguments, question or conversation are not the ones it paused with "
+                "(or the digest was made with another digest_secret)"
+            )
+        raise ValueError(f"{_named(call)} changed since it was shown: {why}; nothing ran")
+
     def decide(self, call: ToolCall, tool: ToolLike | None) -> Decided:
         """Apply the caller's decision to an unanswered call.
 
         Returns:
             The call to run (its arguments replaced by an `Approved` override), the result decided
-            for it (a denial, an external result) or `None` to run it, and whether a person
-            approved it (then it runs without being held again: this call, in this round, only).
+            for it (a denial, an external result, the question it is held on again) or `None` to
+            run it, and whether a person approved it (then it runs without being held again: this
+            call, in this round, only).
 
         Raises:
-            ValueError: An approval for an external call, or an external result for a call that
-                is not external.
+            ValueError: A decision of another kind than the call waits for (an approval for an
+                external call or one that waits on a question, an answer for a call held for
+                approval, ...), or made for another call (its digest).
             ToolArgumentsError: `Approved.arguments` that the tool does not accept.
         """
+        kind = self._kind(call)
+        paused = self.paused.get(call.id)
+        if paused is not None:
+            if kind is None:
+                return _held_again(call, paused)
+            self._check(call, paused, kind)
+        elif kind is not None:
+            self._check_unrecorded(call)
         external = tool is not None and _is_external(tool)
-        if call.id in self.external_results:
+        if kind == "external":
             if not external:
-                raise ValueError(f"call {call.id!r} ({call.name}) is not an external tool's call")
+                raise ValueError(f"{_named(call)} is not an external tool's call")
             value = self.external_results[call.id]
             if isinstance(value, ToolFailed):
                 return Decided(call, ToolExecutionResult.error(value.message, "execution"))
@@ -298,17 +430,15 @@ class ApprovalState:
             # their links are checked when the round runs, where names can be resolved off the
             # event loop (`_service._execute`).
             return Decided(call, success_result(value, urls="any"))
-        if call.id not in self.approvals:
+        if kind is None:
             return Decided(call)
         if external:
-            raise ValueError(
-                f"call {call.id!r} ({call.name}) is external: give its result in external_results"
-            )
+            raise ValueError(f"{_named(call)} is external: give its result in external_results")
         decision = self.approvals[call.id]
         if isinstance(decision, ElicitationAnswer):
             check = getattr(tool, "check_answer", None)
             if check is None:
-                raise ValueError(f"call {call.id!r} ({call.name}) asked no question to answer")
+                raise ValueError(f"{_named(call)} asked no question to answer")
             check(call, decision)  # a person's mistake is theirs to fix, not the model's
             return Decided(call, approved=True, answer=decision)
         if isinstance(decision, Approved):
@@ -321,14 +451,63 @@ class ApprovalState:
             return Decided(call, approved=True)
         if decision is True:
             return Decided(call, approved=True)
-        if decision is False or isinstance(decision, str):
-            reason = f": {decision}" if isinstance(decision, str) else "."
-            text = f"The user denied the call to `{call.name}`{reason}"
-            return Decided(call, ToolExecutionResult.error(text, "denied"))
+        reason = f": {decision}" if isinstance(decision, str) else "."
+        text = f"The user denied the call to `{call.name}`{reason}"
+        return Decided(call, ToolExecutionResult.error(text, "denied"))
+
+    def _kind(self, call: ToolCall) -> PendingReason | None:
+        """The kind of the decision on `call`: what it answers (`None`: no decision)."""
+        if call.id in self.external_results:
+            return "external"
+        if call.id not in self.approvals:
+            return None
+        decision = self.approvals[call.id]
+        if isinstance(decision, ElicitationAnswer):
+            return "elicitation"
+        if isinstance(decision, bool | str | Approved):
+            return "approval"
         raise TypeError(
             f"approval for {call.id!r} must be True, False, a reason, Approved(...) or "
             f"ElicitationAnswer(...), not {type(decision).__name__}"
         )
+
+    def _check(self, call: ToolCall, paused: PausedCall, kind: PendingReason) -> None:
+        """Refuse a decision that does not answer what the recorded call waits for, or that was
+        made for another call or question."""
+        if kind != paused.reason:
+            raise ValueError(
+                f"{_named(call)} waits for {_WAITS_FOR[paused.reason]}, not {_GIVEN[kind]}: "
+                f"{_HOW[paused.reason]}; nothing was sent"
+            )
+        decision = self.approvals.get(call.id)
+        carried = decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
+        if carried is not None and not CallDigests.same(carried, paused.digest):
+            raise ValueError(
+                f"{_named(call)} is not the call the decision was made for: it changed since it "
+                "was shown (its digest differs); nothing was sent"
+            )
+        if (
+            isinstance(decision, ElicitationAnswer)
+            and decision.question is not None
+            and paused.question is not None
+            and decision.question != paused.question
+        ):
+            raise ValueError(
+                f"the answer for {_named(call)} answers another question than the one the call "
+                f"waits on ({paused.question.message!r}); nothing was sent"
+            )
+
+    def _check_unrecorded(self, call: ToolCall) -> None:
+        """Refuse a decision on a call whose pause is not recorded when it must be: under a
+        digest secret, or when the decision carries a digest to check."""
+        decision = self.approvals.get(call.id)
+        carried = decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
+        if self.keyed or carried is not None:
+            raise ValueError(
+                f"{_named(call)} has no recorded pause to check the decision against (a history "
+                "from before pauses were recorded, or one whose record was removed); nothing "
+                "was sent"
+            )
 
     # -- holding -------------------------------------------------------------------------------
 
@@ -380,6 +559,23 @@ class ApprovalState:
                 ran.append(execution)
         return ran
 
+    def recorded(self, message: AiMessage, conversation_id: str) -> AiMessage:
+        """`message`, the one the round paused on, recording the run's conversation id and what
+        each waiting call waits for (`PAUSED_CALLS`); once none waits, without that record."""
+        attributes = message.attributes
+        if self.pending:
+            arguments = {call.id: call.arguments for call in message.tool_calls}
+            record = {p.call.id: _record(p, arguments.get(p.call.id)) for p in self.pending}
+            attributes = {**attributes, CONVERSATION_ID: conversation_id, PAUSED_CALLS: record}
+        elif PAUSED_CALLS in attributes:
+            attributes = {k: v for k, v in attributes.items() if k != PAUSED_CALLS}
+        else:
+            return message
+        recorded = message.model_copy(update={"attributes": attributes})
+        if self.paused_on is message:
+            self.paused_on = recorded
+        return recorded
+
     def final_response(self) -> ChatResponse:
         """The response a run reports when it made no model call (it resumed and paused or ended
         again): the tool-calling message it resumed."""
@@ -393,6 +589,46 @@ class ApprovalState:
                 ", ".join(repr(p.call.id) for p in self.pending),
             )
         return ChatResponse(ai_message=self.paused_on, finish_reason=FinishReason.TOOL_EXECUTION)
+
+
+def with_digest(result: PendingResult, conversation_id: str, digests: CallDigests) -> PendingResult:
+    """`result`, its pending call carrying the digest of what it shows (`PendingCall.digest`)."""
+    pending = result.pending
+    if pending is None:
+        return result
+    digest = digests.of(pending.reason, conversation_id, pending.call, pending.elicitation)
+    if pending.digest == digest:
+        return result
+    return dataclasses.replace(result, pending=dataclasses.replace(pending, digest=digest))
+
+
+def _record(pending: PendingCall, arguments: str | None) -> dict[str, Any]:
+    """The record of one paused call, in its JSON form."""
+    assert pending.digest is not None  # set when the call settled (`with_digest`)
+    own = None if pending.call.arguments == arguments else pending.call.arguments
+    paused = PausedCall(pending.reason, pending.digest, pending.elicitation, own)
+    recorded: dict[str, Any] = _PAUSED.dump_python(paused, mode="json", exclude_none=True)
+    return recorded
+
+
+def _recorded(message: AiMessage) -> dict[str, PausedCall]:
+    """What `message` records of its paused calls (`PAUSED_CALLS`)."""
+    try:
+        return _RECORD.validate_python(message.attributes[PAUSED_CALLS])
+    except ValidationError as error:
+        raise ValueError(
+            f"the history's record of its paused calls (attributes[{PAUSED_CALLS!r}]) is "
+            f"malformed: {error.errors(include_url=False)[0]['msg']}; nothing ran"
+        ) from None
+
+
+def _held_again(call: ToolCall, paused: PausedCall) -> Decided:
+    """An undecided recorded call: held again on what it waits for. A question stays the one the
+    call paused on (sending the call again would ask it twice, its first request still open)."""
+    if paused.reason != "elicitation":
+        return Decided(call)  # the tool's policy holds it again
+    pending = PendingCall(call, "elicitation", paused.question, paused.digest)
+    return Decided(call, PendingResult("Awaiting the user's answer.", pending=pending))
 
 
 async def no_events() -> AsyncIterator[Any]:

@@ -11,18 +11,29 @@ back the ids it sent (`with_server_ids`, applied by the HTTP shell before the wi
 
 A run's own id, its conversation id, is random (`random_id`): tools derive idempotency keys from
 it, so another run, in this process or any other, must neither share it nor guess it.
+
+A call the run pauses on is recorded on its message with what it waits for and a digest of what
+was shown (`PAUSED_CALLS`, `CallDigests`): a decision must match both before the call runs.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from collections.abc import Iterable, Sequence
+from typing import Any
 
-from ._messages import AiMessage, ChatMessage, ToolResultMessage
+import pydantic_core
+
+from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
 
 __all__ = [
     "CONVERSATION_ID",
+    "MIN_DIGEST_SECRET_BYTES",
+    "PAUSED_CALLS",
     "SERVER_CALL_IDS",
+    "CallDigests",
     "CallIds",
     "random_id",
     "recorded_conversation",
@@ -38,6 +49,15 @@ CONVERSATION_ID = "conversation_id"
 A run resuming them without `conversation_id=` takes it, so the calls keep their owner (the
 idempotency keys, questions and decisions keyed on the conversation); one given another id
 refuses to resume them."""
+
+PAUSED_CALLS = "paused_calls"
+"""`AiMessage.attributes` key: what each call the run paused on waits for, by call id —
+`{"reason": ..., "digest": ..., "question": ...}` (`_approval.PausedCall`). Written when the run
+pauses, removed once none of the message's calls waits."""
+
+MIN_DIGEST_SECRET_BYTES = 16
+"""The shortest `digest_secret` a service takes: the digests and what they cover are in the
+history, so a short secret could be found by trying them all."""
 
 
 _IDS_PER_READ = 64
@@ -160,3 +180,57 @@ def with_server_ids(messages: Sequence[ChatMessage]) -> Sequence[ChatMessage]:
             message = message.model_copy(update={"tool_call_id": server[message.tool_call_id]})
         restored.append(message)
     return restored
+
+
+class CallDigests:
+    """The digests of the calls a service pauses on: what the history records and a decision may
+    carry, so that a call changed since it was shown is refused.
+
+    A digest covers why the call waits, the conversation, the call's id, tool and arguments, and
+    the question it asks (if any). Plain SHA-256 (`sha256:<hex>`) catches a history changed by
+    mistake, or a decision made for another call; keyed with the service's secret, HMAC-SHA-256
+    (`hmac-sha256:<hex>`) also catches a history changed on purpose, by whoever keeps it. The
+    secret is held only inside an HMAC object, never in an attribute, a `repr` or a record.
+    """
+
+    __slots__ = ("_mac",)
+
+    def __init__(self, secret: str | bytes | None = None) -> None:
+        self._mac: hmac.HMAC | None = None
+        if secret is None:
+            return
+        if not isinstance(secret, str | bytes):
+            raise TypeError(f"digest_secret must be str or bytes, not {type(secret).__name__}")
+        key = secret.encode() if isinstance(secret, str) else secret
+        if len(key) < MIN_DIGEST_SECRET_BYTES:
+            raise ValueError(
+                f"digest_secret must be at least {MIN_DIGEST_SECRET_BYTES} bytes (use 32 random "
+                "bytes: secrets.token_bytes(32))"
+            )
+        self._mac = hmac.new(key, digestmod=hashlib.sha256)
+
+    def __repr__(self) -> str:
+        return f"CallDigests(keyed={self.keyed})"
+
+    @property
+    def keyed(self) -> bool:
+        """Whether the digests are keyed with a secret (HMAC)."""
+        return self._mac is not None
+
+    def of(self, reason: str, conversation_id: str, call: ToolCall, question: Any = None) -> str:
+        """The digest of `call`, paused for `reason` in the conversation `conversation_id`
+        (`question`: the question it waits on, a dataclass or its JSON form)."""
+        covered = pydantic_core.to_json(
+            ["agentforge-call/1", reason, conversation_id, call.id, call.name, call.arguments]
+            + ([] if question is None else [question])
+        )
+        if self._mac is None:
+            return "sha256:" + hashlib.sha256(covered).hexdigest()
+        mac = self._mac.copy()
+        mac.update(covered)
+        return "hmac-sha256:" + mac.hexdigest()
+
+    @staticmethod
+    def same(one: str, other: str) -> bool:
+        """Whether two digests are equal (in constant time)."""
+        return hmac.compare_digest(one.encode(), other.encode())

@@ -36,6 +36,7 @@ from ._approval import (
     may_wait,
     no_events,
     unanswered_calls,
+    with_digest,
 )
 from ._cost import priced
 from ._dialects import render_schema
@@ -57,7 +58,7 @@ from ._history import (
     is_message,
     process,
 )
-from ._identity import CONVERSATION_ID, CallIds, random_id, recorded_conversation
+from ._identity import CallDigests, CallIds, random_id, recorded_conversation
 from ._instrument import run_trace
 from ._loop_events import (
     FinalResultEvent,
@@ -339,9 +340,9 @@ class _Run:
         state = self._approval = ApprovalState(
             approvals, external_results, asynchronous=self.asynchronous
         )
+        unanswered = state.unanswered(self.messages, self.conversation_id, self.service._digests)
         self.resuming = [
-            state.decide(call, self.service._tools.get(call.name))
-            for call in state.unanswered(self.messages)
+            state.decide(call, self.service._tools.get(call.name)) for call in unanswered
         ]
 
     @property
@@ -541,12 +542,16 @@ class _Run:
         result = self._apply_policy(plan, execution.result)
         if result is not execution.result:
             execution = self.finished[plan.index] = replace(execution, result=result)
+        if type(execution.result) is PendingResult:
+            # The call waits: it shows (and the history will record) the digest of what waits.
+            # A tool that asked a question (an MCP elicitation) waits like a held call, and the
+            # run's approval state sets it aside at the end of the round.
+            if self._approval is None:
+                self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
+            stamped = with_digest(execution.result, self.conversation_id, self.service._digests)
+            execution = self.finished[plan.index] = replace(execution, result=stamped)
         if self.service.after_tool_call is not None and not self.async_after:
             _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
-        if self._approval is None and type(execution.result) is PendingResult:
-            # A tool asked a question (an MCP elicitation): its call waits like a held one, and
-            # the run's approval state sets it aside at the end of the round.
-            self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
         return execution
 
     def _fitted(self, plan: _Planned, execution: ToolExecution) -> ToolExecution:
@@ -574,9 +579,10 @@ class _Run:
             self.executions.append(execution)
             self._record(execution)
         self.open_calls = ()
-        if approval is not None and approval.pending:
-            self._record_owner()
-            return True
+        if approval is not None and (approval.pending or approval.paused_on is not None):
+            self._record_pause(approval)
+            if approval.pending:
+                return True
         if self.output is not None:
             for execution in settled:
                 if execution.call.name == self.output.name and not execution.failed:
@@ -630,16 +636,15 @@ class _Run:
             usage=priced(self.model, self.responses, self.usage),
         )
 
-    def _record_owner(self) -> None:
-        """Record the run's conversation id on the message it pauses on, so that the run that
-        resumes its calls keeps the same owner (`CONVERSATION_ID`)."""
+    def _record_pause(self, approval: ApprovalState) -> None:
+        """Record on the message the run pauses on its conversation id, so that the run that
+        resumes its calls keeps the same owner, and what each call waits for (or, once none of
+        its calls waits, drop that record): see `ApprovalState.recorded`."""
         messages = self.messages
         for position in range(len(messages) - 1, -1, -1):
             message = messages[position]
-            if message.role == "assistant":
-                if message.attributes.get(CONVERSATION_ID) != self.conversation_id:
-                    attributes = {**message.attributes, CONVERSATION_ID: self.conversation_id}
-                    messages[position] = message.model_copy(update={"attributes": attributes})
+            if isinstance(message, AiMessage):
+                messages[position] = approval.recorded(message, self.conversation_id)
                 return
 
     def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
@@ -829,6 +834,10 @@ class ToolService(Generic[DepsT]):
         blocking_in_event_loop: Let the blocking `chat` and `stream` run in a thread whose event
             loop is running (a notebook): they block that loop until the run ends. Off, they
             refuse there before any model call, naming `achat`/`astream`.
+        digest_secret: Key the digests of paused calls (HMAC-SHA-256; at least 16 bytes) for
+            histories kept by a party that must not change them: a call changed since it was
+            shown is refused even when its record was changed too. Never logged or recorded;
+            `None` (default): plain SHA-256 digests.
     """
 
     def __init__(
@@ -850,6 +859,7 @@ class ToolService(Generic[DepsT]):
         max_result_chars: int | None = None,
         history_processors: Sequence[HistoryProcessor] | None = None,
         blocking_in_event_loop: bool = False,
+        digest_secret: str | bytes | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -865,6 +875,8 @@ class ToolService(Generic[DepsT]):
         self.max_result_chars = check_max_result_chars(max_result_chars)
         self.history_processors = check_processors(history_processors)
         self.blocking_in_event_loop = blocking_in_event_loop
+        self._digests = CallDigests(digest_secret)
+        """The digests of paused calls (the secret lives only inside it)."""
         self._tools: dict[str, ToolLike] = {}
         self._watched: list[_Watched] = []
         """The registered sources whose tools may change (`tools_version`)."""

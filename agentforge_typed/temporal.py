@@ -428,13 +428,20 @@ class _Waiting:
     def check(
         self, call_id: str, approvals: Mapping[str, Approval], results: Mapping[str, Any]
     ) -> None:
-        """Refuse a decision the run would refuse (wrong kind, arguments the tool rejects, an
+        """Refuse a decision the run would refuse, with the checks its resume makes (of another
+        kind than the call waits for, made for another call, arguments the tool rejects, an
         answer its question's schema refuses)."""
-        call = self.undecided[call_id].call
+        run = self.run
+        decided: dict[str, Approval] = {}
+        result: dict[str, Any] = {}
         if call_id in approvals:
-            approvals = {**approvals, call_id: self._with_question(call_id, approvals[call_id])}
-        state = ApprovalState(approvals, results, asynchronous=True)
-        state.decide(call, self.run.service._tools.get(call.name))
+            decided = {call_id: self._with_question(call_id, approvals[call_id])}
+        if call_id in results:
+            result = {call_id: results[call_id]}
+        state = ApprovalState(decided, result, asynchronous=True)
+        for call in state.unanswered(run.messages, run.conversation_id, run.service._digests):
+            if call.id == call_id:
+                state.decide(call, run.service._tools.get(call.name))
 
     def accept(
         self, call_id: str, approvals: Mapping[str, Approval], results: Mapping[str, Any]
@@ -448,9 +455,10 @@ class _Waiting:
 
     def _with_question(self, call_id: str, decision: Approval) -> Approval:
         """`decision`, an answer carrying the question its call paused on: the tool's activity
-        may run on a worker that never saw it."""
+        may run on a worker that never saw it. An answer that carries a question keeps it (the
+        check refuses it when it is another)."""
         pending = self.undecided[call_id]
-        if isinstance(decision, ElicitationAnswer):
+        if isinstance(decision, ElicitationAnswer) and decision.question is None:
             return dataclasses.replace(decision, question=pending.elicitation)
         return decision
 
@@ -627,8 +635,9 @@ class TemporalToolService:
 
         Raises:
             temporalio.client.WorkflowUpdateFailedError: The workflow refused the decisions, all
-                of them (a call that does not wait, already decided, an approval for an
-                external call, `Approved.arguments` the tool rejects); the runs keep waiting.
+                of them (a call that does not wait, already decided, a decision of another kind
+                than the call waits for, one carrying the digest of another call,
+                `Approved.arguments` the tool rejects); the runs keep waiting.
         """
         decisions = Decisions.of(approvals, external_results)
         waiting: list[str] = await handle.execute_update(

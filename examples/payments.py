@@ -6,6 +6,14 @@ adds the person's decision and carries on. Nothing else is kept between the two 
     python examples/payments.py pause /tmp/history.json "Pay 250 to bob"
     python examples/payments.py resume /tmp/history.json yes          # or: no, or a reason
 
+The payment carries an idempotency key (`ctx.idempotency_key`), as a payment provider's API takes
+one, so that a payment sent twice is made once. The key comes from the conversation id and the
+call id, and the paused history records its conversation id: a resume, in any process, takes it
+without being told. So a history resumed twice (a retried request, a double click) sends the
+same key both times, and the provider charges once: resuming alone cannot tell that the other
+resume happened, the key can. The decision checks the call too: it runs only if the history's
+call is still the one that paused (its recorded digest).
+
 Offline by default (a small scripted model that reads "Pay N to NAME"); set
 `AGENTFORGE_MODEL=openai:gpt-4o-mini` (and `OPENAI_API_KEY`) for a real model.
 """
@@ -48,14 +56,15 @@ def over_100(call: ToolCall, context: ToolContext[Any]) -> bool:
 
 
 @tool(requires_approval=over_100)
-def pay(to: str, amount: int) -> str:
+def pay(to: str, amount: int, ctx: ToolContext[None]) -> str:
     """Pay an amount (in whole euros) to a person.
 
     Args:
         to: Who receives the money.
         amount: How many euros.
     """
-    return f"Paid {amount} EUR to {to}."
+    # A real program sends the key with the payment (`Idempotency-Key: ...`).
+    return f"Paid {amount} EUR to {to} (idempotency key {ctx.idempotency_key})."
 
 
 service = ToolService([pay])
@@ -91,7 +100,9 @@ def pause(path: Path, prompt: str) -> None:
 
 
 def resume(path: Path, answer: str) -> None:
-    """Resume the stored run with one decision for every pending call."""
+    """Resume the stored run with one decision for every pending call. No `conversation_id=`:
+    the run takes the one the history recorded when it paused, so the payment's idempotency key
+    is the same however often this runs on the same stored history."""
     history = HISTORY.validate_json(path.read_bytes())
     decision: Approval = {"yes": True, "no": False}.get(answer, answer)
     approvals = {call.id: decision for call in pending_calls(history)}

@@ -76,6 +76,17 @@ async def main() -> None:
     assert_type(paused.pending[0].call, ToolCall)
     assert_type(paused.pending[0].reason, PendingReason)
     assert_type(paused.pending[0].elicitation, Elicitation | None)
+    assert_type(paused.pending[0].digest, str | None)
+    assert_type(paused.pending[0].approve(), Approved)
+    assert_type(paused.pending[0].approve({"to": "bob", "amount": 5}), Approved)
+    assert_type(paused.pending[0].answer({"name": "Ada"}), ElicitationAnswer)
+    assert_type(paused.pending[0].answer(action="decline"), ElicitationAnswer)
+    paused.pending[0].answer(action="skip")  # type: ignore[arg-type]
+    assert_type(Approved(digest=paused.pending[0].digest).digest, str | None)
+    assert_type(ElicitationAnswer({"name": "Ada"}, digest="sha256:00").digest, str | None)
+    ToolService([transfer], digest_secret=b"0123456789abcdef")
+    ToolService([transfer], digest_secret="a secret of 16 chars or more")
+    ToolService([transfer], digest_secret=16)  # type: ignore[arg-type]
     question = paused.pending[0].elicitation
     if question is not None:
         assert_type(question.key, str | None)

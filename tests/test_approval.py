@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -145,8 +146,15 @@ def test_a_round_with_a_call_needing_approval_pauses_after_the_other_calls(run: 
     assert [p.call.id for p in result.pending] == ["t1"]
     assert result.pending[0].reason == "approval"
     assert bank.sent == []
+    # The message records the run's conversation and what its waiting call waits for.
+    paused_calls = {"t1": {"reason": "approval", "digest": result.pending[0].digest}}
     assert result.messages[-2] == round_.model_copy(
-        update={"attributes": {"conversation_id": result.conversation_id}}
+        update={
+            "attributes": {
+                "conversation_id": result.conversation_id,
+                "paused_calls": paused_calls,
+            }
+        }
     )
     assert result.messages[-1] == ToolResultMessage(
         tool_call_id="b1", tool_name="balance", text="500"
@@ -448,11 +456,14 @@ def test_hooks_and_stream_events_see_a_pending_call_as_such() -> None:
     ]
     assert len(pending) == 1
     assert pending[0].result.text == "Awaiting approval."
-    assert pending[0].pending == af.PendingCall(pending[0].call, "approval")
+    shown = pending[0].pending
+    assert shown is not None and shown.digest is not None and shown.digest.startswith("sha256:")
+    assert shown == af.PendingCall(pending[0].call, "approval", digest=shown.digest)
     assert [e.call.id for e in audited] == ["b1", "t1"]
-    assert [e.pending is None for e in audited] == [True, False]
+    assert [e.pending for e in audited] == [None, shown]
     final = events[-1]
-    assert isinstance(final, FinalResultEvent) and len(final.result.pending) == 1
+    # The hooks, the events and the result show one digest: the one the history records.
+    assert isinstance(final, FinalResultEvent) and final.result.pending == (shown,)
 
 
 def test_a_history_ending_in_a_normal_call_is_completed_on_resume(run: Runner) -> None:
@@ -540,14 +551,25 @@ def test_the_example_pauses_in_one_process_and_resumes_in_another(tmp_path: Path
         )
         return done.stdout.strip()
 
-    history = str(tmp_path / "history.json")
-    assert example("pause", history, "Pay 250 to bob") == (
+    history = tmp_path / "history.json"
+    assert example("pause", str(history), "Pay 250 to bob") == (
         'pending pay_bob pay {"to": "bob", "amount": 250}'
     )
-    assert example("resume", history, "yes") == "Paid 250 EUR to bob."
-    assert example("pause", history, "Pay 250 to bob").startswith("pending")
-    assert example("resume", history, "not this month").endswith(": not this month")
-    assert example("pause", history, "Pay 20 to amy") == "Paid 20 EUR to amy."
+    # Two callers resume the same stored history (a retried request, a double click), each in
+    # its own process: the loop cannot tell, but the payment carries the same idempotency key.
+    again = tmp_path / "again.json"
+    again.write_bytes(history.read_bytes())
+    paid = re.fullmatch(
+        r"Paid 250 EUR to bob \(idempotency key ([0-9a-f]{32})\)\.",
+        example("resume", str(history), "yes"),
+    )
+    assert paid is not None
+    assert example("resume", str(again), "yes") == paid[0]
+    assert example("pause", str(history), "Pay 250 to bob").startswith("pending")
+    assert example("resume", str(history), "not this month").endswith(": not this month")
+    small = example("pause", str(history), "Pay 20 to amy")
+    assert small.startswith("Paid 20 EUR to amy (idempotency key ")
+    assert paid[1] not in small  # another conversation, another key
 
 
 def test_an_async_policy_decides_before_a_sync_before_tool_call_hook(run: Runner) -> None:
@@ -616,3 +638,63 @@ def test_resuming_under_another_conversation_id_is_refused_before_anything_runs(
         service, later.model, paused.messages, approvals={"c1": True}, conversation_id="alice-1"
     )
     assert resumed.text == "Done." and len(bank.sent) == 1
+
+
+def test_a_digest_secret_is_checked_and_kept_out_of_sight() -> None:
+    with pytest.raises(ValueError, match="digest_secret must be at least 16 bytes"):
+        ToolService(digest_secret="too short")
+    with pytest.raises(TypeError, match="digest_secret must be str or bytes, not int"):
+        ToolService(digest_secret=1234567890123456)  # type: ignore[arg-type]
+    secret = "correct horse battery staple, 32"
+    service = ToolService([charge], digest_secret=secret)
+    paused = service.chat(Script(calls(call("c1", "charge", amount=5))).model, "pay")
+    (pending,) = paused.pending
+    assert pending.digest is not None and pending.digest.startswith("hmac-sha256:")
+    shown = [
+        repr(service),
+        repr(vars(service)),
+        repr(pending),
+        History.dump_json(list(paused.messages)),
+    ]
+    assert not any(secret in str(text) for text in shown)
+
+
+def test_each_way_a_record_fails_its_check_says_so() -> None:
+    script = Script(calls(call("c1", "charge", amount=5)))
+    plain, keyed = ToolService([charge]), ToolService([charge], digest_secret=b"k" * 16)
+    by_plain = plain.chat(script.model, "pay").messages
+    by_keyed = keyed.chat(Script(calls(call("c1", "charge", amount=5))).model, "pay").messages
+    changed = "call 'c1' (charge) changed since it was shown: "
+    with pytest.raises(ValueError) as refused:
+        plain.chat(script.model, by_keyed, approvals={"c1": True})
+    assert str(refused.value) == (
+        changed + "its digest was made with a digest_secret, and this service has none; nothing ran"
+    )
+    with pytest.raises(ValueError) as refused:
+        keyed.chat(script.model, by_plain, approvals={"c1": True})
+    assert str(refused.value) == (
+        changed + "its digest was made without a digest_secret, and this service has one (a "
+        "history kept elsewhere could have been changed); nothing ran"
+    )
+    other = ToolService([charge], digest_secret=b"o" * 16)
+    with pytest.raises(ValueError) as refused:
+        other.chat(script.model, by_keyed, approvals={"c1": True})
+    assert str(refused.value) == (
+        changed + "its tool, arguments, question or conversation are not the ones it paused "
+        "with (or the digest was made with another digest_secret); nothing ran"
+    )
+    message = by_plain[-1]
+    assert isinstance(message, AiMessage)
+    broken = message.model_copy(
+        update={"attributes": {**message.attributes, "paused_calls": {"c1": {"reason": "maybe"}}}}
+    )
+    with pytest.raises(ValueError) as refused:
+        plain.chat(script.model, [*by_plain[:-1], broken], approvals={"c1": True})
+    assert str(refused.value).startswith(
+        "the history's record of its paused calls (attributes['paused_calls']) is malformed: "
+    )
+    assert str(refused.value).endswith("; nothing ran")
+    (pending,) = plain.chat(Script(calls(call("c1", "charge", amount=5))).model, "pay").pending
+    with pytest.raises(ValueError, match=r"^call 'c1' \(charge\) waits for approval$"):
+        pending.answer({"name": "Ada"})
+    assert script.seen[1:] == [] and bank.sent == []

@@ -44,8 +44,11 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer, Worker
 
 from agentforge_typed import (
+    AiMessage,
     Approved,
     ChatMessage,
+    Elicitation,
+    ElicitationAnswer,
     FakeModel,
     FunctionModel,
     OpenAIChatModel,
@@ -774,7 +777,7 @@ async def test_a_durable_run_refuses_wrong_decisions_and_keeps_waiting(
         assert "give its result in external_results" in await _refused(
             handle, approvals={"c3": True}
         )
-        assert "not an external tool's call" in await _refused(
+        assert "waits for approval, not an external result" in await _refused(
             handle, external_results={"c2": "done"}
         )
         # A payload that is not a decision at all (a client in another language).
@@ -796,6 +799,46 @@ async def test_a_durable_run_refuses_wrong_decisions_and_keeps_waiting(
 
 
 @on_module_loop
+async def test_a_durable_decision_of_another_kind_or_for_another_call_is_refused(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    async with _approving(env, tmp_path, "mixed") as (handle, ledger):
+        await _waiting(handle)
+        pending = {p.call.id: p for p in await support.approving.pending(handle)}
+        transfer = pending["c2"]
+        assert transfer.digest is not None and transfer.digest.startswith("sha256:")
+        # An answer to a question (even one it carries) does not approve a call held for a
+        # person; an approval does not give an external call its result.
+        made_up = Elicitation("Made up?", {"type": "object", "properties": {}})
+        for answer in (ElicitationAnswer({}), made_up.answer({})):
+            assert "waits for approval, not an answer (ElicitationAnswer)" in await _refused(
+                handle, approvals={"c2": answer}
+            )
+        assert "waits for an external result, not an approval" in await _refused(
+            handle, approvals={"c3": Approved()}
+        )
+        # An approval made for another call (its digest), also in JSON from another language.
+        forged = Approved(digest="sha256:" + "0" * 64)
+        assert "not the call the decision was made for" in await _refused(
+            handle, approvals={"c2": forged}
+        )
+        with pytest.raises(WorkflowUpdateFailedError):
+            await handle.execute_update(
+                support.approving.decide_update_name,
+                {"approvals": {"c2": {"digest": forged.digest}}},
+            )
+        assert await _waiting(handle) == [("c2", "approval"), ("c3", "external")]
+        await support.approving.decide(
+            handle, approvals={"c2": transfer.approve()}, external_results={"c3": "Hello"}
+        )
+        outcome = await asyncio.wait_for(handle.result(), 20)
+    assert outcome.text == (
+        "reserve: table reserved in Paris; transfer: sent 250 to bob; open_page: Hello"
+    )
+    assert [e.split()[0] for e in support.entries(ledger)] == ["reserve", "transfer"]
+
+
+@on_module_loop
 async def test_a_durable_run_ends_pending_after_its_approval_timeout_and_resumes_later(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
@@ -813,6 +856,20 @@ async def test_a_durable_run_ends_pending_after_its_approval_timeout_and_resumes
                 task_queue=queue,
             )
 
+        # A stored history whose paused call was changed (bob's 250 approved, mallory's 99999
+        # sent) fails the workflow at once: its record is of the call that paused.
+        edited = list(paused.messages)
+        message = edited[-1]
+        assert isinstance(message, AiMessage)
+        changed = message.tool_calls[0].model_copy(
+            update={"arguments": '{"to": "mallory", "amount": 99999}'}
+        )
+        edited[-1] = message.model_copy(update={"tool_calls": [changed]})
+        with pytest.raises(WorkflowFailureError) as refused:
+            await asyncio.wait_for(resume(edited), 20)
+        assert isinstance(refused.value.cause, ApplicationError)
+        assert "call 'c1' (transfer) changed since it was shown" in refused.value.cause.message
+        assert support.entries(ledger) == []
         outcome = await asyncio.wait_for(resume(paused.messages), 20)
         assert outcome.text == "transfer: sent 250 to bob"
         assert support.entries(ledger) == ["transfer bob 250"]

@@ -30,7 +30,7 @@ from test_mcp import http_url as http_url  # the fixture
 from test_temporal import _activities, on_module_loop
 from test_temporal import env as env  # the fixture
 
-from agentforge_typed import ElicitationAnswer, MCPServer, PendingCall
+from agentforge_typed import Approved, Elicitation, ElicitationAnswer, MCPServer, PendingCall
 from agentforge_typed.temporal import Decisions, TemporalToolService
 from agentforge_typed.tools._mcp_session import Revision
 
@@ -105,6 +105,46 @@ async def test_a_durable_run_pauses_on_a_question_and_resumes_with_the_answer(
         assert await durable.decide(handle, approvals={"c1": declined}) == []
         outcome = await asyncio.wait_for(handle.result(), 30)
     assert outcome == ["the tool said: answer: accept Ada, decline", "answer: accept Ada, decline"]
+
+
+async def _refused(
+    durable: TemporalToolService, handle: WorkflowHandle[Any, Any], **decisions: Any
+) -> str:
+    with pytest.raises(WorkflowUpdateFailedError) as refused:
+        await durable.decide(handle, **decisions)
+    assert isinstance(refused.value.cause, ApplicationError)
+    return refused.value.cause.message
+
+
+@on_module_loop
+@pytest.mark.parametrize("revision", ["newest", "handshake"])
+async def test_a_durable_question_takes_only_its_own_answer(
+    env: WorkflowEnvironment, errlog: TextIO, revision: Revision
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    server = MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog, revision=revision)
+    async with _worker(client, queue, server) as durable:
+        handle = await _start(client, queue)
+        pending = await _pending(durable, handle)
+        assert pending.digest is not None
+        # An approval would send the call again while its question waits (mid-call, its first
+        # request still open on the server); nor does an external result answer a question.
+        wanted = "waits for the answer to its question, not"
+        for approval in (True, Approved()):
+            message = await _refused(durable, handle, approvals={"c1": approval})
+            assert f"{wanted} an approval" in message
+        message = await _refused(durable, handle, external_results={"c1": "Ada"})
+        assert f"{wanted} an external result" in message
+        made_up = Elicitation("Made up?", {"type": "object", "properties": {}})
+        message = await _refused(durable, handle, approvals={"c1": made_up.answer({})})
+        assert "answers another question" in message
+        elsewhere = ElicitationAnswer({"name": "Ada"}, digest="sha256:" + "0" * 64)
+        message = await _refused(durable, handle, approvals={"c1": elsewhere})
+        assert "not the call the decision was made for" in message
+        assert await durable.pending(handle) == [pending]
+        assert await durable.decide(handle, approvals={"c1": pending.answer({"name": "Ada"})}) == []
+        outcome = await asyncio.wait_for(handle.result(), 30)
+    assert outcome == ["the tool said: answer: accept Ada", "answer: accept Ada"]
 
 
 @on_module_loop

@@ -106,8 +106,9 @@ class ToolContext(Generic[DepsT]):
         payment or messaging APIs so that a retried or resumed call has no second effect.
 
         Derived from `conversation_id` and `tool_call_id` only (a SHA-256 prefix, 32 hex
-        digits): stable across a resumed run as long as it keeps its `conversation_id` (pass
-        `conversation_id=` to `chat`; a run without one gets a random id).
+        digits): stable across a resumed run as long as it keeps its `conversation_id` (a run
+        resuming paused calls takes the one their pause recorded; a new run without
+        `conversation_id=` gets a random id).
         """
         # JSON keeps the two parts apart: ("a:b", "c") and ("a", "b:c") give different keys.
         parts = json.dumps([self.conversation_id, self.tool_call_id]).encode()
