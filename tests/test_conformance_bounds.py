@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import gc
 import gzip
 import json
 import socket
@@ -720,3 +721,56 @@ def test_covers_every_surface() -> None:
     assert_covers("bounded", "tool", CONTENT_BOUNDS)
 
     assert_covers("bounded", "composite", COMPOSITE_BOUNDS)
+
+
+# --- waiting for admission: the queue holds the live waiters only ------------------------------
+
+
+async def test_cancelled_admission_waiters_leave_the_queue() -> None:
+    """With every slot held, 100,000 waiters that come and are cancelled leave nothing behind:
+    the queue holds the live waiters only (its length, and the memory it keeps), and the next
+    real waiters are admitted in the order they came."""
+    from agentforge_typed.providers._admission import AsyncGate
+
+    gate = AsyncGate(1)
+    await gate.acquire()
+
+    async def come_and_go(waiters: int) -> None:
+        tasks = [asyncio.ensure_future(gate.acquire()) for _ in range(waiters)]
+        await asyncio.sleep(0)
+        assert gate.waiting == waiters
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert gate.waiting == 0
+
+    # The first thousands reach the event loop's and the queue's own sizes; after them, nothing
+    # may grow (on the memory they keep: 20,000 of them, traced).
+    for _ in range(80):
+        await come_and_go(1000)
+    tracemalloc.start()
+    try:
+        await come_and_go(1000)
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(19):
+            await come_and_go(1000)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 256 * 1024, f"{kept:,} bytes kept by 19,000 cancelled waiters"
+    served: list[int] = []
+
+    async def wait(n: int) -> None:
+        await gate.acquire()
+        served.append(n)
+
+    waiting = [asyncio.ensure_future(wait(n)) for n in range(3)]
+    await asyncio.sleep(0)
+    assert gate.waiting == 3
+    for _ in range(3):
+        gate.release()
+        await asyncio.sleep(0)
+    await asyncio.wait_for(asyncio.gather(*waiting), 1)
+    assert served == [0, 1, 2]
