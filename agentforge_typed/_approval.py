@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pydantic_core
 
+from ._exceptions import shown_name
 from ._messages import AiMessage, ChatMessage, ToolCall
 from ._response import ChatResponse, FinishReason
 from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
@@ -283,7 +284,9 @@ class ApprovalState:
         external = tool is not None and _is_external(tool)
         if call.id in self.external_results:
             if not external:
-                raise ValueError(f"call {call.id!r} ({call.name}) is not an external tool's call")
+                raise ValueError(
+                    f"call {call.id!r} ({shown_name(call.name)}) is not an external tool's call"
+                )
             value = self.external_results[call.id]
             if isinstance(value, ToolFailed):
                 return Decided(call, ToolExecutionResult.error(value.message, "execution"))
@@ -299,7 +302,9 @@ class ApprovalState:
         if isinstance(decision, ElicitationAnswer):
             check = getattr(tool, "check_answer", None)
             if check is None:
-                raise ValueError(f"call {call.id!r} ({call.name}) asked no question to answer")
+                raise ValueError(
+                    f"call {call.id!r} ({shown_name(call.name)}) asked no question to answer"
+                )
             check(call, decision)  # a person's mistake is theirs to fix, not the model's
             return Decided(call, approved=True, answer=decision)
         if isinstance(decision, Approved):
@@ -314,7 +319,7 @@ class ApprovalState:
             return Decided(call, approved=True)
         if decision is False or isinstance(decision, str):
             reason = f": {decision}" if isinstance(decision, str) else "."
-            text = f"The user denied the call to `{call.name}`{reason}"
+            text = f"The user denied the call to `{shown_name(call.name)}`{reason}"
             return Decided(call, ToolExecutionResult.error(text, "denied"))
         raise TypeError(
             f"approval for {call.id!r} must be True, False, a reason, Approved(...) or "

@@ -12,6 +12,7 @@ import asyncio
 import base64
 import gc
 import gzip
+import io
 import json
 import socket
 import threading
@@ -774,3 +775,112 @@ async def test_cancelled_admission_waiters_leave_the_queue() -> None:
         await asyncio.sleep(0)
     await asyncio.wait_for(asyncio.gather(*waiting), 1)
     assert served == [0, 1, 2]
+
+
+# --- names a model sends: quoted at most MAX_NAME_CHARS characters ------------------------------
+
+LONG_NAME = "n" * 2_000_000
+"""A tool name as a model may send it: any length."""
+SHOWN = cut_text(LONG_NAME, 200)
+"""What every text quotes of it: its head and tail around the marker, 200 characters."""
+
+
+def _calls_long_name() -> FunctionModel:
+    """A model that calls `LONG_NAME` once, then answers."""
+
+    def answer(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if isinstance(messages[-1], UserMessage):
+            return AiMessage(tool_calls=[ToolCall(id="c1", name=LONG_NAME, arguments="{}")])
+        return AiMessage(text="done")
+
+    return FunctionModel(answer)
+
+
+def _quoted(text: str) -> None:
+    assert LONG_NAME not in text
+    assert SHOWN in text
+
+
+def test_an_unknown_tool_name_is_quoted_at_most_200_characters_in_errors() -> None:
+    @tool
+    def known() -> str:
+        """A tool the model does not call."""
+        return "x"
+
+    service = ToolService([known])
+    with pytest.raises(af.UnknownToolError) as caught:
+        service.chat(_calls_long_name(), "go")
+    error = caught.value
+    assert error.tool_name == LONG_NAME  # the program reads it whole
+    _quoted(str(error))
+    assert len(str(error)) < 300
+    (answered,) = [m for m in error.messages if isinstance(m, ToolResultMessage)]
+    _quoted(answered.text)  # "did not complete": the history the run can be resumed from
+    # A decision on a call of no tool names it as far as the cap.
+    with pytest.raises(ValueError, match="is not an external tool's call") as refused:
+        service.chat(
+            FunctionModel(lambda m, p: AiMessage(text="x")),
+            error.messages[:-1],
+            external_results={"c1": "done"},
+        )
+    _quoted(str(refused.value))
+
+
+def test_an_unknown_tool_name_is_quoted_at_most_200_characters_everywhere_it_is_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The result the model reads, the log line, the span (names the model wrote are recorded
+    with `include_content` only) and the CLI's display."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentforge_typed.cli._run import LiveDisplay
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    service = ToolService(
+        unknown_tool_handler=af.available_tools_handler, after_tool_call=af.logging_hook()
+    )
+    shown = io.StringIO()
+    with af.instrument(provider, include_content=True), caplog.at_level("INFO"):
+        result = LiveDisplay(shown).show(service.stream(_calls_long_name(), "go"), 0.0)
+    (execution,) = result.tool_executions
+    assert execution.result.text == f"There is no tool named `{SHOWN}`. Available tools: none."
+    (logged,) = [r.getMessage() for r in caplog.records if "call_id=c1" in r.getMessage()]
+    _quoted(logged)
+    (span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("execute_tool")]
+    assert span.name == f"execute_tool {SHOWN}"
+    assert span.attributes is not None and span.attributes["gen_ai.tool.name"] == SHOWN
+    _quoted(shown.getvalue())
+    assert len(shown.getvalue()) < 2000
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+async def test_a_tool_name_an_mcp_server_lists_is_quoted_at_most_200_characters(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def listing(context: Any, params: Any) -> ListToolsResult:
+        schema = {"type": "object", "properties": {}}
+        return ListToolsResult(tools=[Tool(name=LONG_NAME, input_schema=schema)])
+
+    with caplog.at_level("WARNING"):
+        async with _mcp_server(list_tools=listing) as server:
+            assert server.tools() == ()
+    (warning,) = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    _quoted(warning)
+    assert len(warning) < 1000
+
+
+def test_a_malformed_call_in_the_history_names_its_tool_at_most_200_characters() -> None:
+    from agentforge_typed.providers._gemini_wire import build_payload
+
+    history: list[ChatMessage] = [
+        UserMessage(content="go"),
+        AiMessage(tool_calls=[ToolCall(id="c1", name=LONG_NAME, arguments="[]")]),
+        ToolResultMessage(tool_call_id="c1", tool_name=LONG_NAME, text="x"),
+    ]
+    with pytest.raises(ModelError) as caught:
+        build_payload(history, ChatRequestParameters())
+    _quoted(str(caught.value))
