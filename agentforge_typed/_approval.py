@@ -22,7 +22,12 @@ from ._messages import AiMessage, ChatMessage, ToolCall
 from ._response import ChatResponse, FinishReason
 from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
 from .tools._invoke import invoke, is_async_callable
-from .tools._outcomes import reraise_uncontained, success_result
+from .tools._outcomes import (
+    UnreadableValue,
+    failure_result,
+    reraise_uncontained,
+    success_result,
+)
 
 if TYPE_CHECKING:
     from ._results import ToolExecution
@@ -291,7 +296,10 @@ class ApprovalState:
             if isinstance(value, ToolFailed):
                 return Decided(call, ToolExecutionResult.error(value.message, "execution"))
             # As a tool's return value: content parts (a screenshot taken elsewhere) included.
-            return Decided(call, success_result(value))
+            try:
+                return Decided(call, success_result(value))
+            except UnreadableValue as unreadable:  # it ran elsewhere: its result is unreadable
+                return Decided(call, failure_result(call.name, unreadable))
         if call.id not in self.approvals:
             return Decided(call)
         if external:

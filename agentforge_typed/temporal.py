@@ -266,7 +266,7 @@ class ToolActivityResult(BaseModel):
             f"Tool `{tool_name}` ran, but its result ({size:,} bytes) is over the {limit:,}-byte "
             "limit of a durable run's tool results, so it was not recorded."
         )
-        return ToolActivityResult(text=text, is_error=True, error_kind="execution")
+        return ToolActivityResult(text=text, is_error=True, error_kind="unreadable_result")
 
 
 class Decisions(BaseModel):
@@ -600,10 +600,14 @@ class TemporalToolService:
             async with _heartbeating(heartbeat):
                 result = await tool.aexecute(payload.call, context)
             # The service's result budget here, where the whole text is: only the cut one travels.
-            own = getattr(tool, "max_result_chars", None)
-            return ToolActivityResult.of(within_budget(result, own, budget)).bounded(
-                tool.name, limit
-            )
+            result = within_budget(result, getattr(tool, "max_result_chars", None), budget)
+            try:
+                travelling = ToolActivityResult.of(result)
+            except Exception:
+                # A value with no JSON form, even by its `str` (a cycle): its text travels alone,
+                # as the body ran (an activity that raised would be retried: the body run again).
+                travelling = ToolActivityResult.of(dataclasses.replace(result, value=None))
+            return travelling.bounded(tool.name, limit)
 
         return run_tool
 
