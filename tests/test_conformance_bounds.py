@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import functools
 import gc
 import gzip
 import io
 import json
+import signal
 import socket
 import threading
 import time
@@ -56,6 +59,7 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed import TextContent as ContentText
+from agentforge_typed.providers import DIALECTS
 from agentforge_typed.providers._base import HttpChatModel
 from agentforge_typed.providers.anthropic import AnthropicChatModel
 from agentforge_typed.providers.gemini import GeminiChatModel
@@ -884,3 +888,200 @@ def test_a_malformed_call_in_the_history_names_its_tool_at_most_200_characters()
     with pytest.raises(ModelError) as caught:
         build_payload(history, ChatRequestParameters())
     _quoted(str(caught.value))
+
+
+# --- the Gemini subset inlines every `$ref`: its rendering is capped -----------------------------
+
+
+@contextlib.contextmanager
+def _cpu_deadline(seconds: float) -> Iterator[None]:
+    """Raise `TimeoutError` in the code under test once the process has spent `seconds` of CPU
+    (so that an unbounded expansion fails the test instead of exhausting the machine)."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still working after {seconds} s of CPU")
+
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+DAG_TOOLS = Path(__file__).parent / "fixtures" / "dag_tools.py"
+
+
+def dag_schema(depth: int) -> dict[str, Any]:
+    """`depth` levels of definitions, each referring to the next one twice (see the fixture)."""
+    from agentforge_typed.cli._target import load_object
+
+    schema: dict[str, Any] = load_object(f"{DAG_TOOLS}:dag_schema")[1](depth)
+    return schema
+
+
+def _size(schema: dict[str, Any]) -> int:
+    return len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False))
+
+
+def _refused_quickly(render: Callable[[], object]) -> af.SchemaDialectError:
+    started = time.process_time()
+    with _cpu_deadline(5.0), pytest.raises(af.SchemaDialectError) as refused:
+        render()
+    assert time.process_time() - started < 1.0
+    error = refused.value
+    assert (error.dialect, error.path) == ("gemini", "$")
+    assert error.reason.startswith(
+        "a rendering of more than 100,000 characters (MAX_GEMINI_SCHEMA_CHARS)"
+    )
+    return error
+
+
+def test_a_gemini_schema_whose_references_pass_the_cap_is_refused_quickly() -> None:
+    """A 3 KB schema of 20 levels, each referring to the next twice (2**20 leaves inlined):
+    refused as soon as the rendering passes the cap, however deep it goes on."""
+    from agentforge_typed.providers import MAX_GEMINI_SCHEMA_CHARS, render_schema
+
+    assert MAX_GEMINI_SCHEMA_CHARS == 100_000
+    assert _size(dag_schema(20)) < 4000
+    _refused_quickly(lambda: render_schema(dag_schema(20), "gemini"))
+    _refused_quickly(lambda: render_schema(dag_schema(200), "gemini"))
+
+
+def test_a_gemini_rendering_of_exactly_the_cap_is_sent_and_one_character_more_is_refused() -> None:
+    from agentforge_typed.providers import render_schema
+
+    def padded(extra: int) -> dict[str, Any]:
+        schema = dag_schema(9)  # 512 leaves inlined: some 80,000 characters
+        schema["description"] = "x" * extra
+        return schema
+
+    room = 100_000 - _size(render_schema(padded(0), "gemini"))
+    assert room > 10_000
+    assert _size(render_schema(padded(room), "gemini")) == 100_000
+    _refused_quickly(lambda: render_schema(padded(room + 1), "gemini"))
+
+
+def test_a_moderate_gemini_schema_is_inlined_as_before() -> None:
+    from agentforge_typed.providers import render_schema
+
+    def level(at: int, depth: int) -> dict[str, Any]:
+        if at == depth:
+            return {"type": "string", "description": "A leaf."}
+        below = level(at + 1, depth)
+        return {
+            "type": "object",
+            "description": f"Level {at} of the tree.",
+            "properties": {"left": below, "right": below},
+            "required": ["left", "right"],
+        }
+
+    expected = {"type": "object", "properties": {"tree": level(0, 4)}, "required": ["tree"]}
+    assert render_schema(dag_schema(4), "gemini") == expected
+
+
+async def test_every_registration_path_keeps_a_schema_shared_that_gemini_refuses() -> None:
+    """`@tool` (a pydantic model of 20 levels), `SchemaTool` and an MCP server's `inputSchema`
+    register at once (nothing is inlined: every other dialect, and the JSON Schema Gemini is sent
+    by default, keep `$defs`); rendered for the Gemini subset, each is refused quickly."""
+    from pydantic import BaseModel, create_model
+
+    from agentforge_typed.providers import _gemini_wire
+
+    leaf: type[BaseModel] = create_model("Level20", text=(str, ...))
+    node = leaf
+    for at in reversed(range(20)):
+        node = create_model(f"Level{at}", left=(node, ...), right=(node, ...))
+
+    def plant(tree: Any) -> str:
+        """Plant a tree."""
+        return "planted"
+
+    plant.__annotations__ = {"tree": node, "return": str}
+    typed = tool(plant)
+    declared = SchemaTool(
+        ToolSpecification(name="declared", parameters=dag_schema(20)), lambda a: "planted"
+    )
+
+    async def listing(context: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="listed", input_schema=dag_schema(20))])
+
+    started = time.process_time()
+    async with _mcp_server(list_tools=listing) as server:
+        (listed,) = server.tools()
+    assert time.process_time() - started < 2.0
+    for spec in (typed.specification, declared.specification, listed.specification):
+        assert _size(_gemini_wire.map_tool(spec)) < 8000  # `parametersJsonSchema`, shared
+        _refused_quickly(functools.partial(_gemini_wire.map_tool, spec, "gemini"))
+
+
+def test_a_gemini_subset_request_with_such_a_schema_is_refused_before_it_is_sent() -> None:
+    declared = SchemaTool(
+        ToolSpecification(name="declared", parameters=dag_schema(20)), lambda a: "planted"
+    )
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # a request sent would time out
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        model = GeminiChatModel(
+            "m", api_key="k", base_url=url, function_schema="gemini", timeout=5, max_retries=0
+        )
+        service = ToolService([declared])
+        _refused_quickly(lambda: service.chat(model, "plant it"))
+
+
+def test_check_reports_a_gemini_rendering_over_the_cap_without_expanding_it() -> None:
+    import subprocess
+    import sys
+
+    target = f"{DAG_TOOLS}:tools"
+    done = subprocess.run(
+        [sys.executable, "-m", "agentforge_typed", "check", target, "--dialect", "gemini"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    findings = [line for line in done.stdout.splitlines() if "unsupported-schema" in line]
+    assert len(findings) == 1
+    assert (
+        ": deep: not expressible in gemini at $: a rendering of more than 100,000 " in findings[0]
+    )
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "openai-strict", "anthropic-strict"])
+def test_a_chain_of_references_too_deep_to_follow_is_refused(dialect: af.Dialect) -> None:
+    """3,000 definitions each referring to the next: a small schema (no level doubles), but one
+    that rendering cannot follow to its end; refused, never a `RecursionError`."""
+    from agentforge_typed.providers import render_schema
+
+    chain = {
+        f"D{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/D{i + 1}"}}}
+        for i in range(3000)
+    }
+    chain["D3000"] = {"type": "string"}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": chain}
+    with pytest.raises(af.SchemaDialectError) as refused:
+        render_schema(schema, dialect)
+    assert (refused.value.path, refused.value.reason) == (
+        "$",
+        "a schema nested too deeply to render",
+    )
+
+
+INLINING_DIALECTS = {"gemini"}
+"""The dialects that inline `$ref`s (their rendering is capped, and refused past the cap); every
+other keeps `$defs`, so its rendering stays the size of the schema."""
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_no_dialect_renders_shared_definitions_without_bound(dialect: af.Dialect) -> None:
+    """A dialect added to the table joins here: it keeps the definitions shared, or it is listed
+    in `INLINING_DIALECTS` and refuses the inlined schema quickly."""
+    from agentforge_typed.providers import render_schema
+
+    schema = dag_schema(20)
+    if dialect in INLINING_DIALECTS:
+        _refused_quickly(lambda: render_schema(schema, dialect))
+    else:
+        with _cpu_deadline(5.0):
+            assert _size(render_schema(schema, dialect)) < 2 * _size(schema)
