@@ -16,6 +16,7 @@ is inferred from the tool and the decision.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -25,12 +26,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
+from ._exceptions import shown_name
 from ._identity import CONVERSATION_ID, PAUSED_CALLS, CallDigests
 from ._messages import AiMessage, ChatMessage, ToolCall
 from ._response import ChatResponse, FinishReason
 from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
 from .tools._invoke import invoke, is_async_callable
-from .tools._outcomes import reraise_uncontained, success_result
+from .tools._outcomes import (
+    UnreadableValue,
+    failure_result,
+    reraise_uncontained,
+    success_result,
+)
 
 if TYPE_CHECKING:
     from ._results import ToolExecution
@@ -184,8 +191,12 @@ class PausedCall:
     `Approved(arguments=...)` before the call asked a question)."""
 
 
-_PAUSED = TypeAdapter(PausedCall)
-_RECORD = TypeAdapter(dict[str, PausedCall])
+@functools.cache
+def _adapters() -> tuple[TypeAdapter[PausedCall], TypeAdapter[dict[str, PausedCall]]]:
+    """The record's adapters, built at the first pause: a validator built at import would load
+    pydantic's plugin registry for every program."""
+    return TypeAdapter(PausedCall), TypeAdapter(dict[str, PausedCall])
+
 
 _WAITS_FOR: dict[PendingReason, str] = {
     "approval": "approval",
@@ -205,7 +216,7 @@ _HOW: dict[PendingReason, str] = {
 
 
 def _named(call: ToolCall) -> str:
-    return f"call {call.id!r} ({call.name})"
+    return f"call {shown_name(call.id)!r} ({shown_name(call.name)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +440,10 @@ class ApprovalState:
             # As a tool's return value: content parts (a screenshot taken elsewhere) included;
             # their links are checked when the round runs, where names can be resolved off the
             # event loop (`_service._execute`).
-            return Decided(call, success_result(value, urls="any"))
+            try:
+                return Decided(call, success_result(value, urls="any"))
+            except UnreadableValue as unreadable:  # it ran elsewhere: its result is unreadable
+                return Decided(call, failure_result(call.name, unreadable))
         if kind is None:
             return Decided(call)
         if external:
@@ -452,7 +466,7 @@ class ApprovalState:
         if decision is True:
             return Decided(call, approved=True)
         reason = f": {decision}" if isinstance(decision, str) else "."
-        text = f"The user denied the call to `{call.name}`{reason}"
+        text = f"The user denied the call to `{shown_name(call.name)}`{reason}"
         return Decided(call, ToolExecutionResult.error(text, "denied"))
 
     def _kind(self, call: ToolCall) -> PendingReason | None:
@@ -607,14 +621,14 @@ def _record(pending: PendingCall, arguments: str | None) -> dict[str, Any]:
     assert pending.digest is not None  # set when the call settled (`with_digest`)
     own = None if pending.call.arguments == arguments else pending.call.arguments
     paused = PausedCall(pending.reason, pending.digest, pending.elicitation, own)
-    recorded: dict[str, Any] = _PAUSED.dump_python(paused, mode="json", exclude_none=True)
+    recorded: dict[str, Any] = _adapters()[0].dump_python(paused, mode="json", exclude_none=True)
     return recorded
 
 
 def _recorded(message: AiMessage) -> dict[str, PausedCall]:
     """What `message` records of its paused calls (`PAUSED_CALLS`)."""
     try:
-        return _RECORD.validate_python(message.attributes[PAUSED_CALLS])
+        return _adapters()[1].validate_python(message.attributes[PAUSED_CALLS])
     except ValidationError as error:
         raise ValueError(
             f"the history's record of its paused calls (attributes[{PAUSED_CALLS!r}]) is "

@@ -14,7 +14,9 @@ dialect)`:
   optional; the keywords Anthropic does not enforce (numeric bounds, lengths, `minItems` over 1,
   `maxItems`) move into the description, and recursion is refused.
 - `"gemini"`: the OpenAPI 3 subset of Gemini function declarations. `$ref`s are inlined,
-  `anyOf [X, null]` becomes `nullable`, `const` a one-value `enum`.
+  `anyOf [X, null]` becomes `nullable`, `const` a one-value `enum`. Inlining can multiply a
+  schema's size (definitions that refer to each other twice double it per level), so the
+  rendering is refused past `MAX_GEMINI_SCHEMA_CHARS`, as soon as it passes them.
 
 A keyword a dialect cannot carry is moved into the description (the model still reads it, and
 validation still enforces it). A schema a dialect cannot express at all is refused with
@@ -35,6 +37,7 @@ from .tools._argument_errors import path_step
 
 __all__ = [
     "DIALECTS",
+    "MAX_GEMINI_SCHEMA_CHARS",
     "Dialect",
     "DialectRules",
     "SchemaDialectError",
@@ -102,6 +105,13 @@ _STRICT_FORMATS = frozenset(
 )
 _LOOKAROUND = re.compile(r"(?<!\\)\(\?(?:=|!|<=|<!)")
 
+MAX_GEMINI_SCHEMA_CHARS = 100_000
+"""The most characters of one tool's schema in the `gemini` dialect (as compact JSON, about
+25,000 tokens). The OpenAPI subset has no `$ref`, so each reference is replaced by what it refers
+to: a schema of a few kilobytes whose definitions each refer to the next one twice doubles with
+every level. Past this size the rendering stops (its work linear in the size reached) and is
+refused; the JSON Schema Gemini is sent by default keeps `$defs` and has no such limit."""
+
 _GEMINI_KEEP = frozenset(
     {
         "type",
@@ -152,16 +162,21 @@ def render_schema(parameters: JsonSchema, dialect: Dialect) -> JsonSchema:
 
     Raises:
         SchemaDialectError: the dialect cannot express the schema (e.g. an open `dict[str, X]`
-            for `"openai-strict"`, recursion for `"gemini"`), or the root is not an object.
+            for `"openai-strict"`, recursion for `"gemini"`, or a `"gemini"` rendering over
+            `MAX_GEMINI_SCHEMA_CHARS`), the root is not an object, or the schema is nested too
+            deeply to render.
         ValueError: `dialect` is not one of `Dialect`.
     """
     rules = dialect_rules(dialect)
-    root = _inline_root_ref(parameters)
-    if root.get("type") != "object":
-        raise SchemaDialectError(
-            dialect, "$", "a root that is not an object (tool arguments are a JSON object)"
-        )
-    return rules.render(root)
+    try:
+        root = _inline_root_ref(parameters)
+        if root.get("type") != "object":
+            raise SchemaDialectError(
+                dialect, "$", "a root that is not an object (tool arguments are a JSON object)"
+            )
+        return rules.render(root)
+    except RecursionError:
+        raise SchemaDialectError(dialect, "$", "a schema nested too deeply to render") from None
 
 
 @dataclass(frozen=True)
@@ -487,24 +502,37 @@ class _AnthropicStrictRenderer(_StrictRenderer):
 
 
 class _GeminiRenderer:
-    """Gemini function declarations: an OpenAPI 3 subset without `$ref`, `const` or type lists."""
+    """Gemini function declarations: an OpenAPI 3 subset without `$ref`, `const` or type lists.
+
+    Every `$ref` is inlined, so the output may be far larger than the input: the characters
+    rendered are counted as each node is finished (exactly its compact JSON), and the rendering
+    is refused as soon as they pass `MAX_GEMINI_SCHEMA_CHARS`.
+    """
 
     dialect = "gemini"
 
     def __init__(self, root: JsonSchema) -> None:
         self.root = root
         self.defs: dict[str, Any] = root.get("$defs", {})
+        self.chars = 0
+        """The compact JSON size of the finished subtrees not yet inside a finished parent: it
+        only grows, and ends as the size of the whole rendering."""
+        self.inlining: set[str] = {"#"}
+        """The references being inlined on the path from the root (a set: cycles are found in
+        O(1) however deep the path)."""
 
     def render(self) -> JsonSchema:
         body = {key: value for key, value in self.root.items() if key != "$defs"}
-        return self.node(body, "$", ("#",))
+        return self.node(body, "$")[0]
 
     def refuse(self, path: str, reason: str) -> SchemaDialectError:
         return SchemaDialectError(self.dialect, path, reason)
 
-    def node(self, schema: JsonSchema, path: str, stack: tuple[str, ...]) -> JsonSchema:
+    def node(self, schema: JsonSchema, path: str) -> tuple[JsonSchema, int]:
+        """The rendering of `schema`, and its size as compact JSON."""
+        inlined: list[str] = []
         while True:  # inline `$ref`s and unwrap `anyOf [X, null]` until the node is stable
-            schema, stack = self.inline(schema, path, stack)
+            schema = self.inline(schema, path, inlined)
             split = self.split_nulls(schema, path)
             if split == schema:
                 break
@@ -517,7 +545,16 @@ class _GeminiRenderer:
         if "prefixItems" in schema:
             schema = dict(schema)
             _fixed_tuple_items(schema, self.dialect, path)
-        out = _map_schema(schema, lambda sub, sub_path: self.node(sub, sub_path, stack), path)
+        # Each subschema rendered, with its size (kept alive, so that no id is reused).
+        children: dict[int, tuple[JsonSchema, int]] = {}
+
+        def child(sub: JsonSchema, sub_path: str) -> JsonSchema:
+            rendered, size = self.node(sub, sub_path)
+            children[id(rendered)] = rendered, size
+            return rendered
+
+        out = _map_schema(schema, child, path)
+        self.inlining.difference_update(inlined)
         notes: list[str] = []
         if "enum" in out:
             self.enum(out, notes, path)
@@ -532,24 +569,37 @@ class _GeminiRenderer:
                 notes.append(_note(key, value))
                 del out[key]
         _describe(out, notes)
-        return out
+        # A subschema moved into the description is there as longer text: the count only grows.
+        sizes = {key: size for key, (_, size) in children.items()}
+        size = _json_size(out, sizes)
+        self.chars += size - sum(sizes.values())
+        if self.chars > MAX_GEMINI_SCHEMA_CHARS:
+            raise self.refuse(
+                "$",
+                f"a rendering of more than {MAX_GEMINI_SCHEMA_CHARS:,} characters "
+                "(MAX_GEMINI_SCHEMA_CHARS): the subset has no `$ref`, and inlining each reference "
+                "multiplies the schema; the JSON Schema GeminiChatModel sends by default "
+                '(function_schema="json-schema") keeps its `$defs` shared',
+            )
+        return out, size
 
-    def inline(
-        self, schema: JsonSchema, path: str, stack: tuple[str, ...]
-    ) -> tuple[JsonSchema, tuple[str, ...]]:
-        """Replace `$ref` (and a one-element `allOf`) by its target, refusing recursion."""
+    def inline(self, schema: JsonSchema, path: str, inlined: list[str]) -> JsonSchema:
+        """Replace `$ref` (and a one-element `allOf`) by its target, refusing recursion; the
+        references followed are added to `inlining` (and to `inlined`, for the caller to take
+        them out once the node's subschemas are rendered)."""
         schema = _merge_all_of(schema, self.dialect, path)
         while isinstance(ref := schema.get("$ref"), str):
-            if ref in stack:
+            if ref in self.inlining:
                 raise self.refuse(path, f"a recursive schema ({ref!r}), which cannot be inlined")
-            stack = (*stack, ref)
+            self.inlining.add(ref)
+            inlined.append(ref)
             name = _def_name(ref)
             target = self.defs.get(name) if name is not None else None
             if not isinstance(target, dict):
                 raise self.refuse(path, f"an unresolvable `$ref` {ref!r}")
             rest = {key: value for key, value in schema.items() if key != "$ref"}
             schema = _merge_all_of({**target, **rest}, self.dialect, path)
-        return schema, stack
+        return schema
 
     def split_nulls(self, schema: JsonSchema, path: str) -> JsonSchema:
         """Spell `null` as `nullable: true`, whether it came as a union variant or a type list."""
@@ -594,6 +644,27 @@ class _GeminiRenderer:
         else:
             notes.append(_note("enum", values))
             del out["enum"]
+
+
+def _json_size(value: Any, known: dict[int, int]) -> int:
+    """The length of `value` as compact JSON (`json.dumps(value, separators=(",", ":"),
+    ensure_ascii=False)`), taking the size of each object whose id is in `known` from there."""
+    if isinstance(value, dict):
+        size = known.get(id(value))
+        if size is not None:
+            return size
+        return (
+            1
+            + len(value)
+            + sum(
+                len(json.dumps(str(key), ensure_ascii=False)) + 1 + _json_size(item, known)
+                for key, item in value.items()
+            )
+            + (not value)
+        )
+    if isinstance(value, list | tuple):
+        return 1 + len(value) + sum(_json_size(item, known) for item in value) + (not value)
+    return len(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def _json_type(value: Any) -> str:

@@ -23,11 +23,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ._messages import ChatMessage
 from ._response import NO_USAGE, TokenUsage
+from .tools._budget import cut_text
 
 if TYPE_CHECKING:
     from ._results import ToolExecution
 
 __all__ = [
+    "MAX_NAME_CHARS",
     "AgentForgeError",
     "ArgumentError",
     "ArgumentProblem",
@@ -38,7 +40,20 @@ __all__ = [
     "ToolLoopLimitError",
     "UnknownToolError",
     "UnsupportedFeatureError",
+    "shown_name",
 ]
+
+
+MAX_NAME_CHARS = 200
+"""The most characters of a tool name sent by a model (or listed by an MCP server) that any text
+quotes: an error, a result the model reads, a log line, a span, the CLI's display. A longer one
+keeps its head and tail around a marker (`shown_name`); the name itself is kept whole where a
+program reads it (`ToolCall.name`, `UnknownToolError.tool_name`)."""
+
+
+def shown_name(name: str) -> str:
+    """`name` as a text quotes it: at most `MAX_NAME_CHARS` characters (`cut_text`)."""
+    return name if len(name) <= MAX_NAME_CHARS else cut_text(name, MAX_NAME_CHARS)
 
 
 class AgentForgeError(Exception):
@@ -142,7 +157,11 @@ class ToolExecutionError(AgentForgeError):
 
 
 class UnknownToolError(AgentForgeError):
-    """The model called a tool name that is not registered; nothing was executed."""
+    """The model called a tool name that is not registered; nothing was executed.
+
+    The message quotes at most `MAX_NAME_CHARS` (200) characters of the name (the model may send
+    any); `tool_name` holds it whole.
+    """
 
     def __init__(
         self, tool_name: str, available: Sequence[str] = (), reason: str | None = None
@@ -151,7 +170,10 @@ class UnknownToolError(AgentForgeError):
         self.available = tuple(available)
         self.reason = reason
         """What else is known: a registered tool this run does not offer, say."""
-        message = f"model called unknown tool {tool_name!r}; available: {', '.join(self.available) or 'none'}"
+        shown = shown_name(tool_name)
+        message = (
+            f"model called unknown tool {shown!r}; available: {', '.join(self.available) or 'none'}"
+        )
         super().__init__(message if reason is None else f"{message} ({reason})")
 
 

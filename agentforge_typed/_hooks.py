@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ._exceptions import shown_name
 from ._results import ToolExecution
 from ._service import AfterToolCall
 
@@ -35,7 +36,7 @@ def logging_hook(
         log.log(
             error_level if result.is_error else level,
             "tool %s call_id=%s outcome=%s duration=%.1fms arguments=%s result=%s",
-            execution.call.name,
+            shown_name(execution.call.name),
             execution.call.id,
             outcome,
             execution.duration.total_seconds() * 1000,

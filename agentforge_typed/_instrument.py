@@ -26,7 +26,7 @@ from pydantic import TypeAdapter
 
 from ._approval import PendingResult
 from ._events import ResponseComplete, StreamEvent
-from ._exceptions import ModelError
+from ._exceptions import ModelError, shown_name
 from ._messages import ChatMessage
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse, TokenUsage
@@ -238,7 +238,8 @@ class RunTrace:
         the progress it reported as `agentforge.tool.progress` events at their times.
 
         A call of a name no tool has (`known=False`) is named only with `include_content`: the
-        name is whatever the model wrote; so is a progress message (the tool's words).
+        name is whatever the model wrote (its first and last characters, `shown_name`); so is a
+        progress message (the tool's words).
         """
         try:
             self._tool(execution, attempt, known, progress)
@@ -268,7 +269,7 @@ class RunTrace:
                 },
             )
             return
-        name = call.name if known or self.telemetry.include_content else None
+        name = shown_name(call.name) if known or self.telemetry.include_content else None
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.call.id": call.id,

@@ -49,6 +49,7 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
+    shown_name,
 )
 from ._history import (
     MESSAGE_TYPES,
@@ -180,10 +181,12 @@ _RUN_OPTIONS = frozenset(RunOptions.__annotations__)
 
 
 def available_tools_handler(call: ToolCall, available: Sequence[str]) -> ToolExecutionResult:
-    """An `unknown_tool_handler` that tells the model which tools exist, so it can correct itself."""
+    """An `unknown_tool_handler` that tells the model which tools exist, so it can correct itself
+    (quoting at most `MAX_NAME_CHARS` characters of the name it sent)."""
     names = ", ".join(f"`{name}`" for name in available) or "none"
     return ToolExecutionResult.error(
-        f"There is no tool named `{call.name}`. Available tools: {names}.", "unknown_tool"
+        f"There is no tool named `{shown_name(call.name)}`. Available tools: {names}.",
+        "unknown_tool",
     )
 
 
@@ -624,7 +627,8 @@ class _Run:
                 reason = f"the run stopped on {type(error).__name__} first"
                 # "did not complete" rather than "did not run": under `achat` a sibling's failure
                 # cancels calls that may have started, so their side effects are unknown.
-                self._answer(call, f"Tool `{call.name}` did not complete: {reason}.", True)
+                text = f"Tool `{shown_name(call.name)}` did not complete: {reason}."
+                self._answer(call, text, True)
             else:
                 self.executions.append(execution)
                 self._record(execution)
@@ -767,7 +771,8 @@ def _refuse_cut_off(calls: Sequence[ToolCall]) -> None:
         except ValueError:
             raise ModelError(
                 f"the answer was cut off by the token limit (finish_reason 'length') in the "
-                f"middle of the call to `{call.name}`, which was not executed; raise max_tokens",
+                f"middle of the call to `{shown_name(call.name)}`, which was not executed; raise "
+                "max_tokens",
                 code="cut_off_tool_call",
             ) from None
 

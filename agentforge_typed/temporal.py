@@ -328,7 +328,7 @@ class ToolActivityResult(BaseModel):
             f"Tool `{tool_name}` ran, but its result ({size:,} bytes) is over the {limit:,}-byte "
             "limit of a durable run's tool results, so it was not recorded."
         )
-        error = ToolActivityResult(text=text, is_error=True, error_kind="execution")
+        error = ToolActivityResult(text=text, is_error=True, error_kind="unreadable_result")
         return error, _encoded(error, converter)[0]
 
 
@@ -694,15 +694,19 @@ class TemporalToolService:
                 result = await tool.aexecute(payload.call, context)
             # The service's result budget here, where the whole text is: only the cut one travels,
             # encoded once, measured as sent.
-            own = getattr(tool, "max_result_chars", None)
-            result = within_budget(result, own, budget)
+            result = within_budget(result, getattr(tool, "max_result_chars", None), budget)
             if fit is not None:
                 # Content as the model takes it, decided here (not at the next model call); a
                 # refusal under an "error" policy leaves it to that call, as a retried activity
                 # would run the tool again.
                 with contextlib.suppress(AgentForgeError):
                     result = fit_result(result, fit)
-            travelling = ToolActivityResult.of(result)
+            try:
+                travelling = ToolActivityResult.of(result)
+            except Exception:
+                # A value with no JSON form, even by its `str` (a cycle): its text travels alone,
+                # as the body ran (an activity that raised would be retried: the body run again).
+                travelling = ToolActivityResult.of(dataclasses.replace(result, value=None))
             return travelling._encoded(tool.name, limit, activity.payload_converter())[1]
 
         return run_tool

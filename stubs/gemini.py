@@ -15,6 +15,7 @@ from agentforge_typed import (
     StreamEvent,
     UserMessage,
 )
+from agentforge_typed.providers import MAX_GEMINI_SCHEMA_CHARS
 
 gemini = GeminiChatModel(
     "gemini-2.5-flash",
@@ -29,6 +30,7 @@ assert_type(gemini.chat(request), ChatResponse)
 assert_type(gemini.stream(request), Iterator[StreamEvent])
 assert_type(gemini.astream(request), AsyncIterator[StreamEvent])
 assert_type(gemini.base_url, str)
+assert_type(MAX_GEMINI_SCHEMA_CHARS, int)
 
 # Misuse that must stay a type error.
 GeminiChatModel(model=42)  # type: ignore[arg-type]

@@ -114,6 +114,7 @@ def no_parameters() -> AiMessage:
 bad_function: ModelFunction = no_parameters  # type: ignore[assignment]
 
 kind: ErrorKind = "timeout"
+ran_unread: ErrorKind = "unreadable_result"
 bad_kind: ErrorKind = "oops"  # type: ignore[assignment]
 dialect: Dialect = "openai-strict"
 bad_dialect: Dialect = "gpt"  # type: ignore[assignment]

@@ -140,6 +140,19 @@ def receipt(number: int, ctx: ToolContext[Ledger]) -> Receipt:
     return Receipt(number)
 
 
+@tool(result_converter=str)
+def post(amount: int, ctx: ToolContext[Ledger]) -> dict[str, object]:
+    """Post a ledger entry; it refers to itself, so it has no JSON form (not even by `str`).
+
+    Args:
+        amount: What to post.
+    """
+    record(ctx.deps, "post")
+    entry: dict[str, object] = {"amount": amount}
+    entry["self"] = entry
+    return entry
+
+
 @tool(max_result_chars=3_000_000)  # the whole text travels: the payload limit is what is tested
 def dump(size: int, ctx: ToolContext[Ledger]) -> str:
     """Return `size` characters (a large result).
@@ -243,6 +256,7 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
     "heartbeat": [[_call("c1", "survey", "{}")]],
     "exhausted": [[_call(f"c{i}", "reserve", '{"city":5}')] for i in range(1, 4)],
     "receipt": [[_call("c1", "receipt", '{"number":7}')]],
+    "post": [[_call("c1", "post", '{"amount":5}')]],
     "output": [
         [_call("c1", "reserve", '{"city":"Paris"}')],
         [_call("c2", "final_result", '{"city":"Paris","guests":"two"}')],
@@ -354,6 +368,7 @@ service = ToolService(
         stall,
         survey,
         receipt,
+        post,
         dump,
         dump_rows,
         order,

@@ -9,8 +9,13 @@ real (`http.server` on a thread, the MCP SDK's server) where the framing matters
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import gc
 import gzip
+import io
 import json
+import signal
 import socket
 import threading
 import time
@@ -53,6 +58,8 @@ from agentforge_typed import (
 )
 from agentforge_typed import TextContent as ContentText
 from agentforge_typed._model import ChatModel
+from agentforge_typed.providers import DIALECTS
+from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.tools import DEFAULT_MAX_RESULT_CHARS, MCPServerOptions
 from agentforge_typed.tools._budget import MAX_CONTENT_BYTES, cut_text
 
@@ -677,3 +684,362 @@ def test_covers_every_surface() -> None:
     # Every provider that reads a server is answered in its vendor's shape.
     wires = {surface.values[0]["wire"] for surface in PROVIDERS}
     assert wires <= set(ANSWERS) & set(STREAM_PREFIXES) & set(STREAMS)
+
+
+# --- waiting for admission: the queue holds the live waiters only ------------------------------
+
+
+async def test_cancelled_admission_waiters_leave_the_queue() -> None:
+    """With every slot held, 100,000 waiters that come and are cancelled leave nothing behind:
+    the queue holds the live waiters only (its length, and the memory it keeps), and the next
+    real waiters are admitted in the order they came."""
+    from agentforge_typed.providers._admission import AsyncGate
+
+    gate = AsyncGate(1)
+    await gate.acquire()
+
+    async def come_and_go(waiters: int) -> None:
+        tasks = [asyncio.ensure_future(gate.acquire()) for _ in range(waiters)]
+        await asyncio.sleep(0)
+        assert gate.waiting == waiters
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        assert gate.waiting == 0
+
+    # The first thousands reach the event loop's and the queue's own sizes; after them, nothing
+    # may grow (on the memory they keep: 20,000 of them, traced).
+    for _ in range(80):
+        await come_and_go(1000)
+    tracemalloc.start()
+    try:
+        await come_and_go(1000)
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(19):
+            await come_and_go(1000)
+        gc.collect()
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 256 * 1024, f"{kept:,} bytes kept by 19,000 cancelled waiters"
+    served: list[int] = []
+
+    async def wait(n: int) -> None:
+        await gate.acquire()
+        served.append(n)
+
+    waiting = [asyncio.ensure_future(wait(n)) for n in range(3)]
+    await asyncio.sleep(0)
+    assert gate.waiting == 3
+    for _ in range(3):
+        gate.release()
+        await asyncio.sleep(0)
+    await asyncio.wait_for(asyncio.gather(*waiting), 1)
+    assert served == [0, 1, 2]
+
+
+# --- names a model sends: quoted at most MAX_NAME_CHARS characters ------------------------------
+
+LONG_NAME = "n" * 2_000_000
+"""A tool name as a model may send it: any length."""
+SHOWN = cut_text(LONG_NAME, 200)
+"""What every text quotes of it: its head and tail around the marker, 200 characters."""
+
+
+def _calls_long_name() -> FunctionModel:
+    """A model that calls `LONG_NAME` once, then answers."""
+
+    def answer(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if isinstance(messages[-1], UserMessage):
+            return AiMessage(tool_calls=[ToolCall(id="c1", name=LONG_NAME, arguments="{}")])
+        return AiMessage(text="done")
+
+    return FunctionModel(answer)
+
+
+def _quoted(text: str) -> None:
+    assert LONG_NAME not in text
+    assert SHOWN in text
+
+
+def test_an_unknown_tool_name_is_quoted_at_most_200_characters_in_errors() -> None:
+    @tool
+    def known() -> str:
+        """A tool the model does not call."""
+        return "x"
+
+    service = ToolService([known])
+    with pytest.raises(af.UnknownToolError) as caught:
+        service.chat(_calls_long_name(), "go")
+    error = caught.value
+    assert error.tool_name == LONG_NAME  # the program reads it whole
+    _quoted(str(error))
+    assert len(str(error)) < 300
+    (answered,) = [m for m in error.messages if isinstance(m, ToolResultMessage)]
+    _quoted(answered.text)  # "did not complete": the history the run can be resumed from
+    # A decision on a call of no tool names it as far as the cap.
+    with pytest.raises(ValueError, match="is not an external tool's call") as refused:
+        service.chat(
+            FunctionModel(lambda m, p: AiMessage(text="x")),
+            error.messages[:-1],
+            external_results={"c1": "done"},
+        )
+    _quoted(str(refused.value))
+
+
+def test_an_unknown_tool_name_is_quoted_at_most_200_characters_everywhere_it_is_shown(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The result the model reads, the log line, the span (names the model wrote are recorded
+    with `include_content` only) and the CLI's display."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from agentforge_typed.cli._run import LiveDisplay
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    service = ToolService(
+        unknown_tool_handler=af.available_tools_handler, after_tool_call=af.logging_hook()
+    )
+    shown = io.StringIO()
+    with af.instrument(provider, include_content=True), caplog.at_level("INFO"):
+        result = LiveDisplay(shown).show(service.stream(_calls_long_name(), "go"), 0.0)
+    (execution,) = result.tool_executions
+    assert execution.result.text == f"There is no tool named `{SHOWN}`. Available tools: none."
+    (logged,) = [r.getMessage() for r in caplog.records if "call_id=c1" in r.getMessage()]
+    _quoted(logged)
+    (span,) = [s for s in exporter.get_finished_spans() if s.name.startswith("execute_tool")]
+    assert span.name == f"execute_tool {SHOWN}"
+    assert span.attributes is not None and span.attributes["gen_ai.tool.name"] == SHOWN
+    _quoted(shown.getvalue())
+    assert len(shown.getvalue()) < 2000
+
+
+@pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
+async def test_a_tool_name_an_mcp_server_lists_is_quoted_at_most_200_characters(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def listing(context: Any, params: Any) -> ListToolsResult:
+        schema = {"type": "object", "properties": {}}
+        return ListToolsResult(tools=[Tool(name=LONG_NAME, input_schema=schema)])
+
+    with caplog.at_level("WARNING"):
+        async with _mcp_server(list_tools=listing) as server:
+            assert server.tools() == ()
+    (warning,) = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    _quoted(warning)
+    assert len(warning) < 1000
+
+
+def test_a_malformed_call_in_the_history_names_its_tool_at_most_200_characters() -> None:
+    from agentforge_typed.providers._gemini_wire import build_payload
+
+    history: list[ChatMessage] = [
+        UserMessage(content="go"),
+        AiMessage(tool_calls=[ToolCall(id="c1", name=LONG_NAME, arguments="[]")]),
+        ToolResultMessage(tool_call_id="c1", tool_name=LONG_NAME, text="x"),
+    ]
+    with pytest.raises(ModelError) as caught:
+        build_payload(history, ChatRequestParameters())
+    _quoted(str(caught.value))
+
+
+# --- the Gemini subset inlines every `$ref`: its rendering is capped -----------------------------
+
+
+@contextlib.contextmanager
+def _cpu_deadline(seconds: float) -> Iterator[None]:
+    """Raise `TimeoutError` in the code under test once the process has spent `seconds` of CPU
+    (so that an unbounded expansion fails the test instead of exhausting the machine)."""
+
+    def expire(signum: int, frame: object) -> None:
+        raise TimeoutError(f"still working after {seconds} s of CPU")
+
+    previous = signal.signal(signal.SIGPROF, expire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
+DAG_TOOLS = Path(__file__).parent / "fixtures" / "dag_tools.py"
+
+
+def dag_schema(depth: int) -> dict[str, Any]:
+    """`depth` levels of definitions, each referring to the next one twice (see the fixture)."""
+    from agentforge_typed.cli._target import load_object
+
+    schema: dict[str, Any] = load_object(f"{DAG_TOOLS}:dag_schema")[1](depth)
+    return schema
+
+
+def _size(schema: dict[str, Any]) -> int:
+    return len(json.dumps(schema, separators=(",", ":"), ensure_ascii=False))
+
+
+def _refused_quickly(render: Callable[[], object]) -> af.SchemaDialectError:
+    started = time.process_time()
+    with _cpu_deadline(5.0), pytest.raises(af.SchemaDialectError) as refused:
+        render()
+    assert time.process_time() - started < 1.0
+    error = refused.value
+    assert (error.dialect, error.path) == ("gemini", "$")
+    assert error.reason.startswith(
+        "a rendering of more than 100,000 characters (MAX_GEMINI_SCHEMA_CHARS)"
+    )
+    return error
+
+
+def test_a_gemini_schema_whose_references_pass_the_cap_is_refused_quickly() -> None:
+    """A 3 KB schema of 20 levels, each referring to the next twice (2**20 leaves inlined):
+    refused as soon as the rendering passes the cap, however deep it goes on."""
+    from agentforge_typed.providers import MAX_GEMINI_SCHEMA_CHARS, render_schema
+
+    assert MAX_GEMINI_SCHEMA_CHARS == 100_000
+    assert _size(dag_schema(20)) < 4000
+    _refused_quickly(lambda: render_schema(dag_schema(20), "gemini"))
+    _refused_quickly(lambda: render_schema(dag_schema(200), "gemini"))
+
+
+def test_a_gemini_rendering_of_exactly_the_cap_is_sent_and_one_character_more_is_refused() -> None:
+    from agentforge_typed.providers import render_schema
+
+    def padded(extra: int) -> dict[str, Any]:
+        schema = dag_schema(9)  # 512 leaves inlined: some 80,000 characters
+        schema["description"] = "x" * extra
+        return schema
+
+    room = 100_000 - _size(render_schema(padded(0), "gemini"))
+    assert room > 10_000
+    assert _size(render_schema(padded(room), "gemini")) == 100_000
+    _refused_quickly(lambda: render_schema(padded(room + 1), "gemini"))
+
+
+def test_a_moderate_gemini_schema_is_inlined_as_before() -> None:
+    from agentforge_typed.providers import render_schema
+
+    def level(at: int, depth: int) -> dict[str, Any]:
+        if at == depth:
+            return {"type": "string", "description": "A leaf."}
+        below = level(at + 1, depth)
+        return {
+            "type": "object",
+            "description": f"Level {at} of the tree.",
+            "properties": {"left": below, "right": below},
+            "required": ["left", "right"],
+        }
+
+    expected = {"type": "object", "properties": {"tree": level(0, 4)}, "required": ["tree"]}
+    assert render_schema(dag_schema(4), "gemini") == expected
+
+
+async def test_every_registration_path_keeps_a_schema_shared_that_gemini_refuses() -> None:
+    """`@tool` (a pydantic model of 20 levels), `SchemaTool` and an MCP server's `inputSchema`
+    register at once (nothing is inlined: every other dialect, and the JSON Schema Gemini is sent
+    by default, keep `$defs`); rendered for the Gemini subset, each is refused quickly."""
+    from pydantic import BaseModel, create_model
+
+    from agentforge_typed.providers import _gemini_wire
+
+    leaf: type[BaseModel] = create_model("Level20", text=(str, ...))
+    node = leaf
+    for at in reversed(range(20)):
+        node = create_model(f"Level{at}", left=(node, ...), right=(node, ...))
+
+    def plant(tree: Any) -> str:
+        """Plant a tree."""
+        return "planted"
+
+    plant.__annotations__ = {"tree": node, "return": str}
+    typed = tool(plant)
+    declared = SchemaTool(
+        ToolSpecification(name="declared", parameters=dag_schema(20)), lambda a: "planted"
+    )
+
+    async def listing(context: Any, params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=[Tool(name="listed", input_schema=dag_schema(20))])
+
+    started = time.process_time()
+    async with _mcp_server(list_tools=listing) as server:
+        (listed,) = server.tools()
+    assert time.process_time() - started < 2.0
+    for spec in (typed.specification, declared.specification, listed.specification):
+        assert _size(_gemini_wire.map_tool(spec)) < 8000  # `parametersJsonSchema`, shared
+        _refused_quickly(functools.partial(_gemini_wire.map_tool, spec, "gemini"))
+
+
+def test_a_gemini_subset_request_with_such_a_schema_is_refused_before_it_is_sent() -> None:
+    declared = SchemaTool(
+        ToolSpecification(name="declared", parameters=dag_schema(20)), lambda a: "planted"
+    )
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # a request sent would time out
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        model = GeminiChatModel(
+            "m", api_key="k", base_url=url, function_schema="gemini", timeout=5, max_retries=0
+        )
+        service = ToolService([declared])
+        _refused_quickly(lambda: service.chat(model, "plant it"))
+
+
+def test_check_reports_a_gemini_rendering_over_the_cap_without_expanding_it() -> None:
+    import subprocess
+    import sys
+
+    target = f"{DAG_TOOLS}:tools"
+    done = subprocess.run(
+        [sys.executable, "-m", "agentforge_typed", "check", target, "--dialect", "gemini"],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    findings = [line for line in done.stdout.splitlines() if "unsupported-schema" in line]
+    assert len(findings) == 1
+    assert (
+        ": deep: not expressible in gemini at $: a rendering of more than 100,000 " in findings[0]
+    )
+
+
+@pytest.mark.parametrize("dialect", ["gemini", "openai-strict", "anthropic-strict"])
+def test_a_chain_of_references_too_deep_to_follow_is_refused(dialect: af.Dialect) -> None:
+    """3,000 definitions each referring to the next: a small schema (no level doubles), but one
+    that rendering cannot follow to its end; refused, never a `RecursionError`."""
+    from agentforge_typed.providers import render_schema
+
+    chain = {
+        f"D{i}": {"type": "object", "properties": {"next": {"$ref": f"#/$defs/D{i + 1}"}}}
+        for i in range(3000)
+    }
+    chain["D3000"] = {"type": "string"}
+    schema = {"type": "object", "properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": chain}
+    with pytest.raises(af.SchemaDialectError) as refused:
+        render_schema(schema, dialect)
+    assert (refused.value.path, refused.value.reason) == (
+        "$",
+        "a schema nested too deeply to render",
+    )
+
+
+INLINING_DIALECTS = {"gemini"}
+"""The dialects that inline `$ref`s (their rendering is capped, and refused past the cap); every
+other keeps `$defs`, so its rendering stays the size of the schema."""
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_no_dialect_renders_shared_definitions_without_bound(dialect: af.Dialect) -> None:
+    """A dialect added to the table joins here: it keeps the definitions shared, or it is listed
+    in `INLINING_DIALECTS` and refuses the inlined schema quickly."""
+    from agentforge_typed.providers import render_schema
+
+    schema = dag_schema(20)
+    if dialect in INLINING_DIALECTS:
+        _refused_quickly(lambda: render_schema(schema, dialect))
+    else:
+        with _cpu_deadline(5.0):
+            assert _size(render_schema(schema, dialect)) < 2 * _size(schema)

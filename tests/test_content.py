@@ -184,17 +184,19 @@ def test_a_tool_return_without_parts_is_text() -> None:
     assert (result.text, result.value, result.content) == ('{"n":1}\nand a note', {"n": 1}, ())
 
 
-def test_a_tool_return_with_something_else_is_an_execution_error() -> None:
+def test_a_tool_return_with_something_else_is_an_unreadable_result() -> None:
     @tool
     def wrong() -> ToolReturn[int]:
         """Wrong content."""
         return ToolReturn(1, [object()])  # type: ignore[list-item]
 
     result = wrong.execute(call("wrong"))
-    assert result.is_error and result.error_kind == "execution"
+    # The body ran: the model is told so, not that the tool failed.
+    assert result.is_error and result.error_kind == "unreadable_result"
     assert result.text == (
-        "Tool `wrong` failed: TypeError: ToolReturn.content holds only str and content parts "
-        "(ImageContent, …)"
+        "Tool `wrong` ran, but its result could not be read (TypeError: ToolReturn.content holds "
+        "only str and content parts (ImageContent, …)). Its effects, if any, took place: do not "
+        "call it again to get the result."
     )
 
 

@@ -194,17 +194,19 @@ def test_recursive_return_type_is_dumped() -> None:
     }
 
 
-def test_unserializable_return_value_is_an_execution_error() -> None:
+def test_unserializable_return_value_is_an_unreadable_result() -> None:
     @tool
     def opaque() -> Any:
         return object()
 
     result = opaque.execute(ToolCall(id="c", name="opaque", arguments="{}"))
-    assert result.is_error and result.error_kind == "execution"
-    assert result.text.startswith("Tool `opaque` failed: PydanticSerializationError")
+    assert result.is_error and result.error_kind == "unreadable_result"
+    assert result.text.startswith(
+        "Tool `opaque` ran, but its result could not be read (PydanticSerializationError"
+    )
 
 
-def test_circular_return_value_is_an_execution_error() -> None:
+def test_circular_return_value_is_an_unreadable_result() -> None:
     @tool
     def loop() -> dict[str, Any]:
         data: dict[str, Any] = {}
@@ -212,16 +214,16 @@ def test_circular_return_value_is_an_execution_error() -> None:
         return data
 
     result = loop.execute(ToolCall(id="c", name="loop", arguments="{}"))
-    assert result.error_kind == "execution" and "ircular" in result.text
+    assert result.error_kind == "unreadable_result" and "ircular" in result.text
 
 
-async def test_unserializable_return_value_is_an_execution_error_async() -> None:
+async def test_unserializable_return_value_is_an_unreadable_result_async() -> None:
     @tool
     async def opaque() -> Any:
         return object()
 
     result = await opaque.aexecute(ToolCall(id="c", name="opaque", arguments="{}"))
-    assert result.error_kind == "execution"
+    assert result.error_kind == "unreadable_result"
 
 
 # --- refused at decoration, naming the function and the parameter ---------------------------------

@@ -228,7 +228,7 @@ async def test_cancelled_async_handlers_log_nothing(caplog: pytest.LogCaptureFix
 
 
 @pytest.mark.parametrize("execute", ["execute", "aexecute"])
-async def test_a_schema_tool_result_that_cannot_be_converted_is_an_execution_error(
+async def test_a_schema_tool_result_that_cannot_be_converted_is_an_unreadable_result(
     execute: str,
 ) -> None:
     schema = SchemaTool(SPEC, lambda arguments: object())
@@ -236,5 +236,7 @@ async def test_a_schema_tool_result_that_cannot_be_converted_is_an_execution_err
         result = schema.execute(call("nap", "{}"), context("nap"))
     else:
         result = await schema.aexecute(call("nap", "{}"), context("nap"))
-    assert result.error_kind == "execution"
-    assert result.text.startswith("Tool `nap` failed: PydanticSerializationError: ")
+    assert result.error_kind == "unreadable_result"
+    assert result.text.startswith(
+        "Tool `nap` ran, but its result could not be read (PydanticSerializationError: "
+    )

@@ -135,25 +135,31 @@ def low_level(
 
 
 @pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
-def test_structured_content_that_breaks_the_output_schema_is_an_execution_error() -> None:
+def test_structured_content_that_breaks_the_output_schema_is_an_unreadable_result() -> None:
+    # The tool ran on the server: the model is told so, never that it failed.
     wrong = CallToolResult(content=[], structured_content={"city": 7, "celsius": "warm", "wind": 3})
     with low_level(wrong) as server:
         result = run(server, "t")
-    assert (result.is_error, result.error_kind) == (True, "execution")
+    assert (result.is_error, result.error_kind) == (True, "unreadable_result")
     assert result.text == (
-        "Tool `t` failed: its structuredContent does not match its outputSchema:\n"
+        "Tool `t` ran, but its result could not be read (its structuredContent does not match "
+        "its outputSchema:\n"
         "- $.city: Input should be of type string (input: 7)\n"
-        '- $.celsius: Input should be of type integer (input: "warm")'
+        '- $.celsius: Input should be of type integer (input: "warm")). '
+        "Its effects, if any, took place: do not call it again to get the result."
     )
+    assert result.value == {"city": 7, "celsius": "warm", "wind": 3}  # for the program
 
 
 @pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
-def test_no_structured_content_from_a_tool_with_an_output_schema_is_an_execution_error() -> None:
+def test_no_structured_content_from_a_tool_with_an_output_schema_is_an_unreadable_result() -> None:
     with low_level(CallToolResult(content=[])) as server:
         result = run(server, "t")
+    assert result.error_kind == "unreadable_result"
     assert result.text == (
-        "Tool `t` failed: the server sent no structuredContent, but the tool declares an "
-        "outputSchema"
+        "Tool `t` ran, but its result could not be read (the server sent no structuredContent, "
+        "but the tool declares an outputSchema). Its effects, if any, took place: do not call it "
+        "again to get the result."
     )
 
 
@@ -212,13 +218,14 @@ def test_structured_content_is_typed_for_the_program_when_a_type_is_given() -> N
 
 
 @pytest.mark.skipif(MCP_SDK_1, reason="SDK 2's low-level `Server`")
-def test_structured_content_that_does_not_fit_the_programs_type_is_an_execution_error() -> None:
+def test_structured_content_that_does_not_fit_the_programs_type_is_an_unreadable_result() -> None:
     # The outputSchema allows it; the program's type does not.
     answer = CallToolResult(content=[], structured_content={"city": "Oslo", "celsius": 400})
     with low_level(answer, output_types={"t": Forecast}) as server:
         result = run(server, "t")
-    assert (result.is_error, result.error_kind) == (True, "execution")
+    assert (result.is_error, result.error_kind) == (True, "unreadable_result")
     assert result.text == (
-        "Tool `t` failed: its structuredContent is not a Forecast:\n"
-        "- $.celsius: Value error, not a temperature on Earth (input: 400)"
+        "Tool `t` ran, but its result could not be read (its structuredContent is not a "
+        "Forecast:\n- $.celsius: Value error, not a temperature on Earth (input: 400)). Its "
+        "effects, if any, took place: do not call it again to get the result."
     )

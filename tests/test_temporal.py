@@ -576,6 +576,18 @@ async def test_a_value_pydantic_cannot_serialise_comes_back_as_text_and_runs_onc
 
 
 @on_module_loop
+async def test_a_value_with_no_json_form_travels_as_its_text_and_runs_once(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    """The body ran: an activity that raised on its value would be retried (the body run again,
+    the model told at last that the tool failed). Its text travels alone."""
+    handle, text, failed, entries = await _run(env, "post", tmp_path)
+    assert entries == ["post"]
+    assert (text, failed) == ("post: {'amount': 5, 'self': {...}}", "")
+    assert [name for name, _ in await _activities(handle)].count("booking.tool.post") == 1
+
+
+@on_module_loop
 async def test_deps_that_do_not_validate_as_deps_type_fail_the_call_once(
     env: WorkflowEnvironment,
 ) -> None:
@@ -1089,7 +1101,7 @@ def test_a_result_is_measured_in_the_bytes_the_data_converter_sends() -> None:
     assert size > 3000  # three bytes a character, not one
     assert result.bounded("euros", size) is result
     over = result.bounded("euros", size - 1)
-    assert over.is_error and over.error_kind == "execution"
+    assert over.is_error and over.error_kind == "unreadable_result"
     assert f"its result ({size:,} bytes) is over the {size - 1:,}-byte limit" in over.text
 
 

@@ -433,19 +433,23 @@ def test_result_converter_overrides_the_conversion() -> None:
     assert result.value == {"name": "Ada", "email": "ada@example.com"}
 
 
-def test_conversion_failures_are_execution_errors() -> None:
+def test_conversion_failures_say_the_tool_ran() -> None:
     def explode(value: Any) -> str:
         raise ValueError("cannot convert")
 
     broken = tool(result_converter=explode)(add.__wrapped__)
     result = broken.execute(call("add", '{"a": 1}'))
-    assert (result.error_kind, result.text) == (
-        "execution",
-        "Tool `add` failed: ValueError: cannot convert",
+    assert (result.error_kind, result.text, result.value) == (
+        "unreadable_result",
+        "Tool `add` ran, but its result could not be read (ValueError: cannot convert). Its "
+        "effects, if any, took place: do not call it again to get the result.",
+        2,  # the value stays for the program
     )
     unserializable = returning(object(), Any).execute(call("result"))
-    assert unserializable.error_kind == "execution"
-    assert unserializable.text.startswith("Tool `result` failed: PydanticSerializationError:")
+    assert unserializable.error_kind == "unreadable_result"
+    assert unserializable.text.startswith(
+        "Tool `result` ran, but its result could not be read (PydanticSerializationError:"
+    )
 
 
 # --- decoration errors ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 import pydantic_core
 
 from .._events import ResponseComplete, TextDelta, ThinkingDelta
+from .._exceptions import shown_name
 from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
 from .._response import ChatResponse
 from .._results import ToolChatResult, ToolExecution
@@ -44,7 +45,7 @@ class LiveDisplay:
             elif isinstance(event, ThinkingDelta):
                 self._stream("(thinking) ", event.text)
             elif isinstance(event, ToolCallEvent):
-                self._line(f"-> {event.call.name} {_arguments(event.call.arguments)}")
+                self._line(f"-> {shown_name(event.call.name)} {_arguments(event.call.arguments)}")
             elif isinstance(event, ToolResultEvent):
                 self._line(_result_line(event.execution))
             elif isinstance(event, FinalResultEvent):
@@ -133,11 +134,10 @@ def _arguments(raw: str) -> str:
 def _result_line(execution: ToolExecution) -> str:
     result = execution.result
     took = f"{execution.duration.total_seconds() * 1000:.1f} ms"
+    name = shown_name(execution.call.name)
     if result.is_error:
-        return (
-            f"!! {execution.call.name} {result.error_kind or 'error'} error ({took}): {result.text}"
-        )
-    return f"<- {execution.call.name} ({took}): {result.text}"
+        return f"!! {name} {result.error_kind or 'error'} error ({took}): {result.text}"
+    return f"<- {name} ({took}): {result.text}"
 
 
 def _dump(value: Any) -> Any:

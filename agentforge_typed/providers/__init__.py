@@ -4,12 +4,14 @@ dialects they send.
 Everyday names (`OpenAIChatModel`, `AnthropicChatModel`, `GeminiChatModel`, `FakeModel`,
 `FunctionModel`, `get_model`, `SchemaDialectError`) are exported from `agentforge_typed` itself. This module exports
 the dialect plumbing, for code that renders tool schemas itself: `render_schema(parameters,
-dialect)`, `Dialect`, `DIALECTS` and `dialect_rules(dialect)` (a `DialectRules`: the rendering and
-the names a dialect accepts).
+dialect)`, `Dialect`, `DIALECTS`, `dialect_rules(dialect)` (a `DialectRules`: the rendering and
+the names a dialect accepts) and `MAX_GEMINI_SCHEMA_CHARS` (the size past which the `gemini`
+dialect refuses a schema, all of its references inlined).
 """
 
 from .._dialects import (
     DIALECTS,
+    MAX_GEMINI_SCHEMA_CHARS,
     Dialect,
     DialectRules,
     SchemaDialectError,
@@ -19,6 +21,7 @@ from .._dialects import (
 
 __all__ = [
     "DIALECTS",
+    "MAX_GEMINI_SCHEMA_CHARS",
     "Dialect",
     "DialectRules",
     "SchemaDialectError",

@@ -5,7 +5,9 @@ httpx's connection pool (httpcore) rescans every queued request against every co
 pool event, so thousands of requests started together cost the event loop O(N² x connections)
 before the first one is sent (at 10,000 concurrent conversations, none reached the server in
 minutes). Admitting no more requests than the pool has connections keeps its queue empty; the
-wait moves here, to a FIFO whose cost per waiter is O(1), cancellation included.
+wait moves here, to a FIFO whose cost per waiter is O(1), cancellation included: a cancelled
+waiter leaves the queue at once, so it holds the live waiters only, however many come and go
+while every slot is held.
 
 A gate belongs to one event loop, as its waiters' futures do; the shell keeps one per loop (with
 the async client it created for that loop, closed when the loop shuts down).
@@ -16,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections import deque
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
@@ -51,7 +53,8 @@ class AsyncGate:
 
     def __init__(self, limit: int) -> None:
         self._free = limit
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        # An ordered dict rather than a deque: a cancelled waiter is removed in O(1).
+        self._waiters: OrderedDict[asyncio.Future[None], None] = OrderedDict()
 
     async def acquire(self) -> float:
         """Take a slot; the seconds spent waiting for it."""
@@ -59,13 +62,14 @@ class AsyncGate:
             self._free -= 1
             return 0.0
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        self._waiters[waiter] = None
         started = time.monotonic()
         try:
             await waiter
         except BaseException:
-            # A cancelled waiter stays in the queue (removing it would cost O(N)); `release`
-            # skips it. One handed a slot just as it was cancelled passes the slot on.
+            # A cancelled waiter leaves the queue; one handed a slot just as it was cancelled
+            # (`release` took it out already) passes the slot on.
+            self._waiters.pop(waiter, None)
             if waiter.done() and not waiter.cancelled():
                 self.release()
             raise
@@ -75,7 +79,8 @@ class AsyncGate:
         """Give a slot back: to the longest waiter still waiting, else to the pool of free ones."""
         waiters = self._waiters
         while waiters:
-            waiter = waiters.popleft()
+            # A waiter cancelled but not yet resumed is still queued: skipped.
+            waiter = waiters.popitem(last=False)[0]
             if not waiter.done():
                 waiter.set_result(None)
                 return
@@ -83,7 +88,7 @@ class AsyncGate:
 
     @property
     def waiting(self) -> int:
-        """Callers waiting for a slot (cancelled ones not yet skipped included)."""
+        """Callers waiting for a slot (one cancelled leaves at once, as soon as its task runs)."""
         return len(self._waiters)
 
 

@@ -29,7 +29,7 @@ from pydantic_core import from_json, to_json
 from .._content import CONTENT_KINDS, Content, ContentKind
 from .._dialects import render_schema
 from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
-from .._exceptions import ModelError
+from .._exceptions import ModelError, shown_name
 from .._messages import (
     AiMessage,
     ChatMessage,
@@ -359,8 +359,8 @@ def _arguments_object(call: ToolCall) -> dict[str, Any]:
         value = None
     if not isinstance(value, dict):
         raise ModelError(
-            f"tool call {call.id!r} ({call.name}) has arguments that are not a JSON object; "
-            "Gemini needs an object as functionCall args"
+            f"tool call {call.id!r} ({shown_name(call.name)}) has arguments that are not a JSON "
+            "object; Gemini needs an object as functionCall args"
         )
     return value
 

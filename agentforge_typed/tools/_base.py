@@ -33,9 +33,13 @@ __all__ = [
 
 DepsT = TypeVar("DepsT", default=None)
 
-ErrorKind = Literal["arguments", "retry", "execution", "timeout", "unknown_tool", "denied"]
+ErrorKind = Literal[
+    "arguments", "retry", "execution", "timeout", "unknown_tool", "denied", "unreadable_result"
+]
 """Why a result is an error: invalid arguments, `ModelRetry`, an exception, a timeout, an
-unknown tool name, or a `before_tool_call` hook that refused the call."""
+unknown tool name, a `before_tool_call` hook that refused the call, or a tool that ran but whose
+return value could not be turned into the text the model reads (its effects took place: the
+model is told not to call it again for its result)."""
 
 
 ExtraArguments = Literal["forbid", "ignore"]
@@ -126,7 +130,8 @@ class ToolExecutionResult:
     text: str
     """What the model reads: at most the result budget's characters (see `full_text`)."""
     value: Any = None
-    """The tool's raw return value (`None` for errors)."""
+    """The tool's raw return value (`None` for errors, but for an `"unreadable_result"`: the tool
+    ran, and what it returned is kept for the program)."""
     is_error: bool = False
     error_kind: ErrorKind | None = None
     repairs: tuple[str, ...] = ()

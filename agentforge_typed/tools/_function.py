@@ -36,7 +36,14 @@ from ._base import (
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._content_urls import ContentURLs, check_content_urls
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
-from ._outcomes import arguments_error_result, asuccess_result, failure_result, success_result
+from ._outcomes import (
+    UnreadableValue,
+    arguments_error_result,
+    asuccess_result,
+    failure_result,
+    success_result,
+    unreadable_result,
+)
 from ._result_text import DeclaredResultText, ResultConverter
 from ._returns import CONTENT_CARRIERS, value_annotation
 from ._signature import check_tool_name, inspect_function, type_name
@@ -366,16 +373,22 @@ class Tool(Generic[P, R]):
             # ruled out by a set lookup, cheaper than a call.
             if value.__class__ not in NEVER_AWAITABLE and is_awaitable(value):
                 value = _awaited(value)
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
+            return failure_result(self.name, exc)
+        # The body ran: from here a failure is a result that could not be read, not a failure.
+        try:
             # `success_result` inlined, positional: a call and keyword arguments would cost about
             # as much as building the result itself.
             if value.__class__ in CONTENT_CARRIERS:
                 return success_result(value, (), self._convert, self._max_result, self.content_urls)
             text = self._convert(value)
-            if len(text) > self._max_result:
-                return cut_result(text, self._max_result, value)
-            return ToolExecutionResult(text, value)
-        except BaseException as exc:  # all but the uncontained: see `failure_result`
-            return failure_result(self.name, exc)
+        except UnreadableValue as exc:
+            return unreadable_result(self.name, exc.error, exc.value)
+        except BaseException as exc:  # all but the uncontained: see `unreadable_result`
+            return unreadable_result(self.name, exc, value)
+        if len(text) > self._max_result:
+            return cut_result(text, self._max_result, value)
+        return ToolExecutionResult(text, value)
 
     async def aexecute(
         self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None

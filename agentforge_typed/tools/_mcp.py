@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 from typing_extensions import TypedDict, Unpack
 
 from .._approval import ElicitationAnswer
+from .._exceptions import shown_name
 from .._messages import ToolCall
 from .._request import ToolAnnotations, ToolSpecification
 from .._sync import running_loop
@@ -704,9 +705,8 @@ class MCPServer:
                     raise ValueError("the server lists a tool of that name already")
                 tool = MCPTool(self, listed)
             except ValueError as exc:
-                logger.warning(
-                    "MCP server %s: tool %r skipped: %s", self.label, listed.get("name"), exc
-                )
+                name = shown_name(str(listed.get("name")))
+                logger.warning("MCP server %s: tool %r skipped: %s", self.label, name, exc)
                 continue
             seen.add(tool.remote_name)
             if self.tool_filter is None or self.tool_filter(tool):

@@ -44,7 +44,7 @@ from ._arguments import argument_errors as pydantic_errors
 from ._base import ToolExecutionResult
 from ._budget import MAX_CONTENT_PARTS, content_result, cut_result
 from ._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content
-from ._outcomes import capped_error_text, execution_error_result
+from ._outcomes import capped_error_text, unreadable_result
 from ._result_text import SUCCESS_TEXT
 from ._schema_arguments import (
     FORMAT_CHECKER,
@@ -144,7 +144,8 @@ def map_call_result(
     resolved here, blocking: async code uses `amap_call_result`); without any, the text is the
     structured content as compact JSON; within the budget (`limit` characters). `value` is the
     structured content when the server sent one, else the whole text. `isError` makes it an
-    `"execution"` error result (its text capped as errors are).
+    `"execution"` error result (its text capped as errors are). A result that breaks the tool's
+    `outputSchema` (or `output_type`) is an `"unreadable_result"`: the tool ran on the server.
     """
     read = _read(tool_name, result, limit, output_schema, output_type)
     if isinstance(read, ToolExecutionResult):
@@ -191,22 +192,26 @@ def _read(
         return ToolExecutionResult.error(capped_error_text(text), "execution", exception=error)
     if output_schema is not None:
         if structured is None:
-            return execution_error_result(
+            return unreadable_result(
                 tool_name,
                 "the server sent no structuredContent, but the tool declares an outputSchema",
+                text or None,
             )
         problems = output_schema.problems(structured)
         if problems is not None:
-            return execution_error_result(
-                tool_name, f"its structuredContent does not match its outputSchema:\n{problems}"
+            return unreadable_result(
+                tool_name,
+                f"its structuredContent does not match its outputSchema:\n{problems}",
+                structured,
             )
     value = structured if structured is not None else text or None
     if output_type is not None:
-        value, problems = output_type.read(structured)
+        read, problems = output_type.read(structured)
         if problems is not None:
-            return execution_error_result(
-                tool_name, f"its structuredContent is not a {output_type.name}:\n{problems}"
+            return unreadable_result(
+                tool_name, f"its structuredContent is not a {output_type.name}:\n{problems}", value
             )
+        value = read
     if has_binary(parts):
         return tuple(parts), value
     if len(text) > limit:

@@ -1,8 +1,11 @@
-"""The results every kind of tool builds: success, invalid arguments, failure, timeout.
+"""The results every kind of tool builds: success, invalid arguments, failure, timeout, and a
+result that could not be read.
 
 One set of builders, so that the model reads the same texts whatever backs the tool:
 ``Tool `x` failed: Type: message``, ``Tool `x` timed out after N seconds.``, a `ModelRetry`'s
-message as it is, and the shared arguments-error format (`format_arguments_error`).
+message as it is, the shared arguments-error format (`format_arguments_error`), and
+``Tool `x` ran, but its result could not be read (...)`` for a body that returned a value no text
+can be made of: never "failed", which would invite calling a state-changing tool again.
 
 Containment: whatever a tool raises becomes a result — `SystemExit` (argparse on model input
 raises it) and every other `BaseException` too — except `KeyboardInterrupt` and the cancellation
@@ -52,6 +55,7 @@ __all__ = [
     "reraise_uncontained",
     "success_result",
     "timeout_result",
+    "unreadable_result",
     "with_repairs",
 ]
 
@@ -90,6 +94,17 @@ class ValidatedArguments(Generic[ArgsT]):
         return arguments_error_result(tool_name, self.errors, self.repairs)
 
 
+class UnreadableValue(Exception):  # noqa: N818 - a carrier, caught by `failure_result`
+    """What `success_result` raises when no text can be made of a value the tool returned:
+    `failure_result` turns it into `unreadable_result`, so that a tool's `except` around its body
+    and its conversion tells the two apart."""
+
+    def __init__(self, value: Any, error: BaseException) -> None:
+        super().__init__(value, error)
+        self.value = value
+        self.error = error
+
+
 def success_result(
     value: Any,
     repairs: tuple[str, ...] = (),
@@ -100,19 +115,27 @@ def success_result(
     """A successful result carrying `value` and its text (`convert(value)`), cut to `limit`
     characters (the whole text kept on `full_text`); a value that carries content (images,
     documents, …, see `_returns`) gives a result with that content, its links as `urls` allows
-    (resolving names here, blocking: async code uses `asuccess_result`), within the budget."""
-    if value.__class__ in CONTENT_CARRIERS:
-        found = returned_content(value, convert)
-        if found is not None:
-            value, parts = found
-            if has_binary(parts):
-                checked, notes = guard_content(parts, urls, MAX_CONTENT_PARTS)
-                return content_result(checked, limit, value, repairs, notes)
-            text = content_text(parts)
+    (resolving names here, blocking: async code uses `asuccess_result`), within the budget.
+
+    Raises:
+        UnreadableValue: `convert` (or the content's own conversion) raised.
+    """
+    try:
+        if value.__class__ in CONTENT_CARRIERS:
+            found = returned_content(value, convert)
+            if found is not None:
+                value, parts = found
+                if has_binary(parts):
+                    checked, notes = guard_content(parts, urls, MAX_CONTENT_PARTS)
+                    return content_result(checked, limit, value, repairs, notes)
+                text = content_text(parts)
+            else:
+                text = convert(value)
         else:
             text = convert(value)
-    else:
-        text = convert(value)
+    except BaseException as exc:  # all but the uncontained: see `failure_result`
+        reraise_uncontained(exc)
+        raise UnreadableValue(value, exc) from exc
     if len(text) > limit:
         return cut_result(text, limit, value, repairs)
     return ToolExecutionResult(text, value, False, None, repairs)
@@ -127,7 +150,11 @@ async def asuccess_result(
 ) -> ToolExecutionResult:
     """`success_result` for async code: the names of links are resolved off the event loop."""
     if value.__class__ in CONTENT_CARRIERS:
-        found = returned_content(value, convert)
+        try:
+            found = returned_content(value, convert)
+        except BaseException as exc:  # as in `success_result`
+            reraise_uncontained(exc)
+            raise UnreadableValue(value, exc) from exc
         if found is not None and has_binary(found[1]):
             checked, notes = await aguard_content(found[1], urls, MAX_CONTENT_PARTS)
             return content_result(checked, limit, found[0], repairs, notes)
@@ -165,9 +192,13 @@ def failure_result(
     is, capped), `HandlerTimeoutError` → `"timeout"`, anything else → `"execution"` (type and
     message, capped, no traceback). A timed-out handler left running is logged as a warning.
 
+    An `UnreadableValue` (the body ran; its value could not be read) gives `unreadable_result`.
+
     Raises:
         BaseException: `exc` itself, when it is not the tool's to contain (`reraise_uncontained`).
     """
+    if isinstance(exc, UnreadableValue):
+        return unreadable_result(tool_name, exc.error, exc.value, repairs)
     if isinstance(exc, ModelRetry):
         message = exc.message
         # A message that is not text (`ModelRetry(None)` gets past an untyped caller): its `str`.
@@ -239,6 +270,29 @@ def execution_error_result(
     """The `"execution"` error result ``Tool `x` failed: <reason>``."""
     text = f"Tool `{tool_name}` failed: {reason}"
     return ToolExecutionResult.error(text, "execution", exception=exception, repairs=repairs)
+
+
+def unreadable_result(
+    tool_name: str, error: BaseException | str, value: Any = None, repairs: tuple[str, ...] = ()
+) -> ToolExecutionResult:
+    """The `"unreadable_result"` error result of a tool that ran (its effects took place) but
+    whose return value could not be turned into the text the model reads: `error` is why (what
+    the conversion raised, or words). Worded so that the model does not call the tool again to
+    get the result; the value stays on `value` for the program.
+
+    Raises:
+        BaseException: `error` itself, when it is not the tool's to contain.
+    """
+    if isinstance(error, BaseException):
+        reraise_uncontained(error)
+        reason, exception = describe_exception(error), error
+    else:
+        reason, exception = capped_error_text(error), None
+    text = (
+        f"Tool `{tool_name}` ran, but its result could not be read ({reason}). Its effects, if "
+        "any, took place: do not call it again to get the result."
+    )
+    return ToolExecutionResult(text, value, True, "unreadable_result", repairs, exception)
 
 
 def timeout_result(

@@ -31,6 +31,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
 
+from .._exceptions import shown_name
 from ._base import ToolContext
 from ._docstrings import parse_docstring
 
@@ -176,7 +177,7 @@ def check_tool_name(name: str, function: Callable[..., Any] | None = None) -> st
     if not TOOL_NAME_PATTERN.fullmatch(name):
         of_function = f" (function {_qualified_name(function)!r})" if function is not None else ""
         raise ValueError(
-            f"invalid tool name {name!r}{of_function}: a tool name must match "
+            f"invalid tool name {shown_name(name)!r}{of_function}: a tool name must match "
             f"{TOOL_NAME_PATTERN.pattern}"
         )
     return name
