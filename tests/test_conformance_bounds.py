@@ -112,6 +112,9 @@ class _Answering(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
         server = self.server
+        if server.framing == "dripped headers":
+            self._drip(b"HTTP/1.1 200 OK\r\n" + b"x-filler: 1\r\n" * 1000 + b"\r\n")
+            return
         self.send_response(server.status)
         self.send_header("content-type", server.content_type)
         body = server.body
@@ -143,6 +146,20 @@ class _Answering(BaseHTTPRequestHandler):
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _drip(self, data: bytes) -> None:
+        """`data` a byte every 0.05 s (each well within any read timeout), until the client goes
+        or `GIVE_UP`."""
+        started = time.monotonic()
+        try:
+            for byte in data:
+                if time.monotonic() - started > GIVE_UP:
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:  # the client went: its deadline
+            pass
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -701,6 +718,29 @@ async def test_a_fallback_model_waits_no_longer_than_its_models_timeouts(mode: s
     assert 0.6 <= elapsed < 0.6 + 1.5
 
 
+@pytest.mark.parametrize("wire", MODELS)
+@pytest.mark.parametrize("mode", ["chat", "achat", "stream", "astream"])
+async def test_total_timeout_holds_against_headers_dripped_a_byte_at_a_time(
+    server: _Server, wire: str, mode: str
+) -> None:
+    """`total_timeout` is one deadline from connecting to the last byte: a server sending its
+    status line and headers a byte at a time (no read timeout trips) is cut off at it, not only
+    once a body starts."""
+    server.answer(ANSWERS[wire], "dripped headers")
+    model = _model(wire, server, total_timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelError, match=r"took longer than total_timeout=0\.5s"):
+            await call(model, REQUEST, mode)
+    finally:
+        await model.aclose()
+    assert time.monotonic() - started < 0.5 + 1.5
+
+
+WIRE_DEADLINES = {"openai", "responses", "anthropic", "gemini"}
+"""The wire cores whose `total_timeout` the test above holds against dripped headers (the
+dripped bodies and streams: `test_provider_bounds.py`)."""
+
 COMPOSITE_BOUNDS = {"FallbackModel"}
 """The models made of other models whose waits the test above bounds."""
 
@@ -716,6 +756,7 @@ streams the tests above send past their caps (`MODELS` names one model per core)
 def test_covers_every_surface() -> None:
     assert set(MODELS) == WIRE_BOUNDS
     assert_covers("bounded", "wire", WIRE_BOUNDS)
+    assert_covers("deadline", "wire", WIRE_DEADLINES)
     assert_covers("bounded", "tool", TOOL_BOUNDS)
     assert_covers("bounded", "tool", CONTENT_BOUNDS)
 
