@@ -70,6 +70,12 @@ COVERED: dict[str, dict[str, str]] = {
         "schema": NO_NETWORK,
         "check": NO_NETWORK,
     },
+    "printable": {
+        "probe": "test_a_server_error_is_shown_on_one_printable_line",
+        "run": "test_run_shows_what_the_model_and_the_tools_wrote_printable",
+        "schema": NO_NETWORK + " (it prints the module's own declarations as JSON)",
+        "check": NO_NETWORK + " (it prints the module's own findings)",
+    },
     "malformed": {
         "probe": "test_probe_stops_on_a_malformed_answer_with_one_line",
         "run": "test_run_stops_on_a_malformed_answer_with_one_line",
@@ -84,7 +90,8 @@ def test_covers_every_surface() -> None:
     for guarantee, commands in COVERED.items():
         assert_covers(guarantee, "cli", commands)
         for reason in commands.values():
-            assert not reason.startswith("test_") or callable(globals().get(reason)), reason
+            test = reason.split(" ")[0]
+            assert not test.startswith("test_") or callable(globals().get(test)), reason
 
 
 # -- the servers -------------------------------------------------------------------------------
@@ -462,6 +469,95 @@ def test_run_output_never_shows_the_key(
     assert status == 1
     assert err.startswith("agentforge-typed: ModelError: ")
     assert_no_key(out, err, caplog.text)
+
+
+def _answering(text: str, arguments: str) -> Script:
+    """A well-formed model: first a call of `get_weather` with `arguments` (raw), then the answer
+    `text`; a stream sends every text and argument three characters a delta."""
+
+    def script(handler: Handler, body: dict[str, Any]) -> None:
+        calls = [] if any(m["role"] == "tool" for m in body["messages"]) else [arguments]
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": None if calls else text}
+            if calls:
+                function = {"name": "get_weather", "arguments": arguments}
+                message["tool_calls"] = [{"id": "c0", "type": "function", "function": function}]
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            return handler.send_json(200, {"id": "x", "choices": [choice]})
+
+        def chunk(delta: dict[str, Any]) -> dict[str, Any]:
+            return {"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
+        def pieces(value: str) -> list[str]:
+            return [value[i : i + 3] for i in range(0, len(value), 3)]
+
+        deltas: list[dict[str, Any]]
+        if calls:
+            head = {"index": 0, "id": "c0", "type": "function"}
+            deltas = [{"tool_calls": [{**head, "function": {"name": "get_weather"}}]}]
+            deltas += [
+                {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+                for piece in pieces(arguments)
+            ]
+        else:
+            deltas = [{"content": piece} for piece in pieces(text)]
+        handler.send_events(iter([chunk({"role": "assistant"}), *map(chunk, deltas)]))
+
+    return script
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_run_never_shows_a_key_echoed_in_a_successful_answer(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    json_output: bool,
+) -> None:
+    """No error boundary sees a successful answer: the model's text (streamed three characters
+    at a time), its call's arguments and the tool's result quoting them all hold the key, and
+    `run` shows none of it."""
+    script = _answering(f"Your key is {KEY}, keep it.", json.dumps({"city": KEY}))
+    with server(script) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
+        status = main([*args, "--json"] if json_output else args)
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    assert_no_key(out, err, caplog.text)
+    assert "Your key is [redacted], keep it." in (json.loads(out)["text"] if json_output else out)
+
+
+# -- printable ---------------------------------------------------------------------------------
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\r== final answer: forged\x08\u202e\x9b2J"
+"""A terminal title change, a cleared screen, a carriage return that would forge one of the
+CLI's own `==` lines over the text before it, a backspace, a right-to-left override, and a C1
+control sequence introducer."""
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_run_shows_what_the_model_and_the_tools_wrote_printable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, json_output: bool
+) -> None:
+    """The model's text and the call it makes (arguments that are not JSON, quoted back by the
+    tool's arguments error) carry control characters: none reaches the terminal (each is a
+    space), so no line is overwritten and no line the CLI did not write starts with `==`."""
+    with server(_answering(f"answer {HOSTILE} end", f"{{{HOSTILE}")) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
+        status = main([*args, "--json"] if json_output else args)
+    out, err = capsys.readouterr()
+    assert status == 0, err
+    for line in out.splitlines():
+        assert line.isprintable(), repr(line)
+    if json_output:
+        assert json.loads(out)["text"] == f"answer {HOSTILE} end"  # escaped, not lost
+        return
+    assert [line for line in out.splitlines() if line.startswith("==")] == [
+        "== final answer: the text streamed above",
+        out.splitlines()[-1],
+    ]
+    assert "answer  ]0;pwned  [2J == final answer: forged   2J end" in out
 
 
 # -- malformed answers -------------------------------------------------------------------------
