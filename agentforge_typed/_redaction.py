@@ -32,6 +32,7 @@ __all__ = [
     "REDACTED",
     "Redactor",
     "StreamRedactor",
+    "given_secrets",
     "header_secrets",
     "looks_random",
     "url_secrets",
@@ -307,6 +308,18 @@ NO_SECRETS = Redactor()
 
 
 # -- what counts as a secret -------------------------------------------------------------------
+
+
+def given_secrets(secrets: Iterable[str]) -> list[str]:
+    """A `secrets=` option's values, checked: a lone string is refused (it is a collection of its
+    characters: every `a` would be redacted), and so is a value that is not a string."""
+    if isinstance(secrets, str):
+        raise TypeError("secrets must be a collection of strings, not a str")
+    given = list(secrets)
+    for secret in given:
+        if not isinstance(secret, str):
+            raise TypeError(f"secrets must hold strings, not {type(secret).__name__}")
+    return given
 
 
 def looks_random(text: str) -> bool:

@@ -4,7 +4,8 @@ applies to it, against real local servers on 127.0.0.1 that lie, drip, echo the 
 `probe` reads what a server sends: its answers are capped, its requests end within `--timeout`,
 its output never shows the key, and a malformed answer ends it with exit status 1 and one line.
 `run` reads through a provider, whose caps and deadlines the provider suite checks; here its
-output is checked for the key. `schema` and `check` read no server (shown by a test that forbids
+output is checked for the key (in errors, and echoed in a successful answer) and for control
+characters (what the model and the tools wrote reaches the terminal printable). `schema` and `check` read no server (shown by a test that forbids
 the network), so the server-facing guarantees hold for them without anything to check.
 """
 

@@ -169,3 +169,13 @@ def test_watched_logs_are_redacted_until_the_redactor_is_forgotten(
     first, second = (record.getMessage() for record in caplog.records)
     assert first == f"GET /x?token={REDACTED}"
     assert second == "GET /y?token=tok-only-here-0123456789"
+
+
+def test_a_lone_string_is_refused_as_secrets() -> None:
+    """`secrets="abc"` would redact every `a`, `b` and `c` of every result."""
+    from agentforge_typed import HttpTool, MCPServer
+
+    with pytest.raises(TypeError, match="secrets must be a collection of strings, not a str"):
+        HttpTool("t", url="https://api.example.com/", secrets="abc")
+    with pytest.raises(TypeError, match="not a str"):
+        MCPServer.http("https://mcp.example.com/", secrets="abc")

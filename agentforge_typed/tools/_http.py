@@ -30,7 +30,7 @@ import pydantic_core
 from .._exceptions import ArgumentError
 from .._exchange import Body, Deadline, aread_body, bound, read_body
 from .._messages import ToolCall
-from .._redaction import Redactor, header_secrets, url_secrets
+from .._redaction import Redactor, given_secrets, header_secrets, url_secrets
 from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
@@ -251,7 +251,7 @@ class HttpTool(ConfiguredTool):
         self.async_http_client = None if async_http_client is None else bound(async_http_client)
         self._redactor = Redactor(
             [
-                *secrets,
+                *given_secrets(secrets),
                 *url_secrets(url),
                 *(header_secrets(default_headers) if isinstance(default_headers, Mapping) else ()),
                 *_auth_secrets(auth),

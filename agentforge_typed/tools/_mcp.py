@@ -41,7 +41,7 @@ from typing_extensions import TypedDict, Unpack
 
 from .._approval import ElicitationAnswer
 from .._messages import ToolCall
-from .._redaction import NO_SECRETS, Redactor, header_secrets, url_secrets
+from .._redaction import NO_SECRETS, Redactor, given_secrets, header_secrets, url_secrets
 from .._request import ToolAnnotations, ToolSpecification
 from .._sync import running_loop
 from ._base import (
@@ -382,7 +382,8 @@ class MCPServer:
                 not look random).
             **options: See `MCPServerOptions`.
         """
-        redactor = Redactor([*secrets, *url_secrets(url), *header_secrets(headers or {})])
+        given = given_secrets(secrets)
+        redactor = Redactor([*given, *url_secrets(url), *header_secrets(headers or {})])
 
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> _Streams:
             from mcp.client import streamable_http
