@@ -21,7 +21,7 @@ import logging
 import re
 import threading
 import weakref
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -188,25 +188,11 @@ class Redactor:
     def redact(self, value: Any) -> Any:
         """`value` with every text replaced (`replace`), looking inside JSON containers, keys
         included; other values as they are."""
-        if not self._needles:
-            return value
-        if isinstance(value, str):
-            return self.replace(value)
-        if isinstance(value, dict):
-            return {self.redact(key): self.redact(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self.redact(item) for item in value)
-        return value
+        return _each_text(value, self.replace) if self._needles else value
 
     def scrub_value(self, value: Any) -> Any:
         """`redact`, with each text cut as `scrub` cuts it."""
-        if isinstance(value, str):
-            return self.scrub(value)
-        if isinstance(value, dict):
-            return {self.scrub_value(key): self.scrub_value(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self.scrub_value(item) for item in value)
-        return value
+        return _each_text(value, self.scrub)
 
     # -- exceptions ---------------------------------------------------------------------------
 
@@ -419,6 +405,17 @@ class _LogRedaction(logging.Filter):
 
 
 _LOG_REDACTION = _LogRedaction()
+
+
+def _each_text(value: Any, change: Callable[[str], str]) -> Any:
+    """`value` with `change` applied to every text in it, JSON containers' keys included."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, dict):
+        return {_each_text(key, change): _each_text(item, change) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_each_text(item, change) for item in value)
+    return value
 
 
 def _text(error: BaseException, show: Any = str) -> str:

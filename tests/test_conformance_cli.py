@@ -204,6 +204,21 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
 
+def run(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    script: Script,
+    json_output: bool = False,
+) -> tuple[int, str, str]:
+    """`run` of the weather example against a server playing `script`: status, stdout, stderr."""
+    with server(script) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
+        status = main([*args, "--json"] if json_output else args)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
 def assert_no_key(*texts: str) -> None:
     for text in texts:
         leaked = [KEY[i : i + 12] for i in range(len(KEY) - 11) if KEY[i : i + 12] in text]
@@ -462,11 +477,7 @@ def test_run_output_never_shows_the_key(
     json_output: bool,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    with server(_run_echo(where)) as url:
-        monkeypatch.setenv("OPENAI_BASE_URL", url)
-        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
-        status = main([*args, "--json"] if json_output else args)
-    out, err = capsys.readouterr()
+    status, out, err = run(capsys, monkeypatch, _run_echo(where), json_output)
     assert status == 1
     assert err.startswith("agentforge-typed: ModelError: ")
     assert_no_key(out, err, caplog.text)
@@ -518,11 +529,7 @@ def test_run_never_shows_a_key_echoed_in_a_successful_answer(
     at a time), its call's arguments and the tool's result quoting them all hold the key, and
     `run` shows none of it."""
     script = _answering(f"Your key is {KEY}, keep it.", json.dumps({"city": KEY}))
-    with server(script) as url:
-        monkeypatch.setenv("OPENAI_BASE_URL", url)
-        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
-        status = main([*args, "--json"] if json_output else args)
-    out, err = capsys.readouterr()
+    status, out, err = run(capsys, monkeypatch, script, json_output)
     assert status == 0, err
     assert_no_key(out, err, caplog.text)
     assert "Your key is [redacted], keep it." in (json.loads(out)["text"] if json_output else out)
@@ -543,11 +550,8 @@ def test_run_shows_what_the_model_and_the_tools_wrote_printable(
     """The model's text and the call it makes (arguments that are not JSON, quoted back by the
     tool's arguments error) carry control characters: none reaches the terminal (each is a
     space), so no line is overwritten and no line the CLI did not write starts with `==`."""
-    with server(_answering(f"answer {HOSTILE} end", f"{{{HOSTILE}")) as url:
-        monkeypatch.setenv("OPENAI_BASE_URL", url)
-        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
-        status = main([*args, "--json"] if json_output else args)
-    out, err = capsys.readouterr()
+    script = _answering(f"answer {HOSTILE} end", f"{{{HOSTILE}")
+    status, out, err = run(capsys, monkeypatch, script, json_output)
     assert status == 0, err
     for line in out.splitlines():
         assert line.isprintable(), repr(line)

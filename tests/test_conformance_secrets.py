@@ -372,10 +372,9 @@ class _Echo(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def echo_server() -> Iterator[str]:
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """A real server on 127.0.0.1 (so that httpcore, which logs headers at DEBUG, runs)."""
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Echo) as server:
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -383,6 +382,11 @@ def echo_server() -> Iterator[str]:
         finally:
             server.shutdown()
             thread.join()
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    yield from _serving(_Echo)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -565,14 +569,7 @@ class _EchoingApi(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def echoing_api() -> Iterator[str]:
-    with ThreadingHTTPServer(("127.0.0.1", 0), _EchoingApi) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            thread.join()
+    yield from _serving(_EchoingApi)
 
 
 HTTP_TOOL_SECRETS: dict[str, Callable[[str, str], af.HttpTool]] = {
