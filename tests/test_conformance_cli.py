@@ -74,8 +74,8 @@ COVERED: dict[str, dict[str, str]] = {
     "printable": {
         "probe": "test_a_server_error_is_shown_on_one_printable_line",
         "run": "test_run_shows_what_the_model_and_the_tools_wrote_printable",
-        "schema": NO_NETWORK + " (it prints the module's own declarations as JSON)",
-        "check": NO_NETWORK + " (it prints the module's own findings)",
+        "schema": "test_schema_and_check_show_a_tool_description_printable",
+        "check": "test_schema_and_check_show_a_tool_description_printable",
     },
     "malformed": {
         "probe": "test_probe_stops_on_a_malformed_answer_with_one_line",
@@ -563,6 +563,21 @@ def test_run_shows_what_the_model_and_the_tools_wrote_printable(
         out.splitlines()[-1],
     ]
     assert "answer  ]0;pwned  [2J == final answer: forged   2J end" in out
+
+
+def test_schema_and_check_show_a_tool_description_printable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A target's tools may be an MCP server's, their descriptions its words: `schema` escapes
+    what a terminal would act on, and reads back the same; `check` prints printable lines."""
+    target = "tests/fixtures/cli_targets.py:hostile"
+    assert main(["schema", target]) == 0
+    out = capsys.readouterr().out
+    assert all(line.isprintable() for line in out.splitlines())
+    (declared,) = json.loads(out)
+    assert declared["function"]["description"].startswith("Greets.\x1b]0;pwned\x07")
+    main(["check", target])
+    assert all(line.isprintable() for line in capsys.readouterr().out.splitlines())
 
 
 # -- malformed answers -------------------------------------------------------------------------

@@ -14,12 +14,11 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
-from .._redaction import Redactor
 from .._request import ChatRequestParameters
 from .._service import ToolService
 from .._toolsets import GROUP_PREFIX, resolve
@@ -28,7 +27,10 @@ from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import needing_deps
 from ._target import Target, TargetError, load_object, load_target
-from ._text import printable
+from ._text import printable, printable_json
+
+if TYPE_CHECKING:
+    from .._redaction import Redactor
 
 __all__ = ["main"]
 
@@ -289,6 +291,7 @@ def _run(args: argparse.Namespace) -> int:
 def _secrets(models: Sequence[object]) -> Redactor:
     """What `run` keeps out of its output: the keys of the models it runs with (a server may
     echo one in a successful answer, which no error boundary sees)."""
+    from .._redaction import Redactor
     from ..providers._base import HttpChatModel
 
     return Redactor.joined(m._http.redactor for m in models if isinstance(m, HttpChatModel))
@@ -347,9 +350,10 @@ def _schema(args: argparse.Namespace) -> int:
     try:
         rendered = declarations(service.specifications, args.dialect)
     except SchemaDialectError as exc:
-        print(f"agentforge-typed: {exc}", file=sys.stderr)
+        print(f"agentforge-typed: {printable(str(exc))}", file=sys.stderr)
         return 1
-    print(json.dumps(rendered, indent=2, ensure_ascii=False))
+    # Descriptions may be an MCP server's words: escaped where they would reach the terminal.
+    print(printable_json(rendered))
     return 0
 
 
@@ -370,7 +374,7 @@ def _check(args: argparse.Namespace) -> int:
             raise _UsageError(f"--profile: {exc}") from None
     findings = check_target(target, tuple(dict.fromkeys(args.dialect or DIALECTS)), profile)
     for finding in findings:
-        print(finding)
+        print(printable(str(finding)))
     errors = sum(f.level == "error" for f in findings)
     warnings = sum(f.level == "warning" for f in findings)
     print(

@@ -19,11 +19,10 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._content import Content, TextContent, content_text, has_binary
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
-from .._redaction import Redactor
 from ._argument_errors import format_arguments_error
 from ._base import ToolExecutionResult
 from ._budget import (
@@ -52,6 +51,9 @@ __all__ = [
     "timeout_result",
     "with_repairs",
 ]
+
+if TYPE_CHECKING:
+    from .._redaction import Redactor
 
 logger = logging.getLogger("agentforge_typed")
 
