@@ -234,11 +234,11 @@ class Redactor:
 
     @contextmanager
     def watching_logs(self) -> Iterator[None]:
-        """Redact these secrets from the HTTP libraries' log records within the block."""
-        if not self:
+        """Redact these secrets from the HTTP libraries' log records within the block (and
+        after it, when they were watched before it)."""
+        if not self or not _LOG_REDACTION.watch(self):
             yield
             return
-        _LOG_REDACTION.watch(self)
         try:
             yield
         finally:
@@ -380,13 +380,16 @@ class _LogRedaction(logging.Filter):
         self._redactors: weakref.WeakSet[Redactor] = weakref.WeakSet()
         self._lock = threading.Lock()  # redactors are watched on any thread, and log on any
 
-    def watch(self, redactor: Redactor) -> None:
+    def watch(self, redactor: Redactor) -> bool:
+        """Watch `redactor`; whether it was not watched already."""
         with self._lock:
             for name in _HTTP_LOGGERS:
                 logger = logging.getLogger(name)
                 if self not in logger.filters:
                     logger.addFilter(self)
+            added = redactor not in self._redactors
             self._redactors.add(redactor)
+            return added
 
     def forget(self, redactor: Redactor) -> None:
         with self._lock:

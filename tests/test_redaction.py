@@ -171,6 +171,20 @@ def test_watched_logs_are_redacted_until_the_redactor_is_forgotten(
     assert second == "GET /y?token=tok-only-here-0123456789"
 
 
+def test_a_redactor_watched_for_good_stays_watched_after_a_block(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A tool's own redactor serves its calls as it is when a call adds no secret: the call's
+    block must not end the watch its owner started."""
+    caplog.set_level(logging.INFO)
+    redactor = Redactor(["tok-kept-for-good-0123456789"])
+    redactor.watch_logs()
+    with redactor.watching_logs():
+        pass
+    logging.getLogger("httpx").info("GET /z?token=%s", "tok-kept-for-good-0123456789")
+    assert caplog.records[-1].getMessage() == f"GET /z?token={REDACTED}"
+
+
 def test_a_lone_string_is_refused_as_secrets() -> None:
     """`secrets="abc"` would redact every `a`, `b` and `c` of every result."""
     from agentforge_typed import HttpTool, MCPServer
