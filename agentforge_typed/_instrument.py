@@ -154,8 +154,8 @@ def instrument(
 
 
 MAX_RESPONSE_VALUE_CHARS = 256
-"""The longest response id or model name a span or metric takes from an answer (a server sends
-them, and may send anything)."""
+"""The longest id or name a span or metric takes from what a model or a server wrote: an answer's
+id and model name, a tool call's id, a name no tool has (they may send anything)."""
 MAX_RESPONSE_MODELS = 100
 """The most distinct `gen_ai.response.model` values the metrics record; past them an answer's is
 recorded as `_OTHER`, so a server naming a new model in every answer cannot grow the metric
@@ -263,8 +263,8 @@ class RunTrace:
             self.span.add_event(
                 "agentforge.tool.pending",
                 {
-                    "gen_ai.tool.name": call.name,
-                    "gen_ai.tool.call.id": call.id,
+                    "gen_ai.tool.name": call.name[:MAX_RESPONSE_VALUE_CHARS],
+                    "gen_ai.tool.call.id": call.id[:MAX_RESPONSE_VALUE_CHARS],
                     "agentforge.tool.pending.reason": reason,
                 },
             )
@@ -272,7 +272,7 @@ class RunTrace:
         name = shown_name(call.name) if known or self.telemetry.include_content else None
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.call.id": call.id,
+            "gen_ai.tool.call.id": call.id[:MAX_RESPONSE_VALUE_CHARS],
             "gen_ai.tool.type": "function",
             "agentforge.tool.attempt": attempt,
         }

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from typing_extensions import assert_type
 
 from agentforge_typed import (
+    HttpTool,
     ReturnBehavior,
     Tool,
     ToolArgumentsError,
@@ -123,3 +124,7 @@ common: ToolOptions = {"timeout": 5.0, "max_retries": 1}
 shared = tool(**common)(get_weather.__wrapped__)
 assert_type(shared("Paris"), str)
 wrong: ToolOptions = {"timeout": "5"}  # type: ignore[typeddict-item]
+
+# An HttpTool's configured secrets are found for it; `secrets=` names more (a list: a lone
+# string is refused when the tool is made).
+HttpTool("t", url="https://api.example.com/hooks/abc", secrets=["abc"], timeout=5.0)

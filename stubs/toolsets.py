@@ -63,6 +63,8 @@ def usage() -> None:
     ToolService(tool_search=search)
     deny = MCPToolFilter(deny=["delete_repository"])
     MCPServer.http("http://localhost/mcp", tool_filter=deny, tool_prefix="github_")
+    # Values never to show, beside the secrets found in the URL and the headers.
+    MCPServer.http("http://localhost/mcp/k", headers={"X-Key": "k"}, secrets=["k"])
 
     def readonly(tool: MCPTool) -> bool:
         assert_type(tool.annotations, ToolAnnotations | None)

@@ -93,6 +93,7 @@ GUARANTEES: Mapping[str, str] = {
     "decided": "a decision runs a call only when it matches the call's pending reason and digest",
     "once": "a body never runs twice for one decision",
     "content": "the content budget measures what each provider sends",
+    "printable": "what a CLI command prints of outside text reaches the terminal printable",
 }
 """Every guarantee a test may be parametrised over, and what it says. An exemption names one (a
 dotted name is a part of the one before the dot: exempt from `bounded`, a surface is exempt from

@@ -460,6 +460,16 @@ def test_check_examples_are_clean(target: str) -> None:
             "an object with @tool methods, or a ToolService",
         ),
         (
+            "tests.fixtures.cli_targets:exploding",
+            "tests.fixtures.cli_targets:exploding: inspecting it failed: RuntimeError: cannot "
+            "read specification",
+        ),
+        (
+            "tests.fixtures.cli_targets:lazy",
+            "reading 'lazy' of 'tests.fixtures.cli_targets' failed: RuntimeError: the lazy "
+            "attribute failed to load",
+        ),
+        (
             "tests/fixtures/broken_import.py:tools",
             "importing 'tests/fixtures/broken_import.py' failed: "
             "RuntimeError: this module cannot be imported",

@@ -109,6 +109,9 @@ class _Answering(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["content-length"]))
         server = self.server
+        if server.framing == "dripped headers":
+            self._drip(b"HTTP/1.1 200 OK\r\n" + b"x-filler: 1\r\n" * 1000 + b"\r\n")
+            return
         self.send_response(server.status)
         self.send_header("content-type", server.content_type)
         body = server.body
@@ -140,6 +143,20 @@ class _Answering(BaseHTTPRequestHandler):
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _drip(self, data: bytes) -> None:
+        """`data` a byte every 0.05 s (each well within any read timeout), until the client goes
+        or `GIVE_UP`."""
+        started = time.monotonic()
+        try:
+            for byte in data:
+                if time.monotonic() - started > GIVE_UP:
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.05)
+        except OSError:  # the client went: its deadline
+            pass
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -684,6 +701,25 @@ def test_covers_every_surface() -> None:
     # Every provider that reads a server is answered in its vendor's shape.
     wires = {surface.values[0]["wire"] for surface in PROVIDERS}
     assert wires <= set(ANSWERS) & set(STREAM_PREFIXES) & set(STREAMS)
+
+
+@pytest.mark.parametrize("mode", ["chat", "achat", "stream", "astream"])
+@pytest.mark.parametrize("provider", PROVIDER.each("deadline", models=1))
+async def test_total_timeout_holds_against_headers_dripped_a_byte_at_a_time(
+    server: _Server, provider: Surface[Any], mode: str
+) -> None:
+    """`total_timeout` is one deadline from connecting to the last byte: a server sending its
+    status line and headers a byte at a time (no read timeout trips) is cut off at it, not only
+    once a body starts."""
+    server.answer(ANSWERS[provider["wire"]], "dripped headers")
+    model = _model(provider, server, total_timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ModelError, match=r"took longer than total_timeout=0\.5s"):
+            await call(model, REQUEST, mode)
+    finally:
+        await model.aclose()  # type: ignore[attr-defined]
+    assert time.monotonic() - started < 0.5 + 1.5
 
 
 # --- waiting for admission: the queue holds the live waiters only ------------------------------

@@ -4,7 +4,8 @@ applies to it, against real local servers on 127.0.0.1 that lie, drip, echo the 
 `probe` reads what a server sends: its answers are capped, its requests end within `--timeout`,
 its output never shows the key, and a malformed answer ends it with exit status 1 and one line.
 `run` reads through a provider, whose caps and deadlines the provider suite checks; here its
-output is checked for the key. `schema` and `check` read no server (shown by a test that forbids
+output is checked for the key (in errors, and echoed in a successful answer) and for control
+characters (what the model and the tools wrote reaches the terminal printable). `schema` and `check` read no server (shown by a test that forbids
 the network), so the server-facing guarantees hold for them without anything to check.
 """
 
@@ -46,8 +47,19 @@ LIFETIME = 20.0
 """Seconds a test server lives, whatever its client does: no test can hang on one."""
 
 
+PRINTABLE = {
+    "probe": "test_a_server_error_is_shown_on_one_printable_line",
+    "run": "test_run_shows_what_the_model_and_the_tools_wrote_printable",
+    "schema": "test_schema_and_check_show_a_tool_description_printable",
+    "check": "test_schema_and_check_show_a_tool_description_printable",
+}
+"""Each command's test that what it prints of outside text reaches the terminal printable."""
+
+
 def test_covers_every_surface() -> None:
     assert_registered(CLI)
+    assert set(PRINTABLE) == set(CLI.names("printable"))
+    assert all(callable(globals().get(test)) for test in PRINTABLE.values())
 
 
 # -- the servers -------------------------------------------------------------------------------
@@ -157,6 +169,21 @@ def probe(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tuple[in
 @pytest.fixture(autouse=True)
 def _key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+
+def run(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    script: Script,
+    json_output: bool = False,
+) -> tuple[int, str, str]:
+    """`run` of the weather example against a server playing `script`: status, stdout, stderr."""
+    with server(script) as url:
+        monkeypatch.setenv("OPENAI_BASE_URL", url)
+        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
+        status = main([*args, "--json"] if json_output else args)
+    out, err = capsys.readouterr()
+    return status, out, err
 
 
 def assert_no_key(*texts: str) -> None:
@@ -417,14 +444,107 @@ def test_run_output_never_shows_the_key(
     json_output: bool,
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    with server(_run_echo(where)) as url:
-        monkeypatch.setenv("OPENAI_BASE_URL", url)
-        args = ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"]
-        status = main([*args, "--json"] if json_output else args)
-    out, err = capsys.readouterr()
+    status, out, err = run(capsys, monkeypatch, _run_echo(where), json_output)
     assert status == 1
     assert err.startswith("agentforge-typed: ModelError: ")
     assert_no_key(out, err, caplog.text)
+
+
+def _answering(text: str, arguments: str) -> Script:
+    """A well-formed model: first a call of `get_weather` with `arguments` (raw), then the answer
+    `text`; a stream sends every text and argument three characters a delta."""
+
+    def script(handler: Handler, body: dict[str, Any]) -> None:
+        calls = [] if any(m["role"] == "tool" for m in body["messages"]) else [arguments]
+        if not body.get("stream"):
+            message: dict[str, Any] = {"role": "assistant", "content": None if calls else text}
+            if calls:
+                function = {"name": "get_weather", "arguments": arguments}
+                message["tool_calls"] = [{"id": "c0", "type": "function", "function": function}]
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            return handler.send_json(200, {"id": "x", "choices": [choice]})
+
+        def chunk(delta: dict[str, Any]) -> dict[str, Any]:
+            return {"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
+
+        def pieces(value: str) -> list[str]:
+            return [value[i : i + 3] for i in range(0, len(value), 3)]
+
+        deltas: list[dict[str, Any]]
+        if calls:
+            head = {"index": 0, "id": "c0", "type": "function"}
+            deltas = [{"tool_calls": [{**head, "function": {"name": "get_weather"}}]}]
+            deltas += [
+                {"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}
+                for piece in pieces(arguments)
+            ]
+        else:
+            deltas = [{"content": piece} for piece in pieces(text)]
+        handler.send_events(iter([chunk({"role": "assistant"}), *map(chunk, deltas)]))
+
+    return script
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_run_never_shows_a_key_echoed_in_a_successful_answer(
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    json_output: bool,
+) -> None:
+    """No error boundary sees a successful answer: the model's text (streamed three characters
+    at a time), its call's arguments and the tool's result quoting them all hold the key, and
+    `run` shows none of it."""
+    script = _answering(f"Your key is {KEY}, keep it.", json.dumps({"city": KEY}))
+    status, out, err = run(capsys, monkeypatch, script, json_output)
+    assert status == 0, err
+    assert_no_key(out, err, caplog.text)
+    assert "Your key is [redacted], keep it." in (json.loads(out)["text"] if json_output else out)
+
+
+# -- printable ---------------------------------------------------------------------------------
+
+HOSTILE = "\x1b]0;pwned\x07\x1b[2J\r== final answer: forged\x08\u202e\x9b2J"
+"""A terminal title change, a cleared screen, a carriage return that would forge one of the
+CLI's own `==` lines over the text before it, a backspace, a right-to-left override, and a C1
+control sequence introducer."""
+
+
+@pytest.mark.parametrize("json_output", [False, True])
+def test_run_shows_what_the_model_and_the_tools_wrote_printable(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, json_output: bool
+) -> None:
+    """The model's text and the call it makes (arguments that are not JSON, quoted back by the
+    tool's arguments error) carry control characters: none reaches the terminal (each is a
+    space), so no line is overwritten and no line the CLI did not write starts with `==`."""
+    script = _answering(f"answer {HOSTILE} end", f"{{{HOSTILE}")
+    status, out, err = run(capsys, monkeypatch, script, json_output)
+    assert status == 0, err
+    for line in out.splitlines():
+        assert line.isprintable(), repr(line)
+    if json_output:
+        assert json.loads(out)["text"] == f"answer {HOSTILE} end"  # escaped, not lost
+        return
+    assert [line for line in out.splitlines() if line.startswith("==")] == [
+        "== final answer: the text streamed above",
+        out.splitlines()[-1],
+    ]
+    assert "answer  ]0;pwned  [2J == final answer: forged   2J end" in out
+
+
+def test_schema_and_check_show_a_tool_description_printable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A target's tools may be an MCP server's, their descriptions its words: `schema` escapes
+    what a terminal would act on, and reads back the same; `check` prints printable lines."""
+    target = "tests/fixtures/cli_targets.py:hostile"
+    assert main(["schema", target]) == 0
+    out = capsys.readouterr().out
+    assert all(line.isprintable() for line in out.splitlines())
+    (declared,) = json.loads(out)
+    assert declared["function"]["description"].startswith("Greets.\x1b]0;pwned\x07")
+    main(["check", target])
+    assert all(line.isprintable() for line in capsys.readouterr().out.splitlines())
 
 
 # -- malformed answers -------------------------------------------------------------------------

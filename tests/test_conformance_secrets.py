@@ -13,21 +13,23 @@ between vendors.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 import httpx
 import pytest
-from conformance import PROVIDER, Surface, assert_registered
+from conformance import PROVIDER, Surface, assert_covers, assert_registered
 from openai_support import call
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import TypeAdapter
 
 import agentforge_typed as af
 from agentforge_typed import ChatModel, ChatRequest, ModelError, UserMessage
@@ -373,10 +375,9 @@ class _Echo(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def echo_server() -> Iterator[str]:
+def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
     """A real server on 127.0.0.1 (so that httpcore, which logs headers at DEBUG, runs)."""
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Echo) as server:
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -384,6 +385,11 @@ def echo_server() -> Iterator[str]:
         finally:
             server.shutdown()
             thread.join()
+
+
+@pytest.fixture
+def echo_server() -> Iterator[str]:
+    yield from _serving(_Echo)
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -510,3 +516,179 @@ async def test_short_and_long_keys_are_redacted_alike(key: str) -> None:
     assert key not in text
     if len(key) > 24:
         assert key[: len(key) // 2] not in text and key[-12:] not in text
+
+
+# -- tools: what a tool is configured with never reaches the model, an error or a log ----------
+
+
+class _EchoingApi(BaseHTTPRequestHandler):
+    """An API that puts the fixture key wherever it can, by path: `/401` in an error body (as
+    `invalid token: Bearer ...`) and its status line, `/200` in a successful JSON body,
+    `/redirect` in a `Location` to another origin (as userinfo and in the query), `/hop` in a
+    `Location` within the origin (which the client follows: httpx logs the URL), `/header` in a
+    response header (httpcore logs headers at DEBUG)."""
+
+    def do_GET(self) -> None:
+        path = "/" + self.path.split("?")[0].rsplit("/", 1)[-1]
+        body = b'{"ok": true}'
+        if path == "/401":
+            body = f"invalid token: Bearer {KEY}".encode()
+            self.send_response(401, f"Unauthorized {KEY}")
+        elif path == "/200":
+            body = json.dumps({"token": KEY, KEY: [f"Bearer {KEY}"]}).encode()
+            self.send_response(200)
+        elif path == "/redirect":
+            other = self.headers["host"].replace("127.0.0.1", "localhost")
+            self.send_response(302)
+            self.send_header("location", f"http://u:{KEY}@{other}/?token={KEY}")
+        elif path == "/hop":
+            self.send_response(302)
+            self.send_header("location", f"/200?token={KEY}")
+        else:
+            self.send_response(200)
+            self.send_header("x-echo", KEY)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        """What an MCP client sends: refused, the key echoed in the status line and body."""
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        body = json.dumps({"error": f"invalid token: Bearer {KEY}"}).encode()
+        self.send_response(401, f"Unauthorized {KEY}")
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.send_header("x-echo", KEY)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def echoing_api() -> Iterator[str]:
+    yield from _serving(_EchoingApi)
+
+
+HTTP_TOOL_SECRETS: dict[str, Callable[[str, str], af.HttpTool]] = {
+    "Authorization header": lambda base, path: af.HttpTool(
+        "t", url=base + path, default_headers={"Authorization": f"Bearer {KEY}"}
+    ),
+    "headers from the context": lambda base, path: af.HttpTool(
+        "t", url=base + path, default_headers=lambda ctx: {"X-Api-Key": ctx.deps}
+    ),
+    "basic auth": lambda base, path: af.HttpTool(
+        "t", url=base + path, auth=httpx.BasicAuth("user", KEY)
+    ),
+    "key in the URL's query": lambda base, path: af.HttpTool(
+        "t", url=f"{base}{path}?api_key={KEY}&page=1"
+    ),
+    "key as a path segment": lambda base, path: af.HttpTool("t", url=f"{base}/hooks/{KEY}{path}"),
+    "a value named secret": lambda base, path: af.HttpTool(
+        "t", url=f"{base}{path}?q={KEY}", secrets=[KEY]
+    ),
+}
+"""An `HttpTool` holding the fixture key in each place one can be configured."""
+
+
+@pytest.mark.parametrize("path", ["/401", "/200", "/redirect", "/hop", "/header"])
+@pytest.mark.parametrize("configured", HTTP_TOOL_SECRETS)
+@pytest.mark.parametrize("is_async", [False, True], ids=["execute", "aexecute"])
+async def test_an_http_tool_never_shows_its_secrets(
+    echoing_api: str,
+    path: str,
+    configured: str,
+    is_async: bool,
+    caplog: pytest.LogCaptureFixture,
+    spans: InMemorySpanExporter,
+) -> None:
+    """Whatever the API echoes, the model reads the key redacted — in the result's text, whole
+    text and value, an error and its exception — and so do the logs (at DEBUG) and the spans
+    (content included), through a run of the loop."""
+    caplog.set_level(logging.DEBUG)
+    tool = HTTP_TOOL_SECRETS[configured](echoing_api, path)
+    if is_async:
+        tool.async_http_client = httpx.AsyncClient(follow_redirects=True)
+    else:
+        tool.http_client = httpx.Client(follow_redirects=True)
+    call = af.ToolCall(id="c1", name="t", arguments="{}")
+    context: af.ToolContext[Any] = af.ToolContext(deps=KEY, tool_call_id="c1", tool_name="t")
+    result = await tool.aexecute(call, context) if is_async else tool.execute(call, context)
+    if path in ("/401", "/200", "/hop"):  # what was echoed is there, redacted
+        assert "[redacted]" in result.text, result.text
+    texts = [result.text, str(result.full_text), repr(result.value), repr(tool)]
+    if result.exception is not None:
+        texts += traceback.format_exception(result.exception)
+    _assert_hidden(texts, f"{configured}, {path}: the result")
+    model = af.FunctionModel(lambda messages, parameters: _call_once(messages))
+    service: af.ToolService[str] = af.ToolService([tool])
+    if is_async:
+        ran = await service.achat(model, "go", deps=KEY)
+    else:
+        ran = await asyncio.to_thread(service.chat, model, "go", deps=KEY)
+    history = TypeAdapter(list[af.ChatMessage]).dump_json(list(ran.messages)).decode()
+    _assert_hidden([history], f"{configured}, {path}: the history")
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    assert any(record.name == "httpx" for record in caplog.records)
+    _assert_hidden([formatter.format(record) for record in caplog.records], f"{configured}: a log")
+    _assert_hidden([span.to_json() for span in spans.get_finished_spans()], "a span")
+
+
+def _call_once(messages: Sequence[af.ChatMessage]) -> af.AiMessage:
+    if any(isinstance(message, af.ToolResultMessage) for message in messages):
+        return af.AiMessage(text="done")
+    return af.AiMessage(tool_calls=[af.ToolCall(id="c1", name="t", arguments="{}")])
+
+
+MCP_SECRETS: dict[str, Callable[[str], af.MCPServer]] = {
+    "key in the URL's query": lambda base: af.MCPServer.http(f"{base}/mcp?api_key={KEY}"),
+    "key as a path segment": lambda base: af.MCPServer.http(f"{base}/mcp/{KEY}"),
+    "Authorization header": lambda base: af.MCPServer.http(
+        f"{base}/mcp", headers={"Authorization": f"Bearer {KEY}"}
+    ),
+    "a value named secret": lambda base: af.MCPServer.http(f"{base}/mcp/x{KEY}x", secrets=[KEY]),
+}
+"""An MCP server over HTTP holding the fixture key in each place one can be given."""
+
+
+@pytest.mark.parametrize("configured", MCP_SECRETS)
+async def test_an_mcp_server_never_shows_its_secrets(
+    echoing_api: str, configured: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Its `repr`, the warning of an optional server that did not connect, the error of a
+    required one, and the logs (the MCP SDK's HTTP client logs each URL) hide the key."""
+    caplog.set_level(logging.DEBUG)
+    server = MCP_SECRETS[configured](echoing_api)
+    server.required, server.connect_timeout = False, 5
+    async with server:
+        assert list(server.tools()) == []
+    texts = [repr(server), server.label]
+    server.required = True
+    with pytest.raises(Exception) as caught:  # whatever the SDK raises: its text is checked
+        async with server:
+            pass
+    texts += traceback.format_exception(caught.value)
+    _assert_hidden(texts, f"{configured}: the server")
+    assert any("did not connect" in record.getMessage() for record in caplog.records)
+    formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")
+    _assert_hidden([formatter.format(record) for record in caplog.records], f"{configured}: a log")
+
+
+TOOL_SECRETS = {
+    "HttpTool": "test_an_http_tool_never_shows_its_secrets",
+    "MCPTool": "test_an_mcp_server_never_shows_its_secrets (and, for a result echoing a "
+    "header, tests/test_mcp.py::test_streamable_http_sends_the_given_headers)",
+    "Tool": "holds no secret of the package's: a function's own values are its to show",
+    "SchemaTool": "holds no secret of the package's: a handler's own values are its to show",
+}
+"""Per tool kind, the test that feeds it an API echoing its configured secrets, or why none
+applies."""
+
+
+def test_every_tool_kind_keeps_its_secrets() -> None:
+    assert_covers("secret", "tool", TOOL_SECRETS)
+    for reason in TOOL_SECRETS.values():
+        test = reason.split(" ")[0]
+        assert not test.startswith("test_") or callable(globals().get(test)), reason

@@ -3,7 +3,8 @@ a server that is slow on purpose — one that sleeps, drips a byte at a time, or
 than can be built in time.
 
 A tool body's own wait (`@tool`, `SchemaTool`) is bounded by its `timeout=` option; an
-`HttpTool` request by its `timeout` (each phase and the whole response); an MCP call by the
+`HttpTool` request by its `timeout` (each phase, and the whole exchange: connecting, the
+headers, every redirect, the body); an MCP call by the
 server's `timeout`, and entering an MCP server — initializing, listing and building the tools —
 by its `connect_timeout`, as is each reconnection to one.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -20,6 +22,7 @@ from importlib.metadata import version
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 from conformance import TOOL, Surface, assert_registered, released
 from mcp.server.lowlevel import Server
@@ -91,9 +94,13 @@ async def test_a_schema_tool_handler_ends_within_its_timeout(is_async: bool) -> 
 
 
 class _Drip(BaseHTTPRequestHandler):
-    """Answers with a body of one byte every 0.1 s, until the client goes or `GIVE_UP`."""
+    """Answers with a body of one byte every 0.1 s, until the client goes or `GIVE_UP`; at
+    `/headers`, with a status line and headers a byte every 0.05 s (no read timeout trips); at
+    `/hop<n>`, with a redirect to `/hop<n+1>` after 0.4 s, each well within the read timeout."""
 
     def do_GET(self) -> None:
+        if self.path.startswith(("/headers", "/hop")):
+            return self._slow_head()
         self.send_response(200)
         self.send_header("content-type", "text/plain")
         self.send_header("transfer-encoding", "chunked")
@@ -105,6 +112,23 @@ class _Drip(BaseHTTPRequestHandler):
                 self.wfile.flush()
                 time.sleep(0.1)
             self.wfile.write(b"0\r\n\r\n")
+
+    def _slow_head(self) -> None:
+        started = time.monotonic()
+        with contextlib.suppress(OSError):  # the client went: its deadline
+            if self.path.startswith("/hop"):
+                time.sleep(0.4)
+                hop = int(self.path.removeprefix("/hop") or 0)
+                self.wfile.write(f"HTTP/1.1 302 Found\r\nlocation: /hop{hop + 1}\r\n".encode())
+                self.wfile.write(b"content-length: 0\r\n\r\n")
+                return
+            head = b"HTTP/1.1 200 OK\r\n" + b"x-filler: 1\r\n" * 1000 + b"content-length: 0\r\n\r\n"
+            for byte in head:
+                if time.monotonic() - started > GIVE_UP:
+                    return
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(0.05)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -130,6 +154,26 @@ async def test_an_http_tool_ends_within_its_timeout_against_a_dripping_body(
     elapsed, result = await _timed(lambda: _execute(slow, is_async))
     assert (result.error_kind, result.text) == ("timeout", "Request to `t` timed out after 1s")
     assert elapsed < 1.0 + MARGIN
+
+
+@pytest.mark.parametrize("path", ["headers", "hop0"], ids=["dripping headers", "slow redirects"])
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_an_http_tool_ends_within_its_timeout_against_slow_headers_and_redirects(
+    drip: str, path: str, is_async: bool
+) -> None:
+    """One deadline for the whole exchange: headers a byte at a time took 23 s under
+    `timeout=1`, and redirects 0.8 s apart 4.8 s, when the deadline was checked only between
+    the body's chunks."""
+    clients: dict[str, Any] = {
+        "http_client": httpx.Client(follow_redirects=True, max_redirects=50),
+        "async_http_client": httpx.AsyncClient(follow_redirects=True, max_redirects=50),
+    }
+    # Redirects are followed only by a client that says so (`follow_redirects=True`).
+    for injected in (False, True) if path == "headers" else (True,):
+        slow = HttpTool("t", url=drip + path, timeout=1.0, **(clients if injected else {}))
+        elapsed, result = await _timed(functools.partial(_execute, slow, is_async))
+        assert (result.error_kind, result.text) == ("timeout", "Request to `t` timed out after 1s")
+        assert elapsed < 1.0 + MARGIN, (injected, elapsed)
 
 
 # --- MCP: slow calls, slow listings, listings too big to build in time -----------------------

@@ -655,3 +655,27 @@ def test_what_an_answer_names_cannot_grow_spans_or_metric_series(otel: Telemetry
     }
     assert len(series) == MAX_RESPONSE_MODELS + 1
     assert "_OTHER" in series and "m0" in series and f"m{MAX_RESPONSE_MODELS}" not in series
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_what_a_model_names_a_call_is_capped_on_spans(driver: str) -> None:
+    """A call's id (200,000 characters) and a name no tool has are the model's to write: spans
+    keep their first `MAX_RESPONSE_VALUE_CHARS`, as they keep a response's id."""
+    telemetry = Telemetry()
+    long_id, long_name = "c" * 200_000, "n" * 200_000
+    model = script(
+        [call(long_id, "lookup", {"city": "x"}), call("u" * 200_000, long_name, {})],
+        [call("p" * 200_000, "pay", {"cents": 1})],
+        "never",
+    )
+    with af.instrument(telemetry.tracer_provider, include_content=True):
+        service = ToolService([lookup, pay], unknown_tool_handler=available_tools_handler)
+        drive(driver, service, model, "go")
+    spans = telemetry.named("execute_tool")
+    assert len(spans) == 2
+    [run] = telemetry.named("invoke_agent")
+    for attributes in [*(span.attributes for span in spans), *(e.attributes for e in run.events)]:
+        assert attributes is not None
+        assert len(str(attributes["gen_ai.tool.call.id"])) <= MAX_RESPONSE_VALUE_CHARS
+        assert len(str(attributes["gen_ai.tool.name"])) <= MAX_RESPONSE_VALUE_CHARS
+    assert max(len(span.name) for span in spans) <= len("execute_tool ") + MAX_RESPONSE_VALUE_CHARS

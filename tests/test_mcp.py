@@ -347,8 +347,11 @@ def test_streamable_http_sends_the_given_headers(http_url: str) -> None:
     auth = {"Authorization": "Bearer s3cret", "X-Tenant": "acme"}
     with MCPServer.http(http_url, headers=auth) as server:
         header = by_name(server)["header"]
-        for name, value in auth.items():
-            assert header.execute(call("header", {"name": name}), CONTEXT).text == value
+        # The server echoes what it received: a credential reaches the model redacted.
+        echoed = {
+            name: header.execute(call("header", {"name": name}), CONTEXT).text for name in auth
+        }
+        assert echoed == {"Authorization": "[redacted]", "X-Tenant": "acme"}
     with MCPServer.http(http_url) as server:
         absent = by_name(server)["header"].execute(call("header", {"name": "X-Tenant"}), CONTEXT)
         assert absent.text == "(absent)"

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
@@ -27,7 +27,10 @@ from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import needing_deps
 from ._target import Target, TargetError, load_object, load_target
-from ._text import one_line
+from ._text import printable, printable_json
+
+if TYPE_CHECKING:
+    from .._redaction import Redactor
 
 __all__ = ["main"]
 
@@ -48,7 +51,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.handler(args)
     except (TargetError, _UsageError) as exc:
-        print(f"agentforge-typed: error: {exc}", file=sys.stderr)
+        print(f"agentforge-typed: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("\nagentforge-typed: interrupted", file=sys.stderr)
@@ -260,6 +263,7 @@ def _run(args: argparse.Namespace) -> int:
         fallbacks = [get_model(name) for name in args.fallback or ()]
     except (ValueError, AgentForgeError) as exc:
         raise _UsageError(str(exc)) from None
+    redactor = _secrets([model, *fallbacks])
     if fallbacks:
         model = FallbackModel(model, *fallbacks)
     messages: list[ChatMessage] = []
@@ -272,15 +276,25 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.json:
             result = service.chat(model, messages, parameters, deps=deps, tools=selection)
-            print(result_json(result))
+            print(result_json(result, redactor))
         else:
             events = service.stream(model, messages, parameters, deps=deps, tools=selection)
-            result = LiveDisplay(sys.stdout).show(events, time.perf_counter())
+            result = LiveDisplay(sys.stdout, redactor).show(events, time.perf_counter())
     except AgentForgeError as exc:
         sys.stdout.flush()
-        print(f"agentforge-typed: {type(exc).__name__}: {one_line(str(exc))}", file=sys.stderr)
+        shown = printable(redactor.replace(str(exc)))
+        print(f"agentforge-typed: {type(exc).__name__}: {shown}", file=sys.stderr)
         return 1
     return PAUSED if result.pending else 0
+
+
+def _secrets(models: Sequence[object]) -> Redactor:
+    """What `run` keeps out of its output: the keys of the models it runs with (a server may
+    echo one in a successful answer, which no error boundary sees)."""
+    from .._redaction import Redactor
+    from ..providers._base import HttpChatModel
+
+    return Redactor.joined(m._http.redactor for m in models if isinstance(m, HttpChatModel))
 
 
 def _selection(
@@ -311,6 +325,8 @@ def _deps(target: Target, spec: str | None) -> Any:
         return getattr(target.module, spec)
     except AttributeError:
         raise _UsageError(f"--deps: {target.module.__name__!r} has no attribute {spec!r}") from None
+    except Exception as exc:  # a module `__getattr__` that raises
+        raise _UsageError(f"--deps: reading {spec!r} failed: {type(exc).__name__}: {exc}") from None
 
 
 def _refuse_missing_deps(tools: Sequence[ToolLike]) -> None:
@@ -334,9 +350,10 @@ def _schema(args: argparse.Namespace) -> int:
     try:
         rendered = declarations(service.specifications, args.dialect)
     except SchemaDialectError as exc:
-        print(f"agentforge-typed: {exc}", file=sys.stderr)
+        print(f"agentforge-typed: {printable(str(exc))}", file=sys.stderr)
         return 1
-    print(json.dumps(rendered, indent=2, ensure_ascii=False))
+    # Descriptions may be an MCP server's words: escaped where they would reach the terminal.
+    print(printable_json(rendered))
     return 0
 
 
@@ -357,7 +374,7 @@ def _check(args: argparse.Namespace) -> int:
             raise _UsageError(f"--profile: {exc}") from None
     findings = check_target(target, tuple(dict.fromkeys(args.dialect or DIALECTS)), profile)
     for finding in findings:
-        print(finding)
+        print(printable(str(finding)))
     errors = sum(f.level == "error" for f in findings)
     warnings = sum(f.level == "warning" for f in findings)
     print(
@@ -402,7 +419,7 @@ def _probe(args: argparse.Namespace) -> int:
         )
     except AgentForgeError as exc:
         # One line, scrubbed of the key at the provider boundary; no traceback.
-        print(f"agentforge-typed: probe failed: {one_line(str(exc))}", file=sys.stderr)
+        print(f"agentforge-typed: probe failed: {printable(str(exc))}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(result.as_json(), indent=2))

@@ -19,7 +19,7 @@ quotes of a server is scrubbed of the key.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Set
+from collections.abc import Awaitable, Callable, Iterator, Set
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -28,12 +28,13 @@ import httpx
 import pydantic_core
 
 from .._exceptions import ModelError
+from .._exchange import capped
 from .._sync import run_sync
 from ..providers._http import HttpShell
 from ..providers._openai_wire import openai_headers
 from ..providers._profiles import PROFILES, ModelProfile, ToolChoiceMode
 from ..providers._retry import RetryPolicy
-from ._text import one_line
+from ._text import printable
 
 __all__ = [
     "BASE_REQUESTS",
@@ -345,7 +346,7 @@ class Probe:
     def _quote(self, text: str, limit: int = 60) -> str:
         """`text` as the probe may print it: the key scrubbed, one line, at most `limit`
         characters (cut after scrubbing, so no part of a key survives the cut)."""
-        return _shorten(one_line(self._shell.scrub(text)), limit)
+        return _shorten(printable(self._shell.scrub(text)), limit)
 
     # -- the probes ---------------------------------------------------------------------------
 
@@ -822,14 +823,13 @@ class _CappedTransport(httpx.AsyncBaseTransport):
         if encoding not in ("", "identity"):
             await response.aclose()
             raise ModelError(
-                f"probe {self.request}: the answer is compressed ({one_line(encoding[:40])}), "
+                f"probe {self.request}: the answer is compressed ({printable(encoding[:40])}), "
                 "although the probe asked for no compression"
             )
         if length.isdigit() and int(length) > self.cap:
             await response.aclose()
             raise self.over()
-        response.stream = _CappedStream(response.stream, self)
-        return response
+        return capped(response, self.cap, self.over)
 
     def over(self) -> ModelError:
         return ModelError(
@@ -839,26 +839,3 @@ class _CappedTransport(httpx.AsyncBaseTransport):
 
     async def aclose(self) -> None:
         await self._transport.aclose()
-
-
-class _CappedStream(httpx.AsyncByteStream):
-    """A response body that raises once it passes its transport's cap."""
-
-    def __init__(
-        self, stream: httpx.SyncByteStream | httpx.AsyncByteStream, owner: _CappedTransport
-    ) -> None:
-        self._stream = stream
-        self._owner = owner
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        assert isinstance(self._stream, httpx.AsyncByteStream)
-        read = 0
-        async for chunk in self._stream:
-            read += len(chunk)
-            if read > self._owner.cap:
-                raise self._owner.over()
-            yield chunk
-
-    async def aclose(self) -> None:
-        assert isinstance(self._stream, httpx.AsyncByteStream)
-        await self._stream.aclose()

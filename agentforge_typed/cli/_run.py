@@ -1,11 +1,16 @@
-"""`agentforge-typed run`: drive the tool loop and show it as it happens, or print it as JSON."""
+"""`agentforge-typed run`: drive the tool loop and show it as it happens, or print it as JSON.
+
+What the model, the tools and the servers wrote is shown through the run's `Redactor` (the keys
+of the models it runs with: a server may echo one in a successful answer too) and `printable`
+(no control sequence reaches the terminal).
+"""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, TextIO
 
@@ -14,8 +19,10 @@ import pydantic_core
 from .._events import ResponseComplete, TextDelta, ThinkingDelta
 from .._exceptions import shown_name
 from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
+from .._redaction import NO_SECRETS, Redactor, StreamRedactor
 from .._response import ChatResponse
 from .._results import ToolChatResult, ToolExecution
+from ._text import printable, printable_json
 
 __all__ = ["LiveDisplay", "result_json"]
 
@@ -25,13 +32,17 @@ class LiveDisplay:
     """Renders the events of `ToolService.stream` as plain text lines.
 
     Text and thinking are written as they arrive; tool calls and results each get a line of
-    their own (`->` a call with its arguments, `<-` a result, `!!` an error result).
+    their own (`->` a call with its arguments, `<-` a result, `!!` an error result). Everything
+    shown is redacted of `redactor`'s secrets (streamed text held back only as long as a secret
+    could be starting) and made `printable`.
     """
 
     out: TextIO
+    redactor: Redactor = NO_SECRETS
     _column: int = 0
     _mode: str = ""
-    _round_text: str = ""
+    _held: StreamRedactor | None = None
+    _round_text: list[str] = field(default_factory=list)
     _last_round_text: str = ""
 
     def show(self, events: Iterable[ToolLoopEvent], started: float) -> ToolChatResult[Any]:
@@ -39,9 +50,11 @@ class LiveDisplay:
         for event in events:
             if isinstance(event, TextDelta):
                 self._stream("", event.text)
-                self._round_text += event.text
+                self._round_text.append(event.text)
             elif isinstance(event, ResponseComplete):
-                self._last_round_text, self._round_text = self._round_text, ""
+                self._flush()
+                self._last_round_text = "".join(self._round_text)
+                self._round_text.clear()
             elif isinstance(event, ThinkingDelta):
                 self._stream("(thinking) ", event.text)
             elif isinstance(event, ToolCallEvent):
@@ -54,16 +67,26 @@ class LiveDisplay:
         raise RuntimeError("the tool loop ended without a FinalResultEvent")
 
     def _stream(self, label: str, text: str) -> None:
-        if self._mode != label:
+        if self._mode != label or self._held is None:
+            self._flush()
             self._end_line()
             self._mode = label
+            self._held = self.redactor.stream()
             self._write(label)
-        self._write(text)
+        self._write(printable(self._held.feed(text), lines=True))
+
+    def _flush(self) -> None:
+        """Write what a stream still holds back."""
+        if self._held is not None:
+            self._write(printable(self._held.end(), lines=True))
+            self._held = None
 
     def _line(self, text: str) -> None:
+        self._flush()
         self._end_line()
         self._mode = ""
-        self._write(text.replace("\n", "\n   ") + "\n")
+        shown = printable(self.redactor.replace(text), lines=True)
+        self._write(shown.replace("\n", "\n   ") + "\n")
 
     def _end_line(self) -> None:
         if self._column:
@@ -91,7 +114,8 @@ class LiveDisplay:
             self._line("== final answer: the text streamed above")
         else:
             self._line("== final answer")
-            self._write((result.text or "(no text)") + "\n")
+            shown = self.redactor.replace(result.text or "(no text)")
+            self._write(printable(shown, lines=True) + "\n")
         fallbacks = _fallbacks([*result.intermediate_responses, result.final_response])
         if fallbacks:
             self._line(f"== answered by a fallback model: {', '.join(fallbacks)}")
@@ -145,8 +169,9 @@ def _dump(value: Any) -> Any:
     return pydantic_core.to_jsonable_python(value, fallback=repr)
 
 
-def result_json(result: ToolChatResult[Any]) -> str:
-    """The whole `ToolChatResult` as indented JSON (plus each execution's duration)."""
+def result_json(result: ToolChatResult[Any], redactor: Redactor = NO_SECRETS) -> str:
+    """The whole `ToolChatResult` as indented JSON (plus each execution's duration), redacted of
+    `redactor`'s secrets, its unprintable characters escaped (`printable_json`)."""
     document = {
         "text": result.text,
         "output": _dump(result.output),
@@ -158,7 +183,7 @@ def result_json(result: ToolChatResult[Any]) -> str:
         "tool_executions": [_execution(e) for e in result.tool_executions],
         "messages": [_dump(m) for m in result.messages],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    return printable_json(redactor.redact(document))
 
 
 def _execution(execution: ToolExecution) -> dict[str, Any]:

@@ -63,8 +63,8 @@ class Target:
         for item in self.items():
             try:
                 service.register(item)
-            except (TypeError, ValueError) as exc:
-                raise TargetError(f"{self.spec}: {_first_line(exc)}") from exc
+            except Exception as exc:  # whatever the module's own code raises: one line
+                raise TargetError(f"{self.spec}: {_first_line(exc)}") from None
         return service
 
 
@@ -76,8 +76,13 @@ def load_target(spec: str) -> Target:
             attribute, or a value that is none of the accepted kinds.
     """
     module, value = load_object(spec)
-    if not _looks_like_tools(value):
-        raise TargetError(f"{spec} is {_describe(value)}, not {_ACCEPTED}")
+    try:
+        looks_like_tools = _looks_like_tools(value)
+        described = "" if looks_like_tools else _describe(value)
+    except Exception as exc:  # an attribute of the value raised on inspection
+        raise TargetError(f"{spec}: inspecting it failed: {_first_line(exc)}") from None
+    if not looks_like_tools:
+        raise TargetError(f"{spec} is {described}, not {_ACCEPTED}")
     return Target(spec, module, value)
 
 
@@ -97,6 +102,10 @@ def load_object(spec: str) -> tuple[ModuleType, Any]:
             value = getattr(value, name)
         except AttributeError:
             raise TargetError(f"{module_part!r} has no attribute {attribute!r}") from None
+        except Exception as exc:  # a module `__getattr__` or a property that raises
+            raise TargetError(
+                f"reading {attribute!r} of {module_part!r} failed: {_first_line(exc)}"
+            ) from None
     return module, value
 
 
@@ -181,7 +190,7 @@ def tools_of(items: Sequence[object]) -> Iterator[tuple[object, ToolLike | Excep
         try:
             for found in tools_from(item):
                 yield item, found
-        except (TypeError, ValueError) as exc:
+        except Exception as exc:  # whatever the module's own code raises: a finding
             yield item, exc
 
 

@@ -155,8 +155,8 @@ class HttpModelOptions(ParameterDefaults, total=False):
     timeout: float | httpx.Timeout | None
     """Seconds, or an `httpx.Timeout`, for the clients created here. Default 60."""
     total_timeout: float | None
-    """Seconds one attempt of a model call may take, from sending the request to the last byte
-    of the answer, stream included; each retry starts afresh. Over it, the call raises
+    """Seconds one attempt of a model call may take, from connecting to the last byte of the
+    answer, headers and stream included; each retry starts afresh. Over it, the call raises
     `ModelError`. `None` (the default) sets no bound beyond `timeout`, whose read timeout a
     server sending keep-alives or a byte at a time never trips."""
     max_line_length: int

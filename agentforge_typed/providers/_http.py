@@ -5,20 +5,19 @@ step (a function for a whole answer, a stream parser for a stream); it owns the 
 the retry loop and the one boundary every `ModelError` leaves through. Secrets (API keys) live
 only in the request headers, and that boundary scrubs them from every error's message, body and
 code, whichever layer raised it (the shell, or the wire's parsing of a body or a stream), before
-it cuts long text down to size. The log records of httpx and httpcore, which quote what a server
-sent (a reason phrase, headers), are scrubbed the same way as they are logged.
+it cuts long text down to size (the package's one `Redactor`). The log records of httpx and
+httpcore, which quote what a server sent (a reason phrase, headers), are scrubbed the same way as
+they are logged. Each attempt is one exchange of `_exchange`: one deadline (`total_timeout`) from
+connecting to the last byte, headers included, and bodies read up to their cap.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
-import weakref
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterator,
     Awaitable,
     Callable,
     Generator,
@@ -33,10 +32,11 @@ import httpx
 import pydantic_core
 
 from .._content import BinaryContent, ContentKind
-from .._decoding import aiter_bounded, iter_bounded
 from .._events import StreamEvent
 from .._exceptions import ModelError
+from .._exchange import Deadline, aread_body, bound, read_body
 from .._instrument import note_admission_wait
+from .._redaction import Redactor
 from ._admission import (
     DEFAULT_MAX_CONNECTIONS,
     SHARD_CONNECTIONS,
@@ -65,24 +65,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("agentforge_typed.providers")
-
-_REDACTED = "[redacted]"
-_MAX_TEXT = 2000
-"""Characters kept of each text an error carries (its message, a non-JSON body, each string in a
-JSON body); the rest is replaced by a count."""
-_FRAGMENT = 12
-"""A run of this many characters of a secret is redacted like the whole secret: libraries that
-shorten long values (pydantic quoting an input, a server's `...`) must not leave most of a key."""
-_HTTP_LOGGERS = (
-    "httpx",
-    "httpcore.connection",
-    "httpcore.http11",
-    "httpcore.http2",
-    "httpcore.proxy",
-    "httpcore.socks",
-)
-"""The loggers of the HTTP libraries: httpx logs each answer's status line (its reason phrase as
-the server wrote it), httpcore at DEBUG each answer's headers."""
 
 DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 """The most bytes (after content decoding) a whole answer's body may hold: 32 MiB, far above any
@@ -249,21 +231,15 @@ class HttpShell:
         """A vendor's reading of its own error bodies (e.g. a status name as the code)."""
         self.base_url = base_url.rstrip("/")
         self._headers = {"content-type": "application/json", **headers}
-        whole = sorted({secret for secret in secrets if secret}, key=len, reverse=True)
-        self._needles = (
-            *whole,
-            *dict.fromkeys(
-                s[i : i + _FRAGMENT] for s in whole for i in range(len(s) - _FRAGMENT + 1)
-            ),
-        )
-        """What redaction replaces: each secret, then every run of `_FRAGMENT` of its characters."""
-        self._shortest = min(map(len, self._needles), default=0)
-        self._margin = max(map(len, whole), default=0) + _FRAGMENT
-        if whole:
-            _LOG_REDACTION.watch(self)
-        self._client = http_client
+        self.redactor = Redactor(secrets)
+        """What every error, and every log record of the HTTP libraries, is scrubbed of."""
+        self.redactor.watch_logs()
+        # A client passed in keeps its own settings; its connections honour `total_timeout`.
+        self._client = http_client if http_client is None else bound(http_client)
         self._owns_client = http_client is None
-        self._async_client = async_http_client
+        self._async_client = (
+            async_http_client if async_http_client is None else bound(async_http_client)
+        )
         """The async client passed in, used on every loop; `None`: one is created per loop."""
         self._loops: dict[asyncio.AbstractEventLoop, LoopClients] = {}
         """By event loop (not weakly: some loops, uvloop's, take no weak references); a closed
@@ -295,7 +271,7 @@ class HttpShell:
     def client(self) -> httpx.Client:
         """The sync client, created on first use when none was passed in."""
         if self._client is None:
-            self._client = httpx.Client(timeout=self.timeout, limits=self._limits())
+            self._client = bound(httpx.Client(timeout=self.timeout, limits=self._limits()))
         return self._client
 
     def _limits(self, size: int | None = None) -> httpx.Limits:
@@ -401,7 +377,7 @@ class HttpShell:
             try:
                 request, deadline = self._request(client, path, content)
                 try:
-                    response = self._bounded(
+                    response = self._watched(
                         client.send(request, stream=True, follow_redirects=False), deadline
                     )
                     if not (stream and response.is_success):
@@ -446,7 +422,7 @@ class HttpShell:
             limits = self._limits(size)
             clients = LoopClients(
                 AsyncGate(self._admission_limit(None, owned=True)),
-                make=lambda: httpx.AsyncClient(timeout=self.timeout, limits=limits),
+                make=lambda: bound(httpx.AsyncClient(timeout=self.timeout, limits=limits)),
                 shards=shards,
             )
         if loop is None:
@@ -553,7 +529,7 @@ class HttpShell:
                 request, deadline = self._request(client, path, content)
                 try:
                     response = await client.send(request, stream=True, follow_redirects=False)
-                    response = self._bounded(response, deadline)
+                    response = self._watched(response, deadline)
                     if not (stream and response.is_success):
                         await self._aread(response)
                 except httpx.HTTPError as exc:
@@ -574,25 +550,21 @@ class HttpShell:
     def _read(self, response: httpx.Response) -> None:
         """Read the body of `response` whole, then close it: at most `max_response_bytes` bytes,
         counted after content decoding (a small gzip body may inflate without end)."""
-        try:
-            body = _BoundedBody(self, response)
-            for chunk in iter_bounded(response, self.max_response_bytes):
-                if body.full(chunk):
-                    break
-            body.keep()
-        finally:
-            response.close()
+        body = read_body(response, self.max_response_bytes, self._refusal(response))
+        response._content = body.content  # what `read()` would have set
 
     async def _aread(self, response: httpx.Response) -> None:
         """Async `_read`."""
-        try:
-            body = _BoundedBody(self, response)
-            async for chunk in aiter_bounded(response, self.max_response_bytes):
-                if body.full(chunk):
-                    break
-            body.keep()
-        finally:
-            await response.aclose()
+        body = await aread_body(response, self.max_response_bytes, self._refusal(response))
+        response._content = body.content
+
+    def _refusal(self, response: httpx.Response) -> Callable[[str], ModelError] | None:
+        """A successful answer over the limit is refused; an error answer keeps its first
+        `max_response_bytes` bytes, enough to read the error (its status still decides retries
+        and the error raised)."""
+        if not response.is_success:
+            return None
+        return lambda size: self._too_large(response, size)
 
     def _too_large(self, response: httpx.Response, size: str) -> ModelError:
         return ModelError(
@@ -609,14 +581,14 @@ class HttpShell:
         retries: int,
         path: str,
         attempt: httpx.Response | httpx.HTTPError,
-        deadline: float | None = None,
+        deadline: Deadline | None = None,
     ) -> httpx.Response | float:
         """What one attempt comes to: the successful response, or the seconds to wait before the
         next attempt; raises `ModelError` when the failure is final (no retry left, or none
         allowed, or the attempt ran out its `total_timeout`: a timeout it caused is not a
         transient failure to try again)."""
         if isinstance(attempt, httpx.HTTPError):
-            if deadline is not None and time.monotonic() >= deadline:
+            if deadline is not None and deadline.passed():
                 raise self._overtime() from attempt
             delay = self._retry_delay(retries, path, error=attempt)
             if delay is None:
@@ -637,33 +609,27 @@ class HttpShell:
 
     def _request(
         self, client: httpx.Client | httpx.AsyncClient, path: str, content: bytes
-    ) -> tuple[httpx.Request, float | None]:
+    ) -> tuple[httpx.Request, Deadline | None]:
         """One attempt's request, and its deadline when `total_timeout` is set.
 
-        Every phase's timeout is capped at `total_timeout`, so that no single wait (for the
-        headers, or for the next bytes) can outlast it; between reads, `_bounded` checks the
-        deadline itself.
+        Every phase's timeout is capped at `total_timeout`, and the request carries the deadline
+        to each socket operation (`_exchange`): a server dripping its headers or its body a byte
+        at a time ends there; between reads, `_watched` checks it too, whatever the transport.
         """
         timeout = client.timeout
         deadline = None
         if self.total_timeout is not None:
-            deadline = time.monotonic() + self.total_timeout
-            timeout = httpx.Timeout(
-                **{
-                    phase: self.total_timeout if limit is None else min(limit, self.total_timeout)
-                    for phase, limit in timeout.as_dict().items()
-                }
-            )
+            deadline = Deadline(self.total_timeout, self._overtime)
+            timeout = deadline.timeout(timeout)
         request = client.build_request(
             "POST", self._url(path), content=content, headers=self._headers, timeout=timeout
         )
         return request, deadline
 
-    def _bounded(self, response: httpx.Response, deadline: float | None) -> httpx.Response:
+    @staticmethod
+    def _watched(response: httpx.Response, deadline: Deadline | None) -> httpx.Response:
         """`response`, its body raising `ModelError` once `deadline` has passed."""
-        if deadline is not None:
-            response.stream = _DeadlineStream(response.stream, deadline, self._overtime)
-        return response
+        return response if deadline is None else deadline.watch(response)
 
     def _overtime(self) -> ModelError:
         return ModelError(
@@ -755,7 +721,7 @@ class HttpShell:
     def redacting(self) -> Iterator[None]:
         """The boundary every `ModelError` leaves the provider through: secrets are replaced in
         its message, body and code (the error is changed in place, so its traceback and cause
-        stay), then each text is cut to `_MAX_TEXT` characters, so a secret straddling the cut
+        stay), then each text is cut to `MAX_TEXT` characters, so a secret straddling the cut
         cannot leave half of itself behind. A cause whose own text holds a secret (a parse
         error quoting the body) is dropped from the chain: a logged traceback prints it."""
         try:
@@ -764,11 +730,12 @@ class HttpShell:
             if self.label is not None and error.message.startswith(f"{self.provider} "):
                 # The server the user chose, not the API it speaks: "llamacpp API error 400".
                 error.message = self.label + error.message[len(self.provider) :]
-            error.message = self._scrub(error.message)
+            redactor = self.redactor
+            error.message = redactor.scrub(error.message)
             error.args = (error.message,)
-            error.body = self._redact(error.body)
-            error.code = self._redact(error.code)
-            if self._chain_mentions_secret(error):
+            error.body = redactor.scrub_value(error.body)
+            error.code = redactor.scrub_value(error.code)
+            if redactor.mentions(error):
                 error.__cause__ = error.__context__ = None
                 error.__suppress_context__ = True
             raise
@@ -776,79 +743,7 @@ class HttpShell:
     def scrub(self, text: str) -> str:
         """`text` as the boundary leaves an error's: secrets replaced, then cut to size (for
         callers that show what a server sent other than through an error)."""
-        return self._scrub(text)
-
-    def _chain_mentions_secret(self, error: BaseException) -> bool:
-        seen: set[int] = set()
-        cause = error.__cause__ or error.__context__
-        while cause is not None and id(cause) not in seen:
-            seen.add(id(cause))
-            text = f"{cause!s}{cause!r}"
-            if any(needle in text for needle in self._needles):
-                return True
-            cause = cause.__cause__ or cause.__context__
-        return False
-
-    def _redact(self, value: Any) -> Any:
-        """`value` with every text scrubbed, looking inside JSON containers, keys included."""
-        if isinstance(value, str):
-            return self._scrub(value)
-        if isinstance(value, dict):
-            return {self._redact(key): self._redact(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return type(value)(self._redact(item) for item in value)
-        return value
-
-    def _scrub(self, text: str) -> str:
-        """`text` with secrets replaced, then cut to `_MAX_TEXT` characters (in that order)."""
-        shown = _MAX_TEXT + self._margin  # past this nothing is shown, so nothing can leak
-        head = self.replace_secrets(text[:shown])
-        more = len(head) - _MAX_TEXT + max(len(text) - shown, 0)
-        return head if more <= 0 else f"{head[:_MAX_TEXT]}… [{more} more characters]"
-
-    def replace_secrets(self, text: str) -> str:
-        """`text` with each secret, and each run of `_FRAGMENT` of its characters, replaced."""
-        if not self._needles or len(text) < self._shortest:
-            return text
-        for needle in self._needles:
-            if needle in text:
-                text = text.replace(needle, _REDACTED)
-        while _REDACTED * 2 in text:
-            text = text.replace(_REDACTED * 2, _REDACTED)
-        return text
-
-
-class _LogRedaction(logging.Filter):
-    """Scrubs the secrets of every live shell from the HTTP libraries' log records, which quote
-    what a server sent and so what it echoes; attached to their loggers when a first shell with a
-    secret is made."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._shells: weakref.WeakSet[HttpShell] = weakref.WeakSet()
-        self._lock = threading.Lock()  # shells are made on any thread, and log on any
-
-    def watch(self, shell: HttpShell) -> None:
-        with self._lock:
-            for name in _HTTP_LOGGERS:
-                logger = logging.getLogger(name)
-                if self not in logger.filters:
-                    logger.addFilter(self)
-            self._shells.add(shell)
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        with self._lock:
-            shells = list(self._shells)
-        if shells:
-            text = scrubbed = record.getMessage()
-            for shell in shells:
-                scrubbed = shell.replace_secrets(scrubbed)
-            if scrubbed != text:
-                record.msg, record.args = scrubbed, None
-        return True
-
-
-_LOG_REDACTION = _LogRedaction()
+        return self.redactor.scrub(text)
 
 
 def _origin(exc: httpx.HTTPError) -> str:
@@ -877,89 +772,9 @@ def _parsed_body(response: httpx.Response) -> Any:
         return response.text
 
 
-class _BoundedBody:
-    """The chunks of one body read whole, up to the shell's `max_response_bytes`.
-
-    A successful answer over the limit is refused (`ModelError`), before any byte is read when
-    its `Content-Length` says so; an error answer keeps its first `max_response_bytes` bytes,
-    enough to read the error (its status still decides retries and the error raised).
-    """
-
-    __slots__ = ("_chunks", "_limit", "_response", "_shell", "_size")
-
-    def __init__(self, shell: HttpShell, response: httpx.Response) -> None:
-        self._shell = shell
-        self._response = response
-        self._limit = shell.max_response_bytes
-        self._chunks: list[bytes] = []
-        self._size = 0
-        declared = response.headers.get("content-length", "")
-        if (
-            response.is_success
-            and declared.isdigit()
-            and "content-encoding" not in response.headers
-            and int(declared) > self._limit
-        ):
-            raise shell._too_large(response, declared)
-
-    def full(self, chunk: bytes) -> bool:
-        """Take one chunk; `True` once the limit is reached (stop reading)."""
-        room = self._limit - self._size
-        if len(chunk) <= room:
-            self._chunks.append(chunk)
-            self._size += len(chunk)
-            return False
-        if self._response.is_success:
-            raise self._shell._too_large(self._response, f"more than {self._limit}")
-        self._chunks.append(chunk[:room])
-        self._size = self._limit
-        return True
-
-    def keep(self) -> None:
-        """Make the chunks the response's content (what `read()` would have set)."""
-        self._response._content = b"".join(self._chunks)
-
-
 def _not_an_event_stream(response: httpx.Response) -> bool:
     """Whether a successful answer to a stream request is a whole JSON or HTML document (an error
     page, a gateway's message) instead of an event stream. Other types are decoded as events:
     some compatible servers label their streams loosely."""
     kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
     return kind in ("application/json", "text/html") or kind.endswith("+json")
-
-
-class _DeadlineStream(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A response body that raises once its call's deadline has passed: a server trickling
-    keep-alives or single bytes never trips a read timeout, so the time is checked per read."""
-
-    def __init__(
-        self,
-        stream: httpx.SyncByteStream | httpx.AsyncByteStream,
-        deadline: float,
-        overtime: Callable[[], ModelError],
-    ) -> None:
-        self._stream = stream
-        self._deadline = deadline
-        self._overtime = overtime
-
-    def __iter__(self) -> Iterator[bytes]:
-        assert isinstance(self._stream, httpx.SyncByteStream)
-        for chunk in self._stream:
-            if time.monotonic() > self._deadline:
-                raise self._overtime()
-            yield chunk
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        assert isinstance(self._stream, httpx.AsyncByteStream)
-        async for chunk in self._stream:
-            if time.monotonic() > self._deadline:
-                raise self._overtime()
-            yield chunk
-
-    def close(self) -> None:
-        if isinstance(self._stream, httpx.SyncByteStream):
-            self._stream.close()
-
-    async def aclose(self) -> None:
-        if isinstance(self._stream, httpx.AsyncByteStream):
-            await self._stream.aclose()

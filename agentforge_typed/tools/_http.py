@@ -6,13 +6,19 @@ but never chooses where the request goes: path values are percent-encoded as sin
 scheme and host come from the template, and credentials come from configuration or the
 `ToolContext`, never from arguments. The request is prepared and the response interpreted by pure
 functions shared by the sync (`execute`) and async (`aexecute`) shells.
+
+Each call is one exchange under one deadline (`_exchange`: `timeout` covers connecting, the
+headers, every redirect and the body), and everything it returns goes through the tool's
+`Redactor`: the configured secrets (credential headers, `auth`, secret query parameters and path
+segments of the URL, `secrets=`) never reach the model, an error, or httpx's log records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, urlsplit
@@ -21,9 +27,10 @@ import httpx
 import pydantic
 import pydantic_core
 
-from .._decoding import aiter_bounded, iter_bounded
 from .._exceptions import ArgumentError
+from .._exchange import Body, Deadline, aread_body, bound, read_body
 from .._messages import ToolCall
+from .._redaction import Redactor, given_secrets, header_secrets, url_secrets
 from .._request import ToolSpecification
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
@@ -36,7 +43,12 @@ from ._base import (
     ToolExecutionResult,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
-from ._outcomes import arguments_error_result, execution_error_result, failure_result
+from ._outcomes import (
+    arguments_error_result,
+    execution_error_result,
+    failure_result,
+    redacted_result,
+)
 from ._result_text import result_text
 from ._schema_arguments import DecodedArguments, SchemaArguments
 from ._schema_tool import valid_arguments
@@ -107,7 +119,14 @@ class HttpTool(ConfiguredTool):
     anything else as text. At most `max_response_bytes` bytes of the body are read (the text
     then ends with a marker saying the rest was not read), and the text the model reads is cut
     to the result budget (`max_result_chars`). A non-2xx status, a connection failure or a
-    timeout becomes an error result.
+    timeout becomes an error result. `timeout` bounds the whole exchange: connecting, the
+    headers, every redirect and the body.
+
+    Secrets never reach the model: the values of configured headers that carry credentials
+    (`Authorization`, `Cookie`, a name with `key`, `token`, `secret`… in it, or a random-looking
+    value), what `auth` sends, the URL's password, its query parameters named so or
+    random-looking, its random-looking path segments, and `secrets` are replaced by
+    `[redacted]` in every result (text, value), error and exception, and in httpx's log records.
 
     Redirects are followed only when the injected client follows them (`follow_redirects=True`,
     up to its `max_redirects`), and only within the URL's origin (scheme, host and port; or an
@@ -135,8 +154,9 @@ class HttpTool(ConfiguredTool):
         auth: An `httpx.Auth` applied to every request.
         http_client: Client for `execute`; default: a fresh client per call.
         async_http_client: Client for `aexecute`; default: a fresh client per call.
-        timeout: Seconds for each phase of the request (connect, read, write, pool), and for
-            reading the whole response: a body still arriving after it is a timeout.
+        timeout: Seconds the whole exchange may take — connecting, sending, the response's
+            headers, every redirect and its body — and each of its phases: a server still
+            sending (even a byte at a time) after it is a timeout.
         max_response_bytes: The most bytes of a response body read from the network (default
             8 MiB); a longer body is read that far and the text says the rest was not read.
         max_result_chars: The most characters of the result's text the model reads (a longer
@@ -149,6 +169,8 @@ class HttpTool(ConfiguredTool):
             `"ignore"` drops them before the request is built, each drop recorded in `repairs`.
         requires_approval: Pause a `ToolService` run on its calls until a person decides
             (`True`, or a sync or async `(call, context) -> bool` deciding per call).
+        secrets: Further values never to show (e.g. a token in the URL's path that does not
+            look random), beside those found in the configuration.
 
     Raises:
         ValueError: On an inconsistent declaration: a placeholder outside the path, an argument
@@ -181,6 +203,7 @@ class HttpTool(ConfiguredTool):
         sequential: bool = False,
         extra_arguments: ExtraArguments = "forbid",
         requires_approval: ApprovalPolicy = False,
+        secrets: Sequence[str] = (),
     ) -> None:
         self.method = method.upper()
         self.url = url
@@ -223,8 +246,25 @@ class HttpTool(ConfiguredTool):
             raise ValueError(f"HttpTool {name!r}: header {clash[0]!r} is configured")
         self.default_headers = default_headers
         self.auth = auth
-        self.http_client = http_client
-        self.async_http_client = async_http_client
+        # Clients passed in keep their settings; their connections honour the call's deadline.
+        self.http_client = None if http_client is None else bound(http_client)
+        self.async_http_client = None if async_http_client is None else bound(async_http_client)
+        self._redactor = Redactor(
+            [
+                *given_secrets(secrets),
+                *url_secrets(url),
+                *(header_secrets(default_headers) if isinstance(default_headers, Mapping) else ()),
+                *_auth_secrets(auth),
+                *(
+                    secret
+                    for client in (http_client, async_http_client)
+                    if client is not None
+                    for secret in (*header_secrets(client.headers), *_auth_secrets(client.auth))
+                ),
+            ]
+        )
+        """The secrets known from the configuration; a call adds those of its headers."""
+        self._redactor.watch_logs()
         self.timeout = timeout
         if max_response_bytes < 1:
             raise ValueError(f"HttpTool {name!r}: max_response_bytes must be at least 1")
@@ -240,7 +280,7 @@ class HttpTool(ConfiguredTool):
         self.requires_approval = requires_approval
 
     def __repr__(self) -> str:
-        return f"HttpTool({self.name!r}, {self.method} {self.url})"
+        return f"HttpTool({self.name!r}, {self.method} {self._redactor.replace(self.url)})"
 
     def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
         """Decode and validate raw JSON arguments, sending nothing.
@@ -255,85 +295,79 @@ class HttpTool(ConfiguredTool):
         prepared = self._prepare(call, context)
         if isinstance(prepared, ToolExecutionResult):
             return prepared
-        try:
+        with self._exchange(prepared) as outcome:
             if self.http_client is not None:
-                return self._send(self.http_client, prepared)
-            with httpx.Client() as client:
-                return self._send(client, prepared)
-        except httpx.HTTPError as exc:
-            return self._transport_error(exc, prepared.repairs)
-        except Exception as exc:  # e.g. a URL too long for httpx: a result, never a raise
-            return failure_result(self.name, exc, prepared.repairs)
+                outcome.result = self._send(self.http_client, prepared)
+            else:
+                with bound(httpx.Client()) as client:
+                    outcome.result = self._send(client, prepared)
+        return redacted_result(outcome.result, prepared.redactor)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Like `execute`, on an `httpx.AsyncClient`."""
         prepared = self._prepare(call, context)
         if isinstance(prepared, ToolExecutionResult):
             return prepared
-        try:
+        with self._exchange(prepared) as outcome:
             if self.async_http_client is not None:
-                return await self._asend(self.async_http_client, prepared)
-            async with httpx.AsyncClient() as client:
-                return await self._asend(client, prepared)
-        except httpx.HTTPError as exc:
-            return self._transport_error(exc, prepared.repairs)
-        except Exception as exc:  # e.g. a URL too long for httpx: a result, never a raise
-            return failure_result(self.name, exc, prepared.repairs)
+                outcome.result = await self._asend(self.async_http_client, prepared)
+            else:
+                async with bound(httpx.AsyncClient()) as client:
+                    outcome.result = await self._asend(client, prepared)
+        return redacted_result(outcome.result, prepared.redactor)
+
+    @contextmanager
+    def _exchange(self, prepared: _Prepared) -> Iterator[_Outcome]:
+        """Where one call's exchange runs: its secrets kept out of the HTTP libraries' logs, and
+        whatever it raises turned into an error result."""
+        outcome = _Outcome()
+        with prepared.redactor.watching_logs():
+            try:
+                yield outcome
+            except httpx.HTTPError as exc:
+                outcome.result = self._transport_error(exc, prepared.repairs)
+            except Exception as exc:  # e.g. a URL too long for httpx: a result, never a raise
+                outcome.result = failure_result(self.name, exc, prepared.repairs)
 
     def _send(self, client: httpx.Client, prepared: _Prepared) -> ToolExecutionResult:
-        request = prepared.build(client, self.timeout)
-        deadline = time.monotonic() + self.timeout
+        deadline = Deadline(self.timeout, self._overtime)
+        request = prepared.build(client, deadline)
         auth = self.auth or httpx.USE_CLIENT_DEFAULT
         response = client.send(request, auth=auth, stream=True, follow_redirects=False)
+        prepared.sent(response.request)
         hops = 0
         while isinstance(redirect := _redirect(client, response), httpx.Request):
             response.close()
             _count_hop(client, redirect, hops)
             hops += 1
+            deadline.check()
             # `auth` was applied to the first request, whose headers the redirect carries (as
             # httpx's own following does). Not `auth=None`: that would send userinfo in the
             # Location, the server's choice, as Basic credentials.
             response = client.send(redirect, auth=_NO_AUTH, stream=True, follow_redirects=False)
-        try:
-            reader = _BodyReader(self._read_limit(response))
-            for chunk in iter_bounded(response, reader.limit):
-                if reader.feed(chunk):
-                    break
-                self._check_deadline(deadline, request)
-        finally:
-            response.close()
-        return self._response_result(response, reader, prepared.repairs, redirect)
+        body = read_body(deadline.watch(response), self._read_limit(response))
+        return self._response_result(response, body, prepared.repairs, redirect)
 
     async def _asend(self, client: httpx.AsyncClient, prepared: _Prepared) -> ToolExecutionResult:
-        request = prepared.build(client, self.timeout)
+        deadline = Deadline(self.timeout, self._overtime)
+        request = prepared.build(client, deadline)
         auth = self.auth or httpx.USE_CLIENT_DEFAULT
-        deadline = time.monotonic() + self.timeout
         response = await client.send(request, auth=auth, stream=True, follow_redirects=False)
+        prepared.sent(response.request)
         hops = 0
         while isinstance(redirect := _redirect(client, response), httpx.Request):
             await response.aclose()
             _count_hop(client, redirect, hops)
             hops += 1
+            deadline.check()
             response = await client.send(
                 redirect, auth=_NO_AUTH, stream=True, follow_redirects=False
             )
-        try:
-            reader = _BodyReader(self._read_limit(response))
-            async for chunk in aiter_bounded(response, reader.limit):
-                if reader.feed(chunk):
-                    break
-                self._check_deadline(deadline, request)
-        finally:
-            await response.aclose()
-        return self._response_result(response, reader, prepared.repairs, redirect)
+        body = await aread_body(deadline.watch(response), self._read_limit(response))
+        return self._response_result(response, body, prepared.repairs, redirect)
 
-    def _check_deadline(self, deadline: float, request: httpx.Request) -> None:
-        """A timeout once the response has taken longer than `timeout` in all: a server that
-        trickles its body a byte at a time never trips a read timeout."""
-        if time.monotonic() > deadline:
-            raise httpx.ReadTimeout(
-                f"the response took longer than {self.timeout:g}s", request=request
-            )
+    def _overtime(self) -> httpx.TimeoutException:
+        return httpx.ReadTimeout(f"the exchange took longer than {self.timeout:g}s")
 
     def _read_limit(self, response: httpx.Response) -> int:
         """The bytes of the body to read: `max_response_bytes`, or, for an error, enough for the
@@ -369,12 +403,18 @@ class HttpTool(ConfiguredTool):
             # Set last, replacing an argument header of the same name in any case: no argument
             # sets, duplicates or overrides a configured header.
             routed.headers[name] = value
-        return _Prepared(self.method, routed, decoded.repairs)
+        redactor = self._redactor
+        if callable(self.default_headers):
+            redactor = redactor.with_secrets(header_secrets(configured))
+        chosen = {h.lower() for h in self._routes.headers.values()} - {
+            h.lower() for h in configured
+        }
+        return _Prepared(self.method, routed, decoded.repairs, redactor, frozenset(chosen))
 
     def _response_result(
         self,
         response: httpx.Response,
-        reader: _BodyReader,
+        body: Body,
         repairs: tuple[str, ...],
         refused: str | None,
     ) -> ToolExecutionResult:
@@ -382,7 +422,7 @@ class HttpTool(ConfiguredTool):
         the client would have followed."""
         charset = response.charset_encoding or "utf-8"
         try:
-            text = bytes(reader.body).decode(charset, errors="replace")
+            text = body.content.decode(charset, errors="replace")
         except (LookupError, ValueError) as exc:  # unknown, or not a text codec (`base64`)
             reason = (
                 f"the response (HTTP {response.status_code}) declares charset {charset!r}, "
@@ -404,7 +444,7 @@ class HttpTool(ConfiguredTool):
         value: Any = text or None
         content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
         is_json = content_type == "application/json" or content_type.endswith("+json")
-        if is_json and text and not reader.truncated:
+        if is_json and text and not body.truncated:
             try:
                 value = pydantic_core.from_json(text)
             except ValueError:
@@ -413,7 +453,7 @@ class HttpTool(ConfiguredTool):
                 text = result_text(value) if not isinstance(value, str) else text
         elif not text:
             text = result_text(None)
-        if reader.truncated:
+        if body.truncated:
             text += (
                 f"… [the response exceeds max_response_bytes={self.max_response_bytes} bytes; "
                 "the rest was not read]"
@@ -445,15 +485,29 @@ class _Prepared:
     method: str
     routed: _Routed
     repairs: tuple[str, ...]
+    redactor: Redactor
+    """The tool's secrets and this call's."""
+    chosen: frozenset[str]
+    """The headers the model's arguments set (lower case): not secrets."""
 
-    def build(self, client: httpx.Client | httpx.AsyncClient, timeout: float) -> httpx.Request:
+    def build(self, client: httpx.Client | httpx.AsyncClient, deadline: Deadline) -> httpx.Request:
         return client.build_request(
             self.method,
             _with_query(self.routed.url, self.routed.params),
             headers=self.routed.headers,
             json=self.routed.json,
-            timeout=timeout,
+            timeout=deadline.timeout(httpx.Timeout(deadline.seconds)),
         )
+
+    def sent(self, request: httpx.Request) -> None:
+        """Add the secrets of the request as sent (what an `auth` flow added) to `redactor`."""
+        sent = [(k, v) for k, v in request.headers.items() if k.lower() not in self.chosen]
+        self.redactor = self.redactor.with_secrets(header_secrets(sent))
+
+
+@dataclass
+class _Outcome:
+    result: ToolExecutionResult = dataclasses.field(init=False)
 
 
 @dataclass(frozen=True)
@@ -601,25 +655,6 @@ class _Routes:
         return _Routed(url=url, params=params, headers=headers, json=json)
 
 
-class _BodyReader:
-    """Collects at most `limit` bytes of a response body."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.body = bytearray()
-        self.truncated = False
-
-    def feed(self, chunk: bytes) -> bool:
-        """Add a chunk; `True` once the limit is reached and reading should stop."""
-        room = self.limit - len(self.body)
-        if len(chunk) > room:
-            self.body += chunk[:room]
-            self.truncated = True
-            return True
-        self.body += chunk
-        return False
-
-
 class _ModelArguments:
     """Strict pydantic validation of arguments declared by an `args_model` (as typed tools do)."""
 
@@ -707,6 +742,16 @@ def _allows_undeclared(schema: dict[str, Any]) -> bool:
         schema.get("additionalProperties", False) is not False
         or bool(schema.get("patternProperties"))
         or schema.get("unevaluatedProperties", False) is not False
+    )
+
+
+def _auth_secrets(auth: object) -> list[str]:
+    """What an `httpx.Auth` holds that is secret (a `BasicAuth`'s header, a `DigestAuth`'s
+    password, a custom one's `token`…), by the names of its attributes."""
+    held = getattr(auth, "__dict__", {})
+    return header_secrets(
+        (name, value.decode(errors="replace") if isinstance(value, bytes) else value)
+        for name, value in held.items()
     )
 
 

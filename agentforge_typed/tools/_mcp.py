@@ -42,6 +42,7 @@ from typing_extensions import TypedDict, Unpack
 from .._approval import ElicitationAnswer
 from .._exceptions import shown_name
 from .._messages import ToolCall
+from .._redaction import NO_SECRETS, Redactor, given_secrets, header_secrets, url_secrets
 from .._request import ToolAnnotations, ToolSpecification
 from .._sync import running_loop
 from ._base import (
@@ -71,6 +72,7 @@ from ._mcp_session import (
 from ._outcomes import (
     execution_error_result,
     failure_result,
+    redacted_result,
     timeout_result,
     with_repairs,
 )
@@ -284,6 +286,9 @@ class MCPServer:
         **options: See `MCPServerOptions`.
     """
 
+    _redactor: Redactor = NO_SECRETS
+    """What `repr`, the warnings, the errors and the results are kept free of (`http`'s)."""
+
     def __init__(
         self, connect: _Connector, *, label: str, **options: Unpack[MCPServerOptions]
     ) -> None:
@@ -369,15 +374,25 @@ class MCPServer:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
+        secrets: Sequence[str] = (),
         **options: Unpack[MCPServerOptions],
     ) -> MCPServer:
         """A server reached over the streamable HTTP transport at `url` (e.g. `.../mcp`).
 
+        What the URL and the headers hold of secrets — credential headers' values, the URL's
+        password, its query parameters named so (`api_key`, `token`…) or random-looking, its
+        random-looking path segments — and `secrets` are `[redacted]` in the server's `repr`
+        and label, its warnings and log records, its errors and its tools' results.
+
         Args:
             url: The server's MCP endpoint.
             headers: Sent with every request, e.g. `{"Authorization": "Bearer ..."}`.
+            secrets: Further values never to show (e.g. a path segment that is a key but does
+                not look random).
             **options: See `MCPServerOptions`.
         """
+        given = given_secrets(secrets)
+        redactor = Redactor([*given, *url_secrets(url), *header_secrets(headers or {})])
 
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> _Streams:
             from mcp.client import streamable_http
@@ -404,7 +419,9 @@ class MCPServer:
             streams = await stack.enter_async_context(transport)
             return streams[0], streams[1]
 
-        server = cls(connect, label=url, **options)
+        server = cls(connect, label=redactor.replace(url), **options)
+        server._redactor = redactor
+        redactor.watch_logs()
         return server
 
     def __repr__(self) -> str:
@@ -677,7 +694,7 @@ class MCPServer:
     def _not_connected(self, exc: BaseException, mode: Literal["sync", "async"]) -> None:
         """Enter an optional server that failed to connect with no tools; raise for another."""
         if self.required or not isinstance(exc, Exception):
-            raise exc
+            raise self._redactor.clean(exc)
         logger.warning(
             "MCP server %s did not connect; continuing without its tools: %s",
             self.label,
@@ -1145,7 +1162,7 @@ class MCPTool(DeclaredTool):
         if decoded.arguments is None:
             return decoded.error_result(self.name)
         result = self.server._call_blocking(self, call, decoded.arguments, context)
-        return with_repairs(result, decoded.repairs)
+        return redacted_result(with_repairs(result, decoded.repairs), self.server._redactor)
 
     async def aexecute(self, call: ToolCall, context: ToolContext[Any]) -> ToolExecutionResult:
         """Validate locally, then call the server without blocking the event loop."""
@@ -1153,7 +1170,7 @@ class MCPTool(DeclaredTool):
         if decoded.arguments is None:
             return decoded.error_result(self.name)
         result = await self.server._call_async(self, call, decoded.arguments, context)
-        return with_repairs(result, decoded.repairs)
+        return redacted_result(with_repairs(result, decoded.repairs), self.server._redactor)
 
 
 @dataclass(frozen=True)

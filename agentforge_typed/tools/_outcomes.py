@@ -22,15 +22,17 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._content import content_text, has_binary
+from .._content import Content, TextContent, content_text, has_binary
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from ._argument_errors import format_arguments_error
 from ._base import ToolExecutionResult
 from ._budget import (
     DEFAULT_MAX_RESULT_CHARS,
     MAX_CONTENT_PARTS,
+    _ContentResult,
+    _CutResult,
     content_result,
     cut_result,
     cut_text,
@@ -52,12 +54,16 @@ __all__ = [
     "execution_error_result",
     "failure_result",
     "links_checked",
+    "redacted_result",
     "reraise_uncontained",
     "success_result",
     "timeout_result",
     "unreadable_result",
     "with_repairs",
 ]
+
+if TYPE_CHECKING:
+    from .._redaction import Redactor
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -312,3 +318,31 @@ def with_repairs(result: ToolExecutionResult, repairs: tuple[str, ...]) -> ToolE
     if not repairs:
         return result
     return dataclasses.replace(result, repairs=(*repairs, *result.repairs))
+
+
+def redacted_result(result: ToolExecutionResult, redactor: Redactor) -> ToolExecutionResult:
+    """`result` with `redactor`'s secrets replaced wherever the model or the program reads it:
+    its text (and whole text, which a later budget cuts from), its text parts, its value, and
+    its exception (in place, its chain dropped when it holds one)."""
+    if not redactor:
+        return result
+    if result.exception is not None:
+        redactor.clean(result.exception)
+    changes: dict[str, Any] = {
+        "text": redactor.replace(result.text),
+        "value": redactor.redact(result.value),
+    }
+    if isinstance(result, _CutResult) and result.full_text is not None:
+        changes["full_text"] = redactor.replace(result.full_text)
+    if isinstance(result, _ContentResult):
+        for name in ("content", "whole"):
+            changes[name] = tuple(_redacted_part(part, redactor) for part in getattr(result, name))
+    return dataclasses.replace(result, **changes)
+
+
+def _redacted_part(part: Content, redactor: Redactor) -> Content:
+    if isinstance(part, TextContent):
+        return TextContent(text=redactor.replace(part.text))
+    if part.url is not None and (url := redactor.replace(part.url)) != part.url:
+        return part.model_copy(update={"url": url})
+    return part
