@@ -350,6 +350,7 @@ SERVICE_VALUES: Mapping[str, str] = {
     "max_result_chars": "a number",
     "blocking_in_event_loop": "a switch",
     "tool_search": "names to offer; the search is the package's own (`search_score`)",
+    "digest_secret": "a key for the digests of paused calls",
 }
 """The `ToolService` options that hold values, not code of the program's own that the loop
 calls: every other keyword of `ToolService.__init__` is a hook (the `hook` axis)."""
