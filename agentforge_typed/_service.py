@@ -74,6 +74,7 @@ from ._progress import ProgressSink
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult, ToolExecution
+from ._scope import Scope
 from ._sync import running_loop
 from ._toolsets import (
     Offer,
@@ -243,6 +244,7 @@ class _Run:
         "resuming",
         "returned_immediately",
         "round_trips",
+        "scopes",
         "selection",
         "service",
         "tool_calls",
@@ -290,6 +292,9 @@ class _Run:
         self.deps = deps
         paused, waiting = unanswered_calls(self.messages)
         self.conversation_id = _owner(options.get("conversation_id"), paused)
+        self.scopes: list[Scope] = []
+        """The run's `Scope` once a call asked for it (`ToolContext.scope`): what its calls keep
+        beyond themselves, removed when it ends."""
         self.selection = options.get("tools")
         self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
@@ -315,6 +320,14 @@ class _Run:
         if approvals or external_results or waiting:
             self.resume(approvals, external_results)
 
+    def scope(self) -> Scope:
+        """The run's `Scope`, made when a call first asks for it (one, whichever thread asks:
+        `list.append` is atomic)."""
+        scopes = self.scopes
+        if not scopes:
+            scopes.append(Scope(self.conversation_id))
+        return scopes[0]
+
     def resume(
         self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
     ) -> None:
@@ -325,7 +338,7 @@ class _Run:
             approvals, external_results, asynchronous=self.asynchronous
         )
         self.resuming = [
-            state.decide(call, self.service._tools.get(call.name))
+            state.decide(call, self.service._tools.get(call.name), self.conversation_id)
             for call in state.unanswered(self.messages)
         ]
 
@@ -463,7 +476,15 @@ class _Run:
         attempt = self.failures.get(call.name, 0) + 1
         progress = None if self.progress is None else self.progress.reporter(call)
         context: ToolContext[Any] = ToolContext(
-            self.deps, call.id, call.name, attempt, self.conversation_id, progress, True, answer
+            self.deps,
+            call.id,
+            call.name,
+            attempt,
+            self.conversation_id,
+            progress,
+            True,
+            answer,
+            self.scope,
         )
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
@@ -571,6 +592,8 @@ class _Run:
         # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed.
         if isinstance(error, AgentForgeError):
             self.fail(error)
+        if self.scopes:  # ended without its result (failed, cancelled, its stream closed)
+            self.scopes[0].close(finished=False)
         if self.trace is not None:
             self.trace.end(error, self.usage)
 
@@ -653,7 +676,10 @@ class _Run:
         return result
 
     def result(self) -> ToolChatResult[Any]:
-        """The run's outcome, once the loop has ended."""
+        """The run's outcome, once the loop has ended: what its calls kept for a resumed run (the
+        questions it paused on) outlives it from here."""
+        if self.scopes:
+            self.scopes[0].close(finished=True)
         return ToolChatResult._of(
             final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),
