@@ -407,8 +407,11 @@ class ApprovalState:
             )
         raise ValueError(f"{_named(call)} changed since it was shown: {why}; nothing ran")
 
-    def decide(self, call: ToolCall, tool: ToolLike | None) -> Decided:
-        """Apply the caller's decision to an unanswered call.
+    def decide(
+        self, call: ToolCall, tool: ToolLike | None, conversation_id: str | None = None
+    ) -> Decided:
+        """Apply the caller's decision to an unanswered call (of `conversation_id`: an answer is
+        checked against the question that conversation's call paused on).
 
         Returns:
             The call to run (its arguments replaced by an `Approved` override), the result decided
@@ -453,7 +456,8 @@ class ApprovalState:
             check = getattr(tool, "check_answer", None)
             if check is None:
                 raise ValueError(f"{_named(call)} asked no question to answer")
-            check(call, decision)  # a person's mistake is theirs to fix, not the model's
+            # A person's mistake is theirs to fix, not the model's.
+            check(call, decision, conversation_id)
             return Decided(call, approved=True, answer=decision)
         if isinstance(decision, Approved):
             if decision.arguments is not None:

@@ -76,6 +76,7 @@ from ._progress import ProgressSink
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult, ToolExecution
+from ._scope import Scope
 from ._sync import running_loop
 from ._toolsets import (
     Offer,
@@ -259,6 +260,7 @@ class _Run:
         "resuming",
         "returned_immediately",
         "round_trips",
+        "scopes",
         "selection",
         "service",
         "tool_calls",
@@ -309,6 +311,9 @@ class _Run:
         self.deps = deps
         paused, waiting = unanswered_calls(self.messages)
         self.conversation_id = _owner(options.get("conversation_id"), paused)
+        self.scopes: list[Scope] = []
+        """The run's `Scope` once a call asked for it (`ToolContext.scope`): what its calls keep
+        beyond themselves, removed when it ends."""
         self.selection = options.get("tools")
         self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
         self.responses: list[ChatResponse] = []
@@ -334,6 +339,14 @@ class _Run:
         if approvals or external_results or waiting:
             self.resume(approvals, external_results)
 
+    def scope(self) -> Scope:
+        """The run's `Scope`, made when a call first asks for it (one, whichever thread asks:
+        `list.append` is atomic)."""
+        scopes = self.scopes
+        if not scopes:
+            scopes.append(Scope(self.conversation_id))
+        return scopes[0]
+
     def resume(
         self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
     ) -> None:
@@ -345,7 +358,8 @@ class _Run:
         )
         unanswered = state.unanswered(self.messages, self.conversation_id, self.service._digests)
         self.resuming = [
-            state.decide(call, self.service._tools.get(call.name)) for call in unanswered
+            state.decide(call, self.service._tools.get(call.name), self.conversation_id)
+            for call in unanswered
         ]
 
     @property
@@ -482,7 +496,15 @@ class _Run:
         attempt = self.failures.get(call.name, 0) + 1
         progress = None if self.progress is None else self.progress.reporter(call)
         context: ToolContext[Any] = ToolContext(
-            self.deps, call.id, call.name, attempt, self.conversation_id, progress, True, answer
+            self.deps,
+            call.id,
+            call.name,
+            attempt,
+            self.conversation_id,
+            progress,
+            True,
+            answer,
+            self.scope,
         )
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
@@ -614,6 +636,8 @@ class _Run:
         # interrupt or a stream closed by its consumer: those are not failures of the run.
         if isinstance(error, Exception):
             self.fail(error)
+        if self.scopes:  # ended without its result (failed, cancelled, its stream closed)
+            self.scopes[0].close(finished=False)
         if self.trace is not None:
             self.trace.end(error, self.usage)
 
@@ -700,7 +724,10 @@ class _Run:
         return result
 
     def result(self) -> ToolChatResult[Any]:
-        """The run's outcome, once the loop has ended."""
+        """The run's outcome, once the loop has ended: what its calls kept for a resumed run (the
+        questions it paused on) outlives it from here."""
+        if self.scopes:
+            self.scopes[0].close(finished=True)
         return ToolChatResult._of(
             final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),

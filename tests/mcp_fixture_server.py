@@ -2,7 +2,8 @@
 a structured result, a tool that reads a request header, one that records whether it was
 cancelled, an idempotent one that kills its process the first time it runs, one that reports
 progress, one that asks the user a question (elicitation) the SDK's way for any revision, one
-that asks it mid-call, and one that adds a tool (and says so to `subscriptions/listen` streams,
+that asks twice and reports the call's idempotency key (`account`), one that asks mid-call, and
+one that adds a tool (and says so to `subscriptions/listen` streams,
 the stateless revision's way). Run:
 `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
@@ -28,6 +29,7 @@ except ImportError:  # pragma: no cover - SDK 1
     from mcp.server.fastmcp import FastMCP as Server  # type: ignore[no-redef,attr-defined]
 
 server = Server("fixture")
+IDEMPOTENCY_KEY_META = "example.com/idempotency-key"
 
 
 @server.tool()
@@ -122,6 +124,27 @@ async def ask(
     back. Asked the SDK's way for both kinds of revision: mid-call on a handshake revision, in an
     `input_required` result on the stateless one."""
     return "answer: " + ", ".join([_said(first), *([_said(second)] if twice else [])])
+
+
+def _name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def _again(first: Annotated[ElicitationResult[Name], Resolve(_name)]) -> Elicit[Name]:
+    return Elicit("Your name again, to confirm?", Name)
+
+
+@server.tool()
+async def account(
+    first: Annotated[ElicitationResult[Name], Resolve(_name)],
+    again: Annotated[ElicitationResult[Name], Resolve(_again)],
+    ctx: Context,
+) -> str:
+    """Ask the user's name, then again to confirm, and say both answers with the idempotency key
+    the call carries in `_meta` (what the user's account would be looked up by)."""
+    meta = ctx.request_context.meta or {}
+    key = meta.get(IDEMPOTENCY_KEY_META, "(none)")
+    return f"account: {_said(first)}, {_said(again)}; key {key}"
 
 
 @server.tool()

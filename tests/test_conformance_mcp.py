@@ -55,11 +55,11 @@ from agentforge_typed import (
 )
 from agentforge_typed._approval import PendingResult
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
+from agentforge_typed._scope import _REGISTRY, MAX_ENTRIES, Scope
 from agentforge_typed.tools import _mcp
 from agentforge_typed.tools._mcp_questions import (
     MAX_INPUT_REQUESTS,
     MAX_INPUT_ROUNDS,
-    MAX_OPEN,
     MAX_SCHEMA_CHARS,
     MAX_STATE_CHARS,
     Desk,
@@ -328,15 +328,25 @@ async def test_a_server_that_only_wants_its_state_back_gets_it_after_a_short_bac
 
 
 def test_keyed_questions_past_the_cap_still_pause_and_the_oldest_is_forgotten() -> None:
+    # The cap is a conversation's: another conversation's questions are not forgotten for it.
     desk = Desk("asking", timeout=5, answer_timeout=600)
     question = {
         "method": "elicitation/create",
         "params": {"message": "Name?", "requestedSchema": NAME_SCHEMA},
     }
-    calls = [ToolCall(id=f"c{i}", name="ask", arguments="{}") for i in range(MAX_OPEN + 1)]
-    for call in calls:
-        required = {"inputRequests": {"q": question}, "requestState": call.id}
-        paused = desk.settle(call, "ask", required, may_pause=True)
-        assert isinstance(paused, PendingResult) and paused.pending is not None
-    assert len(desk.asked) == MAX_OPEN
-    assert ("c0", "ask", "{}") not in desk.asked and ("c100", "ask", "{}") in desk.asked
+    other = ToolCall(id="c0", name="ask", arguments="{}")
+    required = {"inputRequests": {"q": question}, "requestState": "other"}
+    desk.settle(other, "ask", required, may_pause=True, scope=Scope("other"))
+    calls = [ToolCall(id=f"c{i}", name="ask", arguments="{}") for i in range(MAX_ENTRIES + 1)]
+    try:
+        for call in calls:
+            required = {"inputRequests": {"q": question}, "requestState": call.id}
+            paused = desk.settle(call, "ask", required, may_pause=True, scope=Scope("many"))
+            assert isinstance(paused, PendingResult) and paused.pending is not None
+        held = _REGISTRY.conversations["many"]
+        assert len(held) == MAX_ENTRIES
+        assert (desk, "asked", "c0", "ask", "{}") not in held
+        assert (desk, "asked", "c100", "ask", "{}") in held
+        assert (desk, "asked", "c0", "ask", "{}") in _REGISTRY.conversations["other"]
+    finally:
+        _REGISTRY.clear()

@@ -10,6 +10,9 @@ Run against Temporal, see test_temporal_mcp.py."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -34,6 +37,7 @@ from agentforge_typed import (
     PendingCall,
     ToolArgumentsError,
     ToolCall,
+    ToolChatResult,
     ToolResultMessage,
     ToolService,
 )
@@ -202,3 +206,121 @@ def test_a_server_that_asks_mid_call_needs_the_handshake(errlog: TextIO) -> None
         answer = ElicitationAnswer({"name": "Di"})
         done = service.chat(asks(tool="ask_mid_call"), paused.messages, approvals={"c1": answer})
     assert done.text == "the tool said: answer: accept Di"
+
+
+# -- questions belong to their conversation ----------------------------------------------------
+
+
+def two_asked(service: ToolService[None]) -> tuple[ToolChatResult[Any], ToolChatResult[Any]]:
+    """Ada's and Bob's conversations, each paused on the same call: c1 / ask / twice."""
+    ada = service.chat(asks('{"twice": true}'), "I am Ada")
+    bob = service.chat(asks('{"twice": true}'), "I am Bob")
+    assert ada.conversation_id != bob.conversation_id
+    return ada, bob
+
+
+def answered(
+    service: ToolService[None], paused: ToolChatResult[Any], answer: ElicitationAnswer
+) -> ToolChatResult[Any]:
+    return service.chat(asks(), paused.messages, approvals={"c1": answer})
+
+
+def test_bare_answers_of_two_conversations_making_the_same_call_never_cross(
+    errlog: TextIO,
+) -> None:
+    # Remembered by the call alone, Bob's bare answer went out with Ada's server state (which
+    # holds her first answer) and came back with her name.
+    with server(errlog) as mcp:
+        service = ToolService([mcp])
+        ada, bob = two_asked(service)
+        ada = answered(service, ada, ElicitationAnswer({"name": "A"}))
+        bob = answered(service, bob, ElicitationAnswer({"name": "B"}))
+        assert [p.reason for p in bob.pending] == ["elicitation"]  # Bob's own second question
+        bob = answered(service, bob, ElicitationAnswer({"name": "B2"}))
+        ada = answered(service, ada, ElicitationAnswer({"name": "A2"}))
+    assert bob.text == "the tool said: answer: accept B, accept B2"
+    assert ada.text == "the tool said: answer: accept A, accept A2"
+
+
+def test_an_answer_carrying_its_question_is_not_replaced_by_another_conversation_s(
+    errlog: TextIO,
+) -> None:
+    with server(errlog) as mcp:
+        service = ToolService([mcp])
+        ada, bob = two_asked(service)
+        ada = answered(service, ada, ElicitationAnswer({"name": "A"}))
+        # Ada's second question is remembered now; Bob answers his first, carrying it.
+        (pending,) = bob.pending
+        assert pending.elicitation is not None
+        bob = answered(service, bob, pending.elicitation.answer({"name": "B"}))
+        (pending,) = bob.pending
+        assert pending.elicitation is not None and pending.elicitation.key == "__main__:_second"
+        done = answered(service, bob, pending.elicitation.answer({"name": "B2"}))
+    assert done.text == "the tool said: answer: accept B, accept B2"
+
+
+def test_an_answer_carrying_another_question_than_its_call_paused_on_is_refused(
+    errlog: TextIO,
+) -> None:
+    with server(errlog) as mcp:
+        service = ToolService([mcp])
+        paused = service.chat(asks(), "who am I?")
+        (pending,) = paused.pending
+        question = pending.elicitation
+        assert question is not None and question.state is not None
+        forged = dataclasses.replace(question, state=question.state[:-4] + "AAAA")
+        with pytest.raises(ValueError) as refused:
+            service.chat(asks(), paused.messages, approvals={"c1": forged.answer({"name": "X"})})
+        assert str(refused.value) == (
+            "the answer carries a question that differs from the one its call paused on in this "
+            "conversation (its state differs); answer the question in result.pending"
+        )
+        other = dataclasses.replace(question, message="Your PIN?", key="pin")
+        with pytest.raises(ValueError, match=r"\(its message and key differ\)"):
+            service.chat(asks(), paused.messages, approvals={"c1": other.answer({"name": "X"})})
+        # Nothing was sent: the question is still open, and its own answer goes through.
+        done = service.chat(
+            asks(), paused.messages, approvals={"c1": question.answer({"name": "Ada"})}
+        )
+    assert done.text == "the tool said: answer: accept Ada"
+
+
+async def test_a_question_asked_during_a_direct_call_never_reaches_a_run_s_user(
+    errlog: TextIO, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Handshake: a run's call is in flight (it may pause) when a direct `aexecute` on the same
+    # session asks. Counting only the run's calls, the question went to the run's user.
+    with (
+        caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"),
+        server(errlog, "handshake", elicitation_timeout=5) as mcp,
+    ):
+        service = ToolService([mcp])
+        running = asyncio.ensure_future(service.achat(asks('{"seconds": 1.5}', "slow"), "wait"))
+        await asyncio.sleep(0.5)
+        direct = await by_name(mcp)["ask"].aexecute(call("ask", {}), CONTEXT)
+        run = await running
+    assert direct.text == "answer: decline"
+    assert run.pending == () and run.text == "the tool said: slept 1.5"
+    (declined,) = [m for m in caplog.messages if "declined" in m]
+    assert declined.endswith(
+        "a question declined: 2 calls were in flight on the session, and the protocol does not "
+        "say which one asked it"
+    )
+
+
+@REVISIONS
+def test_a_question_asked_during_a_direct_call_is_declined_saying_why(
+    errlog: TextIO, caplog: pytest.LogCaptureFixture, revision: Revision
+) -> None:
+    with (
+        caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"),
+        server(errlog, revision) as mcp,
+    ):
+        result = by_name(mcp)["ask"].execute(call("ask", {}), CONTEXT)
+    assert result.text == "answer: decline"
+    if revision == "handshake":  # asked mid-call; in a result, the decline is the answer
+        (declined,) = [m for m in caplog.messages if "declined" in m]
+        assert declined.endswith(
+            "a question declined: the call in flight cannot pause for an answer (it runs "
+            "outside a ToolService run, with no way to pause for the user)"
+        )

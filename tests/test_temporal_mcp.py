@@ -176,6 +176,51 @@ async def test_a_keyed_question_is_answered_on_a_worker_that_did_not_ask_it(
     ]
 
 
+async def _asked(
+    durable: TemporalToolService, handle: WorkflowHandle[Any, Any], key: str
+) -> PendingCall:
+    """The call `handle` waits on, once it waits on the question `key`."""
+    for _ in range(400):
+        with contextlib.suppress(Exception):
+            waiting = await durable.pending(handle)
+            if waiting and waiting[0].elicitation and waiting[0].elicitation.key == key:
+                return waiting[0]
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"the run never asked {key}")
+
+
+@on_module_loop
+async def test_two_durable_conversations_never_cross(
+    env: WorkflowEnvironment, errlog: TextIO
+) -> None:
+    # The scoping axis (test_conformance_scoping.py) for the durable driver: two workflows on
+    # one worker and its one MCP server, the same call in each, their answers in turns. A
+    # durable answer carries its question: it is never replaced by the other conversation's.
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    server = MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog)
+    async with _worker(client, queue, server) as durable:
+        ada = await _start(client, queue, '{"twice": true}')
+        bob = await _start(client, queue, '{"twice": true}')
+        for handle, name, then in (
+            (ada, "A", "__main__:_second"),
+            (bob, "B", "__main__:_second"),
+            (ada, "A2", None),
+            (bob, "B2", None),
+        ):
+            await _pending(durable, handle)
+            assert (
+                await durable.decide(handle, approvals={"c1": ElicitationAnswer({"name": name})})
+                == []
+            )
+            if then is not None:
+                await _asked(durable, handle, then)
+        outcomes = [await asyncio.wait_for(h.result(), 30) for h in (ada, bob)]
+    assert outcomes == [
+        ["the tool said: answer: accept A, accept A2", "answer: accept A, accept A2"],
+        ["the tool said: answer: accept B, accept B2", "answer: accept B, accept B2"],
+    ]
+
+
 def test_decisions_carry_answers_apart_from_approvals() -> None:
     answer = ElicitationAnswer({"name": "Ada"})
     decisions = Decisions.of(approvals={"c1": answer, "c2": True})

@@ -94,6 +94,16 @@ class ToolContext(Generic[DepsT]):
     answer: Any = field(default=None, repr=False, compare=False)
     """The user's answer (`ElicitationAnswer`) to the question this call paused on, when the run
     resumes with one."""
+    run_scope: Any = field(default=None, repr=False, compare=False)
+    """`() -> Scope`: the run's scope (`scope`), made when first asked for, so that a run none
+    of whose calls keeps anything pays nothing; `None` outside a run."""
+
+    @property
+    def scope(self) -> Any:
+        """Where the call keeps what must outlive it: the `Scope` of its conversation that its
+        `ToolService` run holds (what the run's calls put there is removed when the run ends,
+        except what they `keep`); `None` outside a run."""
+        return None if self.run_scope is None else self.run_scope()
 
     def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -57,7 +57,7 @@ from ._base import (
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
 from ._content_urls import ContentURLs, check_content_urls
-from ._mcp_questions import MAX_INPUT_ROUNDS, Desk, OpenCall, Resend
+from ._mcp_questions import MAX_INPUT_ROUNDS, Desk, Flight, OpenCall, Resend, scope_of
 from ._mcp_results import OutputSchema, OutputType, amap_call_result
 from ._mcp_session import (
     Revision,
@@ -85,6 +85,8 @@ if TYPE_CHECKING:
     import anyio.abc
     import anyio.from_thread
     from mcp import ClientSession
+
+    from .._scope import Scope
 
 __all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
 
@@ -124,6 +126,8 @@ class _Held:
     tools: list[MCPTool]
     """The tools it listed when it connected."""
     done: anyio.Event
+    flights: set[Flight] = field(default_factory=set)
+    """The `tools/call` requests in flight on it (a question asked mid-call is one's)."""
     lost: str | None = None
     """Why the session is known to be gone, once it is."""
 
@@ -319,7 +323,7 @@ class MCPServer:
             raise ValueError(f"revision must be 'newest' or 'handshake', got {self.revision!r}")
         self.elicitation_timeout = options.get("elicitation_timeout", 600.0)
         self.content_urls = check_content_urls(options.get("content_urls", "https"))
-        self._desk = Desk(self.label, self.timeout, self.elicitation_timeout)
+        self._desk = Desk(self.label, self.timeout, self.elicitation_timeout, self._deadline)
         # What the user said, which wins over what a trusted server's annotations imply.
         self._given = frozenset(options.keys() & {"requires_approval", "sequential"})
         self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))
@@ -540,15 +544,14 @@ class MCPServer:
         async def on_message(message: Any) -> None:
             self._on_message(live, message)
 
-        made: list[ClientSession] = []
+        flights: set[Flight] = set()
         async with contextlib.AsyncExitStack() as stack:
             read, write = await self._connect(stack)
-            elicit = self._desk.callback(lambda: made[0] if made else None)
-            made.append(
+            elicit = self._desk.callback(flights)
+            session = await stack.enter_async_context(
                 ClientSession(read, write, message_handler=on_message, elicitation_callback=elicit)
             )
-            session = await stack.enter_async_context(made[0])
-            held = _Held(session, [], anyio.Event())
+            held = _Held(session, [], anyio.Event(), flights)
             # Tasks of this session (its `subscriptions/listen` stream), ended before it is.
             tasks = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tasks.cancel_scope.cancel)
@@ -808,6 +811,9 @@ class MCPServer:
         except concurrent.futures.TimeoutError:
             future.cancel()
             return timeout_result(tool.name, self.timeout)
+        except BaseException:  # KeyboardInterrupt: the call stops with its caller
+            future.cancel()
+            raise
 
     async def _call_async(
         self, tool: MCPTool, call: ToolCall, arguments: dict[str, Any], context: ToolContext[Any]
@@ -819,7 +825,11 @@ class MCPServer:
             return await self._acall(connection, tool, call, arguments, context)
         future = self._submit(connection, tool, call, arguments, context)
         wrapped = asyncio.wrap_future(future)
-        done, _ = await asyncio.wait({wrapped}, timeout=self._deadline)
+        try:
+            done, _ = await asyncio.wait({wrapped}, timeout=self._deadline)
+        except BaseException:  # cancelled: the call stops with its caller
+            future.cancel()
+            raise
         if not done:
             future.cancel()
             return timeout_result(tool.name, self.timeout)
@@ -854,20 +864,21 @@ class MCPServer:
         """Runs on the session's loop. A call resuming with the user's answer gives it to its
         waiting request; a call that may pause on a question is sent apart from the run (see
         `_mcp_questions`); any other is sent here."""
+        scope = scope_of(context) if context.may_pause else None
         resend = None
         if context.answer is not None:
-            resumed = await self._desk.resume(call, tool.name, context.answer)
+            resumed = await self._desk.resume(call, tool.name, context.answer, scope)
             if not isinstance(resumed, Resend):
                 return resumed
             resend = resumed
         live = connection.live
         opened = None
-        if context.may_pause and live is not None and resend is None:
-            opened = self._desk.open(call)
-        if opened is None or live is None:
+        if scope is not None and live is not None and resend is None:
+            opened = self._desk.open(call, scope)
+        if opened is None or scope is None or live is None:
             return await self._call(connection, tool, call, arguments, context, None, resend)
         live.owner.start_soon(self._call_apart, opened, connection, tool, call, arguments, context)
-        return await self._desk.next(call, opened)
+        return await self._desk.next(call, opened, scope)
 
     async def _call_apart(
         self,
@@ -878,8 +889,18 @@ class MCPServer:
         arguments: dict[str, Any],
         context: ToolContext[Any],
     ) -> None:
+        import anyio
+
         try:
-            opened.outcome = await self._call(connection, tool, call, arguments, context, opened)
+            with anyio.CancelScope() as stop:
+                opened.started(stop)
+                opened.outcome = await self._call(
+                    connection, tool, call, arguments, context, opened
+                )
+            if stop.cancelled_caught:
+                opened.outcome = execution_error_result(
+                    tool.name, "the call was cancelled: its run ended without it"
+                )
         except Exception as exc:  # a task of the server's task group: nothing may escape
             opened.outcome = failure_result(tool.name, exc)
         finally:
@@ -911,7 +932,9 @@ class MCPServer:
         meta = None
         if self.idempotency_key_meta is not None:
             meta = {self.idempotency_key_meta: context.idempotency_key}
-        send = _Send(tool, call, arguments, meta, _progress_callback(context), context.may_pause)
+        scope = scope_of(context) if context.may_pause else None
+        progress = _progress_callback(context)
+        send = _Send(tool, call, arguments, meta, progress, context.may_pause, scope)
         outcome = await self._send(held, send, opened, resend)
         if not isinstance(outcome, Exception):
             await self._settle_listing(live)
@@ -954,14 +977,17 @@ class MCPServer:
         import anyio
 
         tool = send.tool
+        flight = Flight(opened, "" if opened is not None else _cannot_pause(send))
+        held.flights.add(flight)
         try:
-            # On the deadline the SDK sends `notifications/cancelled` for the request as it
-            # unwinds, so the server stops the call rather than running it to no one.
-            with anyio.CancelScope(deadline=anyio.current_time() + self.timeout) as scope:
+            # On the deadline (or when its caller is cancelled) the SDK sends
+            # `notifications/cancelled` for the request as it unwinds, so the server stops the
+            # call rather than running it to no one.
+            with anyio.CancelScope(deadline=anyio.current_time() + self.timeout) as deadline:
                 if opened is not None:  # a question sets the deadline aside while it waits
-                    opened.session, opened.scope = held.session, scope
+                    opened.deadline = deadline
                 result = await self._follow(held.session, send, resend)
-            if scope.cancelled_caught:
+            if deadline.cancelled_caught:
                 return timeout_result(tool.name, self.timeout)
         except Exception as exc:
             if not is_connection_lost(exc):
@@ -969,6 +995,8 @@ class MCPServer:
             held.lost = describe(exc)
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return exc
+        finally:
+            held.flights.discard(flight)
         if isinstance(result, ToolExecutionResult):
             return result
         return await amap_call_result(
@@ -999,7 +1027,9 @@ class MCPServer:
             )
             if result.get("resultType") != "input_required":
                 return result
-            step = self._desk.settle(send.call, send.tool.name, result, may_pause=send.may_pause)
+            step = self._desk.settle(
+                send.call, send.tool.name, result, may_pause=send.may_pause, scope=send.scope
+            )
             if isinstance(step, ToolExecutionResult):
                 return step
             if not step.responses:  # the server only wants its state back: back off a little
@@ -1139,14 +1169,18 @@ class MCPTool(DeclaredTool):
         said = idempotent if isinstance(idempotent, bool) else self.remote_name in idempotent
         return said or self.server.idempotency_key_meta is not None or self._idempotent
 
-    def check_answer(self, call: ToolCall, answer: ElicitationAnswer) -> None:
-        """Refuse an answer the open question's requested schema does not accept.
+    def check_answer(
+        self, call: ToolCall, answer: ElicitationAnswer, conversation_id: str | None = None
+    ) -> None:
+        """Refuse an answer the open question's requested schema does not accept, or one that
+        carries another question than the one `conversation_id`'s call paused on.
 
         Raises:
             ToolArgumentsError: Listing each problem of the answer's content.
-            ValueError: A refusal that carries content.
+            ValueError: A refusal that carries content, or an answer to another question
+                (naming what differs).
         """
-        self.server._desk.check(call, self.name, answer)
+        self.server._desk.check(call, self.name, answer, conversation_id)
 
     def validate_arguments(self, arguments: str | bytes) -> dict[str, Any]:
         """Decode and validate raw JSON arguments locally, sending nothing.
@@ -1217,6 +1251,8 @@ class _Send:
     meta: Any
     progress: Any
     may_pause: bool
+    scope: Scope | None
+    """Where a question the call pauses on is remembered (`None`: not in this process)."""
 
 
 def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
@@ -1232,6 +1268,15 @@ def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
         idempotent=given.get("idempotentHint"),
         open_world=given.get("openWorldHint"),
     )
+
+
+def _cannot_pause(send: _Send) -> str:
+    """Why a call sent in line cannot take a question asked mid-call."""
+    if not send.may_pause:
+        return "it runs outside a ToolService run, with no way to pause for the user"
+    if send.scope is None:
+        return "it has no conversation to keep its open request in"
+    return "its conversation has the same call waiting on a question already"
 
 
 def _not_connected(tool: MCPTool) -> ToolExecutionResult:

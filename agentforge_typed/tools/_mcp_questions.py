@@ -9,7 +9,10 @@ result carrying the question and pauses, while the request stays open on the ser
 run resumes with an `ElicitationAnswer` for the call (after a JSON round trip of its history if
 need be, in the same process): the answer goes to the waiting request and the run takes the call's
 result, or its next question. A question unanswered for `elicitation_timeout` seconds is answered
-`cancel`; one that cannot be told apart (two calls in flight on one session) is declined.
+`cancel`. The protocol does not say which request a question belongs to (nor does the SDK's
+streamable HTTP client, which knows the response stream it came on but does not pass it on), so
+it goes to the one call in flight on its session, counting every call (a direct
+`tool.execute` too), and is declined when there are several, or when that call cannot pause.
 
 In a result (the stateless revision, 2026-07-28): the call ends with `input_required`, carrying
 the questions and an opaque request state. Nothing waits: the pending question carries its key
@@ -17,28 +20,40 @@ and the state, and the answer is sent with the call sent again, from this proces
 (a restarted program, a durable run's next activity). The process that asked remembers the
 question for `elicitation_timeout` seconds, so a bare `ElicitationAnswer` resumes it there.
 
-Either way, what a server sends is bounded: at most `MAX_OPEN` calls of a server wait open, a
-requested schema over `MAX_SCHEMA_CHARS` characters, a URL-mode question or a schema that is not
-an object of primitive properties is declined at once, a request state over `MAX_STATE_CHARS`
-characters, more than `MAX_INPUT_REQUESTS` questions at once or more than `MAX_INPUT_ROUNDS`
-rounds of `input_required` end the call with an error the model reads. Open calls and questions are kept by the call's id, tool and arguments; past
-`MAX_OPEN` remembered keyed questions, the oldest is forgotten (its answer must then carry it).
+Open calls and remembered questions belong to their conversation: they are kept in its scope
+(`_scope`, reached through `ToolContext.scope`) by the call's id, tool and arguments, never on
+the server, so two conversations whose models make the very same call share nothing. The run
+that opened or took one over holds it: when the run ends without pausing on it (it failed, was
+cancelled, its stream was closed) the entry is removed and an open request cancelled; a question
+the run paused on outlives it for `elicitation_timeout` (an open call, plus the time its call may
+still take). An answer that carries its question is checked against the one remembered for its
+conversation's call, never silently replaced by it.
+
+Either way, what a server sends is bounded: a requested schema over `MAX_SCHEMA_CHARS`
+characters, a URL-mode question or a schema that is not an object of primitive properties is
+declined at once, a request state over `MAX_STATE_CHARS` characters, more than
+`MAX_INPUT_REQUESTS` questions at once or more than `MAX_INPUT_ROUNDS` rounds of `input_required`
+end the call with an error the model reads; a conversation keeps at most `_scope.MAX_ENTRIES`
+open calls and questions (the one due soonest is dropped to make room).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import math
-import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
 from .._approval import Elicitation, ElicitationAnswer, PendingCall, PendingResult
 from .._messages import ToolCall
-from ._base import ToolExecutionResult
+from .._scope import Scope
+from .._sync import running_loop
+from ._base import ToolContext, ToolExecutionResult
 from ._outcomes import execution_error_result
 from ._schema_arguments import SchemaArguments
 from ._schema_tool import valid_arguments
@@ -49,21 +64,19 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_INPUT_REQUESTS",
     "MAX_INPUT_ROUNDS",
-    "MAX_OPEN",
     "MAX_SCHEMA_CHARS",
     "MAX_STATE_CHARS",
     "Desk",
+    "Flight",
     "OpenCall",
     "Resend",
+    "scope_of",
 ]
 
 logger = logging.getLogger("agentforge_typed.mcp")
 
 MAX_SCHEMA_CHARS = 10_000
 """The largest requested schema (as JSON) a question may carry; a larger one is declined."""
-MAX_OPEN = 100
-"""The most calls of one server that may wait for an answer; past it, a call's questions are
-declined."""
 MAX_STATE_CHARS = 64_000
 """The longest request state a server may ask to be sent back (it travels in pending calls)."""
 MAX_INPUT_ROUNDS = 10
@@ -71,32 +84,78 @@ MAX_INPUT_ROUNDS = 10
 MAX_INPUT_REQUESTS = 32
 """The most questions one `input_required` result may carry."""
 _PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
+_GRACE = 1.0
+"""Seconds an open call is kept beyond the time it may take once its question is given up."""
 
 CallKey = tuple[str, str, str]
-"""A call's id, tool name and arguments: what open calls and questions are kept by. The id alone
-is the loop's within one conversation only; two conversations whose models reuse an id would
-otherwise share a question."""
+"""A call's id, tool name and arguments: what open calls and questions are kept by, within
+their conversation."""
 
 
 def key_of(call: ToolCall) -> CallKey:
     return call.id, call.name, call.arguments
 
 
-@dataclass
+def scope_of(context: ToolContext[Any]) -> Scope | None:
+    """Where a call keeps what outlives it: its run's scope; outside a run, its conversation's
+    (what it keeps then lives for its TTL); `None` without a conversation."""
+    if context.scope is not None:
+        scope: Scope = context.scope
+        return scope
+    return None if context.conversation_id is None else Scope(context.conversation_id)
+
+
+@dataclass(eq=False)
 class OpenCall:
     """A call sent apart from the run, that may stop at a question asked mid-call."""
 
     changed: anyio.Event
     """Set when `question` or `outcome` is set (replaced by whoever waits on it)."""
     answered: anyio.Event
-    session: Any = None
-    """The session the request went to (a question comes from it)."""
-    scope: anyio.CancelScope | None = None
+    deadline: anyio.CancelScope | None = None
     """The request's timeout, set aside while a person answers."""
     question: Elicitation | None = None
     validator: SchemaArguments | None = None
     answer: ElicitationAnswer | None = None
     outcome: ToolExecutionResult | None = None
+    cancelled: bool = False
+    """Set by `cancel`: the call stops (or never starts)."""
+    _loop: asyncio.AbstractEventLoop | None = None
+    _stop: anyio.CancelScope | None = None
+
+    def started(self, stop: anyio.CancelScope) -> None:
+        """The call's task runs under `stop`, on this loop (cancelled at once if `cancel` came
+        first)."""
+        self._loop, self._stop = asyncio.get_running_loop(), stop
+        if self.cancelled:
+            self._end()
+
+    def cancel(self) -> None:
+        """Stop the call: its request is cancelled (the server gets `notifications/cancelled`)
+        and a question it waits on is answered `cancel`. From any thread."""
+        self.cancelled = True
+        loop = self._loop
+        if loop is None:  # not started: `started` sees the flag
+            return
+        if running_loop() is loop:
+            self._end()
+        else:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nothing runs there
+                loop.call_soon_threadsafe(self._end)
+
+    def _end(self) -> None:
+        if self._stop is not None:
+            self._stop.cancel()
+        self.answered.set()
+
+
+@dataclass(eq=False)
+class Flight:
+    """A `tools/call` request in flight on a session: the open call a question asked during it
+    goes to, or `None` with why it cannot pause."""
+
+    opened: OpenCall | None
+    cannot: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,8 +164,6 @@ class _Asked:
 
     question: Elicitation
     validator: SchemaArguments
-    until: float
-    """`time.monotonic()` after which it is forgotten."""
 
 
 @dataclass(frozen=True)
@@ -118,94 +175,148 @@ class Resend:
     state: str | None
 
 
-@dataclass
+@dataclass(eq=False)
 class Desk:
-    """The open calls and keyed questions of one server, by `CallKey`.
+    """How one server's calls pause on questions. It keeps nothing of a call: open calls and
+    keyed questions are kept in their conversation's scope, under keys that start with the desk.
 
     Args:
         label: The server's, for warnings.
         timeout: The calls' own timeout (restarted once a question is answered).
         answer_timeout: Seconds a question waits for its answer (or is remembered).
+        deadline: The longest a call takes, reconnection and a second try included: with
+            `answer_timeout`, how long an open call a run waits on is kept.
     """
 
     label: str
     timeout: float
     answer_timeout: float
-    calls: dict[CallKey, OpenCall] = field(default_factory=dict)
-    asked: dict[CallKey, _Asked] = field(default_factory=dict)
+    deadline: float = 0.0
 
-    def open(self, call: ToolCall) -> OpenCall | None:
-        """A new open call, or `None` when it cannot wait (too many wait, or the call does)."""
+    @property
+    def _open_ttl(self) -> float:
+        """How long an open call is kept while a run waits on it: however long the call takes."""
+        return self.answer_timeout + self.deadline
+
+    @property
+    def _paused_ttl(self) -> float:
+        """How long an open call is kept once its run paused on its question: the question waits
+        `answer_timeout`, then the call has its `timeout` to end (a late answer reads how)."""
+        return self.answer_timeout + self.timeout + _GRACE
+
+    def _open_key(self, call: ToolCall) -> tuple[Any, ...]:
+        return (self, "open", *key_of(call))
+
+    def _asked_key(self, call: ToolCall) -> tuple[Any, ...]:
+        return (self, "asked", *key_of(call))
+
+    def open(self, call: ToolCall, scope: Scope | None) -> OpenCall | None:
+        """A new open call, held by the run, or `None` when it cannot wait: no conversation to
+        keep it in, or the same call of the conversation waits already."""
         import anyio
 
-        key = key_of(call)
-        if len(self.calls) >= MAX_OPEN or key in self.calls:
+        key = self._open_key(call)
+        if scope is None or scope.get(key) is not None:
             return None
-        opened = self.calls[key] = OpenCall(anyio.Event(), anyio.Event())
+        opened = OpenCall(anyio.Event(), anyio.Event())
+        scope.put(key, opened, ttl=self._open_ttl, drop=opened.cancel)
         return opened
 
-    async def next(self, call: ToolCall, opened: OpenCall) -> ToolExecutionResult:
-        """The call's result, or a pending result carrying its server's question."""
+    async def next(self, call: ToolCall, opened: OpenCall, scope: Scope) -> ToolExecutionResult:
+        """The call's result (the open call forgotten), or a pending result carrying its
+        server's question (the open call kept past the run); a caller that stops waiting
+        (cancelled) cancels the call."""
         import anyio
 
-        while opened.outcome is None and opened.question is None:
-            opened.changed = anyio.Event()
-            await opened.changed.wait()
+        key = self._open_key(call)
+        try:
+            while opened.outcome is None and opened.question is None:
+                opened.changed = anyio.Event()
+                await opened.changed.wait()
+        except BaseException:
+            scope.discard(key)
+            raise
         if opened.outcome is not None:
-            self.calls.pop(key_of(call), None)
+            scope.take(key)
             return opened.outcome
         assert opened.question is not None
+        scope.keep(key, ttl=self._paused_ttl)
         return _pending(call, opened.question)
 
     async def resume(
-        self, call: ToolCall, tool_name: str, answer: ElicitationAnswer
+        self, call: ToolCall, tool_name: str, answer: ElicitationAnswer, scope: Scope | None
     ) -> ToolExecutionResult | Resend:
-        """Give the waiting request its answer (the call's result, or its next question), or
-        say how to send a keyed question's answer."""
-        key = key_of(call)
-        opened = self.calls.get(key)
+        """Give the conversation's waiting request its answer (the call's result, or its next
+        question), or say how to send a keyed question's answer."""
+        if scope is None:
+            return _resend(tool_name, answer.question, answer)
+        opened: OpenCall | None = scope.hold(self._open_key(call), ttl=self._open_ttl)
         if opened is not None:
+            differ = _differ(answer.question, opened.question)
+            if differ:
+                return execution_error_result(tool_name, differ)
             if opened.outcome is None and opened.question is not None:
                 opened.answer, opened.question = answer, None
                 opened.answered.set()
-            return await self.next(call, opened)
-        asked = self._take(key)
-        question = asked.question if asked is not None else answer.question
-        if question is None or question.key is None:
-            return execution_error_result(
-                tool_name,
-                "the server's question is no longer open (its session ended, or the program "
-                "restarted); call the tool again",
-            )
-        return Resend({question.key: _reply(answer)}, question.state)
+            return await self.next(call, opened, scope)
+        asked: _Asked | None = scope.take(self._asked_key(call))
+        if asked is not None:
+            differ = _differ(answer.question, asked.question)
+            if differ:
+                return execution_error_result(tool_name, differ)
+        return _resend(tool_name, answer.question or (asked.question if asked else None), answer)
 
-    def check(self, call: ToolCall, tool_name: str, answer: ElicitationAnswer) -> None:
-        """Refuse an answer its question's schema does not accept (`ToolArgumentsError`), or
-        content with a refusal (`ValueError`). Without a question known, nothing to check: the
-        call then tells the model the question is gone."""
+    def check(
+        self,
+        call: ToolCall,
+        tool_name: str,
+        answer: ElicitationAnswer,
+        conversation_id: str | None,
+    ) -> None:
+        """Refuse an answer whose question differs from the one its conversation's call paused
+        on, one its question's schema does not accept (`ToolArgumentsError`), or content with a
+        refusal (`ValueError`). Without a question known, nothing to check: the call then tells
+        the model the question is gone."""
+        remembered = self._remembered(call, conversation_id)
+        if remembered is not None:
+            differ = _differ(answer.question, remembered[0])
+            if differ:
+                raise ValueError(differ)
         if answer.action != "accept":
             if answer.content is not None:
                 raise ValueError(f"a {answer.action!r} answer carries no content")
             return
-        validator = self._validator(key_of(call), answer)
+        validator = remembered[1] if remembered is not None else None
+        if validator is None and answer.question is not None:
+            posed = _pose(
+                {"message": answer.question.message, "requestedSchema": answer.question.schema}
+            )
+            if isinstance(posed, str):
+                raise ValueError(f"the answered question cannot be answered: {posed}")
+            validator = posed[1]
         if validator is None:
             return
         content = pydantic_core.to_json(dict(answer.content or {}))
         valid_arguments(tool_name, validator.validate(content))
 
     def settle(
-        self, call: ToolCall, tool_name: str, required: Mapping[str, Any], *, may_pause: bool
+        self,
+        call: ToolCall,
+        tool_name: str,
+        required: Mapping[str, Any],
+        *,
+        may_pause: bool,
+        scope: Scope | None,
     ) -> ToolExecutionResult | Resend:
         """What to do with an `input_required` result (wire form) of a call that may pause or
-        not: pause on its first question the user can answer, else answer every question
-        `decline` and send the call again; an error result for what this client cannot answer
-        or keep."""
+        not: pause on its first question the user can answer (remembered in the conversation's
+        `scope`), else answer every question `decline` and send the call again; an error result
+        for what this client cannot answer or keep."""
         state = required.get("requestState")
         if state is not None and (not isinstance(state, str) or len(state) > MAX_STATE_CHARS):
             return execution_error_result(
                 tool_name, f"the server's request state is over {MAX_STATE_CHARS:,} characters"
             )
-        self._forget_expired()
         requests = required.get("inputRequests") or {}
         if len(requests) > MAX_INPUT_REQUESTS:
             return execution_error_result(
@@ -224,21 +335,22 @@ class Desk:
                 logger.warning("MCP server %s: a question declined: %s", self.label, posed)
             elif may_pause:
                 question = Elicitation(posed[0].message, posed[0].schema, name, state)
-                self._remember(
-                    call, _Asked(question, posed[1], time.monotonic() + self.answer_timeout)
-                )
+                if scope is not None:  # for a bare answer (one that carries it needs none)
+                    key = self._asked_key(call)
+                    scope.put(key, _Asked(question, posed[1]), ttl=self.answer_timeout)
+                    scope.keep(key, ttl=self.answer_timeout)
                 return _pending(call, question)
             responses[name] = {"action": "decline"}
         return Resend(responses, state)
 
-    def callback(self, session_of: Callable[[], Any]) -> Any:
-        """The session's `elicitation_callback` (`session_of()` is the session it serves), for
+    def callback(self, flights: set[Flight]) -> Any:
+        """The session's `elicitation_callback` (`flights`: the calls in flight on it), for
         questions asked mid-call."""
 
         async def elicit(context: Any, params: Any) -> Any:
             from mcp.types import ElicitResult
 
-            opened, reason = self._asking(session_of(), params)
+            opened, reason = self._asking(flights, params)
             if opened is None:
                 logger.warning("MCP server %s: a question declined: %s", self.label, reason)
                 return ElicitResult(action="decline")
@@ -249,65 +361,84 @@ class Desk:
 
         return elicit
 
-    def _asking(self, session: Any, params: Any) -> tuple[OpenCall | None, str]:
-        """The open call a question belongs to, with its question set; or why it is declined."""
-        waiting = [c for c in self.calls.values() if c.session is session and c.outcome is None]
-        if len(waiting) != 1 or waiting[0].question is not None:
-            return None, f"{len(waiting)} calls in flight could have asked it"
+    def _asking(self, flights: set[Flight], params: Any) -> tuple[OpenCall | None, str]:
+        """The open call a question belongs to, with its question set; or why it is declined.
+        The protocol does not say which request asked: only a lone call in flight can have."""
+        if len(flights) != 1:
+            if not flights:
+                return None, "no call was in flight on the session to have asked it"
+            return None, (
+                f"{len(flights)} calls were in flight on the session, and the protocol does not "
+                "say which one asked it"
+            )
+        (flight,) = flights
+        opened = flight.opened
+        if opened is None:
+            return None, f"the call in flight cannot pause for an answer ({flight.cannot})"
+        if opened.question is not None or opened.cancelled:
+            return None, "the call in flight waits on an answer to another question already"
         posed = _pose(params.model_dump(mode="json", by_alias=True, exclude_none=True))
         if isinstance(posed, str):
             return None, posed
-        opened = waiting[0]
         opened.question, opened.validator = posed
         return opened, ""
 
-    def _remember(self, call: ToolCall, asked: _Asked) -> None:
-        """Keep a keyed question for a bare answer in this process; at most `MAX_OPEN`, the
-        oldest forgotten first (an answer that carries its question needs none of this)."""
-        if len(self.asked) >= MAX_OPEN:
-            del self.asked[min(self.asked, key=lambda k: self.asked[k].until)]
-        self.asked[key_of(call)] = asked
-
-    def _take(self, key: CallKey) -> _Asked | None:
-        """The keyed question remembered for `key`, forgotten now."""
-        self._forget_expired()
-        return self.asked.pop(key, None)
-
-    def _forget_expired(self) -> None:
-        now = time.monotonic()
-        for stale in [k for k, asked in self.asked.items() if asked.until < now]:
-            del self.asked[stale]
-
-    def _validator(self, key: CallKey, answer: ElicitationAnswer) -> SchemaArguments | None:
-        opened = self.calls.get(key)
-        if opened is not None:
-            return opened.validator
-        asked = self.asked.get(key)
-        if asked is not None:
-            return asked.validator
-        if answer.question is None:
+    def _remembered(
+        self, call: ToolCall, conversation_id: str | None
+    ) -> tuple[Elicitation, SchemaArguments | None] | None:
+        """The question the conversation's call paused on, with its validator, if this process
+        remembers it."""
+        if conversation_id is None:
             return None
-        posed = _pose(
-            {"message": answer.question.message, "requestedSchema": answer.question.schema}
-        )
-        if isinstance(posed, str):
-            raise ValueError(f"the answered question cannot be answered: {posed}")
-        return posed[1]
+        scope = Scope(conversation_id)
+        opened: OpenCall | None = scope.get(self._open_key(call))
+        if opened is not None and opened.question is not None:
+            return opened.question, opened.validator
+        asked: _Asked | None = scope.get(self._asked_key(call))
+        return None if asked is None else (asked.question, asked.validator)
 
     async def _wait(self, opened: OpenCall) -> ElicitationAnswer | None:
         """Pause the request's timeout, tell the run, and wait for the answer (bounded)."""
         import anyio
 
-        if opened.scope is not None:
-            opened.scope.deadline = math.inf
+        if opened.deadline is not None:
+            opened.deadline.deadline = math.inf
         opened.answered = anyio.Event()
         opened.changed.set()
         with anyio.move_on_after(self.answer_timeout):
             await opened.answered.wait()
         answer, opened.answer, opened.question = opened.answer, None, None
-        if opened.scope is not None:
-            opened.scope.deadline = anyio.current_time() + self.timeout
+        if opened.deadline is not None:
+            opened.deadline.deadline = anyio.current_time() + self.timeout
         return answer
+
+
+def _resend(
+    tool_name: str, question: Elicitation | None, answer: ElicitationAnswer
+) -> ToolExecutionResult | Resend:
+    """How to send `answer` to a keyed `question` (nothing waits for it); for any other, the
+    error result saying it is gone."""
+    if question is None or question.key is None:
+        return execution_error_result(
+            tool_name,
+            "the server's question is no longer open (its session ended, or the program "
+            "restarted); call the tool again",
+        )
+    return Resend({question.key: _reply(answer)}, question.state)
+
+
+def _differ(carried: Elicitation | None, remembered: Elicitation | None) -> str:
+    """Why an answer's own question is not the one its call paused on (`""`: it is, or the
+    answer carries none)."""
+    if carried is None or remembered is None or carried == remembered:
+        return ""
+    names = ("message", "schema", "key", "state")
+    fields = [n for n in names if getattr(carried, n) != getattr(remembered, n)]
+    verb = "differs" if len(fields) == 1 else "differ"
+    return (
+        "the answer carries a question that differs from the one its call paused on in this "
+        f"conversation (its {' and '.join(fields)} {verb}); answer the question in result.pending"
+    )
 
 
 def _reply(answer: ElicitationAnswer) -> dict[str, Any]:
