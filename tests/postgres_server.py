@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import pytest
 
-__all__ = ["INSTALL", "PostgresServer", "binaries", "running"]
+__all__ = ["INSTALL", "PostgresServer", "binaries", "postgres", "shared"]
 
 INSTALL = "apt-get install postgresql"
 START_SECONDS = 60
@@ -127,25 +127,44 @@ def _exists(user: str) -> bool:
     return True
 
 
-@contextlib.contextmanager
-def running() -> Iterator[PostgresServer]:
-    """A server for the block: skipped where PostgreSQL is not installed (failed under CI)."""
+_SHARED: list[PostgresServer] = []
+
+
+def shared() -> PostgresServer:
+    """The one server of this test process, started on first use: skipped where PostgreSQL is
+    not installed (failed under CI)."""
+    if _SHARED:
+        return _SHARED[0]
     found = binaries()
     if found is None:
-        message = f"PostgreSQL is not installed (its initdb and pg_ctl): {INSTALL}"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        _missing(f"PostgreSQL is not installed (its initdb and pg_ctl): {INSTALL}")
     try:
         import psycopg  # noqa: F401
     except ImportError:
-        message = "psycopg is not installed: pip install 'agentforge-typed[postgres]'"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        _missing("psycopg is not installed: pip install 'agentforge-typed[postgres]'")
+    assert found is not None
     server = PostgresServer(found)
     try:
         server.start()
-        yield server
-    finally:
+    except BaseException:
         server.stop()
+        raise
+    _SHARED.append(server)
+    return server
+
+
+def _missing(message: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server (see the module), stopped at the end of the session. Bring it
+    into a test module with `postgres = postgres_server.postgres`: every module that does shares
+    the one server."""
+    server = shared()
+    yield server
+    if _SHARED:
+        _SHARED.pop().stop()

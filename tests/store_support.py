@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.stores import ConversationStore, store_from_url
 
-__all__ = ["ALL", "HISTORY", "Opener", "history", "raw"]
+__all__ = ["ALL", "HISTORY", "Opener", "history", "opener", "raw"]
 
 ALL = [pytest.param(surface, id=surface.name) for surface in STORE.surfaces.values()]
 """Every registered store kind."""
@@ -59,6 +60,20 @@ def history(n: int, *, text: str = "x" * 40) -> list[ChatMessage]:
         UserMessage(content=f"{i} {text}") if i % 2 == 0 else AiMessage(text=f"{i} {text}")
         for i in range(n)
     ]
+
+
+@pytest.fixture
+def opener(
+    tmp_path: Path, request: pytest.FixtureRequest, surface: Surface[Any]
+) -> Iterator[Opener]:
+    """Stores of the kind `surface` (the test's parameter) at a new place, closed at the end.
+    Bring it into a test module with `opener = store_support.opener`."""
+    opened = Opener(surface, surface.build(tmp_path, request))
+    try:
+        yield opened
+    finally:
+        for store in opened.opened:
+            store.close()
 
 
 class Opener:

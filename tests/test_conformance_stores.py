@@ -38,7 +38,9 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import postgres_server
 import pytest
+import store_support
 from conformance import STORE, Surface, assert_linear, assert_registered
 from store_support import HISTORY, Opener, history, raw
 from store_worker import history as worker_history
@@ -59,6 +61,10 @@ from agentforge_typed.stores import (
     PostgresStore,
     store_from_url,
 )
+
+# The fixtures these tests share (see `store_support`, `postgres_server`).
+opener = store_support.opener
+postgres = postgres_server.postgres
 
 TESTS = Path(__file__).parent
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
@@ -556,6 +562,7 @@ def test_a_claim_holds_only_its_own_conversation(opener: Opener, surface: Surfac
 def test_a_save_and_a_load_cost_linear_in_the_history(
     opener: Opener, surface: Surface[Any]
 ) -> None:
+
     store: ConversationStore = opener(max_record_bytes=64 << 20)
     n = 400
     histories = {size: history(size, text="lorem ipsum " * 8) for size in (n, 8 * n)}

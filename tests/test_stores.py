@@ -17,7 +17,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import postgres_server
 import pytest
+import store_support
 from conformance import Surface
 from store_support import ALL, HISTORY, Opener, history, raw
 
@@ -36,6 +38,10 @@ from agentforge_typed.stores import (
     hold,
     store_from_url,
 )
+
+# The fixtures these tests share (see `store_support`, `postgres_server`).
+opener = store_support.opener
+postgres = postgres_server.postgres
 
 TESTS = Path(__file__).parent
 
@@ -507,6 +513,7 @@ async def test_a_cancelled_claim_that_went_through_is_released(tmp_path: Path) -
 def test_threads_saving_their_own_conversations_lose_nothing(
     opener: Opener, surface: Surface[Any]
 ) -> None:
+
     store = opener()
     errors: list[BaseException] = []
 
@@ -609,3 +616,16 @@ def test_the_conflict_error_is_public_in_both_places() -> None:
     assert af.ConversationConflictError is stores.ConversationConflictError
     assert issubclass(af.ConversationConflictError, af.AgentForgeError)
     assert "ConversationConflictError" in af.__all__
+
+
+def test_a_machine_without_postgresql_skips_with_the_install_line_and_fails_under_ci(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(postgres_server, "binaries", lambda: None)
+    monkeypatch.setattr(postgres_server, "_SHARED", [])
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install postgresql"):
+        postgres_server.shared()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install postgresql"):
+        postgres_server.shared()

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import postgres_server
 import pytest
 from store_support import HISTORY, history, raw
 from test_conformance_secrets import KEY
@@ -20,6 +21,9 @@ from test_conformance_secrets import KEY
 from agentforge_typed import AiMessage, ChatMessage, ToolCall, UserMessage
 from agentforge_typed.cli import main
 from agentforge_typed.stores import DEFAULT_MAX_RECORD_BYTES, SQLiteStore, store_from_url
+
+# The fixtures these tests share (see `store_support`, `postgres_server`).
+postgres = postgres_server.postgres
 
 
 @pytest.fixture
@@ -147,9 +151,15 @@ def test_an_empty_store_lists_nothing(capsys: pytest.CaptureFixture[str]) -> Non
     assert status == 0 and json.loads(out) == {"conversations": [], "next_cursor": None}
 
 
-def test_a_bad_cursor_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_cursor_id_or_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = _run(capsys, "--store", "memory:", "list", "--cursor", "nope")
     assert _one_line_failure(status, err, expected=2).endswith("is not a cursor a listing gave")
+    status, _, err = _run(capsys, "--store", "memory:", "show", "")
+    assert _one_line_failure(status, err, expected=2).endswith("a conversation id cannot be empty")
+    status, _, err = _run(capsys, "--store", "memory:", "delete", "k" * 20_000)
+    assert "at most 16,384 bytes" in _one_line_failure(status, err, expected=2)
+    status, _, err = _run(capsys, "--store", "memory:", "--timeout", "1", "list")
+    assert _one_line_failure(status, err, expected=2).endswith("a memory: store never waits")
 
 
 def test_the_store_password_is_never_shown(

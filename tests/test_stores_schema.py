@@ -14,7 +14,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import postgres_server
 import pytest
+import store_support
 from conformance import STORE, Surface
 from store_support import HISTORY, Opener, history, raw
 
@@ -22,6 +24,10 @@ from agentforge_typed import ChatMessage
 from agentforge_typed.stores import SCHEMA_VERSION, ConversationStoreError
 from agentforge_typed.stores._postgres import POSTGRES_MIGRATIONS
 from agentforge_typed.stores._sqlite import SQLITE_MIGRATIONS
+
+# The fixtures these tests share (see `store_support`, `postgres_server`).
+opener = store_support.opener
+postgres = postgres_server.postgres
 
 DATABASES = [
     pytest.param(surface, id=surface.name)
@@ -141,6 +147,7 @@ def test_a_database_of_a_newer_schema_is_refused_untouched(
 def test_processes_opening_a_new_database_at_once_create_it_once(
     opener: Opener, surface: Surface[Any], tmp_path: Path
 ) -> None:
+
     go = tmp_path / "go"
     code = (
         "import sys, time, pathlib\n"

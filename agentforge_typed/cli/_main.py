@@ -472,12 +472,11 @@ def _conversations(args: argparse.Namespace) -> int:
         store = store_from_url(args.store, **options)
     except (ValueError, ImportError) as exc:
         raise _UsageError(f"--store: {exc}") from None
+    except TypeError:
+        raise _UsageError("--timeout: a memory: store never waits") from None
     try:
         if args.action == "list":
-            try:
-                page = store.list(limit=args.limit, cursor=args.cursor)
-            except ValueError as exc:
-                raise _UsageError(str(exc)) from None
+            page = store.list(limit=args.limit, cursor=args.cursor)
             print(page_json(page) if args.json else "\n".join(page_lines(page)))
             return 0
         if args.action == "show":
@@ -498,5 +497,7 @@ def _conversations(args: argparse.Namespace) -> int:
     except ConversationStoreError as exc:
         print(f"agentforge-typed: {one_line(str(exc))}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # an id, a limit or a cursor the store refuses
+        raise _UsageError(one_line(str(exc))) from None
     finally:
         store.close()

@@ -236,8 +236,11 @@ class _Renewer:
             lease = self._next()
             if lease.lost:
                 continue
-            if lease._renew_at() <= time.monotonic():
-                lease._renew()
+            try:
+                if lease._renew_at() <= time.monotonic():
+                    lease._renew()
+            except Exception:  # never the thread every lease relies on
+                logger.exception("renewing %r failed", lease)
             if not lease.lost:
                 with self._ready:
                     heapq.heappush(self._due, (lease._renew_at(), next(self._order), lease))

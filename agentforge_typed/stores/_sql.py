@@ -294,9 +294,11 @@ class SQLStore:
 
         return claim
 
-    def _give_up(self, connection: Any, key: bytes, holder: str) -> None:
+    def _give_up(self, connection: Any, key: bytes, holder: str, saved: bool = False) -> None:
+        """Release the claim; a conversation never saved (`saved` says when it certainly was)
+        is removed."""
         parameters = {"key": key, "holder": holder}
-        if connection.execute(self.dialect.drop_unsaved, parameters).rowcount == 0:
+        if saved or connection.execute(self.dialect.drop_unsaved, parameters).rowcount == 0:
             connection.execute(self.dialect.release, parameters)
 
     def _check_id(self, conversation_id: str, stored: Any) -> None:
@@ -398,7 +400,8 @@ class SQLStore:
 
     def _releasing(self, claim: Claim) -> Callable[[Any], None]:
         key = id_key(claim.conversation_id)
-        return lambda connection: self._give_up(connection, key, claim.holder)
+        saved = claim.version > 0
+        return lambda connection: self._give_up(connection, key, claim.holder, saved)
 
     def release(self, claim: Claim) -> None:
         """Give the conversation up (see `ConversationStore.release`)."""

@@ -135,6 +135,11 @@ class SQLiteStore(SQLStore):
                 f"SQLiteStore takes a file path, not {str(path)!r} (MemoryStore keeps "
                 "conversations in memory)"
             )
+        if sqlite3.sqlite_version_info < (3, 35):
+            raise RuntimeError(
+                f"SQLiteStore needs SQLite 3.35 or later (RETURNING); this Python has "
+                f"{sqlite3.sqlite_version}"
+            )
         if synchronous not in ("OFF", "NORMAL", "FULL", "EXTRA"):
             raise ValueError(f"synchronous must be OFF, NORMAL, FULL or EXTRA, not {synchronous!r}")
         super().__init__(
