@@ -580,3 +580,18 @@ def test_a_save_and_a_load_cost_linear_in_the_history(
         except AssertionError:
             if attempt == 2:
                 raise
+
+
+@pytest.mark.parametrize("surface", STORE.each("malformed"))
+def test_a_record_whose_stored_size_lies_is_still_refused(
+    opener: Opener, surface: Surface[Any]
+) -> None:
+    """The size column written behind the store's back says 4 bytes; the bytes are more than
+    the cap: refused, by what was read."""
+    store = opener(max_record_bytes=1000)
+    store.release(store.save(store.claim("c"), history(1)))
+    body = json.dumps([{"role": "user", "content": "x" * 2000}]).encode()
+    with raw(opener.url) as execute:
+        execute("UPDATE agentforge_conversations SET messages = ?, size = 4", body)
+    with pytest.raises(ConversationStoreError, match=f"is {len(body) + 2:,} bytes of JSON"):
+        store.load("c")

@@ -20,7 +20,7 @@ from typing import Any
 import postgres_server
 import pytest
 import store_support
-from conformance import Surface
+from conformance import STORE, Surface
 from store_support import ALL, HISTORY, Opener, history, raw
 
 import agentforge_typed as af
@@ -629,3 +629,73 @@ def test_a_machine_without_postgresql_skips_with_the_install_line_and_fails_unde
     monkeypatch.setenv("CI", "true")
     with pytest.raises(pytest.fail.Exception, match="apt-get install postgresql"):
         postgres_server.shared()
+
+
+# -- what a store refuses to be made with, and failures of its database -------------------------
+
+
+def test_options_out_of_range_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_record_bytes must be at least 4"):
+        MemoryStore(max_record_bytes=3)
+    with pytest.raises(TypeError, match="max_record_bytes is an int, not float"):
+        SQLiteStore(tmp_path / "c.db", max_record_bytes=1e6)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_connections must be an int >= 1"):
+        SQLiteStore(tmp_path / "c.db", max_connections=0)
+    with pytest.raises(ValueError, match="synchronous must be OFF, NORMAL, FULL or EXTRA"):
+        SQLiteStore(tmp_path / "c.db", synchronous="SOMETIMES")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        SQLiteStore(tmp_path / "c.db", timeout=0)
+
+
+def test_an_old_sqlite_is_refused_by_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import sqlite3
+
+    monkeypatch.setattr(sqlite3, "sqlite_version_info", (3, 31, 1))
+    monkeypatch.setattr(sqlite3, "sqlite_version", "3.31.1")
+    with pytest.raises(
+        RuntimeError, match=r"needs SQLite 3\.35 or later \(RETURNING\); this Python has 3\.31\.1"
+    ):
+        SQLiteStore(tmp_path / "c.db")
+
+
+def test_a_store_without_psycopg_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentforge_typed.stores import PostgresStore
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(ImportError, match=r"pip install 'agentforge-typed\[postgres\]'"):
+        PostgresStore("postgresql://h/db")
+
+
+def test_waiting_for_a_free_connection_ends_within_the_timeout(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "c.db", max_connections=1, timeout=0.3)
+    with store._connection():  # the only connection, held
+        started = time.monotonic()
+        with pytest.raises(
+            ConversationStoreError, match=r"all 1 of the store's connections stayed busy for 0\.3 s"
+        ):
+            store.load("c")
+        assert time.monotonic() - started < 0.3 + 1.0
+    assert store.load("c") is None
+    store.close()
+
+
+def test_a_file_that_is_not_a_database_is_one_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    path.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(ConversationStoreError, match="failed: file is not a database"):
+        SQLiteStore(path).load("c")
+
+
+@pytest.mark.parametrize(
+    "surface",
+    [pytest.param(s, id=s.name) for s in STORE.surfaces.values() if s["shared"]],
+)
+def test_a_table_dropped_behind_the_stores_back_is_one_error(
+    opener: Opener, surface: Surface[Any]
+) -> None:
+    store = opener()
+    store.load("c")
+    with raw(opener.url) as execute:
+        execute("DROP TABLE agentforge_conversations")
+    with pytest.raises(ConversationStoreError, match=r"failed: .*agentforge_conversations"):
+        store.claim("c")
