@@ -300,8 +300,8 @@ def test_a_lease_keeps_its_claim_past_the_ttl_while_the_run_works(
 ) -> None:
     store = opener()
     other = opener() if opener.shared else store
-    with hold(store, "c", ttl=0.6) as lease:
-        time.sleep(1.5)  # inside a long tool call: the renewer keeps the claim
+    with hold(store, "c", ttl=1.0) as lease:
+        time.sleep(2.2)  # inside a long tool call: the renewer keeps the claim
         lease.check()
         with pytest.raises(ConversationConflictError):
             other.claim("c")
@@ -318,7 +318,10 @@ def test_a_lease_whose_claim_was_taken_is_lost(opener: Opener, surface: Surface[
     lease.save(history(1))
     assert store.delete("c")
     taken = store.claim("c")  # deleted, then claimed anew by another run
-    time.sleep(0.5)  # the renewer finds the claim gone
+    deadline = time.monotonic() + 5
+    while not lease.lost:  # the renewer finds the claim gone
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
     assert lease.lost
     with pytest.raises(ConversationConflictError):
         lease.check()
@@ -471,9 +474,9 @@ async def test_the_async_methods_do_what_the_blocking_ones_do(
     assert loaded is not None and loaded.messages == tuple(HISTORY) and loaded.state == {"a": 1}
     page = await store.alist(limit=1)
     assert [c.id for c in page.conversations] == ["c"]
-    lease = await ahold(store, "d", ttl=0.5)
+    lease = await ahold(store, "d", ttl=1.0)
     async with lease:
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(1.5)
         lease.check()
         await lease.asave(history(2))
     assert await store.adelete("d") is True
