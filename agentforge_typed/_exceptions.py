@@ -10,7 +10,9 @@ AgentForgeError
 ├── UnknownToolError      the model called a tool that is not registered
 ├── ToolLoopLimitError    the loop exceeded `max_round_trips`
 ├── UsageLimitExceeded    a run reached one of its `UsageLimits` (in `_usage`)
-└── HistoryProcessorError a history processor failed or would split a call (in `_history`)
+├── HistoryProcessorError a history processor failed or would split a call (in `_history`)
+└── ConversationStoreError a store refused a record (too large, corrupt, a newer schema) or failed
+    └── ConversationConflictError another run holds the conversation, or saved it first
 
 ModelRetry                raised *inside* a tool on purpose: send its message back to the model
 ```
@@ -33,6 +35,8 @@ __all__ = [
     "AgentForgeError",
     "ArgumentError",
     "ArgumentProblem",
+    "ConversationConflictError",
+    "ConversationStoreError",
     "ModelError",
     "ModelRetry",
     "ToolArgumentsError",
@@ -183,6 +187,26 @@ class ToolLoopLimitError(AgentForgeError):
     def __init__(self, max_round_trips: int) -> None:
         self.max_round_trips = max_round_trips
         super().__init__(f"no final answer after {max_round_trips} model round trips")
+
+
+class ConversationStoreError(AgentForgeError):
+    """A conversation store refused a record or failed: a record over its size cap, one that is
+    corrupt or was written by a newer schema (refused whole, never half-loaded), or the database
+    failed (the driver's error is the `__cause__`).
+
+    Attributes:
+        conversation_id: The conversation the operation was on, when there was one.
+    """
+
+    def __init__(self, message: str, conversation_id: str | None = None) -> None:
+        super().__init__(message)
+        self.conversation_id = conversation_id
+
+
+class ConversationConflictError(ConversationStoreError):
+    """Another run holds the conversation (its claim has not expired), or the conversation was
+    saved, claimed or deleted since this run's claim read it. Raised at once, never after
+    waiting: nothing of this run has been sent or run on the conversation's behalf."""
 
 
 class ModelRetry(Exception):  # noqa: N818 - a control-flow signal, not an error

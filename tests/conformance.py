@@ -57,6 +57,7 @@ __all__ = [
     "HISTORY",
     "HOOK",
     "PROVIDER",
+    "STORE",
     "TOOL",
     "WIRE",
     "Axis",
@@ -69,6 +70,7 @@ __all__ = [
     "composite_models",
     "exemptions",
     "history_steps",
+    "store_kinds",
     "surfaces",
     "tool_kinds",
     "wire_cores",
@@ -790,6 +792,27 @@ CLI.register(
     ],
 )
 
+_STORE_ONLY = (
+    "reads no model server and holds no API key: only its store, whose guarantees the store "
+    "axis checks (tests/test_conformance_stores.py) and this command's own tests: "
+    "tests/test_stores_cli.py::{}"
+)
+CLI.register(
+    "conversations",
+    None,
+    exempt={
+        "bounded": _STORE_ONLY.format("test_a_record_over_the_cap_is_refused_in_one_line"),
+        "deadline": _STORE_ONLY.format("test_a_locked_store_ends_within_the_timeout")
+        + " and tests/test_stores_cli.py::test_a_silent_server_ends_within_the_timeout",
+        "secret": _STORE_ONLY.format("test_the_store_password_is_never_shown"),
+        "malformed": _STORE_ONLY.format("test_a_corrupt_record_is_one_line"),
+    },
+    offline=[
+        ["conversations", "--store", "memory:"],
+        ["conversations", "--store", "memory:", "list", "--json"],
+    ],
+)
+
 
 HistoryFactory = Callable[[list[Any]], object]
 """`step(messages)`: the step run over the history before a model call, as the loop runs it."""
@@ -920,7 +943,56 @@ def _wires() -> None:
 
 _wires()
 
-AXES: tuple[Axis[Any], ...] = (PROVIDER, WIRE, TOOL, DRIVER, CLI, HISTORY, HOOK)
+
+def store_kinds() -> frozenset[str]:
+    """The conversation stores the package offers (`agentforge_typed.stores`), by class name."""
+    import agentforge_typed.stores as stores
+
+    return frozenset(
+        name
+        for name in stores.__all__
+        if name.endswith("Store")
+        and isinstance(getattr(stores, name), type)
+        and name != "ConversationStore"
+    )
+
+
+StoreFactory = Callable[[Path, pytest.FixtureRequest], str]
+"""`locate(tmp_path, request)`: the URL of a new, empty place for a store of the kind, which
+the tests open with `store_from_url(url, **options)` (`claim_ttl`, `max_record_bytes`, `timeout`),
+in this process or in a worker process. Trait `shared`: whether two stores opened on one URL see
+the same conversations (a database; `memory:` is a new store each time)."""
+
+STORE: Axis[StoreFactory] = Axis(
+    "store",
+    store_kinds,
+    "each conversation store (`agentforge_typed.stores`); trait `shared`: two stores opened "
+    "on one URL see the same conversations",
+)
+STORE.register(
+    "MemoryStore",
+    lambda tmp_path, request: "memory:",
+    exempt={
+        "once": "lives in one process: its claims between threads are checked by "
+        "tests/test_conformance_stores.py::test_one_claim_wins_among_threads",
+        "deadline": "never waits: its lock is held only while one record is copied",
+        "malformed": "keeps the messages it was given, checked when saved: it reads nothing "
+        "another program wrote",
+    },
+    shared=False,
+)
+STORE.register(
+    "SQLiteStore",
+    lambda tmp_path, request: f"sqlite:///{tmp_path / 'conversations.db'}",
+    shared=True,
+)
+STORE.register(
+    "PostgresStore",
+    lambda tmp_path, request: request.getfixturevalue("postgres").dsn(),
+    shared=True,
+)
+
+AXES: tuple[Axis[Any], ...] = (PROVIDER, WIRE, TOOL, DRIVER, CLI, HISTORY, HOOK, STORE)
 
 
 # -- the former interface: names covered, by axis (ported modules use the registry) ---------------

@@ -1,9 +1,9 @@
-"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, and
-`probe` of a model endpoint.
+"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools,
+`probe` of a model endpoint, and `conversations` of a store.
 
-Exit status: 0 success; 1 the run or the probe failed, `check` found errors, or a dialect
-cannot express a schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an
-unknown model).
+Exit status: 0 success; 1 the run or the probe failed, `check` found errors, a dialect
+cannot express a schema, or a store refused or failed; 2 a usage error (bad arguments, a `TARGET`
+that does not load, an unknown model, a store URL that names no store).
 """
 
 from __future__ import annotations
@@ -217,6 +217,45 @@ def _parser() -> argparse.ArgumentParser:
         "retries included (default: 120)",
     )
     probe.set_defaults(handler=_probe)
+
+    conversations = commands.add_parser(
+        "conversations",
+        help="list, show or delete the conversations of a store",
+        description="List (newest first, a page at a time), show or delete the conversations "
+        "kept in a store. Exit status 1 when the store refuses a record (too large, corrupt, "
+        "a newer schema) or fails, or when there is no such conversation.",
+    )
+    conversations.add_argument(
+        "--store",
+        required=True,
+        metavar="URL",
+        help="sqlite:///path.db (sqlite:////absolute/path.db), postgresql://user@host/db, or "
+        "memory:",
+    )
+    conversations.add_argument(
+        "--timeout",
+        type=_positive_float,
+        metavar="SECONDS",
+        help="the most the store may wait: to connect, for a lock, for a statement (default: 10)",
+    )
+    actions = conversations.add_subparsers(title="actions", metavar="ACTION")
+    listing = actions.add_parser("list", help="list conversations, newest first (the default)")
+    listing.add_argument(
+        "--limit", type=_positive_int, default=50, metavar="N", help="at most N (default: 50)"
+    )
+    listing.add_argument("--cursor", help="the page after the one that printed this cursor")
+    listing.add_argument("--json", action="store_true", help="print the page as JSON")
+    listing.set_defaults(handler=_conversations, action="list")
+    show = actions.add_parser("show", help="show one conversation and its messages")
+    show.add_argument("id", metavar="ID", help="the conversation id")
+    show.add_argument("--json", action="store_true", help="print it as JSON, whole")
+    show.set_defaults(handler=_conversations, action="show")
+    delete = actions.add_parser("delete", help="delete one conversation")
+    delete.add_argument("id", metavar="ID", help="the conversation id")
+    delete.set_defaults(handler=_conversations, action="delete")
+    conversations.set_defaults(
+        handler=_conversations, action="list", limit=50, cursor=None, json=False
+    )
     return parser
 
 
@@ -430,3 +469,52 @@ def _probe(args: argparse.Namespace) -> int:
         result.profile.dump(args.write)
         print(f"profile written to {args.write}", file=sys.stderr)
     return 0
+
+
+# -- conversations -------------------------------------------------------------------------------
+
+
+def _conversations(args: argparse.Namespace) -> int:
+    from ..stores import ConversationStoreError, store_from_url
+    from ._conversations import (
+        conversation_json,
+        conversation_lines,
+        page_json,
+        page_lines,
+        shown_id,
+    )
+
+    options = {} if args.timeout is None else {"timeout": args.timeout}
+    try:
+        store = store_from_url(args.store, **options)
+    except (ValueError, ImportError) as exc:
+        raise _UsageError(f"--store: {exc}") from None
+    except TypeError:
+        raise _UsageError("--timeout: a memory: store never waits") from None
+    try:
+        if args.action == "list":
+            page = store.list(limit=args.limit, cursor=args.cursor)
+            print(page_json(page) if args.json else "\n".join(page_lines(page)))
+            return 0
+        if args.action == "show":
+            conversation = store.load(args.id)
+            if conversation is None:
+                print(f"agentforge-typed: no conversation {shown_id(args.id)}", file=sys.stderr)
+                return 1
+            if args.json:
+                print(conversation_json(conversation))
+            else:
+                print("\n".join(conversation_lines(conversation)))
+            return 0
+        if store.delete(args.id):
+            print(f"deleted {shown_id(args.id)}")
+            return 0
+        print(f"agentforge-typed: no conversation {shown_id(args.id)}", file=sys.stderr)
+        return 1
+    except ConversationStoreError as exc:
+        print(f"agentforge-typed: {one_line(str(exc))}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # an id, a limit or a cursor the store refuses
+        raise _UsageError(one_line(str(exc))) from None
+    finally:
+        store.close()
