@@ -22,6 +22,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,14 +53,21 @@ PRINTABLE = {
     "run": "test_run_shows_what_the_model_and_the_tools_wrote_printable",
     "schema": "test_schema_and_check_show_a_tool_description_printable",
     "check": "test_schema_and_check_show_a_tool_description_printable",
+    "conversations": "tests/test_stores_cli.py::test_stored_text_reaches_the_terminal_printable",
 }
-"""Each command's test that what it prints of outside text reaches the terminal printable."""
+"""Each command's test that what it prints of outside text reaches the terminal printable (in
+this module, or `tests/<file>.py::<test>`)."""
 
 
 def test_covers_every_surface() -> None:
     assert_registered(CLI)
     assert set(PRINTABLE) == set(CLI.names("printable"))
-    assert all(callable(globals().get(test)) for test in PRINTABLE.values())
+    for test in PRINTABLE.values():
+        where, _, name = test.rpartition("::")
+        if where:
+            assert f"def {name}(" in Path(where).read_text(), test
+        else:
+            assert callable(globals().get(name)), test
 
 
 # -- the servers -------------------------------------------------------------------------------

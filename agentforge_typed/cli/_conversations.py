@@ -12,7 +12,7 @@ from typing import Any
 
 from .._messages import AiMessage, ChatMessage, CustomMessage, ToolResultMessage, UserMessage
 from ..stores import Conversation, ConversationInfo, ConversationPage
-from ._text import one_line
+from ._text import printable
 
 __all__ = ["conversation_json", "conversation_lines", "page_json", "page_lines", "shown_id"]
 
@@ -121,5 +121,5 @@ def _parts(parts: Any) -> str:
 
 
 def _cut(text: str) -> str:
-    text = one_line(text)
+    text = printable(text)
     return text if len(text) <= TEXT_CHARS else text[: TEXT_CHARS - 1] + "…"

@@ -512,9 +512,9 @@ def _conversations(args: argparse.Namespace) -> int:
         print(f"agentforge-typed: no conversation {shown_id(args.id)}", file=sys.stderr)
         return 1
     except ConversationStoreError as exc:
-        print(f"agentforge-typed: {one_line(str(exc))}", file=sys.stderr)
+        print(f"agentforge-typed: {printable(str(exc))}", file=sys.stderr)
         return 1
     except ValueError as exc:  # an id, a limit or a cursor the store refuses
-        raise _UsageError(one_line(str(exc))) from None
+        raise _UsageError(printable(str(exc))) from None
     finally:
         store.close()
