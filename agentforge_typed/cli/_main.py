@@ -1,5 +1,5 @@
-"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, and
-`probe` of a model endpoint.
+"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, `mcp`
+to serve them over MCP, and `probe` of a model endpoint.
 
 Exit status: 0 success; 1 the run or the probe failed, `check` found errors, or a dialect
 cannot express a schema; 2 a usage error (bad arguments, a `TARGET` that does not load, an
@@ -26,6 +26,8 @@ from ..providers._fallback import FallbackModel
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import needing_deps
+from ._mcp import UsageError as _McpUsageError
+from ._mcp import add_parser as _add_mcp
 from ._target import Target, TargetError, load_object, load_target
 from ._text import one_line
 
@@ -47,7 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
-    except (TargetError, _UsageError) as exc:
+    except (TargetError, _UsageError, _McpUsageError) as exc:
         print(f"agentforge-typed: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -214,6 +216,8 @@ def _parser() -> argparse.ArgumentParser:
         "retries included (default: 120)",
     )
     probe.set_defaults(handler=_probe)
+
+    _add_mcp(commands, _TARGET_HELP).set_defaults(handler=_mcp)
     return parser
 
 
@@ -364,6 +368,17 @@ def _check(args: argparse.Namespace) -> int:
         f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}"
     )
     return 1 if errors or (args.strict and warnings) else 0
+
+
+# -- mcp ---------------------------------------------------------------------------------------
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from ._mcp import serve
+
+    target = load_target(args.target)
+    selection = _selection(target.service(), args.tools, args.group)
+    return serve(args, target, selection)
 
 
 # -- probe -------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from typing_extensions import Self, TypedDict, Unpack
 from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
-from .._request import ToolSpecification
+from .._request import ToolAnnotations, ToolSpecification
 from .._sync import run_sync
 from ._arguments import ArgumentsValidator
 from ._base import (
@@ -84,6 +84,10 @@ class ToolOptions(TypedDict, total=False):
     """The most characters of a result's text the model reads (at least 100); a longer text keeps
     its head and tail around a marker saying how many were cut. Default `None`: the
     `ToolService`'s `max_result_chars`, else 100,000 (`DEFAULT_MAX_RESULT_CHARS`)."""
+    annotations: ToolAnnotations | None
+    """What the tool says about its behaviour (a title; read-only, destructive, idempotent, open
+    world): hints for the clients of a served tool (MCP tool annotations), on
+    `specification.annotations`; the loop acts on none of them (default `None`: says nothing)."""
 
 
 class Tool(Generic[P, R]):
@@ -199,6 +203,7 @@ class Tool(Generic[P, R]):
             description=self.description,
             parameters=signature.parameters,
             strict_schema=strict_schema,
+            annotations=options.get("annotations"),
         )
         if strict_schema:
             # Refuse at decoration what OpenAI's strict mode cannot express (e.g. `dict[str, X]`).
