@@ -698,3 +698,43 @@ def _json(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+# -- another MCP server's tools, behind a filter --------------------------------------------------
+
+
+async def test_an_mcp_server_s_tools_are_served_behind_its_filter() -> None:
+    import sys
+
+    from agentforge_typed import MCPServer, MCPToolFilter
+
+    sys.path.insert(0, "tests")
+    try:
+        from mcp_memory import in_memory
+    finally:
+        sys.path.pop(0)
+
+    upstream = ToolServer([register, double, delete])
+    client: MCPServer = in_memory(
+        upstream.sdk_server,
+        label="upstream",
+        tool_filter=MCPToolFilter(allow=["register", "delete"]),
+        requires_approval={"delete": True},
+        tool_prefix="up_",
+    )
+    async with client:
+        server = ToolServer(client)
+        async with Client(server.sdk_server, mode=HANDSHAKE) as session:
+            listed = {t.name: t for t in (await session.list_tools()).tools}
+            assert list(listed) == ["up_register", "up_delete"]
+            # The upstream's output schema travels with its tool.
+            assert listed["up_register"].output_schema == upstream.declarations()[0]["outputSchema"]
+            person = {"name": "Ada", "born": "1815-12-10", "address": {"street": "S", "city": "L"}}
+            result = await session.call_tool("up_register", {"person": person})
+            assert result.structured_content == person and not result.is_error
+            with pytest.raises(MCPError, match="Unknown tool: up_double"):
+                await session.call_tool("up_double", {"n": 1})
+            # The proxy's approval policy is asked of this server's client.
+            refused = await session.call_tool("up_delete", {"path": "/x"})
+    assert refused.is_error and "requires approval" in text(refused)
+    assert RAN == []

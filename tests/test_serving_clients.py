@@ -196,3 +196,23 @@ async def test_our_own_client_sees_the_same_specifications_and_results(revision:
             assert [p.model_dump() for p in there.content] == [
                 p.model_dump() for p in here.content
             ], name
+
+
+async def test_http_sessions_are_capped() -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    headers = {"accept": "application/json, text/event-stream"}
+    with http_thread(ToolServer(reference_tools()), max_sessions=1) as url:
+        async with httpx.AsyncClient() as http:
+            first = await http.post(url, json=initialize, headers=headers)
+            second = await http.post(url, json=initialize, headers=headers)
+    assert first.status_code == 200
+    assert second.status_code == 503

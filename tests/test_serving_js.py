@@ -126,9 +126,15 @@ def test_the_typescript_sdk_client_over_http(node: Path, url: str) -> None:
 
 def test_the_typescript_sdk_client_over_stdio(node: Path) -> None:
     done = run_node(
-        node, "sdk_client.mjs", "stdio", sys.executable, "-m", "agentforge_typed", "mcp",
+        node,
+        "sdk_client.mjs",
+        "stdio",
+        sys.executable,
+        "-m",
+        "agentforge_typed",
+        "mcp",
         str(ROOT / REFERENCE.replace(":tools", "")) + ":tools",
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stderr
     _check_sdk_report(json.loads(done.stdout), every_progress=False)
 
@@ -144,11 +150,21 @@ def test_the_inspector_cli_over_http(node: Path, url: str) -> None:
     # `--strict` exits 6 for any schema a client would find unportable.
     assert status == 0, listed
     assert "add" in [tool["name"] for tool in listed["tools"]]
-    status, added = inspect(node, url, "--method", "tools/call", "--tool-name", "add",
-                            "--tool-arg", "a=2", "b=3")  # fmt: skip
+    status, added = inspect(
+        node, url, "--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "b=3"
+    )
     assert status == 0 and added["structuredContent"] == {"total": 5, "parts": [2, 3]}
-    status, invalid = inspect(node, url, "--method", "tools/call", "--tool-name", "unit_price",
-                              "--tool-arg", "kind=milk", "quantity=2")  # fmt: skip
+    status, invalid = inspect(
+        node,
+        url,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "unit_price",
+        "--tool-arg",
+        "kind=milk",
+        "quantity=2",
+    )
     assert status == 5 and invalid["isError"] is True  # 5: the tool answered isError
     assert '$.kind: Input should be "tea" or "coffee"' in invalid["content"][0]["text"]
     status, image = inspect(
@@ -156,8 +172,16 @@ def test_the_inspector_cli_over_http(node: Path, url: str) -> None:
     )
     assert status == 0 and image["content"][0]["type"] == "image"
     # The Inspector's CLI answers no questions: the call that needs approval does not run.
-    status, refused = inspect(node, url, "--method", "tools/call", "--tool-name", "delete_note",
-                              "--tool-arg", "note=inspector")  # fmt: skip
+    status, refused = inspect(
+        node,
+        url,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "delete_note",
+        "--tool-arg",
+        "note=inspector",
+    )
     assert status == 5 and "requires approval" in refused["content"][0]["text"]
 
 
@@ -168,8 +192,16 @@ def test_the_inspector_cli_serves_the_examples_over_stdio(node: Path) -> None:
     status, listed = inspect(node, *command, "--method", "tools/list", "--strict")
     assert status == 0, listed
     assert [tool["name"] for tool in listed["tools"]] == ["get_weather", "get_forecast"]
-    status, weather = inspect(node, *command, "--method", "tools/call", "--tool-name",
-                              "get_weather", "--tool-arg", "city=Paris")  # fmt: skip
+    status, weather = inspect(
+        node,
+        *command,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "get_weather",
+        "--tool-arg",
+        "city=Paris",
+    )
     assert status == 0 and weather["structuredContent"]["city"] == "Paris"
 
 
@@ -178,10 +210,19 @@ def test_the_official_conformance_suite_s_server_scenarios(
     node: Path, url: str, tmp_path: Path
 ) -> None:
     done = run_node(
-        node, str(CONFORMANCE), "server", "--url", url, "--suite", "all",
-        "--expected-failures", str(JS / "expected-failures.yaml"), "-o", str(tmp_path),
+        node,
+        str(CONFORMANCE),
+        "server",
+        "--url",
+        url,
+        "--suite",
+        "all",
+        "--expected-failures",
+        str(JS / "expected-failures.yaml"),
+        "-o",
+        str(tmp_path),
         timeout=300,
-    )  # fmt: skip
+    )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     results: dict[str, list[dict[str, Any]]] = {}
     for checks in tmp_path.glob("server-*/checks.json"):

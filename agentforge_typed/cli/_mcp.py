@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import os
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -148,10 +149,21 @@ def serve(args: argparse.Namespace, target: Target, selection: Sequence[str] | N
     except ImportError as exc:
         raise UsageError(f"{_INSTALL} ({exc})") from None
     token = _token(args)
+    service = target.service()
+    deps = deps_factory(target, args.deps)
+    if deps is None:
+        from ..tools._signature import needing_deps
+
+        needy = needing_deps(t for t in service.tools if selection is None or t.name in selection)
+        if needy:
+            raise UsageError(
+                f"{', '.join(needy)} need{'s' if len(needy) == 1 else ''} deps, and none are "
+                "given: pass --deps module:factory, or define `deps` in TARGET's module"
+            )
     try:
         server = ToolServer(
-            target.service(),
-            deps=deps_factory(target, args.deps),
+            service,
+            deps=deps,
             deps_scope=args.deps_scope,
             select=selection,
             call_timeout=args.call_timeout,
@@ -165,6 +177,11 @@ def serve(args: argparse.Namespace, target: Target, selection: Sequence[str] | N
     count = len(server.declarations())
     tools = f"{count} tool{'' if count == 1 else 's'}"
     if not args.http:
+        if _is_file(sys.stdin):
+            raise UsageError(
+                "stdin is a file: over stdio, the server is started by its client, which speaks "
+                "to it through a pipe (or use --http)"
+            )
         print(f"agentforge-typed: serving {tools} over stdio", file=sys.stderr, flush=True)
         server.serve_stdio()
         return 0
@@ -180,11 +197,20 @@ def serve(args: argparse.Namespace, target: Target, selection: Sequence[str] | N
     return 0
 
 
+def _is_file(stream: Any) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(stream.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):  # no descriptor (a test's stand-in)
+        return False
+
+
 def _token(args: argparse.Namespace) -> str | None:
     if args.token_env is None:
         return None
     if not args.http:
-        raise UsageError("--token-env applies to --http only (stdio has no requests to check)")
+        raise UsageError(
+            "--token-env applies to --http only (over stdio, the client is the process that started the server)"
+        )
     token = os.environ.get(args.token_env)
     if not token:
         raise UsageError(f"--token-env: the environment variable {args.token_env} is not set")

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import pydantic_core
 from pydantic import TypeAdapter
 
 from .._approval import may_wait
@@ -57,11 +58,27 @@ class StructuredOutput:
     """Whether the value goes under `"result"` (its JSON is not an object)."""
     dump: Callable[[Any], Any]
     """The result's value → its JSON (Python objects), as the tool's text shows it."""
+    conforms: Callable[[Any], bool] | None = None
+    """A quick test that a dumped value fits the type the schema was derived from; `None` when
+    the value was checked before it got here (an `MCPServer`'s tool)."""
 
     def structured(self, value: Any) -> Any:
         """The `structuredContent` of a result whose value is `value`."""
         dumped = self.dump(value)
         return {"result": dumped} if self.wrapped else dumped
+
+    def problems(self, structured: Any) -> str | None:
+        """One line per way `structured` breaks the advertised schema, or `None`.
+
+        The schema is pydantic's of the tool's return type, so a value that the type itself
+        validates (strictly, from its JSON) fits it: the JSON Schema validator, several times
+        dearer, runs only for a value that does not (a tool returning other than it declares),
+        and words its problems."""
+        if self.conforms is None:
+            return None
+        if self.conforms(structured["result"] if self.wrapped else structured):
+            return None
+        return self.schema.problems(structured)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,11 +207,19 @@ def _typed_output(tool: Tool[Any, Any]) -> StructuredOutput | None:
         # A root `$ref` (a recursive model): the revisions before 2026 want `type` at the root.
         schema = {"type": "object", **schema}
     serializer = adapter.serializer
+    validator = adapter.validator
 
     def dump(value: Any) -> Any:
         return serializer.to_python(value, mode="json", by_alias=True, warnings=False)
 
-    return StructuredOutput(OutputSchema(schema, tool_name=tool.name), wrapped, dump)
+    def conforms(dumped: Any) -> bool:
+        try:
+            validator.validate_json(pydantic_core.to_json(dumped), strict=True)
+        except ValueError:  # a `ValidationError`
+            return False
+        return True
+
+    return StructuredOutput(OutputSchema(schema, tool_name=tool.name), wrapped, dump, conforms)
 
 
 def _unstructured(annotation: Any) -> bool:

@@ -6,7 +6,8 @@ parts a tool returns beyond text become content blocks (the inverse of the clien
 `audio` blocks, documents and files held inline as embedded resources (text for a `text/*` media
 type, else a base64 blob), and any part by URL as a `resource_link`. A structured result adds
 `structuredContent` (see `_catalog`), checked against the advertised `outputSchema` before it is
-sent; a value that does not conform is the tool's failure, an error result. Errors (invalid
+sent (`StructuredOutput.problems`); a value that does not conform is the tool's failure, an error
+result. Errors (invalid
 arguments, a tool that raised, a timeout) are `isError: true` with the text the loop gives a
 model.
 """
@@ -51,7 +52,7 @@ def call_result(
     except BaseException as exc:  # a value its own type cannot serialize: the tool's failure
         reraise_uncontained(exc)
         return error_result(f"Tool `{name}` failed: {describe_exception(exc)}")
-    problems = output.schema.problems(structured)
+    problems = output.problems(structured)
     if problems is not None:
         return error_result(
             f"Tool `{name}` failed: its result does not match its outputSchema:\n{problems}"

@@ -53,6 +53,8 @@ from ._results import call_result, error_result
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from ._http import HttpOptions
+
 __all__ = [
     "DEFAULT_APPROVAL_TIMEOUT",
     "DEFAULT_CALL_TIMEOUT",
@@ -438,21 +440,21 @@ class ToolServer(Generic[DepsT]):
         """`aserve_stdio`, blocking (on a new event loop)."""
         anyio.run(self.aserve_stdio)
 
-    def http_app(self, **options: Any) -> Starlette:
+    def http_app(self, **options: Unpack[HttpOptions]) -> Starlette:
         """The ASGI app serving streamable HTTP at `/mcp` (see `HttpOptions`): run it with any
         ASGI server, or mount it in an app of your own (see the serving guide)."""
         from ._http import http_app
 
         return http_app(self, **options)
 
-    async def aserve_http(self, **options: Any) -> None:
+    async def aserve_http(self, **options: Unpack[HttpOptions]) -> None:
         """Serve streamable HTTP at `http://HOST:PORT/mcp` under uvicorn until cancelled (see
         `HttpOptions`: `host` 127.0.0.1, `port` 8765, `token`, ...)."""
         from ._http import serve_http
 
         await serve_http(self, **options)
 
-    def serve_http(self, **options: Any) -> None:
+    def serve_http(self, **options: Unpack[HttpOptions]) -> None:
         """`aserve_http`, blocking (on a new event loop), until interrupted."""
 
         async def serve() -> None:
