@@ -49,41 +49,9 @@ def http_subprocess(
     *args: str, target: str = REFERENCE, env: dict[str, str] | None = None
 ) -> Iterator[str]:
     """`agentforge-typed mcp TARGET --http --port 0 ARGS` in a subprocess; yields its URL."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "agentforge_typed", "mcp", target, "--http", "--port", "0", *args],
-        cwd=ROOT,
-        env={**cli_env(), **(env or {})},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        yield _announced_url(process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        assert process.stderr is not None
-        process.stderr.close()
-
-
-def _announced_url(process: subprocess.Popen[str]) -> str:
-    assert process.stderr is not None
-    deadline = time.monotonic() + STARTUP_SECONDS
-    seen: list[str] = []
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        seen.append(line)
-        found = re.search(r"at (http://\S+/mcp)", line)
-        if found:
-            return found.group(1)
-    raise AssertionError(f"the server announced no URL: {''.join(seen)}")
+    with http_endpoint(target, *args, env=env) as endpoint:
+        assert isinstance(endpoint, HttpEndpoint)
+        yield endpoint.url
 
 
 @contextlib.contextmanager

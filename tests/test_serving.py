@@ -419,21 +419,17 @@ async def test_a_stateless_approval_is_spent_by_its_first_answer() -> None:
         assert isinstance(first, mcp_types.InputRequiredResult)
         assert first.input_requests is not None and list(first.input_requests) == ["approval"]
         responses: mcp_types.InputResponses = {"approval": APPROVE}
-        again = await session.call_tool(
-            "delete",
-            {"path": "/x"},
-            input_responses=responses,
-            request_state=first.request_state,
-            allow_input_required=True,
-        )
+        again, replayed = [
+            await session.call_tool(
+                "delete",
+                {"path": "/x"},
+                input_responses=responses,
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            for _ in range(2)
+        ]
         assert isinstance(again, mcp_types.CallToolResult) and not again.is_error
-        replayed = await session.call_tool(
-            "delete",
-            {"path": "/x"},
-            input_responses=responses,
-            request_state=first.request_state,
-            allow_input_required=True,
-        )
     # The same approval sent again is a new question, not a second run.
     assert isinstance(replayed, mcp_types.InputRequiredResult)
     assert RAN == ["/x"]
@@ -738,3 +734,22 @@ async def test_an_mcp_server_s_tools_are_served_behind_its_filter() -> None:
             refused = await session.call_tool("up_delete", {"path": "/x"})
     assert refused.is_error and "requires approval" in text(refused)
     assert RAN == []
+
+
+async def test_tools_that_change_into_ones_that_cannot_be_served_leave_the_listing_as_it_was(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    service: ToolService[None] = ToolService([double])
+    server = ToolServer(service)
+
+    @tool(external=True)
+    def elsewhere() -> str:
+        """Runs in the program."""
+        return ""
+
+    service.register(elsewhere)  # as a watched source's new tools arrive between requests
+    async with Client(server.sdk_server, mode=HANDSHAKE) as client:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        assert listed == ["double"]
+        assert (await client.call_tool("double", {"n": 2})).structured_content == {"result": 4}
+    assert "the changed tools cannot be served, the former stay" in caplog.text

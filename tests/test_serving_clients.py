@@ -13,7 +13,13 @@ import httpx
 import mcp_types
 import pytest
 from mcp import Client
-from serving_support import http_thread, reference_module, reference_tools, stdio_parameters
+from serving_support import (
+    INITIALIZE,
+    http_thread,
+    reference_module,
+    reference_tools,
+    stdio_parameters,
+)
 
 from agentforge_typed import MCPServer, ToolCall, ToolContext, ToolService
 from agentforge_typed.serving import ToolServer
@@ -107,16 +113,7 @@ async def test_http_asks_for_the_token_and_takes_it() -> None:
 
 
 async def test_http_refuses_other_hosts_and_large_bodies() -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = INITIALIZE
     headers = {"accept": "application/json, text/event-stream"}
     with http_thread(ToolServer(reference_tools(), max_request_bytes=10_000)) as url:
         async with httpx.AsyncClient() as http:
@@ -199,16 +196,7 @@ async def test_our_own_client_sees_the_same_specifications_and_results(revision:
 
 
 async def test_http_sessions_are_capped() -> None:
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
+    initialize = INITIALIZE
     headers = {"accept": "application/json, text/event-stream"}
     with http_thread(ToolServer(reference_tools()), max_sessions=1) as url:
         async with httpx.AsyncClient() as http:

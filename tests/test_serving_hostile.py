@@ -20,21 +20,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from serving_support import REFERENCE, ROOT, cli_env, http_thread, reference_tools
+from serving_support import INITIALIZE, REFERENCE, ROOT, cli_env, http_thread, reference_tools
 
 from agentforge_typed.serving import ToolServer
 from agentforge_typed.serving._stdio import MAX_IN_FLIGHT, stdio_streams
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "hostile", "version": "1"},
-    },
-}
 MIB = 1024 * 1024
 
 
@@ -135,6 +125,7 @@ def test_stdio_answers_malformed_messages_and_unknown_methods_and_stays_up() -> 
         alive(client)
 
 
+@pytest.mark.slow
 def test_stdio_refuses_a_100_mb_request_without_holding_it() -> None:
     with raw_stdio() as client:
         before = client.peak_memory()
@@ -316,6 +307,7 @@ def test_http_answers_malformed_messages_and_unknown_methods_and_stays_up() -> N
         assert "tools" in _json_rpc(listed)["result"]
 
 
+@pytest.mark.slow
 def test_http_refuses_a_100_mb_body_as_it_streams_in() -> None:
     def body() -> Iterator[bytes]:
         yield b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"add","arguments":{"pad":"'

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 from serving_support import REFERENCE, ROOT, cli_env, http_subprocess
 
+pytestmark = pytest.mark.slow  # each test starts Node
+
 JS = ROOT / "tests" / "js"
 NODE = JS / "node_modules" / ".bin" / "node"
 INSTALL = "npm ci --prefix tests/js"
@@ -205,7 +207,6 @@ def test_the_inspector_cli_serves_the_examples_over_stdio(node: Path) -> None:
     assert status == 0 and weather["structuredContent"]["city"] == "Paris"
 
 
-@pytest.mark.slow
 def test_the_official_conformance_suite_s_server_scenarios(
     node: Path, url: str, tmp_path: Path
 ) -> None:

@@ -14,7 +14,6 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
@@ -28,7 +27,8 @@ from ..tools._base import ToolLike
 from ..tools._signature import needing_deps
 from ._mcp import UsageError as _McpUsageError
 from ._mcp import add_parser as _add_mcp
-from ._target import Target, TargetError, load_object, load_target
+from ._options import positive_float, positive_int
+from ._target import TargetError, deps_named, load_target
 from ._text import one_line
 
 __all__ = ["main"]
@@ -103,7 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-tokens",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="the most tokens each model answer may take (default: the model's; a base model "
         "without one may write until it is stopped)",
@@ -111,7 +111,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--system", help="a system message sent before PROMPT")
     run.add_argument(
         "--max-rounds",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="model calls allowed before the run fails (default: the ToolService's, 100)",
     )
@@ -209,7 +209,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     probe.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=120.0,
         metavar="SECONDS",
         help="the most one request may take, from sending it to the last byte of its answer, "
@@ -219,23 +219,6 @@ def _parser() -> argparse.ArgumentParser:
 
     _add_mcp(commands, _TARGET_HELP).set_defaults(handler=_mcp)
     return parser
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 # -- run ---------------------------------------------------------------------------------------
@@ -255,7 +238,7 @@ def _run(args: argparse.Namespace) -> int:
     service = target.service()
     if args.max_rounds is not None:
         service.max_round_trips = args.max_rounds
-    deps = _deps(target, args.deps)
+    deps = deps_named(target, args.deps)
     selection = _selection(service, args.tools, args.group)
     if deps is None:
         _refuse_missing_deps([t for t in service.tools if selection is None or t.name in selection])
@@ -304,17 +287,6 @@ def _selection(
         except ValueError as exc:
             raise _UsageError(f"{option}: {exc}") from None
     return [name for name in tools if name in chosen]
-
-
-def _deps(target: Target, spec: str | None) -> Any:
-    if spec is None:
-        return getattr(target.module, "deps", None)
-    if ":" in spec:
-        return load_object(spec)[1]
-    try:
-        return getattr(target.module, spec)
-    except AttributeError:
-        raise _UsageError(f"--deps: {target.module.__name__!r} has no attribute {spec!r}") from None
 
 
 def _refuse_missing_deps(tools: Sequence[ToolLike]) -> None:

@@ -16,7 +16,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ._target import Target, load_object
+from ._options import port, positive_float
+from ._target import Target, deps_named
 
 __all__ = ["add_parser", "serve"]
 
@@ -51,7 +52,7 @@ def add_parser(commands: Any, target_help: str) -> argparse.ArgumentParser:
     )
     mcp.add_argument(
         "--port",
-        type=_port,
+        type=port,
         default=8765,
         help="the port with --http (default: 8765; 0 picks a free one, shown on stderr)",
     )
@@ -88,7 +89,7 @@ def add_parser(commands: Any, target_help: str) -> argparse.ArgumentParser:
     )
     mcp.add_argument(
         "--call-timeout",
-        type=_seconds,
+        type=positive_float,
         default=300.0,
         metavar="SECONDS",
         help="the most a call's body may run, its tool's own timeout within it (default: 300)",
@@ -101,43 +102,11 @@ def add_parser(commands: Any, target_help: str) -> argparse.ArgumentParser:
     return mcp
 
 
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {value}")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
 def deps_factory(target: Target, spec: str | None) -> Callable[[], Any] | None:
     """The deps factory `--deps` names (or TARGET's module's `deps`): a callable is the factory, a
     value is shared by every session."""
-    if spec is None:
-        value = getattr(target.module, "deps", None)
-        if value is None:
-            return None
-    elif ":" in spec:
-        value = load_object(spec)[1]
-    else:
-        try:
-            value = getattr(target.module, spec)
-        except AttributeError:
-            raise UsageError(
-                f"--deps: {target.module.__name__!r} has no attribute {spec!r}"
-            ) from None
-    if callable(value):
+    value = deps_named(target, spec)
+    if value is None or callable(value):
         return value  # type: ignore[no-any-return]
     return lambda: value
 

@@ -23,6 +23,7 @@ from ..tools._base import ToolLike
 __all__ = [
     "Target",
     "TargetError",
+    "deps_named",
     "display_path",
     "load_object",
     "load_target",
@@ -98,6 +99,23 @@ def load_object(spec: str) -> tuple[ModuleType, Any]:
         except AttributeError:
             raise TargetError(f"{module_part!r} has no attribute {attribute!r}") from None
     return module, value
+
+
+def deps_named(target: Target, spec: str | None) -> Any:
+    """What `--deps` names: `module:attribute`, or an attribute of TARGET's module; without
+    `--deps`, TARGET's module attribute `deps` (`None` when it has none).
+
+    Raises:
+        TargetError: The spec names nothing.
+    """
+    if spec is None:
+        return getattr(target.module, "deps", None)
+    if ":" in spec:
+        return load_object(spec)[1]
+    try:
+        return getattr(target.module, spec)
+    except AttributeError:
+        raise TargetError(f"--deps: {target.module.__name__!r} has no attribute {spec!r}") from None
 
 
 def _import(name: str) -> ModuleType:

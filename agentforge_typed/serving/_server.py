@@ -246,7 +246,15 @@ class ToolServer(Generic[DepsT]):
             service._refresh()
         catalog = self._catalog
         if catalog.version != service._generation:
-            catalog = self._catalog = self._build_catalog(catalog)
+            try:
+                catalog = self._build_catalog(catalog)
+            except (TypeError, ValueError) as exc:
+                # A changed source whose tools cannot be served now (one turned external, a
+                # return type without a schema): the former listing stays, as a service keeps a
+                # source's former tools when it refuses its new ones.
+                logger.warning("the changed tools cannot be served, the former stay: %s", exc)
+                catalog = Catalog(list(catalog.by_name.values()), service._generation)
+            self._catalog = catalog
         return catalog
 
     def declarations(self) -> list[dict[str, Any]]:
