@@ -113,6 +113,7 @@ if TYPE_CHECKING:
     from .providers.gemini import GeminiChatModel
     from .providers.openai import OpenAIChatModel
     from .providers.openai_responses import OpenAIResponsesModel
+    from .serving import ToolServer, ask_client, ask_client_model, serve_mcp
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
     from .tools._mcp import MCPServer, MCPTool, MCPToolFilter
@@ -121,7 +122,7 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # Imported on first use, so that a program pays only for the parts it uses: the providers (and
-# httpx), the HTTP and MCP tools, and jsonschema behind the schema-declared tools.
+# httpx), the HTTP and MCP tools, jsonschema behind the schema-declared tools, and serving.
 _LAZY = {
     "AllModelsFailedError": ".providers._fallback",
     "AnthropicChatModel": ".providers.anthropic",
@@ -138,7 +139,11 @@ _LAZY = {
     "OpenAIChatModel": ".providers.openai",
     "OpenAIResponsesModel": ".providers.openai_responses",
     "SchemaTool": ".tools._schema_tool",
+    "ToolServer": ".serving",
+    "ask_client": ".serving",
+    "ask_client_model": ".serving",
     "get_model": ".providers._registry",
+    "serve_mcp": ".serving",
     # Plumbing that moved to a documented submodule; still importable from here.
     "ToolDecorator": ".tools",
     "render_schema": ".providers",
@@ -254,6 +259,7 @@ __all__ = [
     "ToolReturn",
     "ToolSearch",
     "ToolSelection",
+    "ToolServer",
     "ToolService",
     "ToolSpecification",
     "UnknownToolError",
@@ -263,6 +269,8 @@ __all__ = [
     "UsageLimits",
     "UserMessage",
     "__version__",
+    "ask_client",
+    "ask_client_model",
     "available_tools_handler",
     "drop_old_tool_results",
     "get_model",
@@ -271,5 +279,6 @@ __all__ = [
     "list_available_tools",
     "logging_hook",
     "pending_calls",
+    "serve_mcp",
     "tool",
 ]

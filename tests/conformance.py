@@ -58,6 +58,7 @@ __all__ = [
     "HOOK",
     "PROVIDER",
     "STORE",
+    "SERVER",
     "TOOL",
     "WIRE",
     "Axis",
@@ -71,6 +72,7 @@ __all__ = [
     "exemptions",
     "history_steps",
     "store_kinds",
+    "server_transports",
     "surfaces",
     "tool_kinds",
     "wire_cores",
@@ -340,6 +342,13 @@ def history_steps() -> frozenset[str]:
             and value.__module__ == "agentforge_typed._history"
         }
     )
+
+
+def server_transports() -> frozenset[str]:
+    """The transports a `ToolServer` serves tools on (`serving.TRANSPORTS`)."""
+    from agentforge_typed.serving import TRANSPORTS
+
+    return frozenset(TRANSPORTS)
 
 
 SERVICE_VALUES: Mapping[str, str] = {
@@ -814,6 +823,61 @@ CLI.register(
 )
 
 
+_SERVES = (
+    "serves what MCP clients send, not what a server answers: the server axis checks its "
+    "guarantees over this very command (tests/test_conformance_serving.py::{})"
+)
+CLI.register(
+    "mcp",
+    None,
+    exempt={
+        "bounded": _SERVES.format("test_a_request_over_the_cap_is_refused_one_at_it_served"),
+        "deadline": _SERVES.format("test_every_call_ends_within_the_server_s_timeout"),
+        "secret": _SERVES.format("test_no_client_and_no_log_sees_a_secret"),
+        "malformed": _SERVES.format("test_a_malformed_request_is_answered_and_serving_goes_on"),
+    },
+    # `--list` prints what `tools/list` declares and serves nothing: it reads only the module.
+    offline=[
+        ["mcp", "examples/weather.py:tools", "--list"],
+        ["mcp", "examples/support.py:tools", "--list", "--tools", "get_my_account"],
+    ],
+)
+
+
+ServerFactory = Callable[..., contextlib.AbstractContextManager[Any]]
+"""`serve(target, *args, env=None)`: `agentforge-typed mcp TARGET ARGS` over the transport for
+the block, with `env` added to its environment; yields a `serving_support.Endpoint`: `client()`
+(the official SDK client on a new session) and `exchange(body)` (one raw request on a new
+session)."""
+
+
+def _endpoint(name: str) -> ServerFactory:
+    def serve(target: str, *args: str, env: dict[str, str] | None = None) -> Any:
+        import serving_support
+
+        return getattr(serving_support, f"{name}_endpoint")(target, *args, env=env)
+
+    return serve
+
+
+SERVER: Axis[ServerFactory] = Axis(
+    "server",
+    server_transports,
+    "each transport a `ToolServer` serves tools on, the CLI's `mcp` command behind it: what its "
+    "MCP clients send is read there",
+)
+SERVER.register(
+    "stdio",
+    _endpoint("stdio"),
+    exempt={
+        "scoped": "a process per client, a session per process: nothing of one client is in "
+        "another's process (tests/test_serving.py::"
+        "test_deps_are_made_once_per_session_or_per_call checks sessions within one server)",
+    },
+)
+SERVER.register("http", _endpoint("http"))
+
+
 HistoryFactory = Callable[[list[Any]], object]
 """`step(messages)`: the step run over the history before a model call, as the loop runs it."""
 
@@ -992,7 +1056,7 @@ STORE.register(
     shared=True,
 )
 
-AXES: tuple[Axis[Any], ...] = (PROVIDER, WIRE, TOOL, DRIVER, CLI, HISTORY, HOOK, STORE)
+AXES: tuple[Axis[Any], ...] = (PROVIDER, WIRE, TOOL, DRIVER, CLI, HISTORY, HOOK, STORE, SERVER)
 
 
 # -- the former interface: names covered, by axis (ported modules use the registry) ---------------

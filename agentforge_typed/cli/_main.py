@@ -1,5 +1,5 @@
-"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools,
-`probe` of a model endpoint, and `conversations` of a store.
+"""The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, `mcp`
+to serve them over MCP, `probe` of a model endpoint, and `conversations` of a store.
 
 Exit status: 0 success; 1 the run or the probe failed, `check` found errors, a dialect
 cannot express a schema, or a store refused or failed; 2 a usage error (bad arguments, a `TARGET`
@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
@@ -26,7 +26,10 @@ from ..providers._fallback import FallbackModel
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import needing_deps
-from ._target import Target, TargetError, load_object, load_target
+from ._mcp import UsageError as _McpUsageError
+from ._mcp import add_parser as _add_mcp
+from ._options import positive_float, positive_int
+from ._target import TargetError, deps_named, load_target
 from ._text import printable, printable_json
 
 if TYPE_CHECKING:
@@ -50,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
-    except (TargetError, _UsageError) as exc:
+    except (TargetError, _UsageError, _McpUsageError) as exc:
         print(f"agentforge-typed: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -104,7 +107,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument(
         "--max-tokens",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="the most tokens each model answer may take (default: the model's; a base model "
         "without one may write until it is stopped)",
@@ -112,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--system", help="a system message sent before PROMPT")
     run.add_argument(
         "--max-rounds",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="model calls allowed before the run fails (default: the ToolService's, 100)",
     )
@@ -210,7 +213,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     probe.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         default=120.0,
         metavar="SECONDS",
         help="the most one request may take, from sending it to the last byte of its answer, "
@@ -234,14 +237,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     conversations.add_argument(
         "--timeout",
-        type=_positive_float,
+        type=positive_float,
         metavar="SECONDS",
         help="the most the store may wait: to connect, for a lock, for a statement (default: 10)",
     )
     actions = conversations.add_subparsers(title="actions", metavar="ACTION")
     listing = actions.add_parser("list", help="list conversations, newest first (the default)")
     listing.add_argument(
-        "--limit", type=_positive_int, default=50, metavar="N", help="at most N (default: 50)"
+        "--limit", type=positive_int, default=50, metavar="N", help="at most N (default: 50)"
     )
     listing.add_argument("--cursor", help="the page after the one that printed this cursor")
     listing.add_argument("--json", action="store_true", help="print the page as JSON")
@@ -256,24 +259,8 @@ def _parser() -> argparse.ArgumentParser:
     conversations.set_defaults(
         handler=_conversations, action="list", limit=50, cursor=None, json=False
     )
+    _add_mcp(commands, _TARGET_HELP).set_defaults(handler=_mcp)
     return parser
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 # -- run ---------------------------------------------------------------------------------------
@@ -293,7 +280,7 @@ def _run(args: argparse.Namespace) -> int:
     service = target.service()
     if args.max_rounds is not None:
         service.max_round_trips = args.max_rounds
-    deps = _deps(target, args.deps)
+    deps = deps_named(target, args.deps)
     selection = _selection(service, args.tools, args.group)
     if deps is None:
         _refuse_missing_deps([t for t in service.tools if selection is None or t.name in selection])
@@ -355,19 +342,6 @@ def _selection(
     return [name for name in tools if name in chosen]
 
 
-def _deps(target: Target, spec: str | None) -> Any:
-    if spec is None:
-        return getattr(target.module, "deps", None)
-    if ":" in spec:
-        return load_object(spec)[1]
-    try:
-        return getattr(target.module, spec)
-    except AttributeError:
-        raise _UsageError(f"--deps: {target.module.__name__!r} has no attribute {spec!r}") from None
-    except Exception as exc:  # a module `__getattr__` that raises
-        raise _UsageError(f"--deps: reading {spec!r} failed: {type(exc).__name__}: {exc}") from None
-
-
 def _refuse_missing_deps(tools: Sequence[ToolLike]) -> None:
     """Refuse to run tools whose `ToolContext[X]` does not accept `None` without deps: each call
     would fail inside the tool, and the run would still end "successfully"."""
@@ -420,6 +394,17 @@ def _check(args: argparse.Namespace) -> int:
         f"{errors} error{'' if errors == 1 else 's'}, {warnings} warning{'' if warnings == 1 else 's'}"
     )
     return 1 if errors or (args.strict and warnings) else 0
+
+
+# -- mcp ---------------------------------------------------------------------------------------
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from ._mcp import serve
+
+    target = load_target(args.target)
+    selection = _selection(target.service(), args.tools, args.group)
+    return serve(args, target, selection)
 
 
 # -- probe -------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from ..tools._base import ToolLike
 __all__ = [
     "Target",
     "TargetError",
+    "deps_named",
     "display_path",
     "load_object",
     "load_target",
@@ -107,6 +108,25 @@ def load_object(spec: str) -> tuple[ModuleType, Any]:
                 f"reading {attribute!r} of {module_part!r} failed: {_first_line(exc)}"
             ) from None
     return module, value
+
+
+def deps_named(target: Target, spec: str | None) -> Any:
+    """What `--deps` names: `module:attribute`, or an attribute of TARGET's module; without
+    `--deps`, TARGET's module attribute `deps` (`None` when it has none).
+
+    Raises:
+        TargetError: The spec names nothing.
+    """
+    if spec is None:
+        return getattr(target.module, "deps", None)
+    if ":" in spec:
+        return load_object(spec)[1]
+    try:
+        return getattr(target.module, spec)
+    except AttributeError:
+        raise TargetError(f"--deps: {target.module.__name__!r} has no attribute {spec!r}") from None
+    except Exception as exc:  # a module `__getattr__` that raises
+        raise TargetError(f"--deps: reading {spec!r} failed: {type(exc).__name__}: {exc}") from None
 
 
 def _import(name: str) -> ModuleType:

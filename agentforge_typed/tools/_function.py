@@ -21,7 +21,7 @@ from typing_extensions import Self, TypedDict, Unpack
 from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
-from .._request import ToolSpecification
+from .._request import ToolAnnotations, ToolSpecification
 from .._sync import run_sync
 from ._arguments import ArgumentsValidator
 from ._base import (
@@ -97,6 +97,10 @@ class ToolOptions(TypedDict, total=False):
     default: `https://` to public hosts only), `"http"` (`http://` too) or `"any"` (any link,
     unchecked: for a tool whose links point into your own network). A link it does not allow is
     left out, a note in its place (`agentforge_typed.tools.ContentURLs`)."""
+    annotations: ToolAnnotations | None
+    """What the tool says about its behaviour (a title; read-only, destructive, idempotent, open
+    world): hints for the clients of a served tool (MCP tool annotations), on
+    `specification.annotations`; the loop acts on none of them (default `None`: says nothing)."""
 
 
 class Tool(Generic[P, R]):
@@ -214,6 +218,7 @@ class Tool(Generic[P, R]):
             description=self.description,
             parameters=signature.parameters,
             strict_schema=strict_schema,
+            annotations=options.get("annotations"),
         )
         if strict_schema:
             # Refuse at decoration what OpenAI's strict mode cannot express (e.g. `dict[str, X]`).
