@@ -9,7 +9,7 @@ import zlib
 import httpx
 import pytest
 
-from agentforge_typed._decoding import aiter_bounded, iter_bounded
+from agentforge_typed._transport._decoding import aiter_bounded, iter_bounded
 
 TEXT = "héllo, wörld. " * 5000
 REQUEST = httpx.Request("GET", "https://example.com/")

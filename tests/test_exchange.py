@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from agentforge_typed._exchange import Deadline, aread_body, bound, read_body
+from agentforge_typed._transport._exchange import Deadline, aread_body, bound, read_body
 
 
 class OvertimeError(Exception):

@@ -13,7 +13,7 @@ from conformance import assert_linear
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentforge_typed._redaction import (
+from agentforge_typed._transport._redaction import (
     FRAGMENT,
     REDACTED,
     Redactor,

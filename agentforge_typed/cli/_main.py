@@ -33,7 +33,7 @@ from ._target import TargetError, deps_named, load_target
 from ._text import printable, printable_json
 
 if TYPE_CHECKING:
-    from .._redaction import Redactor
+    from .._transport._redaction import Redactor
 
 __all__ = ["main"]
 
@@ -317,7 +317,7 @@ def _run(args: argparse.Namespace) -> int:
 def _secrets(models: Sequence[object]) -> Redactor:
     """What `run` keeps out of its output: the keys of the models it runs with (a server may
     echo one in a successful answer, which no error boundary sees)."""
-    from .._redaction import Redactor
+    from .._transport._redaction import Redactor
     from ..providers._base import HttpChatModel
 
     return Redactor.joined(m._http.redactor for m in models if isinstance(m, HttpChatModel))

@@ -28,8 +28,8 @@ import httpx
 import pydantic_core
 
 from .._exceptions import ModelError
-from .._exchange import capped
 from .._sync import run_sync
+from .._transport._exchange import capped
 from ..providers._http import HttpShell
 from ..providers._openai_wire import openai_headers
 from ..providers._profiles import PROFILES, ModelProfile, ToolChoiceMode

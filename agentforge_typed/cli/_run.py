@@ -19,9 +19,9 @@ import pydantic_core
 from .._events import ResponseComplete, TextDelta, ThinkingDelta
 from .._exceptions import shown_name
 from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
-from .._redaction import NO_SECRETS, Redactor, StreamRedactor
 from .._response import ChatResponse
 from .._results import ToolChatResult, ToolExecution
+from .._transport._redaction import NO_SECRETS, Redactor, StreamRedactor
 from ._text import printable, printable_json
 
 __all__ = ["LiveDisplay", "result_json"]

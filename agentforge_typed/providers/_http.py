@@ -34,9 +34,9 @@ import pydantic_core
 from .._content import BinaryContent, ContentKind
 from .._events import StreamEvent
 from .._exceptions import ModelError
-from .._exchange import Deadline, aread_body, bound, read_body
 from .._instrument import note_admission_wait
-from .._redaction import Redactor
+from .._transport._exchange import Deadline, aread_body, bound, read_body
+from .._transport._redaction import Redactor
 from ._admission import (
     DEFAULT_MAX_CONNECTIONS,
     SHARD_CONNECTIONS,

@@ -28,8 +28,8 @@ from typing import Any
 import httpx
 import pydantic_core
 
-from .._decoding import aiter_bounded, iter_bounded
 from .._exceptions import ModelError
+from .._transport._decoding import aiter_bounded, iter_bounded
 
 __all__ = [
     "DEFAULT_MAX_LINE_LENGTH",

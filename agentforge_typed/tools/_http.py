@@ -28,10 +28,10 @@ import pydantic
 import pydantic_core
 
 from .._exceptions import ArgumentError
-from .._exchange import Body, Deadline, aread_body, bound, read_body
 from .._messages import ToolCall
-from .._redaction import Redactor, given_secrets, header_secrets, url_secrets
 from .._request import ToolSpecification
+from .._transport._exchange import Body, Deadline, aread_body, bound, read_body
+from .._transport._redaction import Redactor, given_secrets, header_secrets, url_secrets
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
 from ._base import (

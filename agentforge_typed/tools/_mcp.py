@@ -42,9 +42,9 @@ from typing_extensions import TypedDict, Unpack
 from .._approval import ElicitationAnswer
 from .._exceptions import shown_name
 from .._messages import ToolCall
-from .._redaction import NO_SECRETS, Redactor, given_secrets, header_secrets, url_secrets
 from .._request import ToolAnnotations, ToolSpecification
 from .._sync import running_loop
+from .._transport._redaction import NO_SECRETS, Redactor, given_secrets, header_secrets, url_secrets
 from ._base import (
     ApprovalPolicy,
     DeclaredTool,

@@ -63,7 +63,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
-    from .._redaction import Redactor
+    from .._transport._redaction import Redactor
 
 logger = logging.getLogger("agentforge_typed")
 
