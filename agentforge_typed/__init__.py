@@ -24,7 +24,6 @@ from ._content import (
     TextContent,
 )
 from ._dialects import Dialect, SchemaDialectError
-from ._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
@@ -64,7 +63,14 @@ from ._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ._model import ChatModel
+from ._model import (
+    ChatModel,
+    ResponseComplete,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+)
 from ._output import OutputSpec, OutputValidationError
 from ._request import (
     ChatRequest,

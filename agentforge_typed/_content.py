@@ -1,4 +1,5 @@
-"""Content parts: text, images, documents, audio and files, in user messages and tool results.
+"""Content parts: text, images, documents, audio and files, in user messages and tool results;
+and the frozen base every contract type is built on (`FrozenModel`, `FrozenSeq`).
 
 One definition for every surface: `UserMessage.content`, `ToolResultMessage.content`, what a tool
 returns, MCP content blocks, and each provider's wire mapping. A binary part holds either inline
@@ -12,12 +13,18 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BeforeValidator, Field, PlainSerializer, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    model_validator,
+)
 from pydantic_core import to_json
-
-from ._frozen import FrozenModel
 
 __all__ = [
     "CONTENT_KINDS",
@@ -29,6 +36,8 @@ __all__ = [
     "ContentKind",
     "DocumentContent",
     "FileContent",
+    "FrozenModel",
+    "FrozenSeq",
     "ImageContent",
     "TextContent",
     "base64_size",
@@ -36,6 +45,17 @@ __all__ = [
     "has_binary",
     "json_size",
 ]
+
+T = TypeVar("T")
+
+FrozenSeq = Annotated[Sequence[T], AfterValidator(tuple)]
+"""Accepts any sequence (a list is fine for callers and mypy) and stores an immutable tuple."""
+
+
+class FrozenModel(BaseModel):
+    """Base of every contract type: immutable, unknown fields rejected."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 ContentKind = Literal["image", "document", "audio", "file"]

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import TypeAdapter
 
 from ._approval import PendingResult
-from ._events import ResponseComplete, StreamEvent
 from ._exceptions import ModelError, shown_name
 from ._messages import ChatMessage
+from ._model import ResponseComplete, StreamEvent
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse, TokenUsage
 from .tools._arguments import repair_kind

@@ -7,8 +7,8 @@ from typing import Any, Generic, TypeAlias
 
 from typing_extensions import TypeVar
 
-from ._events import StreamEvent
 from ._messages import ToolCall
+from ._model import StreamEvent
 from ._results import ToolChatResult, ToolExecution
 
 __all__ = [

@@ -16,11 +16,12 @@ from ._content import (
     Content,
     DocumentContent,
     FileContent,
+    FrozenModel,
+    FrozenSeq,
     ImageContent,
     TextContent,
     content_text,
 )
-from ._frozen import FrozenModel, FrozenSeq
 
 __all__ = [
     "AiMessage",

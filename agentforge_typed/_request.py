@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from ._frozen import FrozenModel, FrozenSeq
+from ._content import FrozenModel, FrozenSeq
 from ._messages import ChatMessage
 
 __all__ = [

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, NonNegativeInt
 
-from ._frozen import FrozenModel
+from ._content import FrozenModel
 from ._messages import AiMessage
 
 __all__ = ["NO_USAGE", "ChatResponse", "FinishReason", "TokenUsage"]

@@ -40,7 +40,6 @@ from ._approval import (
 )
 from ._cost import priced
 from ._dialects import render_schema
-from ._events import ResponseComplete, StreamEvent, ToolCallDelta
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
@@ -70,7 +69,7 @@ from ._loop_events import (
     ToolResultEvent,
 )
 from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage
-from ._model import ChatModel
+from ._model import ChatModel, ResponseComplete, StreamEvent, ToolCallDelta
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification

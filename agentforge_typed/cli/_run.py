@@ -16,9 +16,9 @@ from typing import Any, TextIO
 
 import pydantic_core
 
-from .._events import ResponseComplete, TextDelta, ThinkingDelta
 from .._exceptions import shown_name
 from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
+from .._model import ResponseComplete, TextDelta, ThinkingDelta
 from .._response import ChatResponse
 from .._results import ToolChatResult, ToolExecution
 from .._transport._redaction import NO_SECRETS, Redactor, StreamRedactor

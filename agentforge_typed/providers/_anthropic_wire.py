@@ -22,7 +22,6 @@ from pydantic_core import from_json, to_json
 
 from .._content import Content, ContentKind, DocumentContent
 from .._dialects import Dialect, render_schema
-from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
@@ -35,6 +34,7 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._anthropic_cache import CacheTTL, PromptCache, place_breakpoints

@@ -19,11 +19,11 @@ import httpx
 from typing_extensions import Self, TypedDict
 
 from .._content import BinaryContent, Content, ContentKind
-from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
 from .._identity import with_server_ids
 from .._instrument import traced
 from .._messages import ChatMessage
+from .._model import ResponseComplete, StreamEvent
 from .._request import (
     ChatRequest,
     ChatRequestParameters,

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 
 import pydantic_core
 
-from .._events import StreamEvent
 from .._exceptions import ModelError
 from .._instrument import traced
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage
+from .._model import StreamEvent
 from .._request import ChatRequest, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._function import response_events

@@ -19,10 +19,9 @@ from typing import Any
 import httpx
 
 from .._content import Content
-from .._events import ResponseComplete, StreamEvent
 from .._exceptions import ModelError
 from .._messages import AiMessage
-from .._model import ChatModel
+from .._model import ChatModel, ResponseComplete, StreamEvent
 from .._request import ChatRequest
 from .._response import ChatResponse
 from ._anthropic_wire import CONTENT_ATTRIBUTE as _ANTHROPIC_CONTENT

@@ -28,7 +28,6 @@ from pydantic_core import from_json, to_json
 
 from .._content import CONTENT_KINDS, Content, ContentKind
 from .._dialects import render_schema
-from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError, shown_name
 from .._messages import (
     AiMessage,
@@ -40,6 +39,7 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import WireBase, error_from_body

@@ -32,9 +32,9 @@ import httpx
 import pydantic_core
 
 from .._content import BinaryContent, ContentKind
-from .._events import StreamEvent
 from .._exceptions import ModelError
 from .._instrument import note_admission_wait
+from .._model import StreamEvent
 from .._transport._exchange import Deadline, aread_body, bound, read_body
 from .._transport._redaction import Redactor
 from ._admission import (

@@ -17,7 +17,6 @@ import pydantic_core
 
 from .._content import AudioContent, BinaryContent, Content, ContentKind, DocumentContent
 from .._dialects import render_schema
-from .._events import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
@@ -30,6 +29,7 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._http import WireBase, error_from_body

@@ -17,8 +17,7 @@ from typing import Annotated, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, Field, field_serializer
 
-from .._content import CONTENT_KINDS, ContentKind
-from .._frozen import FrozenModel
+from .._content import CONTENT_KINDS, ContentKind, FrozenModel
 
 __all__ = [
     "FEATURES",
