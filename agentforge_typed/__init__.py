@@ -3,17 +3,6 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._approval import (
-    Approval,
-    ApprovalPolicy,
-    Approved,
-    Elicitation,
-    ElicitationAnswer,
-    PendingCall,
-    PendingReason,
-    ToolFailed,
-    pending_calls,
-)
 from ._content import (
     AudioContent,
     BinaryContent,
@@ -72,6 +61,19 @@ from ._model import (
     ToolCallDelta,
 )
 from ._output import OutputSpec, OutputValidationError
+from ._records import (
+    Approval,
+    Approved,
+    Elicitation,
+    ElicitationAnswer,
+    ErrorKind,
+    PendingCall,
+    PendingReason,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolFailed,
+    pending_calls,
+)
 from ._request import (
     ChatRequest,
     ChatRequestParameters,
@@ -81,7 +83,7 @@ from ._request import (
     ToolSpecification,
 )
 from ._response import ChatResponse, FinishReason, TokenUsage
-from ._results import ToolChatResult, ToolExecution
+from ._results import ToolChatResult
 from ._service import (
     AfterToolCall,
     ArgumentsErrorHandler,
@@ -95,14 +97,7 @@ from ._service import (
 )
 from ._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from ._usage import UsageLimitExceeded, UsageLimits
-from .tools._base import (
-    ErrorKind,
-    ReturnBehavior,
-    ToolContext,
-    ToolExecutionResult,
-    ToolExecutor,
-    ToolLike,
-)
+from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
 from .tools._returns import ToolReturn

@@ -21,16 +21,30 @@ import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
-from ._exceptions import shown_name
 from ._identity import CONVERSATION_ID, PAUSED_CALLS, CallDigests
-from ._messages import AiMessage, ChatMessage, ToolCall
+from ._messages import AiMessage, ChatMessage, ToolCall, shown_name
+from ._records import (
+    WAITS_FOR,
+    Approval,
+    Approved,
+    Elicitation,
+    ElicitationAnswer,
+    PendingCall,
+    PendingReason,
+    PendingResult,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolFailed,
+    named_call,
+    unanswered_calls,
+)
 from ._response import ChatResponse, FinishReason
-from .tools._base import ApprovalPolicy, ToolContext, ToolExecutionResult, ToolLike
+from .tools._base import ToolContext, ToolLike, approval_policy, is_external, may_wait
 from .tools._invoke import invoke, is_async_callable
 from .tools._outcomes import (
     UnreadableValue,
@@ -39,142 +53,15 @@ from .tools._outcomes import (
     success_result,
 )
 
-if TYPE_CHECKING:
-    from ._results import ToolExecution
-
 __all__ = [
-    "Approval",
-    "ApprovalPolicy",
     "ApprovalState",
-    "Approved",
     "Decided",
-    "Elicitation",
-    "ElicitationAnswer",
-    "PendingCall",
     "PausedCall",
-    "PendingReason",
-    "ToolFailed",
-    "may_wait",
-    "pending_calls",
-    "unanswered_calls",
+    "no_events",
     "with_digest",
 ]
 
 logger = logging.getLogger("agentforge_typed")
-
-PendingReason = Literal["approval", "external", "elicitation"]
-"""Why a call waits: a person's decision, the result of a tool executed outside the loop, or the
-user's answer to a question the tool asked (MCP elicitation)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Approved:
-    """An approval: of the call as shown (`PendingCall.approve()` makes one that carries its
-    digest), or with other arguments (validated again before the call runs)."""
-
-    arguments: Mapping[str, Any] | None = None
-    """The arguments to run the call with; `None` keeps the model's."""
-    digest: str | None = None
-    """The digest of the call the approver was shown (`PendingCall.digest`): the call runs only
-    if it is still that call. `None` checks only the digest the history recorded."""
-
-
-@dataclass(frozen=True, slots=True)
-class ToolFailed:
-    """The failure of an external tool, reported as an error result the model reads."""
-
-    message: str
-    """What the model reads."""
-
-
-@dataclass(frozen=True, slots=True)
-class Elicitation:
-    """A question a tool asked the user during a call (an MCP server's `elicitation/create`)."""
-
-    message: str
-    """What to show the user."""
-    schema: Mapping[str, Any]
-    """The JSON Schema of the answer: an object of string, number, integer, boolean and enum
-    properties (the MCP specification's requested schema)."""
-    key: str | None = None
-    """The server's name for the question when it asked it in a result (the stateless MCP
-    revision, 2026-07-28): the answer then goes back with the call sent again, so any process
-    can give it. `None` for a question asked mid-call, which only this process can answer."""
-    state: str | None = None
-    """The server's opaque state to send back with the answer (with `key`)."""
-
-    def answer(
-        self,
-        content: Mapping[str, Any] | None = None,
-        action: Literal["accept", "decline", "cancel"] = "accept",
-    ) -> ElicitationAnswer:
-        """The reply to this question, carrying it: what resumes the call in another process
-        (after a restart, or in a durable run) when the question is `key`ed."""
-        return ElicitationAnswer(content, action, question=self)
-
-
-@dataclass(frozen=True, slots=True)
-class ElicitationAnswer:
-    """The user's reply to an `Elicitation`, given as the call's decision in `approvals=`:
-    `content` that the question's schema accepts (`action="accept"`), or a refusal
-    (`"decline"`: the user said no; `"cancel"`: the user dismissed the question)."""
-
-    content: Mapping[str, Any] | None = None
-    action: Literal["accept", "decline", "cancel"] = "accept"
-    question: Elicitation | None = None
-    """The question answered (`Elicitation.answer` sets it). Only needed to resume a `key`ed
-    question in a process that did not ask it; the process that did remembers it. An answer to
-    another question than the one its call paused on is refused."""
-    digest: str | None = None
-    """The digest of the paused call the user was shown (`PendingCall.answer` sets it): the
-    answer goes to the call only if it is still that call."""
-
-
-Approval = bool | str | Approved | ElicitationAnswer
-"""A decision on a pending call: `True` runs it, `False` denies it, a string denies it with that
-reason (shown to the model), `Approved(arguments=...)` runs it with other arguments, an
-`ElicitationAnswer` answers the question it paused on."""
-
-
-@dataclass(frozen=True, slots=True)
-class PendingCall:
-    """A call the run paused on."""
-
-    call: ToolCall
-    """The call as the model made it (its arguments are valid)."""
-    reason: PendingReason
-    """`"approval"`: answer it in `approvals=`; `"external"`: in `external_results=`;
-    `"elicitation"`: an `ElicitationAnswer` in `approvals=`."""
-    elicitation: Elicitation | None = None
-    """The question, for `"elicitation"`."""
-    digest: str | None = None
-    """A digest of the call as shown here (why it waits, its conversation, id, tool, arguments
-    and question), also recorded in the history: a decision made with `approve()` or `answer()`
-    carries it, and runs the call only if it is still this one."""
-
-    def approve(self, arguments: Mapping[str, Any] | None = None) -> Approved:
-        """The approval of this call as shown (or with other `arguments`), carrying its digest.
-
-        Raises:
-            ValueError: The call waits for something else than an approval.
-        """
-        if self.reason != "approval":
-            raise ValueError(f"{_named(self.call)} waits for {_WAITS_FOR[self.reason]}")
-        return Approved(arguments, self.digest)
-
-    def answer(
-        self,
-        content: Mapping[str, Any] | None = None,
-        action: Literal["accept", "decline", "cancel"] = "accept",
-    ) -> ElicitationAnswer:
-        """The user's reply to this call's question, carrying the question and the digest.
-
-        Raises:
-            ValueError: The call waits for something else than an answer.
-        """
-        if self.reason != "elicitation":
-            raise ValueError(f"{_named(self.call)} waits for {_WAITS_FOR[self.reason]}")
-        return ElicitationAnswer(content, action, self.elicitation, self.digest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,11 +85,6 @@ def _adapters() -> tuple[TypeAdapter[PausedCall], TypeAdapter[dict[str, PausedCa
     return TypeAdapter(PausedCall), TypeAdapter(dict[str, PausedCall])
 
 
-_WAITS_FOR: dict[PendingReason, str] = {
-    "approval": "approval",
-    "external": "an external result",
-    "elicitation": "the answer to its question",
-}
 _GIVEN: dict[PendingReason, str] = {
     "approval": "an approval",
     "external": "an external result",
@@ -213,10 +95,6 @@ _HOW: dict[PendingReason, str] = {
     "external": "give its result in external_results=",
     "elicitation": "answer it in approvals= with an ElicitationAnswer",
 }
-
-
-def _named(call: ToolCall) -> str:
-    return f"call {shown_name(call.id)!r} ({shown_name(call.name)})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,57 +111,8 @@ class Decided:
     """The user's answer to the question the call paused on, handed to the tool."""
 
 
-@dataclass(slots=True)
-class PendingResult(ToolExecutionResult):
-    """The placeholder result of a call that waits: hooks and stream events see it; the
-    conversation never does."""
-
-    pending: PendingCall | None = None
-
-
 _DEFERRED = PendingResult("Awaiting the approval policy.")
 """The placeholder of a call whose async `requires_approval` is awaited when the call settles."""
-
-
-def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:
-    """The calls a stored history waits on: those of its last `AiMessage` without a result (when
-    only results follow it), in the model's order. These are the ids `approvals=` and
-    `external_results=` may name when the run resumes."""
-    return _unanswered(messages)[1]
-
-
-def unanswered_calls(messages: Sequence[ChatMessage]) -> tuple[AiMessage | None, list[ToolCall]]:
-    """The `AiMessage` a stored history waits on (`None` when it waits on nothing) and its calls
-    without a result, as `pending_calls` gives them."""
-    return _unanswered(messages)
-
-
-def _unanswered(messages: Sequence[ChatMessage]) -> tuple[AiMessage | None, list[ToolCall]]:
-    # By role rather than `isinstance`, which costs several times more on pydantic models.
-    for position in range(len(messages) - 1, -1, -1):
-        message = messages[position]
-        if message.role == "tool":
-            continue
-        if message.role == "assistant" and message.tool_calls:
-            answered = {m.tool_call_id for m in messages[position + 1 :]}  # type: ignore[union-attr]
-            calls = [call for call in message.tool_calls if call.id not in answered]
-            return (message if calls else None), calls
-        break
-    return None, []
-
-
-def _policy(tool: ToolLike) -> ApprovalPolicy:
-    return getattr(tool, "requires_approval", False)
-
-
-def _is_external(tool: ToolLike) -> bool:
-    return bool(getattr(tool, "external", False))
-
-
-def may_wait(tool: ToolLike) -> bool:
-    """Whether calls of `tool` may wait (it has an approval policy or is external); read from
-    the tool on every call, as a policy may change after registration (an MCP server's)."""
-    return _policy(tool) is not False or _is_external(tool)
 
 
 def _valid(tool: ToolLike, call: ToolCall) -> bool:
@@ -356,7 +185,7 @@ class ApprovalState:
         """The calls awaiting a decision at the end of `messages`, as they paused (the arguments
         an approver gave them, if any); raises `ValueError` for a decision on any other call, and
         for a paused call whose recorded digest does not match it (changed since the pause)."""
-        self.paused_on, calls = _unanswered(messages)
+        self.paused_on, calls = unanswered_calls(messages)
         self.keyed = digests.keyed
         if self.paused_on is not None and PAUSED_CALLS in self.paused_on.attributes:
             self.paused = _recorded(self.paused_on)
@@ -405,7 +234,7 @@ class ApprovalState:
                 "its tool, arguments, question or conversation are not the ones it paused with "
                 "(or the digest was made with another digest_secret)"
             )
-        raise ValueError(f"{_named(call)} changed since it was shown: {why}; nothing ran")
+        raise ValueError(f"{named_call(call)} changed since it was shown: {why}; nothing ran")
 
     def decide(
         self, call: ToolCall, tool: ToolLike | None, conversation_id: str | None = None
@@ -433,10 +262,10 @@ class ApprovalState:
             self._check(call, paused, kind)
         elif kind is not None:
             self._check_unrecorded(call)
-        external = tool is not None and _is_external(tool)
+        external = tool is not None and is_external(tool)
         if kind == "external":
             if not external:
-                raise ValueError(f"{_named(call)} is not an external tool's call")
+                raise ValueError(f"{named_call(call)} is not an external tool's call")
             value = self.external_results[call.id]
             if isinstance(value, ToolFailed):
                 return Decided(call, ToolExecutionResult.error(value.message, "execution"))
@@ -450,12 +279,12 @@ class ApprovalState:
         if kind is None:
             return Decided(call)
         if external:
-            raise ValueError(f"{_named(call)} is external: give its result in external_results")
+            raise ValueError(f"{named_call(call)} is external: give its result in external_results")
         decision = self.approvals[call.id]
         if isinstance(decision, ElicitationAnswer):
             check = getattr(tool, "check_answer", None)
             if check is None:
-                raise ValueError(f"{_named(call)} asked no question to answer")
+                raise ValueError(f"{named_call(call)} asked no question to answer")
             # A person's mistake is theirs to fix, not the model's.
             check(call, decision, conversation_id)
             return Decided(call, approved=True, answer=decision)
@@ -494,14 +323,14 @@ class ApprovalState:
         made for another call or question."""
         if kind != paused.reason:
             raise ValueError(
-                f"{_named(call)} waits for {_WAITS_FOR[paused.reason]}, not {_GIVEN[kind]}: "
+                f"{named_call(call)} waits for {WAITS_FOR[paused.reason]}, not {_GIVEN[kind]}: "
                 f"{_HOW[paused.reason]}; nothing was sent"
             )
         decision = self.approvals.get(call.id)
         carried = decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
         if carried is not None and not CallDigests.same(carried, paused.digest):
             raise ValueError(
-                f"{_named(call)} is not the call the decision was made for: it changed since it "
+                f"{named_call(call)} is not the call the decision was made for: it changed since it "
                 "was shown (its digest differs); nothing was sent"
             )
         if (
@@ -511,7 +340,7 @@ class ApprovalState:
             and decision.question != paused.question
         ):
             raise ValueError(
-                f"the answer for {_named(call)} answers another question than the one the call "
+                f"the answer for {named_call(call)} answers another question than the one the call "
                 f"waits on ({paused.question.message!r}); nothing was sent"
             )
 
@@ -522,7 +351,7 @@ class ApprovalState:
         carried = decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
         if self.keyed or carried is not None:
             raise ValueError(
-                f"{_named(call)} has no recorded pause to check the decision against (a history "
+                f"{named_call(call)} has no recorded pause to check the decision against (a history "
                 "from before pauses were recorded, or one whose record was removed); nothing "
                 "was sent"
             )
@@ -537,10 +366,10 @@ class ApprovalState:
         `requires_approval` gives a placeholder that `deferred` recognises, for `ahold`."""
         if not may_wait(tool):
             return None
-        policy = _policy(tool)
+        policy = approval_policy(tool)
         if not _valid(tool, call):
             return None
-        if _is_external(tool):
+        if is_external(tool):
             return _waiting(call, "external")
         if policy is True:
             return _waiting(call, "approval")
@@ -561,7 +390,7 @@ class ApprovalState:
         """Await the async `requires_approval` of a `deferred` call: the placeholder of a call
         that must wait, or `None` when the policy lets this call run (it is planned again, not
         held: the policy's answer covers it alone)."""
-        answer = await _policy(tool)(call, context)  # type: ignore[operator,misc]
+        answer = await approval_policy(tool)(call, context)  # type: ignore[operator,misc]
         return _waiting(call, "approval") if _decided(answer) else None
 
     # -- pausing -------------------------------------------------------------------------------

@@ -32,8 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ._exceptions import AgentForgeError
-from .tools._argument_errors import path_step
+from ._exceptions import AgentForgeError, path_step
 
 __all__ = [
     "DIALECTS",

@@ -16,22 +16,25 @@ AgentForgeError
 
 ModelRetry                raised *inside* a tool on purpose: send its message back to the model
 ```
+
+`path_step` writes one step of the JSON paths errors name (`ArgumentProblem.path`,
+`SchemaDialectError.path`).
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ._messages import ChatMessage
+from ._messages import ChatMessage, shown_name
 from ._response import NO_USAGE, TokenUsage
-from .tools._budget import cut_text
 
 if TYPE_CHECKING:
-    from ._results import ToolExecution
+    from ._records import ToolExecution
 
 __all__ = [
-    "MAX_NAME_CHARS",
     "AgentForgeError",
     "ArgumentError",
     "ArgumentProblem",
@@ -44,20 +47,28 @@ __all__ = [
     "ToolLoopLimitError",
     "UnknownToolError",
     "UnsupportedFeatureError",
-    "shown_name",
+    "path_step",
 ]
 
 
-MAX_NAME_CHARS = 200
-"""The most characters of a tool name sent by a model (or listed by an MCP server) that any text
-quotes: an error, a result the model reads, a log line, a span, the CLI's display. A longer one
-keeps its head and tail around a marker (`shown_name`); the name itself is kept whole where a
-program reads it (`ToolCall.name`, `UnknownToolError.tool_name`)."""
+_MAX_KEY_CHARS = 60
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def shown_name(name: str) -> str:
-    """`name` as a text quotes it: at most `MAX_NAME_CHARS` characters (`cut_text`)."""
-    return name if len(name) <= MAX_NAME_CHARS else cut_text(name, MAX_NAME_CHARS)
+def path_step(key: str | int) -> str:
+    """One step of a JSON path: `[0]`, `.name`, or `["a key"]` (JSON-quoted, truncated) for a key
+    that is not an identifier."""
+    if isinstance(key, int):
+        return f"[{key}]"
+    if key == "[key]":  # pydantic's step for a dict key that is itself invalid
+        return key
+    if len(key) <= _MAX_KEY_CHARS and _IDENTIFIER.fullmatch(key):
+        return f".{key}"
+    if len(key) > _MAX_KEY_CHARS:
+        key = key[: _MAX_KEY_CHARS - 1] + "…"
+    quoted = json.dumps(key, ensure_ascii=False)
+    # JSON leaves some line separators (U+2028, U+0085) unescaped: escape everything then.
+    return f"[{quoted if quoted.isprintable() else json.dumps(key)}]"
 
 
 class AgentForgeError(Exception):

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
-from ._approval import PendingResult
-from ._exceptions import ModelError, shown_name
-from ._messages import ChatMessage
+from ._exceptions import ModelError
+from ._messages import ChatMessage, shown_name
 from ._model import ResponseComplete, StreamEvent
+from ._records import PendingResult
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse, TokenUsage
 from .tools._arguments import repair_kind
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
     from ._loop_events import ToolProgressEvent
-    from ._results import ToolExecution
+    from ._records import ToolExecution
 
 __all__ = [
     "Instrumentation",

@@ -9,7 +9,8 @@ from typing_extensions import TypeVar
 
 from ._messages import ToolCall
 from ._model import StreamEvent
-from ._results import ToolChatResult, ToolExecution
+from ._records import ToolExecution
+from ._results import ToolChatResult
 
 __all__ = [
     "FinalResultEvent",

@@ -2,6 +2,10 @@
 
 Every message is a frozen pydantic model tagged by `role`, so a whole history dumps to JSON and
 loads back with one `TypeAdapter(list[ChatMessage])`.
+
+Also how any text quotes a tool name a model sent (`shown_name`, at most `MAX_NAME_CHARS`
+characters) and the one way a text is cut to a limit (`cut_text`: its head and tail around a
+marker), which results, errors, spans and the CLI share.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from ._content import (
 )
 
 __all__ = [
+    "MAX_NAME_CHARS",
     "AiMessage",
     "AudioContent",
     "ChatMessage",
@@ -37,6 +42,9 @@ __all__ = [
     "ToolCall",
     "ToolResultMessage",
     "UserMessage",
+    "cut_marker",
+    "cut_text",
+    "shown_name",
 ]
 
 
@@ -166,3 +174,32 @@ ChatMessage = Annotated[
     Field(discriminator="role"),
 ]
 """Any message of a conversation, discriminated on `role`."""
+
+
+MAX_NAME_CHARS = 200
+"""The most characters of a tool name sent by a model (or listed by an MCP server) that any text
+quotes: an error, a result the model reads, a log line, a span, the CLI's display. A longer one
+keeps its head and tail around a marker (`shown_name`); the name itself is kept whole where a
+program reads it (`ToolCall.name`, `UnknownToolError.tool_name`)."""
+
+
+def shown_name(name: str) -> str:
+    """`name` as a text quotes it: at most `MAX_NAME_CHARS` characters (`cut_text`)."""
+    return name if len(name) <= MAX_NAME_CHARS else cut_text(name, MAX_NAME_CHARS)
+
+
+def cut_text(text: str, limit: int) -> str:
+    """`text`, or its head and tail around a marker counting the characters cut, at most `limit`
+    characters in all (the marker's own length counted with the digits of `len(text)`)."""
+    size = len(text)
+    if size <= limit:
+        return text
+    room = max(limit - len(cut_marker(size)), 0)
+    head = room - room // 2
+    tail = room // 2
+    return f"{text[:head]}{cut_marker(size - head - tail)}{text[size - tail :]}"
+
+
+def cut_marker(cut: int) -> str:
+    """What stands where `cut` characters were cut."""
+    return f"… [{cut} characters cut] …"

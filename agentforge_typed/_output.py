@@ -21,10 +21,11 @@ from typing_extensions import TypeForm, TypeVar
 
 from ._exceptions import ArgumentError, ToolArgumentsError
 from ._messages import ChatMessage, SystemMessage, ToolCall
+from ._records import ToolExecutionResult
 from ._request import ChatRequestParameters, ResponseFormat, ToolSpecification
 from .tools._argument_errors import format_arguments_error
 from .tools._arguments import argument_errors, json_choices
-from .tools._base import ReturnBehavior, ToolContext, ToolExecutionResult
+from .tools._base import ReturnBehavior, ToolContext
 from .tools._signature import ToolJsonSchema
 
 __all__ = ["OutputSpec", "OutputValidationError"]

@@ -4,50 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from ._approval import PendingCall
-from ._messages import ChatMessage, ToolCall
+from ._messages import ChatMessage
+from ._records import PendingCall, ToolExecution
 from ._response import ChatResponse, TokenUsage
-from .tools._base import ToolExecutionResult
 
-__all__ = ["ToolChatResult", "ToolExecution"]
+__all__ = ["ToolChatResult"]
 
 OutputT = TypeVar("OutputT", default=None)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolExecution:
-    """One tool call and its outcome, with wall-clock timestamps."""
-
-    call: ToolCall
-    result: ToolExecutionResult
-    started_at: datetime
-    finished_at: datetime
-
-    @property
-    def duration(self) -> timedelta:
-        """How long the call took."""
-        return self.finished_at - self.started_at
-
-    @property
-    def failed(self) -> bool:
-        """Whether the result is an error the model was told about."""
-        return self.result.is_error
-
-    @property
-    def repairs(self) -> tuple[str, ...]:
-        """Envelope repairs applied to the arguments before validation."""
-        return self.result.repairs
-
-    @property
-    def pending(self) -> PendingCall | None:
-        """The call's wait, when it did not run but waits for approval or an external result
-        (as `after_tool_call` hooks and `ToolResultEvent`s see it); `None` for a call that ran."""
-        return getattr(self.result, "pending", None)
 
 
 @dataclass(frozen=True)

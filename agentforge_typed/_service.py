@@ -28,16 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
-from ._approval import (
-    Approval,
-    ApprovalState,
-    Decided,
-    PendingResult,
-    may_wait,
-    no_events,
-    unanswered_calls,
-    with_digest,
-)
+from ._approval import ApprovalState, Decided, no_events, with_digest
 from ._cost import priced
 from ._dialects import render_schema
 from ._exceptions import (
@@ -48,7 +39,6 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
-    shown_name,
 )
 from ._history import (
     MESSAGE_TYPES,
@@ -68,13 +58,21 @@ from ._loop_events import (
     ToolLoopEvent,
     ToolResultEvent,
 )
-from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage
+from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
 from ._model import ChatModel, ResponseComplete, StreamEvent, ToolCallDelta
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
+from ._records import (
+    Approval,
+    ErrorKind,
+    PendingResult,
+    ToolExecution,
+    ToolExecutionResult,
+    unanswered_calls,
+)
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import NO_USAGE, ChatResponse, FinishReason
-from ._results import ToolChatResult, ToolExecution
+from ._results import ToolChatResult
 from ._scope import Scope
 from ._sync import running_loop
 from ._toolsets import (
@@ -86,15 +84,7 @@ from ._toolsets import (
     group_sources,
 )
 from ._usage import UsageLimits
-from .tools._base import (
-    DepsT,
-    ErrorKind,
-    ReturnBehavior,
-    ToolContext,
-    ToolExecutionResult,
-    ToolExecutor,
-    ToolLike,
-)
+from .tools._base import DepsT, ReturnBehavior, ToolContext, ToolExecutor, ToolLike, may_wait
 from .tools._budget import (
     DEFAULT_MAX_RESULT_CHARS,
     ContentFit,

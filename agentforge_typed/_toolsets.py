@@ -19,15 +19,9 @@ import pydantic_core
 
 from ._exceptions import ModelRetry
 from ._messages import ChatMessage, ToolCall, ToolResultMessage
+from ._records import ToolExecutionResult
 from ._request import ChatRequestParameters, ToolSpecification
-from .tools._base import (
-    DeclaredTool,
-    DepsT,
-    ReturnBehavior,
-    ToolContext,
-    ToolExecutionResult,
-    ToolLike,
-)
+from .tools._base import DeclaredTool, DepsT, ReturnBehavior, ToolContext, ToolLike
 from .tools._outcomes import failure_result, success_result, with_repairs
 
 __all__ = [

@@ -50,31 +50,34 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
         "agentforge_typed.temporal needs temporalio: pip install 'agentforge-typed[temporal]'"
     ) from error
 
-from ._approval import (
-    Approval,
-    ApprovalState,
-    Approved,
-    ElicitationAnswer,
-    PendingCall,
-    PendingResult,
-    ToolFailed,
-    unanswered_calls,
-)
+from ._approval import ApprovalState
 from ._content import Content, TextContent
 from ._exceptions import AgentForgeError, ModelError, ToolArgumentsError
 from ._identity import recorded_conversation
 from ._messages import ChatMessage, ToolCall
 from ._model import ChatModel
 from ._output import OutputSpec
+from ._records import (
+    Approval,
+    Approved,
+    ElicitationAnswer,
+    ErrorKind,
+    PendingCall,
+    PendingResult,
+    ToolExecution,
+    ToolExecutionResult,
+    ToolFailed,
+    unanswered_calls,
+)
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse
-from ._results import ToolChatResult, ToolExecution
+from ._results import ToolChatResult
 from ._service import RunOptions, ToolService, _adrive, _conversation, _Planned, _Run
 from ._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._fallback import FallbackModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy
-from .tools._base import ErrorKind, ToolContext, ToolExecutionResult, ToolLike
+from .tools._base import ToolContext, ToolLike
 from .tools._budget import content_result, fit_result, within_budget
 from .tools._outcomes import arguments_error_result, execution_error_result, failure_result
 from .tools._returns import as_parts

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from agentforge_typed import ToolCall, ToolContext, tool
-from agentforge_typed._exceptions import ArgumentError
+from agentforge_typed._exceptions import ArgumentError, path_step
 from agentforge_typed._output import OutputSpec
 from agentforge_typed.tools._argument_errors import (
     MAX_MESSAGE_CHARS,
@@ -23,7 +23,6 @@ from agentforge_typed.tools._argument_errors import (
     MAX_REPORTED_ERRORS,
     format_arguments_error,
     json_path,
-    path_step,
 )
 
 

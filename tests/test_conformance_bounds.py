@@ -57,11 +57,12 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed import TextContent as ContentText
+from agentforge_typed._messages import cut_text
 from agentforge_typed._model import ChatModel
 from agentforge_typed.providers import DIALECTS
 from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.tools import DEFAULT_MAX_RESULT_CHARS, MCPServerOptions
-from agentforge_typed.tools._budget import MAX_CONTENT_BYTES, cut_text
+from agentforge_typed.tools._budget import MAX_CONTENT_BYTES
 
 MCP_SDK_1 = version("mcp").startswith("1.")
 

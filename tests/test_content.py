@@ -34,11 +34,12 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
+from agentforge_typed._messages import cut_text
 from agentforge_typed.providers.anthropic import AnthropicChatModel
 from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
-from agentforge_typed.tools._budget import MAX_CONTENT_BYTES, apply_budget, cut_text
+from agentforge_typed.tools._budget import MAX_CONTENT_BYTES, apply_budget
 
 PNG = b"\x89PNG\r\n\x1a\n-bytes"
 PNG64 = base64.b64encode(PNG).decode()

@@ -33,7 +33,7 @@ HOMES = {
     "ModelFunction": "agentforge_typed.providers._function",
     "ToolLike": "agentforge_typed.tools._base",
     "MCPTool": "agentforge_typed.tools._mcp",
-    "ErrorKind": "agentforge_typed.tools._base",
+    "ErrorKind": "agentforge_typed._records",
     "Dialect": "agentforge_typed._dialects",
     "HandlerTimeoutError": "agentforge_typed.tools._invoke",
 }

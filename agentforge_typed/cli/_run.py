@@ -16,11 +16,12 @@ from typing import Any, TextIO
 
 import pydantic_core
 
-from .._exceptions import shown_name
 from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
+from .._messages import shown_name
 from .._model import ResponseComplete, TextDelta, ThinkingDelta
+from .._records import ToolExecution
 from .._response import ChatResponse
-from .._results import ToolChatResult, ToolExecution
+from .._results import ToolChatResult
 from .._transport._redaction import NO_SECRETS, Redactor, StreamRedactor
 from ._text import printable, printable_json
 

@@ -28,7 +28,7 @@ from pydantic_core import from_json, to_json
 
 from .._content import CONTENT_KINDS, Content, ContentKind
 from .._dialects import render_schema
-from .._exceptions import ModelError, shown_name
+from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
     ChatMessage,
@@ -38,6 +38,7 @@ from .._messages import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
+    shown_name,
 )
 from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification

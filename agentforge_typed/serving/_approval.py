@@ -25,7 +25,7 @@ import mcp_types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from ..tools._budget import cut_text
+from .._messages import cut_text
 
 __all__ = [
     "APPROVAL_KEY",

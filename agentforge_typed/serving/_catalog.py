@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pydantic_core
 from pydantic import TypeAdapter
 
-from .._approval import may_wait
 from .._request import ToolAnnotations
 from .._service import ToolService
 from .._toolsets import resolve
-from ..tools._base import ToolLike
+from ..tools._base import ToolLike, may_wait
 from ..tools._function import Tool
 from ..tools._mcp_results import OutputSchema
 from ..tools._result_text import DeclaredResultText

@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
 
-from .._approval import ElicitationAnswer
+from .._records import ElicitationAnswer
 from ..tools._mcp_results import OutputSchema
 from ._approval import can_ask
 

@@ -21,7 +21,7 @@ from typing import Any
 import mcp_types
 
 from .._content import BinaryContent, Content, DocumentContent, FileContent, TextContent
-from ..tools._base import ToolExecutionResult
+from .._records import ToolExecutionResult
 from ..tools._outcomes import describe_exception, reraise_uncontained
 from ._catalog import StructuredOutput
 

@@ -1,8 +1,9 @@
 """Tool kinds: everything that can answer a `ToolCall`.
 
-- `_base`: what every kind shares and implements: `ToolContext`, `ToolExecutionResult`, the
-  `ToolExecutor` and `ToolLike` protocols, `ToolSource`, and `DeclaredTool`, the read-only
-  declaration a kind that is not `@tool` inherits.
+- `_base`: what every kind shares and implements: `ToolContext`, the `ToolExecutor` and
+  `ToolLike` protocols, `ToolSource`, the approval policy, and `DeclaredTool`, the read-only
+  declaration a kind that is not `@tool` inherits (the result, `ToolExecutionResult`, is a record
+  of `agentforge_typed._records`).
 - `_outcomes`, `_invoke`, `_argument_errors`: the result builders, calling a user's handler sync or
   async under a timeout, and the arguments-error report the model reads; `_budget`: the result
   budget every kind's text is cut to (head and tail around a marker).

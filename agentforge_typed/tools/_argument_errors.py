@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from pydantic_core import to_json
 
-from .._exceptions import ArgumentError
+from .._exceptions import ArgumentError, path_step
 
 __all__ = [
     "MAX_INPUT_CHARS",
@@ -35,7 +34,6 @@ __all__ = [
     "MAX_REPORTED_ERRORS",
     "format_arguments_error",
     "json_path",
-    "path_step",
     "problem_lines",
     "render_input",
 ]
@@ -45,8 +43,6 @@ MAX_MESSAGE_CHARS = 240
 MAX_PATH_CHARS = 200
 MAX_REPORTED_ERRORS = 20
 """Problems listed in one report; the rest are counted (all are in `ToolArgumentsError.errors`)."""
-_MAX_KEY_CHARS = 60
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _LINE_SEPARATORS = {ord(c): f"\\u{ord(c):04x}" for c in "\x85\u2028\u2029"}
 
 
@@ -62,21 +58,6 @@ def _json_path(location: tuple[str | int, ...]) -> str:
     if len(path) > MAX_PATH_CHARS:  # deep nesting in what the model sent
         return "…" + path[-(MAX_PATH_CHARS - 1) :]
     return path
-
-
-def path_step(key: str | int) -> str:
-    """One step of a JSON path: `[0]`, `.name`, or `["a key"]` (JSON-quoted, truncated) for a key
-    that is not an identifier."""
-    if isinstance(key, int):
-        return f"[{key}]"
-    if key == "[key]":  # pydantic's step for a dict key that is itself invalid
-        return key
-    if len(key) <= _MAX_KEY_CHARS and _IDENTIFIER.fullmatch(key):
-        return f".{key}"
-    key = _shortened(key, _MAX_KEY_CHARS)
-    quoted = json.dumps(key, ensure_ascii=False)
-    # JSON leaves some line separators (U+2028, U+0085) unescaped: escape everything then.
-    return f"[{quoted if quoted.isprintable() else json.dumps(key)}]"
 
 
 def render_input(value: Any) -> str:

@@ -1,5 +1,6 @@
-"""What every tool shares, whatever backs it: its run-time context, its result, the executor
-protocol and the return behaviour."""
+"""What every tool shares, whatever backs it: its run-time context, the executor protocol, the
+return behaviour and the approval policy (its result, `ToolExecutionResult`, is one of the records
+every layer shares: `agentforge_typed._records`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from typing import Any, Generic, Literal, Protocol
 
 from typing_extensions import TypeVar
 
-from .._content import Content
 from .._messages import ToolCall
+from .._records import ToolExecutionResult
 from .._request import ToolSpecification
 
 __all__ = [
@@ -21,25 +22,18 @@ __all__ = [
     "check_extra_arguments",
     "ApprovalPolicy",
     "DeclaredTool",
-    "ErrorKind",
     "ReturnBehavior",
     "ToolContext",
-    "ToolExecutionResult",
     "ToolExecutor",
     "ToolLike",
     "ToolSource",
+    "approval_policy",
     "check_options",
+    "is_external",
+    "may_wait",
 ]
 
 DepsT = TypeVar("DepsT", default=None)
-
-ErrorKind = Literal[
-    "arguments", "retry", "execution", "timeout", "unknown_tool", "denied", "unreadable_result"
-]
-"""Why a result is an error: invalid arguments, `ModelRetry`, an exception, a timeout, an
-unknown tool name, a `before_tool_call` hook that refused the call, or a tool that ran but whose
-return value could not be turned into the text the model reads (its effects took place: the
-model is told not to call it again for its result)."""
 
 
 ExtraArguments = Literal["forbid", "ignore"]
@@ -127,60 +121,6 @@ class ToolContext(Generic[DepsT]):
         # JSON keeps the two parts apart: ("a:b", "c") and ("a", "b:c") give different keys.
         parts = json.dumps([self.conversation_id, self.tool_call_id]).encode()
         return hashlib.sha256(parts).hexdigest()[:32]
-
-
-@dataclass(slots=True)
-class ToolExecutionResult:
-    """The outcome of one tool call: text for the model plus the raw value beside it.
-
-    Treat it as immutable (use `dataclasses.replace`); it is a plain slotted dataclass because one
-    is built on every tool call, and a frozen or validated model costs several times more.
-    """
-
-    text: str
-    """What the model reads: at most the result budget's characters (see `full_text`)."""
-    value: Any = None
-    """The tool's raw return value (`None` for errors, but for an `"unreadable_result"`: the tool
-    ran, and what it returned is kept for the program)."""
-    is_error: bool = False
-    error_kind: ErrorKind | None = None
-    repairs: tuple[str, ...] = ()
-    """Envelope repairs applied to the arguments before validation (and dropped extra arguments)."""
-    exception: BaseException | None = field(default=None, repr=False, compare=False)
-    """The exception behind an error result, for handlers and logs; never sent to the model."""
-
-    @classmethod
-    def error(
-        cls,
-        text: str,
-        kind: ErrorKind,
-        *,
-        exception: BaseException | None = None,
-        repairs: tuple[str, ...] = (),
-    ) -> ToolExecutionResult:
-        """An error result the model can read."""
-        return cls(text, None, True, kind, repairs, exception)
-
-    @property
-    def full_text(self) -> str | None:
-        """The whole text when `text` was cut to the result budget (`max_result_chars`), else
-        `None`: the model reads `text`, the program may read this."""
-        # A property here, a field on the results that were cut: every result is built per call,
-        # and a seventh field would cost each of them.
-        return None
-
-    @property
-    def content(self) -> tuple[Content, ...]:
-        """The result's parts in order (within the budget) when it has content beyond text
-        (images, documents, audio, files); empty for a result of text alone."""
-        return ()
-
-    @property
-    def content_notes(self) -> tuple[str, ...]:
-        """One note per part left out of `content`, saying what and why (the same text stands in
-        the part's place): a link its tool may not forward, a part over the result's byte or
-        part cap, a part the model cannot take. Empty when nothing was left out."""
-        return ()
 
 
 class ToolExecutor(Protocol):
@@ -295,6 +235,23 @@ def check_options(options: Mapping[str, object], declared: Any, owner: str) -> N
 ApprovalPolicy = bool | Callable[[ToolCall, ToolContext[Any]], "bool | Awaitable[bool]"]
 """A tool's `requires_approval`: always, never, or decided per call by a sync or async
 `(call, context) -> bool` (which sees only calls whose arguments are valid)."""
+
+
+def approval_policy(tool: ToolLike) -> ApprovalPolicy:
+    """The `requires_approval` of `tool` (`False` for a kind that has none)."""
+    return getattr(tool, "requires_approval", False)
+
+
+def is_external(tool: ToolLike) -> bool:
+    """Whether `tool` runs outside the loop (its results come in `external_results=`)."""
+    return bool(getattr(tool, "external", False))
+
+
+def may_wait(tool: ToolLike) -> bool:
+    """Whether calls of `tool` may wait (it has an approval policy or is external); read from
+    the tool on every call, as a policy may change after registration (an MCP server's)."""
+    return approval_policy(tool) is not False or is_external(tool)
+
 
 # The former names, for code written against them.
 SpecifiedTool = DeclaredTool

@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from .._content import BinaryContent, Content, TextContent, content_text
-from ._base import ToolExecutionResult
+from .._messages import cut_marker, cut_text
+from .._records import ToolExecutionResult
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -39,7 +40,6 @@ __all__ = [
     "check_max_result_chars",
     "content_result",
     "cut_result",
-    "cut_text",
     "fit_result",
     "with_content",
     "within_budget",
@@ -73,22 +73,6 @@ def check_max_result_chars(value: int | None) -> int | None:
             f"max_result_chars must be an integer of at least {MIN_RESULT_CHARS}, got {value!r}"
         )
     return value
-
-
-def cut_text(text: str, limit: int) -> str:
-    """`text`, or its head and tail around a marker counting the characters cut, at most `limit`
-    characters in all (the marker's own length counted with the digits of `len(text)`)."""
-    size = len(text)
-    if size <= limit:
-        return text
-    room = max(limit - len(_marker(size)), 0)
-    head = room - room // 2
-    tail = room // 2
-    return f"{text[:head]}{_marker(size - head - tail)}{text[size - tail :]}"
-
-
-def _marker(cut: int) -> str:
-    return f"… [{cut} characters cut] …"
 
 
 @dataclass(slots=True)
@@ -147,7 +131,7 @@ def budget_content(
             size += cost
             kept.append(part)
     if dropped:
-        kept.append(TextContent(text=_marker(dropped)))
+        kept.append(TextContent(text=cut_marker(dropped)))
     if len(parts) > max_parts:
         notes.append(
             f"[{len(parts) - max_parts:,} more parts left out: a tool result keeps at most "

@@ -21,6 +21,7 @@ from typing_extensions import Self, TypedDict, Unpack
 from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
+from .._records import ToolExecutionResult
 from .._request import ToolAnnotations, ToolSpecification
 from .._sync import run_sync
 from ._arguments import ArgumentsValidator
@@ -29,7 +30,6 @@ from ._base import (
     ExtraArguments,
     ReturnBehavior,
     ToolContext,
-    ToolExecutionResult,
     check_extra_arguments,
     check_options,
 )

@@ -29,19 +29,13 @@ import pydantic_core
 
 from .._exceptions import ArgumentError
 from .._messages import ToolCall
+from .._records import ToolExecutionResult
 from .._request import ToolSpecification
 from .._transport._exchange import Body, Deadline, aread_body, bound, read_body
 from .._transport._redaction import Redactor, given_secrets, header_secrets, url_secrets
 from ._argument_errors import json_path
 from ._arguments import ArgumentsValidator
-from ._base import (
-    ApprovalPolicy,
-    ConfiguredTool,
-    ExtraArguments,
-    ReturnBehavior,
-    ToolContext,
-    ToolExecutionResult,
-)
+from ._base import ApprovalPolicy, ConfiguredTool, ExtraArguments, ReturnBehavior, ToolContext
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
 from ._outcomes import (
     arguments_error_result,

@@ -39,9 +39,8 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from typing_extensions import TypedDict, Unpack
 
-from .._approval import ElicitationAnswer
-from .._exceptions import shown_name
-from .._messages import ToolCall
+from .._messages import ToolCall, shown_name
+from .._records import ElicitationAnswer, ToolExecutionResult
 from .._request import ToolAnnotations, ToolSpecification
 from .._sync import running_loop
 from .._transport._redaction import NO_SECRETS, Redactor, given_secrets, header_secrets, url_secrets
@@ -51,7 +50,6 @@ from ._base import (
     ExtraArguments,
     ReturnBehavior,
     ToolContext,
-    ToolExecutionResult,
     check_extra_arguments,
     check_options,
 )

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._content import Content, TextContent, content_text, has_binary
 from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
+from .._messages import cut_text
+from .._records import ToolExecutionResult
 from ._argument_errors import format_arguments_error
-from ._base import ToolExecutionResult
 from ._budget import (
     DEFAULT_MAX_RESULT_CHARS,
     MAX_CONTENT_PARTS,
@@ -35,7 +36,6 @@ from ._budget import (
     _CutResult,
     content_result,
     cut_result,
-    cut_text,
     with_content,
 )
 from ._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content

@@ -14,6 +14,7 @@ import pydantic_core
 
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
+from .._records import ToolExecutionResult
 from .._request import ToolSpecification
 from ._base import (
     ApprovalPolicy,
@@ -21,7 +22,6 @@ from ._base import (
     ExtraArguments,
     ReturnBehavior,
     ToolContext,
-    ToolExecutionResult,
     ToolExecutor,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, apply_budget, check_max_result_chars

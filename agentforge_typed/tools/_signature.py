@@ -31,7 +31,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
 
-from .._exceptions import shown_name
+from .._messages import shown_name
 from ._base import ToolContext
 from ._docstrings import parse_docstring
 
