@@ -73,7 +73,6 @@ from ._records import (
 from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult
-from ._scope import Scope
 from ._sync import running_loop
 from ._toolsets import (
     Offer,
@@ -99,6 +98,7 @@ from .tools._outcomes import (
     links_checked,
     reraise_uncontained,
 )
+from .tools._scope import Scope
 from .tools._signature import deps_accepted, needing_deps, type_name
 
 logger = logging.getLogger("agentforge_typed")

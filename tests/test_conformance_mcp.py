@@ -55,7 +55,6 @@ from agentforge_typed import (
 )
 from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
 from agentforge_typed._records import PendingResult
-from agentforge_typed._scope import _REGISTRY, MAX_ENTRIES, Scope
 from agentforge_typed.tools import _mcp
 from agentforge_typed.tools._mcp_questions import (
     MAX_INPUT_REQUESTS,
@@ -65,6 +64,7 @@ from agentforge_typed.tools._mcp_questions import (
     Desk,
 )
 from agentforge_typed.tools._mcp_session import Revision
+from agentforge_typed.tools._scope import _REGISTRY, MAX_ENTRIES, Scope
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"

@@ -21,7 +21,7 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
-from agentforge_typed._scope import _REGISTRY, MAX_CONVERSATIONS, MAX_ENTRIES, Scope
+from agentforge_typed.tools._scope import _REGISTRY, MAX_CONVERSATIONS, MAX_ENTRIES, Scope
 
 
 @pytest.fixture(autouse=True)

@@ -84,7 +84,7 @@ if TYPE_CHECKING:
     import anyio.from_thread
     from mcp import ClientSession
 
-    from .._scope import Scope
+    from ._scope import Scope
 
 __all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
 

@@ -57,12 +57,12 @@ from .._records import (
     PendingResult,
     ToolExecutionResult,
 )
-from .._scope import Scope
 from .._sync import running_loop
 from ._base import ToolContext
 from ._outcomes import execution_error_result
 from ._schema_arguments import SchemaArguments
 from ._schema_tool import valid_arguments
+from ._scope import Scope
 
 if TYPE_CHECKING:
     import anyio
