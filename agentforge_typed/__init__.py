@@ -12,7 +12,6 @@ from ._content import (
     ImageContent,
     TextContent,
 )
-from ._dialects import Dialect, SchemaDialectError
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
@@ -97,6 +96,7 @@ from ._service import (
 )
 from ._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from ._usage import UsageLimitExceeded, UsageLimits
+from .providers._dialects import Dialect, SchemaDialectError
 from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
@@ -104,7 +104,7 @@ from .tools._returns import ToolReturn
 
 if TYPE_CHECKING:
     # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
-    from ._dialects import render_schema as render_schema
+    from .providers._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
     from .providers._fallback import AllModelsFailedError, FallbackModel
     from .providers._function import FunctionModel, ModelFunction

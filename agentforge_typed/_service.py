@@ -30,7 +30,6 @@ from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
 from ._approval import ApprovalState, Decided, no_events, with_digest
 from ._cost import priced
-from ._dialects import render_schema
 from ._exceptions import (
     AgentForgeError,
     ArgumentError,
@@ -991,6 +990,10 @@ class ToolService(Generic[DepsT]):
                     f"accept this service's deps type {type_name(self.deps_type)}"
                 )
             if item.specification.strict_schema:
+                # What OpenAI's strict mode cannot express (`dict[str, X]`) is refused here, for
+                # every kind of tool, rather than at the first request.
+                from .providers._dialects import render_schema
+
                 render_schema(item.specification.parameters, "openai-strict")
             _require_serializable_return(item)
 

@@ -23,8 +23,8 @@ from agentforge_typed import (
     ToolSpecification,
     UserMessage,
 )
-from agentforge_typed._dialects import render_schema
 from agentforge_typed.providers._anthropic_wire import build_payload, parse_response
+from agentforge_typed.providers._dialects import render_schema
 
 FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
 PARAMS = ChatRequestParameters(model="claude-sonnet-4-5", max_tokens=1024)

@@ -34,7 +34,7 @@ HOMES = {
     "ToolLike": "agentforge_typed.tools._base",
     "MCPTool": "agentforge_typed.tools._mcp",
     "ErrorKind": "agentforge_typed._records",
-    "Dialect": "agentforge_typed._dialects",
+    "Dialect": "agentforge_typed.providers._dialects",
     "HandlerTimeoutError": "agentforge_typed.tools._invoke",
 }
 

@@ -25,8 +25,8 @@ from pydantic import UUID4, AnyUrl, BaseModel, ConfigDict, Field, create_model
 from typing_extensions import NotRequired, TypedDict
 
 from agentforge_typed import AgentForgeError, SchemaDialectError
-from agentforge_typed._dialects import Dialect
 from agentforge_typed.providers import render_schema
+from agentforge_typed.providers._dialects import Dialect
 from agentforge_typed.providers._synthesize import synthesize_arguments
 
 DIALECTS: tuple[Dialect, ...] = get_args(Dialect)

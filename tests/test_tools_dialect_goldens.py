@@ -20,8 +20,8 @@ from test_schema_dialects import _render
 from test_tools_schema import CASES
 
 from agentforge_typed import ToolCall, tool
-from agentforge_typed._dialects import DIALECTS, Dialect
 from agentforge_typed.providers import render_schema
+from agentforge_typed.providers._dialects import DIALECTS, Dialect
 
 GOLDEN = Path(__file__).parent / "fixtures" / "tool_dialects"
 FUNCTIONS: dict[str, Any] = {case[0].__name__: case[0] for case in CASES}

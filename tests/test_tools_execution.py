@@ -25,9 +25,10 @@ from agentforge_typed import (
     ToolCall,
     ToolContext,
     ToolExecutionResult,
+    ToolService,
     tool,
 )
-from agentforge_typed._dialects import SchemaDialectError
+from agentforge_typed.providers._dialects import SchemaDialectError
 from agentforge_typed.tools._base import ToolLike
 
 
@@ -497,11 +498,12 @@ def test_lambda_needs_a_name() -> None:
     assert tool(name="noop")(lambda: None).execute(call("noop")).text == "Success"
 
 
-def test_strict_schema_refuses_what_openai_strict_cannot_express() -> None:
+def test_strict_schema_refuses_at_registration_what_openai_strict_cannot_express() -> None:
     def scores(by_name: dict[str, int]) -> None: ...
 
+    strict = tool(strict_schema=True)(scores)  # decoration renders no provider's dialect
     with pytest.raises(SchemaDialectError, match="by_name"):
-        tool(strict_schema=True)(scores)
+        ToolService([strict])
     assert tool(scores).specification.strict_schema is False
 
 

@@ -20,7 +20,7 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
-from agentforge_typed._dialects import DIALECTS, render_schema
+from agentforge_typed.providers._dialects import DIALECTS, render_schema
 
 
 class Guest(BaseModel):

@@ -18,11 +18,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .._content import ContentKind
-from .._dialects import DIALECTS, Dialect, SchemaDialectError, dialect_rules, render_schema
 from .._exceptions import UnsupportedFeatureError
 from .._request import ToolSpecification
 from .._service import ToolService
 from ..providers._degrade import move_keywords
+from ..providers._dialects import (
+    DIALECTS,
+    Dialect,
+    SchemaDialectError,
+    dialect_rules,
+    render_schema,
+)
 from ..providers._profiles import ModelProfile
 from ..tools._base import ToolLike
 from ..tools._function import Tool

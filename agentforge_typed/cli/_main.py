@@ -16,12 +16,12 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from .._dialects import DIALECTS, SchemaDialectError
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
 from .._request import ChatRequestParameters
 from .._service import ToolService
 from .._toolsets import GROUP_PREFIX, resolve
+from ..providers._dialects import DIALECTS, SchemaDialectError
 from ..providers._fallback import FallbackModel
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike

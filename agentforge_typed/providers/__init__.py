@@ -9,15 +9,21 @@ the names a dialect accepts) and `MAX_GEMINI_SCHEMA_CHARS` (the size past which 
 dialect refuses a schema, all of its references inlined).
 """
 
-from .._dialects import (
-    DIALECTS,
-    MAX_GEMINI_SCHEMA_CHARS,
-    Dialect,
-    DialectRules,
-    SchemaDialectError,
-    dialect_rules,
-    render_schema,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._dialects import (
+        DIALECTS,
+        MAX_GEMINI_SCHEMA_CHARS,
+        Dialect,
+        DialectRules,
+        SchemaDialectError,
+        dialect_rules,
+        render_schema,
+    )
 
 __all__ = [
     "DIALECTS",
@@ -28,3 +34,14 @@ __all__ = [
     "dialect_rules",
     "render_schema",
 ]
+
+
+# Loaded on first use: a test model (`FakeModel`, `FunctionModel`) needs no dialect renderer.
+_HOMES = dict.fromkeys(__all__, "._dialects")
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(home, __name__), name)

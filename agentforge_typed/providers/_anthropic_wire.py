@@ -21,7 +21,6 @@ from pydantic import NonNegativeInt, TypeAdapter
 from pydantic_core import from_json, to_json
 
 from .._content import Content, ContentKind, DocumentContent
-from .._dialects import Dialect, render_schema
 from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
@@ -38,6 +37,7 @@ from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, To
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
 from ._anthropic_cache import CacheTTL, PromptCache, place_breakpoints
+from ._dialects import Dialect, render_schema
 from ._http import WireBase, error_from_body
 from ._pieces import Pieces
 from ._sse import ServerSentEvent

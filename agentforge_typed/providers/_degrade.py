@@ -16,16 +16,10 @@ from typing import Any, Literal, TypeVar
 from pydantic_core import from_json, to_json
 
 from .._content import BinaryContent, Content, ContentKind, content_text
-from .._dialects import (
-    _SCHEMA_LIST_KEYS,
-    _SCHEMA_MAP_KEYS,
-    _SCHEMA_VALUE_KEYS,
-    _describe,
-    _note,
-)
 from .._exceptions import UnsupportedFeatureError
 from .._messages import ChatMessage, SystemMessage, TextContent, ToolResultMessage, UserMessage
 from .._request import ChatRequestParameters, ToolChoice, ToolSpecification
+from ._dialects import _SCHEMA_LIST_KEYS, _SCHEMA_MAP_KEYS, _SCHEMA_VALUE_KEYS, _describe, _note
 from ._profiles import STRUCTURAL_KEYWORDS, Feature, ModelProfile, ToolChoiceMode
 
 __all__ = [

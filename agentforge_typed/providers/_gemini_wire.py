@@ -27,7 +27,6 @@ from urllib.parse import quote
 from pydantic_core import from_json, to_json
 
 from .._content import CONTENT_KINDS, Content, ContentKind
-from .._dialects import render_schema
 from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
@@ -43,6 +42,7 @@ from .._messages import (
 from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
+from ._dialects import render_schema
 from ._http import WireBase, error_from_body
 from ._pieces import Pieces
 from ._sse import ServerSentEvent

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 import pydantic_core
 
 from .._content import AudioContent, BinaryContent, Content, ContentKind, DocumentContent
-from .._dialects import render_schema
 from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
@@ -32,6 +31,7 @@ from .._messages import (
 from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
+from ._dialects import render_schema
 from ._http import WireBase, error_from_body
 from ._pieces import Pieces
 from ._sse import ServerSentEvent

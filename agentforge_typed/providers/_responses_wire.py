@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 import pydantic_core
 
 from .._content import AudioContent, Content, ContentKind, DocumentContent
-from .._dialects import render_schema
 from .._exceptions import ModelError
 from .._messages import (
     AiMessage,
@@ -37,6 +36,7 @@ from .._messages import (
 from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequestParameters, ResponseFormat, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
+from ._dialects import render_schema
 from ._http import WireBase, error_details
 from ._openai_wire import PROVIDER, OpenAIWire, openai_headers
 from ._pieces import Pieces

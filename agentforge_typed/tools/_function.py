@@ -18,7 +18,6 @@ from typing import Any, Concatenate, Generic, Literal, ParamSpec, Protocol, Type
 from pydantic import BaseModel, ValidationError
 from typing_extensions import Self, TypedDict, Unpack
 
-from .._dialects import render_schema
 from .._exceptions import ToolArgumentsError
 from .._messages import ToolCall
 from .._records import ToolExecutionResult
@@ -220,9 +219,6 @@ class Tool(Generic[P, R]):
             strict_schema=strict_schema,
             annotations=options.get("annotations"),
         )
-        if strict_schema:
-            # Refuse at decoration what OpenAI's strict mode cannot express (e.g. `dict[str, X]`).
-            render_schema(signature.parameters, "openai-strict")
         self.strict = strict
         self.return_behavior = options.get("return_behavior", ReturnBehavior.TO_LLM)
         self.max_retries = options.get("max_retries", 2)

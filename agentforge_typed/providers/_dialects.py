@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from ._exceptions import AgentForgeError, path_step
+from .._exceptions import AgentForgeError, path_step
 
 __all__ = [
     "DIALECTS",
