@@ -25,23 +25,6 @@ from ._exceptions import (
     UnknownToolError,
     UnsupportedFeatureError,
 )
-from ._history import (
-    HistoryProcessor,
-    HistoryProcessorError,
-    drop_old_tool_results,
-    keep_last_rounds,
-)
-from ._hooks import logging_hook
-from ._instrument import Instrumentation, instrument
-from ._loop_events import (
-    FinalResultEvent,
-    OutputCallEvent,
-    PartialArgumentsEvent,
-    ToolCallEvent,
-    ToolLoopEvent,
-    ToolProgressEvent,
-    ToolResultEvent,
-)
 from ._messages import (
     AiMessage,
     ChatMessage,
@@ -59,7 +42,6 @@ from ._model import (
     ThinkingDelta,
     ToolCallDelta,
 )
-from ._output import OutputSpec, OutputValidationError
 from ._records import (
     Approval,
     Approved,
@@ -82,8 +64,25 @@ from ._request import (
     ToolSpecification,
 )
 from ._response import ChatResponse, FinishReason, TokenUsage
-from ._results import ToolChatResult
-from ._service import (
+from .loop._events import (
+    FinalResultEvent,
+    OutputCallEvent,
+    PartialArgumentsEvent,
+    ToolCallEvent,
+    ToolLoopEvent,
+    ToolProgressEvent,
+    ToolResultEvent,
+)
+from .loop._history import (
+    HistoryProcessor,
+    HistoryProcessorError,
+    drop_old_tool_results,
+    keep_last_rounds,
+)
+from .loop._hooks import logging_hook
+from .loop._output import OutputSpec, OutputValidationError
+from .loop._results import ToolChatResult
+from .loop._service import (
     AfterToolCall,
     ArgumentsErrorHandler,
     BeforeToolCall,
@@ -94,8 +93,9 @@ from ._service import (
     available_tools_handler,
     list_available_tools,
 )
-from ._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
-from ._usage import UsageLimitExceeded, UsageLimits
+from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
+from .loop._tracing import Instrumentation, instrument
+from .loop._usage import UsageLimitExceeded, UsageLimits
 from .providers._dialects import Dialect, SchemaDialectError
 from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
 from .tools._function import Tool, tool

@@ -50,13 +50,11 @@ except ImportError as error:  # pragma: no cover - depends on the installed extr
         "agentforge_typed.temporal needs temporalio: pip install 'agentforge-typed[temporal]'"
     ) from error
 
-from ._approval import ApprovalState
 from ._content import Content, TextContent
 from ._exceptions import AgentForgeError, ModelError, ToolArgumentsError
 from ._identity import recorded_conversation
 from ._messages import ChatMessage, ToolCall
 from ._model import ChatModel
-from ._output import OutputSpec
 from ._records import (
     Approval,
     Approved,
@@ -71,9 +69,11 @@ from ._records import (
 )
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse
-from ._results import ToolChatResult
-from ._service import RunOptions, ToolService, _adrive, _conversation, _Planned, _Run
-from ._toolsets import ToolSelection
+from .loop._approval import ApprovalState
+from .loop._output import OutputSpec
+from .loop._results import ToolChatResult
+from .loop._service import RunOptions, ToolService, _adrive, _conversation, _Planned, _Run
+from .loop._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._fallback import FallbackModel
 from .providers._retry import RetryPolicy as HttpRetryPolicy

@@ -339,7 +339,7 @@ def history_steps() -> frozenset[str]:
             name
             for name in af.__all__
             if inspect.isfunction(value := getattr(af, name))
-            and value.__module__ == "agentforge_typed._history"
+            and value.__module__ == "agentforge_typed.loop._history"
         }
     )
 
@@ -883,7 +883,7 @@ HistoryFactory = Callable[[list[Any]], object]
 
 
 def _processed(processor: Any) -> HistoryFactory:
-    from agentforge_typed._history import process
+    from agentforge_typed.loop._history import process
 
     return lambda messages: process([processor], messages)
 
@@ -897,7 +897,7 @@ HISTORY: Axis[HistoryFactory] = Axis(
 
 
 def _unsendable(messages: list[Any]) -> object:
-    from agentforge_typed._history import unsendable
+    from agentforge_typed.loop._history import unsendable
 
     return unsendable(messages)
 

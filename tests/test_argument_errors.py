@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from agentforge_typed import ToolCall, ToolContext, tool
 from agentforge_typed._exceptions import ArgumentError, path_step
-from agentforge_typed._output import OutputSpec
+from agentforge_typed.loop._output import OutputSpec
 from agentforge_typed.tools._argument_errors import (
     MAX_MESSAGE_CHARS,
     MAX_PATH_CHARS,

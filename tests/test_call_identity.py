@@ -37,8 +37,8 @@ from agentforge_typed import (
     pending_calls,
     tool,
 )
-from agentforge_typed._cost import priced
 from agentforge_typed._identity import SERVER_CALL_IDS, CallIds, random_id, with_server_ids
+from agentforge_typed.loop._cost import priced
 
 sent: list[tuple[str, int]] = []
 keys: list[str] = []

@@ -10,9 +10,9 @@ from typing import Any
 from conformance import assert_linear
 
 from agentforge_typed import AiMessage, ResponseComplete, TextDelta, ToolChatResult, ToolService
-from agentforge_typed._loop_events import FinalResultEvent, ToolLoopEvent
 from agentforge_typed._transport._redaction import Redactor
 from agentforge_typed.cli._run import LiveDisplay
+from agentforge_typed.loop._events import FinalResultEvent, ToolLoopEvent
 from agentforge_typed.providers._function import FunctionModel
 
 KEY = "sk-canary-0123456789abcdefghijKLMNOPQR"

@@ -53,8 +53,8 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
-from agentforge_typed._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
 from agentforge_typed._records import PendingResult
+from agentforge_typed.loop._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
 from agentforge_typed.tools import _mcp
 from agentforge_typed.tools._mcp_questions import (
     MAX_INPUT_REQUESTS,

@@ -24,8 +24,8 @@ from agentforge_typed import (
     UsageLimits,
     tool,
 )
-from agentforge_typed._cost import prices_available
 from agentforge_typed.cli._run import LiveDisplay
+from agentforge_typed.loop._cost import prices_available
 
 # gpt-4o-mini: $0.15 per million input tokens, $0.60 per million output tokens.
 TWO_ROUNDS = Decimal("0.00015") * 2 + Decimal("0.00006") * 2

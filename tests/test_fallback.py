@@ -39,7 +39,7 @@ from agentforge_typed import (
     ToolService,
     UserMessage,
 )
-from agentforge_typed._cost import prices_available
+from agentforge_typed.loop._cost import prices_available
 
 ANTHROPIC_KEY = "sk-ant-api03-TESTKEY0123456789abcdef"
 MODES = ["chat", "achat", "stream", "astream"]

@@ -25,7 +25,7 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
-from agentforge_typed._cost import prices_available
+from agentforge_typed.loop._cost import prices_available
 
 
 @tool

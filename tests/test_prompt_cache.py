@@ -28,7 +28,7 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
-from agentforge_typed._cost import prices_available
+from agentforge_typed.loop._cost import prices_available
 from agentforge_typed.providers._anthropic_cache import AUTO_MIN_CHARS, place_breakpoints
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -341,7 +341,7 @@ def test_openai_cached_tokens_are_priced_at_the_cached_rate(kind: str) -> None:
 
 def test_a_cached_count_larger_than_the_input_is_not_believed() -> None:
     from agentforge_typed import TokenUsage
-    from agentforge_typed._cost import _input_counts
+    from agentforge_typed.loop._cost import _input_counts
 
     usage = TokenUsage(input_tokens=10, output_tokens=1, total_tokens=11)
     alone = {"input_tokens": 10}

@@ -25,11 +25,11 @@ from agentforge_typed import (
 )
 
 HOMES = {
-    "AfterToolCall": "agentforge_typed._service",
-    "ArgumentsErrorHandler": "agentforge_typed._service",
-    "BeforeToolCall": "agentforge_typed._service",
-    "ExecutionErrorHandler": "agentforge_typed._service",
-    "UnknownToolHandler": "agentforge_typed._service",
+    "AfterToolCall": "agentforge_typed.loop._service",
+    "ArgumentsErrorHandler": "agentforge_typed.loop._service",
+    "BeforeToolCall": "agentforge_typed.loop._service",
+    "ExecutionErrorHandler": "agentforge_typed.loop._service",
+    "UnknownToolHandler": "agentforge_typed.loop._service",
     "ModelFunction": "agentforge_typed.providers._function",
     "ToolLike": "agentforge_typed.tools._base",
     "MCPTool": "agentforge_typed.tools._mcp",

@@ -34,7 +34,7 @@ from agentforge_typed import (
     available_tools_handler,
     tool,
 )
-from agentforge_typed._toolsets import search_score
+from agentforge_typed.loop._toolsets import search_score
 
 Turn = AiMessage | Callable[[Sequence[ChatMessage]], AiMessage]
 

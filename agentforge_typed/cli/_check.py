@@ -20,7 +20,7 @@ from typing import Any, Literal
 from .._content import ContentKind
 from .._exceptions import UnsupportedFeatureError
 from .._request import ToolSpecification
-from .._service import ToolService
+from ..loop._service import ToolService
 from ..providers._degrade import move_keywords
 from ..providers._dialects import (
     DIALECTS,

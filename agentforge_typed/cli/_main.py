@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
 from .._request import ChatRequestParameters
-from .._service import ToolService
-from .._toolsets import GROUP_PREFIX, resolve
+from ..loop._service import ToolService
+from ..loop._toolsets import GROUP_PREFIX, resolve
 from ..providers._dialects import DIALECTS, SchemaDialectError
 from ..providers._fallback import FallbackModel
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model

@@ -16,13 +16,13 @@ from typing import Any, TextIO
 
 import pydantic_core
 
-from .._loop_events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
 from .._messages import shown_name
 from .._model import ResponseComplete, TextDelta, ThinkingDelta
 from .._records import ToolExecution
 from .._response import ChatResponse
-from .._results import ToolChatResult
 from .._transport._redaction import NO_SECRETS, Redactor, StreamRedactor
+from ..loop._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
+from ..loop._results import ToolChatResult
 from ._text import printable, printable_json
 
 __all__ = ["LiveDisplay", "result_json"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .._service import ToolService, is_tool, tools_from
+from ..loop._service import ToolService, is_tool, tools_from
 from ..tools._base import ToolLike
 
 __all__ = [

@@ -21,7 +21,6 @@ from typing_extensions import Self, TypedDict
 from .._content import BinaryContent, Content, ContentKind
 from .._exceptions import ModelError
 from .._identity import with_server_ids
-from .._instrument import traced
 from .._messages import ChatMessage
 from .._model import ResponseComplete, StreamEvent
 from .._request import (
@@ -32,6 +31,7 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
+from ..loop._tracing import traced
 from ._degrade import Adapted, adapt_request, fit_content, fit_tool_parts, with_json_arguments
 from ._function import response_events
 from ._http import HttpShell, StreamParser

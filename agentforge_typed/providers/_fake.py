@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 import pydantic_core
 
 from .._exceptions import ModelError
-from .._instrument import traced
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage
 from .._model import StreamEvent
 from .._request import ChatRequest, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
+from ..loop._tracing import traced
 from ._function import response_events
 from ._synthesize import synthesize_arguments
 

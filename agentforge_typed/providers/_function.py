@@ -6,12 +6,12 @@ import inspect
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 
-from .._instrument import traced
 from .._messages import AiMessage, ChatMessage
 from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, ToolCallDelta
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import ChatResponse, FinishReason
 from .._sync import run_sync
+from ..loop._tracing import traced
 
 __all__ = ["FunctionModel", "response_events"]
 

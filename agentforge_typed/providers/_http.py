@@ -33,10 +33,10 @@ import pydantic_core
 
 from .._content import BinaryContent, ContentKind
 from .._exceptions import ModelError
-from .._instrument import note_admission_wait
 from .._model import StreamEvent
 from .._transport._exchange import Deadline, aread_body, bound, read_body
 from .._transport._redaction import Redactor
+from ..loop._tracing import note_admission_wait
 from ._admission import (
     DEFAULT_MAX_CONNECTIONS,
     SHARD_CONNECTIONS,

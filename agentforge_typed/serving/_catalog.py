@@ -27,8 +27,8 @@ import pydantic_core
 from pydantic import TypeAdapter
 
 from .._request import ToolAnnotations
-from .._service import ToolService
-from .._toolsets import resolve
+from ..loop._service import ToolService
+from ..loop._toolsets import resolve
 from ..tools._base import ToolLike, may_wait
 from ..tools._function import Tool
 from ..tools._mcp_results import OutputSchema

@@ -35,11 +35,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from typing_extensions import TypedDict, Unpack
 
-from .._approval import ApprovalState
 from .._identity import random_id
 from .._messages import ToolCall
 from .._records import ToolExecutionResult
-from .._service import ToolService
+from ..loop._approval import ApprovalState
+from ..loop._service import ToolService
 from ..tools._base import DepsT, ToolContext, ToolLike, check_options, may_wait
 from ..tools._budget import within_budget
 from ..tools._invoke import ainvoke

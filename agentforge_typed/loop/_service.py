@@ -28,9 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, cast, overload
 import pydantic_core
 from typing_extensions import Self, TypedDict, TypeForm, TypeVar, Unpack
 
-from ._approval import ApprovalState, Decided, no_events, with_digest
-from ._cost import priced
-from ._exceptions import (
+from .._exceptions import (
     AgentForgeError,
     ArgumentError,
     ModelError,
@@ -38,6 +36,42 @@ from ._exceptions import (
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
+)
+from .._identity import CallDigests, CallIds, random_id, recorded_conversation
+from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
+from .._model import ChatModel, ResponseComplete, StreamEvent, ToolCallDelta
+from .._records import (
+    Approval,
+    ErrorKind,
+    PendingResult,
+    ToolExecution,
+    ToolExecutionResult,
+    unanswered_calls,
+)
+from .._request import ChatRequest, ChatRequestParameters, ToolSpecification
+from .._response import NO_USAGE, ChatResponse, FinishReason
+from .._sync import running_loop
+from ..tools._base import DepsT, ReturnBehavior, ToolContext, ToolExecutor, ToolLike, may_wait
+from ..tools._budget import (
+    DEFAULT_MAX_RESULT_CHARS,
+    ContentFit,
+    check_max_result_chars,
+    fit_result,
+    within_budget,
+)
+from ..tools._invoke import is_async_callable
+from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
+from ..tools._scope import Scope
+from ..tools._signature import deps_accepted, needing_deps, type_name
+from ._approval import ApprovalState, Decided, no_events, with_digest
+from ._cost import priced
+from ._events import (
+    FinalResultEvent,
+    OutputCallEvent,
+    PartialArgumentsEvent,
+    ToolCallEvent,
+    ToolLoopEvent,
+    ToolResultEvent,
 )
 from ._history import (
     MESSAGE_TYPES,
@@ -47,58 +81,12 @@ from ._history import (
     is_message,
     process,
 )
-from ._identity import CallDigests, CallIds, random_id, recorded_conversation
-from ._instrument import run_trace
-from ._loop_events import (
-    FinalResultEvent,
-    OutputCallEvent,
-    PartialArgumentsEvent,
-    ToolCallEvent,
-    ToolLoopEvent,
-    ToolResultEvent,
-)
-from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
-from ._model import ChatModel, ResponseComplete, StreamEvent, ToolCallDelta
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
-from ._records import (
-    Approval,
-    ErrorKind,
-    PendingResult,
-    ToolExecution,
-    ToolExecutionResult,
-    unanswered_calls,
-)
-from ._request import ChatRequest, ChatRequestParameters, ToolSpecification
-from ._response import NO_USAGE, ChatResponse, FinishReason
 from ._results import ToolChatResult
-from ._sync import running_loop
-from ._toolsets import (
-    Offer,
-    PrepareTools,
-    ToolSearch,
-    ToolSelection,
-    add_to_groups,
-    group_sources,
-)
+from ._toolsets import Offer, PrepareTools, ToolSearch, ToolSelection, add_to_groups, group_sources
+from ._tracing import run_trace
 from ._usage import UsageLimits
-from .tools._base import DepsT, ReturnBehavior, ToolContext, ToolExecutor, ToolLike, may_wait
-from .tools._budget import (
-    DEFAULT_MAX_RESULT_CHARS,
-    ContentFit,
-    check_max_result_chars,
-    fit_result,
-    within_budget,
-)
-from .tools._invoke import is_async_callable
-from .tools._outcomes import (
-    alinks_checked,
-    describe_exception,
-    links_checked,
-    reraise_uncontained,
-)
-from .tools._scope import Scope
-from .tools._signature import deps_accepted, needing_deps, type_name
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -992,7 +980,7 @@ class ToolService(Generic[DepsT]):
             if item.specification.strict_schema:
                 # What OpenAI's strict mode cannot express (`dict[str, X]`) is refused here, for
                 # every kind of tool, rather than at the first request.
-                from .providers._dialects import render_schema
+                from ..providers._dialects import render_schema
 
                 render_schema(item.specification.parameters, "openai-strict")
             _require_serializable_return(item)
@@ -1068,7 +1056,7 @@ class ToolService(Generic[DepsT]):
         """Register a tool defined by a hand-written JSON schema; arguments are validated against
         the schema itself before `handler` (a sync or async callable receiving the arguments
         dict, or a `ToolExecutor`) runs. `options` go to `SchemaTool`."""
-        from .tools._schema_tool import SchemaTool
+        from ..tools._schema_tool import SchemaTool
 
         return self.register(SchemaTool(specification, handler, **options))
 
@@ -1720,7 +1708,7 @@ def is_tool(value: object) -> bool:
 
 
 def _require_serializable_return(item: ToolLike) -> None:
-    from .tools._function import Tool
+    from ..tools._function import Tool
 
     if isinstance(item, Tool) and (problem := item.unserializable_return()) is not None:
         raise TypeError(f"tool {item.name!r}: {problem}")
@@ -1743,7 +1731,7 @@ def tools_from(source: object) -> list[ToolLike]:
         TypeError: `source` holds no tool.
     """
     if is_tool(source):
-        from .tools._function import Tool
+        from ..tools._function import Tool
 
         if isinstance(source, Tool):
             source.require_bound()  # a method taken from the class: refused now, not per call
@@ -1752,7 +1740,7 @@ def tools_from(source: object) -> list[ToolLike]:
     if callable(tools) and not inspect.isclass(source):
         return list(tools())
     if inspect.isfunction(source) or inspect.ismethod(source):
-        from .tools._function import tool
+        from ..tools._function import tool
 
         return [tool(source)]
     found = [

@@ -24,20 +24,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import TypeAdapter
 
-from ._exceptions import ModelError
-from ._messages import ChatMessage, shown_name
-from ._model import ResponseComplete, StreamEvent
-from ._records import PendingResult
-from ._request import ChatRequest, ChatRequestParameters
-from ._response import ChatResponse, TokenUsage
-from .tools._arguments import repair_kind
+from .._exceptions import ModelError
+from .._messages import ChatMessage, shown_name
+from .._model import ResponseComplete, StreamEvent
+from .._records import PendingResult
+from .._request import ChatRequest, ChatRequestParameters
+from .._response import ChatResponse, TokenUsage
+from ..tools._arguments import repair_kind
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram, MeterProvider
     from opentelemetry.trace import Span, Tracer, TracerProvider
 
-    from ._loop_events import ToolProgressEvent
-    from ._records import ToolExecution
+    from .._records import ToolExecution
+    from ._events import ToolProgressEvent
 
 __all__ = [
     "Instrumentation",
@@ -135,7 +135,7 @@ def instrument(
         raise ImportError(
             "af.instrument() needs the OpenTelemetry API: pip install 'agentforge-typed[otel]'"
         ) from error
-    from . import __version__
+    from .. import __version__
 
     provider = None if tracer_provider is True else tracer_provider
     tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider=provider)

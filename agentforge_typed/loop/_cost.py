@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, TypeGuard
 
-from ._response import ChatResponse, TokenUsage
+from .._response import ChatResponse, TokenUsage
 
 __all__ = ["priced", "prices_available"]
 

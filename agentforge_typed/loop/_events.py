@@ -7,9 +7,9 @@ from typing import Any, Generic, TypeAlias
 
 from typing_extensions import TypeVar
 
-from ._messages import ToolCall
-from ._model import StreamEvent
-from ._records import ToolExecution
+from .._messages import ToolCall
+from .._model import StreamEvent
+from .._records import ToolExecution
 from ._results import ToolChatResult
 
 __all__ = [

@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, get_args
 
-from ._exceptions import AgentForgeError
-from ._messages import AiMessage, ChatMessage, ToolResultMessage
+from .._exceptions import AgentForgeError
+from .._messages import AiMessage, ChatMessage, ToolResultMessage
 
 __all__ = [
     "MESSAGE_TYPES",
@@ -105,7 +105,7 @@ async def aprocess(
 
 
 def _blocking(awaitable: Awaitable[Any]) -> Any:
-    from ._sync import run_sync
+    from .._sync import run_sync
 
     return run_sync(lambda: awaitable)
 

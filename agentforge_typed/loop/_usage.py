@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._exceptions import AgentForgeError
-from ._response import TokenUsage
+from .._exceptions import AgentForgeError
+from .._response import TokenUsage
 
 __all__ = ["UsageLimitExceeded", "UsageLimits"]
 

@@ -8,9 +8,9 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
-from ._messages import ChatMessage
-from ._records import PendingCall, ToolExecution
-from ._response import ChatResponse, TokenUsage
+from .._messages import ChatMessage
+from .._records import PendingCall, ToolExecution
+from .._response import ChatResponse, TokenUsage
 
 __all__ = ["ToolChatResult"]
 

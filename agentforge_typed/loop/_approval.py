@@ -26,9 +26,9 @@ from typing import Any
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
-from ._identity import CONVERSATION_ID, PAUSED_CALLS, CallDigests
-from ._messages import AiMessage, ChatMessage, ToolCall, shown_name
-from ._records import (
+from .._identity import CONVERSATION_ID, PAUSED_CALLS, CallDigests
+from .._messages import AiMessage, ChatMessage, ToolCall, shown_name
+from .._records import (
     WAITS_FOR,
     Approval,
     Approved,
@@ -43,15 +43,10 @@ from ._records import (
     named_call,
     unanswered_calls,
 )
-from ._response import ChatResponse, FinishReason
-from .tools._base import ToolContext, ToolLike, approval_policy, is_external, may_wait
-from .tools._invoke import invoke, is_async_callable
-from .tools._outcomes import (
-    UnreadableValue,
-    failure_result,
-    reraise_uncontained,
-    success_result,
-)
+from .._response import ChatResponse, FinishReason
+from ..tools._base import ToolContext, ToolLike, approval_policy, is_external, may_wait
+from ..tools._invoke import invoke, is_async_callable
+from ..tools._outcomes import UnreadableValue, failure_result, reraise_uncontained, success_result
 
 __all__ = [
     "ApprovalState",

@@ -12,8 +12,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from ._loop_events import ToolProgressEvent
-from ._messages import ToolCall
+from .._messages import ToolCall
+from ._events import ToolProgressEvent
 
 __all__ = ["MAX_MESSAGE_CHARS", "MAX_PER_CALL", "MAX_WAITING", "ProgressSink"]
 

@@ -17,12 +17,12 @@ from typing import Any, Generic
 
 import pydantic_core
 
-from ._exceptions import ModelRetry
-from ._messages import ChatMessage, ToolCall, ToolResultMessage
-from ._records import ToolExecutionResult
-from ._request import ChatRequestParameters, ToolSpecification
-from .tools._base import DeclaredTool, DepsT, ReturnBehavior, ToolContext, ToolLike
-from .tools._outcomes import failure_result, success_result, with_repairs
+from .._exceptions import ModelRetry
+from .._messages import ChatMessage, ToolCall, ToolResultMessage
+from .._records import ToolExecutionResult
+from .._request import ChatRequestParameters, ToolSpecification
+from ..tools._base import DeclaredTool, DepsT, ReturnBehavior, ToolContext, ToolLike
+from ..tools._outcomes import failure_result, success_result, with_repairs
 
 __all__ = [
     "GROUP_PREFIX",
@@ -363,7 +363,7 @@ class _SearchTool(DeclaredTool):
         self._specification = specification
         self._return_behavior, self._max_retries, self._sequential = ReturnBehavior.TO_LLM, 2, False
         # Imported here: jsonschema loads only for a run that searches.
-        from .tools._schema_arguments import SchemaArguments
+        from ..tools._schema_arguments import SchemaArguments
 
         self._arguments = SchemaArguments(specification.parameters, tool_name=specification.name)
         self._search = search

@@ -19,14 +19,14 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create
 from pydantic_core import to_json
 from typing_extensions import TypeForm, TypeVar
 
-from ._exceptions import ArgumentError, ToolArgumentsError
-from ._messages import ChatMessage, SystemMessage, ToolCall
-from ._records import ToolExecutionResult
-from ._request import ChatRequestParameters, ResponseFormat, ToolSpecification
-from .tools._argument_errors import format_arguments_error
-from .tools._arguments import argument_errors, json_choices
-from .tools._base import ReturnBehavior, ToolContext
-from .tools._signature import ToolJsonSchema
+from .._exceptions import ArgumentError, ToolArgumentsError
+from .._messages import ChatMessage, SystemMessage, ToolCall
+from .._records import ToolExecutionResult
+from .._request import ChatRequestParameters, ResponseFormat, ToolSpecification
+from ..tools._argument_errors import format_arguments_error
+from ..tools._arguments import argument_errors, json_choices
+from ..tools._base import ReturnBehavior, ToolContext
+from ..tools._signature import ToolJsonSchema
 
 __all__ = ["OutputSpec", "OutputValidationError"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from ._messages import shown_name
-from ._records import ToolExecution
+from .._messages import shown_name
+from .._records import ToolExecution
 from ._service import AfterToolCall
 
 __all__ = ["logging_hook"]
