@@ -41,7 +41,7 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
-from agentforge_typed.loop import _tracing as instrument_module
+from agentforge_typed.providers import _tracing as instrument_module
 
 # -- telemetry -----------------------------------------------------------------------------------
 

@@ -44,7 +44,7 @@ from agentforge_typed import (
     available_tools_handler,
     tool,
 )
-from agentforge_typed.loop._tracing import MAX_RESPONSE_MODELS, MAX_RESPONSE_VALUE_CHARS
+from agentforge_typed.providers._tracing import MAX_RESPONSE_MODELS, MAX_RESPONSE_VALUE_CHARS
 
 API_KEY = "sk-proj-SECRETKEY0123456789abcdef"
 USAGE = TokenUsage(input_tokens=10, output_tokens=2, total_tokens=12)

@@ -51,6 +51,7 @@ from .._records import (
 from .._request import ChatRequest, ChatRequestParameters, ToolSpecification
 from .._response import NO_USAGE, ChatResponse, FinishReason
 from .._sync import running_loop
+from ..providers import _tracing as model_tracing
 from ..tools._base import DepsT, ReturnBehavior, ToolContext, ToolExecutor, ToolLike, may_wait
 from ..tools._budget import (
     DEFAULT_MAX_RESULT_CHARS,
@@ -85,13 +86,14 @@ from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
 from ._results import ToolChatResult
 from ._toolsets import Offer, PrepareTools, ToolSearch, ToolSelection, add_to_groups, group_sources
-from ._tracing import run_trace
 from ._usage import UsageLimits
 
 logger = logging.getLogger("agentforge_typed")
 
 if TYPE_CHECKING:
     import asyncio
+
+    from ._tracing import RunTrace
 
 __all__ = [
     "AfterToolCall",
@@ -596,8 +598,15 @@ class _Run:
         return self.returned_immediately
 
     def __enter__(self) -> _Run:
-        self.trace = run_trace(self.conversation_id)
-        self.progress = None if self.trace is None else ProgressSink(stream=False, record=True)
+        self.trace: RunTrace | None = None
+        self.progress: ProgressSink | None = None
+        # Off (the common case), one lookup: the run tracing is loaded when first switched on.
+        if model_tracing.active is not None:
+            from ._tracing import run_trace
+
+            self.trace = run_trace(self.conversation_id)
+            if self.trace is not None:
+                self.progress = ProgressSink(stream=False, record=True)
         return self
 
     def stream_progress(self, wake: Callable[[], None] | None = None) -> ProgressSink:

@@ -31,13 +31,13 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
-from ..loop._tracing import traced
 from ._degrade import Adapted, adapt_request, fit_content, fit_tool_parts, with_json_arguments
 from ._function import response_events
 from ._http import HttpShell, StreamParser
 from ._profiles import ModelProfile
 from ._retry import RetryPolicy
 from ._sse import ServerSentEvent
+from ._tracing import traced
 
 __all__ = [
     "HttpChatModel",

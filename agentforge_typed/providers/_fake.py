@@ -11,9 +11,9 @@ from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, Use
 from .._model import StreamEvent
 from .._request import ChatRequest, ToolChoice, ToolSpecification
 from .._response import ChatResponse, FinishReason, TokenUsage
-from ..loop._tracing import traced
 from ._function import response_events
 from ._synthesize import synthesize_arguments
+from ._tracing import traced
 
 __all__ = ["FakeModel"]
 

@@ -11,7 +11,7 @@ from .._model import ResponseComplete, StreamEvent, TextDelta, ThinkingDelta, To
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import ChatResponse, FinishReason
 from .._sync import run_sync
-from ..loop._tracing import traced
+from ._tracing import traced
 
 __all__ = ["FunctionModel", "response_events"]
 

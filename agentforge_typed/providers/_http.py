@@ -36,7 +36,6 @@ from .._exceptions import ModelError
 from .._model import StreamEvent
 from .._transport._exchange import Deadline, aread_body, bound, read_body
 from .._transport._redaction import Redactor
-from ..loop._tracing import note_admission_wait
 from ._admission import (
     DEFAULT_MAX_CONNECTIONS,
     SHARD_CONNECTIONS,
@@ -53,6 +52,7 @@ from ._sse import (
     aiter_sse,
     iter_sse,
 )
+from ._tracing import note_admission_wait
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
