@@ -81,18 +81,18 @@ from .loop._history import (
 )
 from .loop._hooks import logging_hook
 from .loop._output import OutputSpec, OutputValidationError
-from .loop._results import ToolChatResult
-from .loop._service import (
+from .loop._registry import (
     AfterToolCall,
     ArgumentsErrorHandler,
     BeforeToolCall,
     ExecutionErrorHandler,
-    RunOptions,
-    ToolService,
     UnknownToolHandler,
     available_tools_handler,
     list_available_tools,
 )
+from .loop._results import ToolChatResult
+from .loop._run import RunOptions
+from .loop._service import ToolService
 from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from .loop._tracing import Instrumentation, instrument
 from .loop._usage import UsageLimitExceeded, UsageLimits

@@ -1,7 +1,7 @@
 """Durable execution on Temporal: the tool loop as workflow code, model calls and tool bodies as
 activities.
 
-`TemporalToolService` drives the same loop as `ToolService.achat` (one state machine, `_Run`), from
+`TemporalToolService` drives the same loop as `ToolService.achat` (one state machine, `Run`), from
 inside a Temporal workflow. What has side effects or is non-deterministic runs as an activity,
 whose result Temporal records: each model call, and each tool body. What is pure stays in the
 workflow: validating arguments, the error policies, the round bookkeeping. A worker that dies is
@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import copy
 import dataclasses
+import functools
 import inspect
 import re
 import shutil
@@ -69,10 +70,11 @@ from ._records import (
 )
 from ._request import ChatRequest, ChatRequestParameters
 from ._response import ChatResponse
-from .loop._approval import ApprovalState
+from .loop._drivers import Planned, Run, adrive, conversation
 from .loop._output import OutputSpec
 from .loop._results import ToolChatResult
-from .loop._service import RunOptions, ToolService, _adrive, _conversation, _Planned, _Run
+from .loop._run import RunOptions
+from .loop._service import ToolService
 from .loop._toolsets import ToolSelection
 from .providers._base import HttpChatModel
 from .providers._fallback import FallbackModel
@@ -402,7 +404,7 @@ class _Waiting:
     """One durable run's calls that wait for a decision, and the decisions received for them (the
     run takes them when it next waits: a decision may arrive while other calls run)."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: Run) -> None:
         self.run = run
         self.undecided: dict[str, PendingCall] = {}
         self.approvals: dict[str, Approval] = {}
@@ -434,17 +436,13 @@ class _Waiting:
         """Refuse a decision the run would refuse, with the checks its resume makes (of another
         kind than the call waits for, made for another call, arguments the tool rejects, an
         answer its question's schema refuses)."""
-        run = self.run
         decided: dict[str, Approval] = {}
         result: dict[str, Any] = {}
         if call_id in approvals:
             decided = {call_id: self._with_question(call_id, approvals[call_id])}
         if call_id in results:
             result = {call_id: results[call_id]}
-        state = ApprovalState(decided, result, asynchronous=True)
-        for call in state.unanswered(run.messages, run.conversation_id, run.service._digests):
-            if call.id == call_id:
-                state.decide(call, run.service._tools.get(call.name))
+        self.run.check_decision(call_id, decided, result)
 
     def accept(
         self, call_id: str, approvals: Mapping[str, Approval], results: Mapping[str, Any]
@@ -769,7 +767,7 @@ class TemporalToolService:
             ) from None
         # The id the resumed calls paused with, when the history records one; drawn from the
         # workflow, never from the process, so that a replay sees the same id.
-        messages = _conversation(messages)
+        messages = conversation(messages)
         paused = None if conversation_id else unanswered_calls(messages)[0]
         conversation_id = conversation_id or recorded_conversation(paused) or workflow.uuid4().hex
         options: RunOptions = {
@@ -779,7 +777,7 @@ class TemporalToolService:
             "external_results": external_results,
         }
         try:
-            run = _Run(
+            run = Run(
                 self.service,
                 None,
                 messages,
@@ -799,7 +797,7 @@ class TemporalToolService:
         desk.runs.append(waiting)
         try:
             while True:
-                result = await _adrive(run, self._request, self._execute)
+                result = await adrive(run, self._request, functools.partial(self._execute, run))
                 if not result.pending or not await _decided(waiting, result, approval_timeout):
                     return result
                 run.resume(*waiting.take())
@@ -848,15 +846,15 @@ class TemporalToolService:
                 raise ModelError(cause.message, status) from error
             raise ModelError(f"the model call did not complete: {cause or error}") from error
 
-    async def _execute(self, plan: _Planned) -> ToolExecution:
+    async def _execute(self, run: Run, plan: Planned) -> ToolExecution:
         started = workflow.now()
-        result = plan.preset or await self._result(plan)
+        result = plan.preset or await self._result(run, plan)
         return ToolExecution(plan.call, result, started, workflow.now())
 
-    async def _result(self, plan: _Planned) -> ToolExecutionResult:
+    async def _result(self, run: Run, plan: Planned) -> ToolExecutionResult:
         tool = plan.tool
         assert tool is not None
-        if isinstance(tool, OutputSpec) or self.service._tools.get(tool.name) is not tool:
+        if isinstance(tool, OutputSpec) or not run.registered(tool):
             # The final answer is only validated, and a tool search only reads the catalog:
             # pure, so they stay in the workflow (neither is a registered tool with an activity).
             return await tool.aexecute(plan.call, plan.context)

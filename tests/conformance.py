@@ -739,7 +739,7 @@ DRIVER.register(
     _no_durable_driver,
     exempt={
         "linear": _DURABLE.format("test_a_durable_run_is_linear_in_its_history"),
-        "contained": "drives the loop through `_adrive`, achat's own loop (checked here), with "
+        "contained": "drives the loop through `adrive`, achat's own loop (checked here), with "
         "tools and model calls in activities: "
         + _DURABLE.format("test_an_error_that_ends_the_run_fails_the_workflow")
         + " and tests/test_temporal.py::"

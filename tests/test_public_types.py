@@ -25,11 +25,11 @@ from agentforge_typed import (
 )
 
 HOMES = {
-    "AfterToolCall": "agentforge_typed.loop._service",
-    "ArgumentsErrorHandler": "agentforge_typed.loop._service",
-    "BeforeToolCall": "agentforge_typed.loop._service",
-    "ExecutionErrorHandler": "agentforge_typed.loop._service",
-    "UnknownToolHandler": "agentforge_typed.loop._service",
+    "AfterToolCall": "agentforge_typed.loop._registry",
+    "ArgumentsErrorHandler": "agentforge_typed.loop._registry",
+    "BeforeToolCall": "agentforge_typed.loop._registry",
+    "ExecutionErrorHandler": "agentforge_typed.loop._registry",
+    "UnknownToolHandler": "agentforge_typed.loop._registry",
     "ModelFunction": "agentforge_typed.providers._function",
     "ToolLike": "agentforge_typed.tools._base",
     "MCPTool": "agentforge_typed.tools._mcp",

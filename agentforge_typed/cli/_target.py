@@ -17,7 +17,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..loop._service import ToolService, is_tool, tools_from
+from ..loop._registry import is_tool, tools_from
+from ..loop._service import ToolService
 from ..tools._base import ToolLike
 
 __all__ = [

@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +52,6 @@ __all__ = [
     "ApprovalState",
     "Decided",
     "PausedCall",
-    "no_events",
     "with_digest",
 ]
 
@@ -471,9 +470,3 @@ def _held_again(call: ToolCall, paused: PausedCall) -> Decided:
         return Decided(call)  # the tool's policy holds it again
     pending = PendingCall(call, "elicitation", paused.question, paused.digest)
     return Decided(call, PendingResult("Awaiting the user's answer.", pending=pending))
-
-
-async def no_events() -> AsyncIterator[Any]:
-    """An empty async stream: the model round a resumed run skips."""
-    return
-    yield  # pragma: no cover - makes this an async generator

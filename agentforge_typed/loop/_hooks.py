@@ -6,7 +6,7 @@ import logging
 
 from .._messages import shown_name
 from .._records import ToolExecution
-from ._service import AfterToolCall
+from ._registry import AfterToolCall
 
 __all__ = ["logging_hook"]
 

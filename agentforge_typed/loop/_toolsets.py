@@ -4,7 +4,7 @@ tool search.
 A `ToolService` registers tools once; a run offers only some of them. What a round offers is
 also what the round may call: a call to a registered tool that was not offered is answered like
 a call to an unknown tool, so a selection is enforced by the loop, not by the model's good will.
-Everything here is free of I/O; `_Run` asks an `Offer` for each round's tools and looks calls up
+Everything here is free of I/O; `Run` asks an `Offer` for each round's tools and looks calls up
 through it.
 """
 

@@ -1,0 +1,193 @@
+"""The seam between the loop and its drivers: what drives a `Run` (`_run`) with I/O.
+
+`adrive` is the async loop over a run (a model call answers each request, an `Execute` runs each
+planned call: the tool itself under `achat`, an activity under the durable driver); `execute` and
+`aexecute` run one planned call; `batches` groups a round's calls for concurrent execution.
+`Run`, `Planned` and `conversation` are re-exported here: a driver outside the loop (`durable`)
+imports this module only, never a name with an underscore."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Iterator,
+    Sequence,
+)
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, cast
+
+from .._records import (
+    ToolExecution,
+    ToolExecutionResult,
+)
+from .._request import ChatRequest
+from .._response import ChatResponse
+from ..tools._outcomes import (
+    alinks_checked,
+    describe_exception,
+    links_checked,
+    reraise_uncontained,
+)
+from ._results import ToolChatResult
+from ._run import Planned, Run, as_result, conversation
+
+logger = logging.getLogger("agentforge_typed")
+
+if TYPE_CHECKING:
+    import asyncio
+
+
+__all__ = [
+    "Execute",
+    "Planned",
+    "Run",
+    "adrive",
+    "aexecute",
+    "asettle",
+    "asettle_at",
+    "batches",
+    "cancel_unfinished",
+    "conversation",
+    "execute",
+    "settle_batch",
+]
+
+
+_AsyncAnswer = Awaitable["ToolExecutionResult | str | None"]
+
+
+Execute = Callable[[Planned], Awaitable[ToolExecution]]
+"""Runs one planned call of a round (the tool itself, or a durable activity)."""
+
+
+def batches(planned: Sequence[Planned], parallel: bool) -> Iterator[list[Planned]]:
+    """Group a round's calls for concurrent execution: runs of independent calls together,
+    each `sequential` call alone, in the model's order."""
+    batch: list[Planned] = []
+    for plan in planned:
+        if parallel and not plan.sequential:
+            batch.append(plan)
+            continue
+        if batch:
+            yield batch
+            batch = []
+        yield [plan]
+    if batch:
+        yield batch
+
+
+async def adrive(
+    run: Run,
+    request: Callable[[ChatRequest], Awaitable[ChatResponse]],
+    execute: Execute,
+) -> ToolChatResult[Any]:
+    """The async loop over `run`: `request` answers each model call and `execute` runs each
+    planned call. `achat` passes the model and the tools themselves; a durable driver passes
+    activities."""
+    with run:
+        while True:
+            planned = run.resumed() or run.on_response(await request(await run.anext_request()))
+            if planned is None:
+                return run.result()
+            settled: list[ToolExecution] = []
+            for batch in batches(planned, run.service.parallel):
+                settled += await settle_batch(run, batch, execute)
+            if run.finish_round(planned, settled):
+                return run.result()
+
+
+async def settle_batch(run: Run, batch: Sequence[Planned], execute: Execute) -> list[ToolExecution]:
+    import asyncio  # loaded by then; not at import, for blocking programs
+
+    tasks = [asyncio.ensure_future(asettle(run, plan, execute)) for plan in batch]
+    gathered = asyncio.gather(*tasks)
+    try:
+        return await gathered
+    except GeneratorExit:
+        # The run's coroutine is being closed (a durable workflow torn down mid-round): it may
+        # await nothing more. Cancelling the gathering cancels every call, and logs nothing.
+        gathered.cancel()
+        raise
+    except BaseException:
+        await cancel_unfinished(tasks)
+        raise
+
+
+async def cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    # When one call of a round raises (a policy or hook) or the run is cancelled, the others must
+    # not keep running unobserved after the run has ended: cancel them and wait for their cleanup.
+    pending = [task for task in tasks if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        import asyncio
+
+        await asyncio.wait(pending)
+    # Only the first failure propagates; the others are retrieved here, or asyncio logs each
+    # one as "Task exception was never retrieved".
+    for task in tasks:
+        if not task.cancelled():
+            task.exception()
+
+
+async def asettle(run: Run, plan: Planned, execute: Execute | None = None) -> ToolExecution:
+    before, after = run.service.before_tool_call, run.service.after_tool_call
+    if plan.tool is not None and run.deferred(plan.preset):
+        held = await run.approval.ahold(plan.call, plan.context, plan.tool)
+        if held is None:
+            plan = run._plan(plan.index, plan.call, approved=True)
+        else:
+            plan = replace(plan, preset=held)
+    if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
+        answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
+        if answer is not None:
+            plan = replace(plan, preset=as_result(answer, None))
+    execution = run.settle(plan, await (execute or aexecute)(plan))
+    if run.async_after and after is not None:
+        await cast(Awaitable[None], after(execution))
+    return execution
+
+
+async def asettle_at(run: Run, plan: Planned) -> tuple[int, ToolExecution]:
+    return plan.index, await asettle(run, plan)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _crashed(exc: BaseException) -> ToolExecutionResult:
+    # Executors report failures as results; this only catches a custom executor that raised.
+    reraise_uncontained(exc)
+    return ToolExecutionResult.error(describe_exception(exc), "execution", exception=exc)
+
+
+def execute(plan: Planned) -> ToolExecution:
+    started = _now()
+    result = plan.preset
+    if result is None:
+        assert plan.tool is not None
+        try:
+            result = plan.tool.execute(plan.call, plan.context)
+        except BaseException as exc:
+            result = _crashed(exc)
+    elif result.content:  # an external result's links, as its tool's `content_urls` allows
+        result = links_checked(result, getattr(plan.tool, "content_urls", "https"))
+    return ToolExecution(plan.call, result, started, _now())
+
+
+async def aexecute(plan: Planned) -> ToolExecution:
+    started = _now()
+    result = plan.preset
+    if result is None:
+        assert plan.tool is not None
+        try:
+            result = await plan.tool.aexecute(plan.call, plan.context)
+        except BaseException as exc:
+            result = _crashed(exc)
+    elif result.content:
+        result = await alinks_checked(result, getattr(plan.tool, "content_urls", "https"))
+    return ToolExecution(plan.call, result, started, _now())

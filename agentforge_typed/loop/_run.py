@@ -1,0 +1,794 @@
+"""The run state machine, free of I/O: `Run` says what to send the model next, takes its
+response, plans the calls (`Planned`: the tool to run, or the result already decided) and takes
+their executions back; a driver (`_drivers`, `_service`, the durable driver) does the I/O.
+Every driver runs the same `Run`, so the loop's rules exist once."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import (
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+from typing_extensions import TypedDict, TypeForm
+
+from .._exceptions import (
+    AgentForgeError,
+    ArgumentError,
+    ModelError,
+    ToolArgumentsError,
+    ToolExecutionError,
+    ToolLoopLimitError,
+    UnknownToolError,
+)
+from .._identity import CallIds, random_id, recorded_conversation
+from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
+from .._records import (
+    Approval,
+    ErrorKind,
+    PendingResult,
+    ToolExecution,
+    ToolExecutionResult,
+    unanswered_calls,
+)
+from .._request import ChatRequest, ChatRequestParameters
+from .._response import NO_USAGE, ChatResponse, FinishReason
+from ..providers import _tracing as model_tracing
+from ..tools._base import ReturnBehavior, ToolContext, ToolLike, may_wait
+from ..tools._budget import (
+    DEFAULT_MAX_RESULT_CHARS,
+    ContentFit,
+    fit_result,
+    within_budget,
+)
+from ..tools._scope import Scope
+from ._cost import priced
+from ._events import (
+    OutputCallEvent,
+    ToolResultEvent,
+)
+from ._history import (
+    MESSAGE_TYPES,
+    aprocess,
+    is_message,
+    process,
+)
+from ._output import OutputSpec, OutputValidationError
+from ._progress import ProgressSink
+from ._registry import ToolRegistry
+from ._results import ToolChatResult
+from ._toolsets import ToolSelection
+from ._usage import UsageLimits
+
+logger = logging.getLogger("agentforge_typed")
+
+if TYPE_CHECKING:
+    from ._approval import ApprovalState, Decided
+    from ._tracing import RunTrace
+
+__all__ = ["Planned", "Run", "RunOptions", "as_result", "conversation"]
+
+
+class RunOptions(TypedDict, total=False):
+    """The options of one run that `chat`, `achat`, `stream` and `astream` take as keywords,
+    besides `deps` and `output_type`. Each may be left out or given as `None` (the default).
+
+    Type a wrapper's keywords with it to forward them unchanged:
+    `def ask(prompt: str, **options: Unpack[RunOptions]) -> str`.
+    """
+
+    tools: ToolSelection | None
+    """Narrow what this run offers: tool names, `"group:NAME"` groups, or a `ToolSearch`;
+    a name or group that is not registered is a `ValueError` before any model call."""
+    conversation_id: str | None
+    """The id tools see as `ToolContext.conversation_id` and traces record; a random one by
+    default."""
+    approvals: Mapping[str, Approval] | None
+    """Decisions on the calls awaiting approval that the history ends with, by tool call id
+    (`True`, `False`, a reason to deny, or `Approved(arguments=...)`); a decision on a call that
+    is not pending is a `ValueError`."""
+    external_results: Mapping[str, Any] | None
+    """Results of the pending external calls the history ends with, by tool call id: a value
+    (converted like a tool's return value) or `ToolFailed("why")`."""
+    usage_limits: UsageLimits | None
+    """Caps for this run, replacing the service's `usage_limits`."""
+
+
+_RUN_OPTIONS = frozenset(RunOptions.__annotations__)
+
+
+def as_result(
+    value: ToolExecutionResult | str, error_kind: ErrorKind | None
+) -> ToolExecutionResult:
+    if isinstance(value, ToolExecutionResult):
+        return value
+    if error_kind is None:
+        return ToolExecutionResult(text=value, value=value)
+    return ToolExecutionResult.error(value, error_kind)
+
+
+@dataclass(slots=True)
+class Planned:
+    """A call of the current round: the tool to run, or the result already decided for it."""
+
+    index: int
+    """The call's position in the model's response."""
+    call: ToolCall
+    context: ToolContext[Any]
+    tool: ToolLike | None
+    preset: ToolExecutionResult | None = None
+
+    @property
+    def sequential(self) -> bool:
+        return self.tool is not None and self.tool.sequential
+
+
+class Run:
+    """The state of one `chat` run, free of I/O."""
+
+    __slots__ = (
+        "_approval",
+        "async_after",
+        "async_before",
+        "asynchronous",
+        "call_ids",
+        "conversation_id",
+        "deps",
+        "executions",
+        "failures",
+        "finished",
+        "fit",
+        "generation",
+        "limits",
+        "messages",
+        "model",
+        "offer",
+        "open_calls",
+        "output",
+        "output_value",
+        "parameters",
+        "progress",
+        "responses",
+        "resuming",
+        "returned_immediately",
+        "round_trips",
+        "scopes",
+        "selection",
+        "service",
+        "tool_calls",
+        "trace",
+        "usage",
+        "user_parameters",
+    )
+
+    def __init__(
+        self,
+        service: ToolRegistry[Any],
+        model: object,
+        messages: str | Iterable[ChatMessage],
+        parameters: ChatRequestParameters | None,
+        deps: Any,
+        output_type: TypeForm[Any] | OutputSpec[Any] | None,
+        options: RunOptions,
+        *,
+        asynchronous: bool = False,
+    ) -> None:
+        if not _RUN_OPTIONS.issuperset(options):
+            # `**options` takes any keyword at run time: a misspelt `usage_limits` must not run
+            # the conversation without its limits.
+            unknown = next(name for name in options if name not in _RUN_OPTIONS)
+            raise TypeError(
+                f"unexpected keyword argument {unknown!r}; a run takes deps, output_type, "
+                + ", ".join(RunOptions.__annotations__)
+            )
+        self.service = service
+        self.model = model
+        """The model answering, when known: `result.usage` is priced for it."""
+        self.fit: ContentFit | None = _fit_unknown
+        """The model's `fit_tool_content` (`None`: it has none), looked up at the first result
+        with content."""
+        limits = options.get("usage_limits")
+        self.limits = service.usage_limits if limits is None else limits
+        self.tool_calls = 0
+        self.async_before, self.async_after = service._async_hooks(asynchronous)
+        self.messages = conversation(messages)
+        if not self.messages:
+            raise ValueError("ToolService.chat needs at least one message")
+        self.output = output = _output_spec(output_type)
+        self.output_value: Any = None
+        self.user_parameters = parameters
+        self.generation = service._generation
+        self.parameters = service._request_parameters(parameters, output)
+        service._check_deps(deps, selected=options.get("tools") is not None)
+        self.deps = deps
+        paused, waiting = unanswered_calls(self.messages)
+        self.conversation_id = _owner(options.get("conversation_id"), paused)
+        self.scopes: list[Scope] = []
+        """The run's `Scope` once a call asked for it (`ToolContext.scope`): what its calls keep
+        beyond themselves, removed when it ends."""
+        self.selection = options.get("tools")
+        self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
+        self.responses: list[ChatResponse] = []
+        self.usage = NO_USAGE
+        """The usage summed over `responses`, kept as they arrive."""
+        self.executions: list[ToolExecution] = []
+        self.failures: dict[str, int] = {}
+        """Consecutive failed calls (invalid arguments, `ModelRetry`) per tool."""
+        self.open_calls: Sequence[ToolCall] = ()
+        """The calls of the last response that have no result message yet."""
+        self.finished: dict[int, ToolExecution] = {}
+        """The executions of the open round so far, by call position."""
+        self.round_trips = 0
+        self.returned_immediately = False
+        self.asynchronous = asynchronous
+        self._approval: ApprovalState | None = None
+        """Built only when there is something to decide: most runs never wait for anyone."""
+        self.call_ids: CallIds | None = None
+        """The call ids taken in the conversation, built at the first answer with calls."""
+        self.resuming: list[Decided] = []
+        """The caller's decisions on the unanswered calls at the end of the history."""
+        approvals, external_results = options.get("approvals"), options.get("external_results")
+        if approvals or external_results or waiting:
+            self.resume(approvals, external_results)
+
+    def scope(self) -> Scope:
+        """The run's `Scope`, made when a call first asks for it (one, whichever thread asks:
+        `list.append` is atomic)."""
+        scopes = self.scopes
+        if not scopes:
+            scopes.append(Scope(self.conversation_id))
+        return scopes[0]
+
+    def resume(
+        self, approvals: Mapping[str, Approval] | None, external_results: Mapping[str, Any] | None
+    ) -> None:
+        """Take the caller's decisions on the calls the history ends with (before the loop, or
+        when a paused run gets them); raises `ValueError` for a decision on a call that is not
+        pending."""
+        from ._approval import ApprovalState  # the approval machinery loads when a run pauses
+
+        state = self._approval = ApprovalState(
+            approvals, external_results, asynchronous=self.asynchronous
+        )
+        unanswered = state.unanswered(self.messages, self.conversation_id, self.service._digests)
+        self.resuming = [
+            state.decide(call, self.service._tools.get(call.name), self.conversation_id)
+            for call in unanswered
+        ]
+
+    @property
+    def approval(self) -> ApprovalState:
+        """The run's approvals: the decisions it was given and the calls it paused on."""
+        if self._approval is None:
+            from ._approval import ApprovalState
+
+            self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
+        return self._approval
+
+    def deferred(self, preset: ToolExecutionResult | None) -> bool:
+        """Whether `preset` is the placeholder of a call whose async `requires_approval` is
+        still to decide (`approval.ahold`)."""
+        approval = self._approval  # only a run with approval state holds a call
+        return approval is not None and approval.deferred(preset)
+
+    def check_decision(
+        self, call_id: str, approvals: Mapping[str, Approval], external_results: Mapping[str, Any]
+    ) -> None:
+        """Refuse the decision on `call_id` (in `approvals` or `external_results`) that `resume`
+        would refuse, without taking it: a durable run checks each decision as it arrives.
+
+        Raises:
+            ValueError, TypeError, ToolArgumentsError: As `resume` would.
+        """
+        from ._approval import ApprovalState
+
+        state = ApprovalState(approvals, external_results, asynchronous=True)
+        for call in state.unanswered(self.messages, self.conversation_id, self.service._digests):
+            if call.id == call_id:
+                state.decide(call, self.service._tools.get(call.name))
+
+    def registered(self, tool: ToolLike) -> bool:
+        """Whether `tool` is the service's registered tool of its name (not the output tool, nor
+        a tool search's)."""
+        return self.service._tools.get(tool.name) is tool
+
+    def resumed(self) -> list[Planned] | None:
+        """Once, the round of the history's unanswered calls (run, denied, answered or held
+        again); `None` when there is none."""
+        if not self.resuming:
+            return None
+        resuming, self.resuming = self.resuming, []
+        # An `Approved` override changes a call's arguments, never its id: the result pairs.
+        self.open_calls, self.finished = [decided.call for decided in resuming], {}
+        return [
+            self._plan(
+                i,
+                decided.call,
+                decided=decided.result,
+                approved=decided.approved,
+                answer=decided.answer,
+            )
+            for i, decided in enumerate(resuming)
+        ]
+
+    def next_request(self) -> ChatRequest:
+        """The request for the next model call, its messages through the service's history
+        processors (an async one run to completion here: a blocking driver); raises past
+        `max_round_trips`."""
+        parameters = self._next_parameters()
+        processors = self.service.history_processors
+        return self._request(
+            process(processors, self.messages) if processors else self.messages, parameters
+        )
+
+    async def anext_request(self) -> ChatRequest:
+        """`next_request` for the async drivers: an async history processor is awaited."""
+        parameters = self._next_parameters()
+        processors = self.service.history_processors
+        messages = await aprocess(processors, self.messages) if processors else self.messages
+        return self._request(messages, parameters)
+
+    def _next_parameters(self) -> ChatRequestParameters:
+        if self.round_trips >= self.service.max_round_trips:
+            raise ToolLoopLimitError(self.service.max_round_trips)
+        if self.limits is not None:
+            self.limits.check_request(self.round_trips + 1)
+        self.round_trips += 1
+        service = self.service
+        # Between rounds, never during one: sources whose tools changed bring their new lists.
+        if service._watched:
+            service._refresh()
+        if self.generation != service._generation:
+            self.generation = service._generation
+            self.parameters = service._request_parameters(self.user_parameters, self.output)
+            if self.offer is not None:
+                self.offer = service._offer(
+                    self.selection, self.deps, self.conversation_id, self.messages
+                )
+        if self.offer is not None:
+            return self.offer.parameters(self.parameters, self.round_trips, self.messages)
+        return self.parameters
+
+    def _request(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters
+    ) -> ChatRequest:
+        if self.output is not None and self.output.prompted:
+            messages = self.output.with_instructions(messages)
+        request = ChatRequest.of(messages, parameters)
+        if self.trace is not None:
+            self.trace.request(request)
+        return request
+
+    def on_response(self, response: ChatResponse) -> list[Planned] | None:
+        """Record the model's response; return the calls to execute, or `None` when it is final.
+
+        The calls are admitted first: each gets an id of its own in the conversation
+        (`_identity`), so that every decision keyed on an id concerns exactly one call.
+        """
+        message = response.ai_message
+        if message.tool_calls:
+            if self.call_ids is None:
+                self.call_ids = CallIds(self.messages)
+            admitted = self.call_ids.admit(message)
+            if admitted is not message:
+                message = admitted
+                response = response.model_copy(update={"ai_message": message})
+            self.open_calls, self.finished = message.tool_calls, {}
+        self.responses.append(response)
+        if response.token_usage is not None:
+            self.usage += response.token_usage
+        self.messages.append(message)
+        if response.finish_reason is FinishReason.LENGTH and self.open_calls:
+            _refuse_cut_off(self.open_calls)
+        if self.limits is not None:
+            self.limits.check_tokens(self.usage)
+            self.tool_calls += len(self.open_calls)
+            self.limits.check_tool_calls(self.tool_calls)
+        if self.open_calls:
+            return [self._plan(i, call) for i, call in enumerate(self.open_calls)]
+        if self.output is None:
+            return None
+        return self._on_final_text(self.output, response.ai_message.text or "")
+
+    def _on_final_text(self, output: OutputSpec[Any], text: str) -> list[Planned] | None:
+        # A text answer where structured output is wanted: valid JSON in native mode ends the
+        # run; anything else is sent back with a nudge, against the output's retry budget.
+        errors: Sequence[ArgumentError] = ()
+        if output.in_text:
+            try:
+                self.output_value = output.validate(text)
+                return None
+            except OutputValidationError as error:
+                errors = error.errors
+        failures = self.failures[output.name] = self.failures.get(output.name, 0) + 1
+        if failures > output.max_retries:
+            raise output.exhausted(errors, text)
+        self.messages.append(UserMessage(content=output.nudge(errors)))
+        return []
+
+    def _plan(
+        self,
+        index: int,
+        call: ToolCall,
+        *,
+        decided: ToolExecutionResult | None = None,
+        approved: bool = False,
+        answer: Any = None,
+    ) -> Planned:
+        service = self.service
+        attempt = self.failures.get(call.name, 0) + 1
+        progress = None if self.progress is None else self.progress.reporter(call)
+        context: ToolContext[Any] = ToolContext(
+            self.deps,
+            call.id,
+            call.name,
+            attempt,
+            self.conversation_id,
+            progress,
+            True,
+            answer,
+            self.scope,
+        )
+        tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
+        if tool is None and self.output is not None and call.name == self.output.name:
+            tool = self.output
+        if decided is not None:
+            return Planned(index, call, context, tool, decided)
+        if tool is None:
+            names = list(service._tools) if self.offer is None else self.offer.names()
+            answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
+            if answer is None:
+                reason = None
+                if call.name in service._tools:
+                    reason = (
+                        f"{call.name!r} is registered but this run's tools= does not offer it; "
+                        "a call the history waits on runs only when offered: include it"
+                    )
+                raise UnknownToolError(call.name, names, reason)
+            return Planned(index, call, context, None, as_result(answer, "unknown_tool"))
+        if (
+            not approved
+            and may_wait(tool)
+            and (held := self.approval.hold(call, context, tool)) is not None
+        ):
+            return Planned(index, call, context, tool, held)
+        if service.before_tool_call is not None and not self.async_before:
+            answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
+            if answer is not None:
+                return Planned(index, call, context, tool, as_result(answer, None))
+        return Planned(index, call, context, tool)
+
+    def is_output(self, plan: Planned) -> bool:
+        """Whether `plan` calls the structured-output tool rather than a registered tool."""
+        return self.output is not None and plan.tool is self.output
+
+    def result_event(
+        self, plan: Planned, execution: ToolExecution
+    ) -> ToolResultEvent | OutputCallEvent:
+        if self.is_output(plan):
+            return OutputCallEvent(execution)
+        return ToolResultEvent(execution)
+
+    def settle(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
+        """Apply the error policies (which may raise) and the `after_tool_call` hook to one
+        finished call."""
+        # The result budget first: hooks, traces and the history see the text the model reads.
+        budget = self.service.max_result_chars
+        if budget is not None or len(execution.result.text) > DEFAULT_MAX_RESULT_CHARS:
+            own = getattr(plan.tool, "max_result_chars", None)
+            result = within_budget(execution.result, own, budget)
+            if result is not execution.result:
+                execution = replace(execution, result=result)
+        if type(execution.result) is not ToolExecutionResult and execution.result.content:
+            execution = self._fitted(plan, execution)
+        # Recorded before anything may raise, so that a failed run still reports the call.
+        self.finished[plan.index] = execution
+        if self.trace is not None:
+            progress = self.progress.recorded(plan.call.id) if self.progress else []
+            known = plan.tool is not None
+            self.trace.tool(execution, plan.context.attempt, known=known, progress=progress)
+        result = self._apply_policy(plan, execution.result)
+        if result is not execution.result:
+            execution = self.finished[plan.index] = replace(execution, result=result)
+        if type(execution.result) is PendingResult:
+            # The call waits: it shows (and the history will record) the digest of what waits.
+            # A tool that asked a question (an MCP elicitation) waits like a held call, and the
+            # run's approval state sets it aside at the end of the round.
+            from ._approval import ApprovalState, with_digest
+
+            if self._approval is None:
+                self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
+            stamped = with_digest(execution.result, self.conversation_id, self.service._digests)
+            execution = self.finished[plan.index] = replace(execution, result=stamped)
+        if self.service.after_tool_call is not None and not self.async_after:
+            _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
+        return execution
+
+    def _fitted(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
+        """`execution` with its content as the model takes it (its `fit_tool_content`), decided
+        here, at the tool result, so that no later request fails on the history."""
+        fit = self.fit
+        if fit is _fit_unknown:
+            fit = self.fit = getattr(self.model, "fit_tool_content", None)
+        if fit is None:
+            return execution
+        try:
+            result = fit_result(execution.result, fit)
+        except AgentForgeError:  # refused under an "error" policy: the call did run
+            self.finished[plan.index] = execution
+            raise
+        return execution if result is execution.result else replace(execution, result=result)
+
+    def finish_round(self, planned: Sequence[Planned], settled: Sequence[ToolExecution]) -> bool:
+        """Append one result message per call in the model's order; say whether the loop ends
+        here (a `ReturnBehavior`, or calls that wait for a decision)."""
+        # Only a call that `hold` answered, or a tool that asked a question (an MCP elicitation),
+        # can wait, and either made the approval state: without it, every call ran.
+        approval = self._approval
+        for execution in settled if approval is None else approval.set_aside(settled):
+            self.executions.append(execution)
+            self._record(execution)
+        self.open_calls = ()
+        if approval is not None and (approval.pending or approval.paused_on is not None):
+            self._record_pause(approval)
+            if approval.pending:
+                return True
+        if self.output is not None:
+            for execution in settled:
+                if execution.call.name == self.output.name and not execution.failed:
+                    self.output_value = execution.result.value
+                    return True
+        # With an output type only a valid output ends the run, so `.output` is always one.
+        self.returned_immediately = (
+            bool(planned) and self.output is None and _returns_now(planned, settled)
+        )
+        return self.returned_immediately
+
+    def __enter__(self) -> Run:
+        self.trace: RunTrace | None = None
+        self.progress: ProgressSink | None = None
+        # Off (the common case), one lookup: the run tracing is loaded when first switched on.
+        if model_tracing.active is not None:
+            from ._tracing import run_trace
+
+            self.trace = run_trace(self.conversation_id)
+            if self.trace is not None:
+                self.progress = ProgressSink(stream=False, record=True)
+        return self
+
+    def stream_progress(self, wake: Callable[[], None] | None = None) -> ProgressSink:
+        """Keep the calls' progress for a streaming driver (which yields `take()`), waking it
+        with `wake` at each report."""
+        self.progress = ProgressSink(stream=True, record=self.trace is not None, wake=wake)
+        return self.progress
+
+    def __exit__(self, kind: object, error: BaseException | None, traceback: object) -> None:
+        # Every driver runs its loop inside `with run:`, so no error leaves a run empty-handed:
+        # the program's own exception (a hook's, a handler's) too. Not a cancellation, an
+        # interrupt or a stream closed by its consumer: those are not failures of the run.
+        if isinstance(error, Exception):
+            self.fail(error)
+        if self.scopes:  # ended without its result (failed, cancelled, its stream closed)
+            self.scopes[0].close(finished=False)
+        if self.trace is not None:
+            self.trace.end(error, self.usage)
+
+    def fail(self, error: Exception) -> None:
+        """Attach the run so far to `error` (see `_carry`). Every call of an unfinished round is
+        answered (those that did not complete with an error result saying so), so the messages
+        can be resumed."""
+        for index, call in enumerate(self.open_calls):
+            execution = self.finished.get(index)
+            if execution is None:
+                reason = f"the run stopped on {type(error).__name__} first"
+                # "did not complete" rather than "did not run": under `achat` a sibling's failure
+                # cancels calls that may have started, so their side effects are unknown.
+                text = f"Tool `{shown_name(call.name)}` did not complete: {reason}."
+                self._answer(call, text, True)
+            else:
+                self.executions.append(execution)
+                self._record(execution)
+        self.open_calls = ()
+        _carry(
+            error,
+            messages=tuple(self.messages),
+            tool_executions=tuple(self.executions),
+            usage=priced(self.model, self.responses, self.usage),
+        )
+
+    def _record_pause(self, approval: ApprovalState) -> None:
+        """Record on the message the run pauses on its conversation id, so that the run that
+        resumes its calls keeps the same owner, and what each call waits for (or, once none of
+        its calls waits, drop that record): see `ApprovalState.recorded`."""
+        messages = self.messages
+        for position in range(len(messages) - 1, -1, -1):
+            message = messages[position]
+            if isinstance(message, AiMessage):
+                messages[position] = approval.recorded(message, self.conversation_id)
+                return
+
+    def _answer(self, call: ToolCall, text: str, is_error: bool) -> None:
+        self.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id, tool_name=call.name, text=text, is_error=is_error
+            )
+        )
+
+    def _record(self, execution: ToolExecution) -> None:
+        """Answer an executed call with its result: text, and any content beyond text."""
+        call, result = execution.call, execution.result
+        if not result.content:
+            self._answer(call, result.text, result.is_error)
+            return
+        self.messages.append(
+            ToolResultMessage(
+                tool_call_id=call.id,
+                tool_name=call.name,
+                text=result.text,
+                content=result.content,
+                is_error=result.is_error,
+            )
+        )
+
+    def _apply_policy(self, plan: Planned, result: ToolExecutionResult) -> ToolExecutionResult:
+        service, kind, tool = self.service, result.error_kind, plan.tool
+        if tool is None or plan.preset is not None:
+            return result
+        if not result.is_error:
+            # The budget counts consecutive failures: slips far apart do not add up.
+            self.failures.pop(tool.name, None)
+        elif kind in ("arguments", "retry"):
+            failures = self.failures[tool.name] = self.failures.get(tool.name, 0) + 1
+            error = result.exception
+            if kind == "arguments" and service.arguments_error_handler and tool is not self.output:
+                if not isinstance(error, ToolArgumentsError):
+                    error = ToolArgumentsError(tool.name, [])
+                return as_result(service.arguments_error_handler(error, plan.context), "arguments")
+            if failures > tool.max_retries:
+                if isinstance(error, ToolArgumentsError):
+                    raise error
+                raise ToolExecutionError(
+                    tool.name, f"still failing after {tool.max_retries} retries: {result.text}"
+                ) from error
+        elif kind == "execution" and service.execution_error_handler is not None:
+            exception = result.exception or RuntimeError(result.text)
+            return as_result(service.execution_error_handler(exception, plan.context), "execution")
+        return result
+
+    def result(self) -> ToolChatResult[Any]:
+        """The run's outcome, once the loop has ended: what its calls kept for a resumed run (the
+        questions it paused on) outlives it from here."""
+        if self.scopes:
+            self.scopes[0].close(finished=True)
+        return ToolChatResult._of(
+            final_response=self.responses[-1] if self.responses else self.approval.final_response(),
+            messages=tuple(self.messages),
+            tool_executions=tuple(self.executions),
+            intermediate_responses=tuple(self.responses[:-1]),
+            usage=priced(self.model, self.responses, self.usage),
+            returned_immediately=self.returned_immediately,
+            output=self.output_value,
+            pending=() if self._approval is None else tuple(self._approval.pending),
+            conversation_id=self.conversation_id,
+        )
+
+
+def _owner(given: str | None, paused: AiMessage | None) -> str:
+    """The run's conversation id: the one given, else the one recorded on the message whose calls
+    it resumes, else a new random one. A given id that differs from the recorded one is refused:
+    the paused calls, their questions and their idempotency keys belong to that conversation."""
+    recorded = recorded_conversation(paused)
+    if not given:
+        return recorded or random_id()
+    if recorded is not None and recorded != given:
+        raise ValueError(
+            f"the history's pending calls belong to conversation {recorded!r}, not "
+            f"{given!r}; resume them with conversation_id={recorded!r} (or without one)"
+        )
+    return given
+
+
+_CARRIED = "_agentforge_carried"
+"""The history attributes a run set on an exception of the program's own."""
+
+
+def _carry(error: Exception, **history: Any) -> None:
+    """Set the run's history (`messages`, `tool_executions`, `usage`) on `error`. An
+    `AgentForgeError` declares them; an exception of the program's own (a hook or handler that
+    raised, a model of its own that failed) propagates as it is and carries them too, unless it
+    has attributes of those names of its own, which are left as they are."""
+    carried = getattr(error, _CARRIED, ())
+    if not isinstance(error, AgentForgeError):
+        history = {
+            name: value
+            for name, value in history.items()
+            if name in carried or not hasattr(error, name)
+        }
+    try:
+        for name, value in history.items():
+            # `object.__setattr__`: a frozen dataclass exception takes them too.
+            object.__setattr__(error, name, value)
+        if not isinstance(error, AgentForgeError):
+            object.__setattr__(error, _CARRIED, tuple(history))
+    except (AttributeError, TypeError):  # an exception that takes no attributes at all
+        pass
+
+
+def _fit_unknown(parts: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[str, ...]]:
+    """`Run.fit` until the model is asked for its own (never called)."""
+    raise AssertionError("the model's fit_tool_content was not looked up")
+
+
+def _refuse_cut_off(calls: Sequence[ToolCall]) -> None:
+    """Raise `ModelError` for an answer cut off by the token limit in the middle of a call (its
+    arguments are not whole JSON): such a call is never executed, and the model could only guess
+    what it was told it did wrong. The calls of the answer are then answered as not completed, so
+    the history can be resumed (with a larger `max_tokens`)."""
+    for call in calls:
+        try:
+            pydantic_core.from_json(call.arguments or "{}")
+        except ValueError:
+            raise ModelError(
+                f"the answer was cut off by the token limit (finish_reason 'length') in the "
+                f"middle of the call to `{shown_name(call.name)}`, which was not executed; raise "
+                "max_tokens",
+                code="cut_off_tool_call",
+            ) from None
+
+
+def _not_awaitable(value: Any, hook: str) -> Any:
+    """`value`, unless a hook gave an awaitable where it is not awaited (a sync function that
+    returns a coroutine): a `TypeError` rather than a coroutine the loop would treat as an answer."""
+    if inspect.isawaitable(value):
+        if inspect.iscoroutine(value):
+            value.close()  # never awaited: no "coroutine was never awaited" warning
+        raise TypeError(
+            f"{hook} returned an awaitable; make it an async function (run under achat/astream)"
+        )
+    return value
+
+
+def _returns_now(planned: Sequence[Planned], executions: Sequence[ToolExecution]) -> bool:
+    """Stop when every call of the round may end the loop — `IMMEDIATE`, or `IMMEDIATE_IF_LAST`
+    as the round's last call — and none of them failed (a failure goes back to the model, which
+    must see it)."""
+    last = len(planned) - 1
+    for index, plan in enumerate(planned):
+        behavior = plan.tool.return_behavior if plan.tool is not None else ReturnBehavior.TO_LLM
+        if behavior is ReturnBehavior.TO_LLM:
+            return False
+        if behavior is ReturnBehavior.IMMEDIATE_IF_LAST and index != last:
+            return False
+    return not any(e.failed for e in executions)
+
+
+def conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
+    """The caller's messages as a new list: a string is one user message; anything that is not a
+    message is refused here, before any model call."""
+    if isinstance(messages, str):
+        return [UserMessage(content=messages)]
+    if not isinstance(messages, (list, tuple)) and not isinstance(messages, Iterable):
+        raise TypeError(
+            f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
+        )
+    conversation = list(messages)
+    for position, message in enumerate(conversation):
+        if not is_message(message):
+            raise TypeError(
+                f"messages[{position}] is of type {type(message).__name__!r}, not a chat message"
+                f" ({', '.join(t.__name__ for t in MESSAGE_TYPES)})"
+            )
+    return conversation
+
+
+def _output_spec(output_type: TypeForm[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
+    if output_type is None or isinstance(output_type, OutputSpec):
+        return output_type
+    return OutputSpec(output_type)
