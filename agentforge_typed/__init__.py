@@ -117,8 +117,8 @@ if TYPE_CHECKING:
     from .serving import ToolServer, ask_client, ask_client_model, serve_mcp
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
-    from .tools._mcp import MCPServer, MCPTool, MCPToolFilter
     from .tools._schema_tool import SchemaTool
+    from .tools.mcp._server import MCPServer, MCPTool, MCPToolFilter
 
 __version__ = "0.1.0"
 
@@ -132,9 +132,9 @@ _LAZY = {
     "FunctionModel": ".providers._function",
     "GeminiChatModel": ".providers.gemini",
     "HttpTool": ".tools._http",
-    "MCPServer": ".tools._mcp",
-    "MCPTool": ".tools._mcp",
-    "MCPToolFilter": ".tools._mcp",
+    "MCPServer": ".tools.mcp._server",
+    "MCPTool": ".tools.mcp._server",
+    "MCPToolFilter": ".tools.mcp._server",
     "ModelFunction": ".providers._function",
     "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",

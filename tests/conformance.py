@@ -293,8 +293,8 @@ def tool_kinds() -> frozenset[str]:
     """The tool kinds the package defines, by class name."""
     # Imported so that their subclasses are defined.
     import agentforge_typed.tools._http
-    import agentforge_typed.tools._mcp
-    import agentforge_typed.tools._schema_tool  # noqa: F401
+    import agentforge_typed.tools._schema_tool
+    import agentforge_typed.tools.mcp._server  # noqa: F401
     from agentforge_typed.tools._base import DeclaredTool
     from agentforge_typed.tools._function import Tool
 

@@ -72,7 +72,7 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed._identity import CallDigests
-from agentforge_typed.tools._mcp_session import Revision
+from agentforge_typed.tools.mcp._session import Revision
 
 Drive = Callable[..., ToolChatResult[None]]
 

@@ -39,7 +39,7 @@ from agentforge_typed import (
 from agentforge_typed.providers._base import Wire
 from agentforge_typed.providers._degrade import Adapted, fit_content
 from agentforge_typed.providers._sse import ServerSentEvent, SSEDecoder
-from agentforge_typed.tools._mcp_results import OutputSchema, map_call_result
+from agentforge_typed.tools.mcp._results import OutputSchema, map_call_result
 
 N = 1000
 """Deltas in the small stream: a few milliseconds of parsing."""

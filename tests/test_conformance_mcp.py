@@ -55,16 +55,16 @@ from agentforge_typed import (
 )
 from agentforge_typed._records import PendingResult
 from agentforge_typed.loop._progress import MAX_MESSAGE_CHARS, MAX_PER_CALL, MAX_WAITING
-from agentforge_typed.tools import _mcp
-from agentforge_typed.tools._mcp_questions import (
+from agentforge_typed.tools._scope import _REGISTRY, MAX_ENTRIES, Scope
+from agentforge_typed.tools.mcp import _connection
+from agentforge_typed.tools.mcp._questions import (
     MAX_INPUT_REQUESTS,
     MAX_INPUT_ROUNDS,
     MAX_SCHEMA_CHARS,
     MAX_STATE_CHARS,
     Desk,
 )
-from agentforge_typed.tools._mcp_session import Revision
-from agentforge_typed.tools._scope import _REGISTRY, MAX_ENTRIES, Scope
+from agentforge_typed.tools.mcp._session import Revision
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"
@@ -86,7 +86,7 @@ def test_a_flood_of_notifications_costs_a_listing_or_two(revision: Revision) -> 
 def test_spaced_notifications_cost_a_listing_a_second_at_most(
     revision: Revision, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_mcp, "RELIST_INTERVAL", 0.4)
+    monkeypatch.setattr(_connection, "RELIST_INTERVAL", 0.4)
     changing = Changing("old")
     with changing.server(revision=revision) as server:
         (change_tool, _) = server.tools()
@@ -101,8 +101,8 @@ def test_spaced_notifications_cost_a_listing_a_second_at_most(
 def test_a_server_that_ends_every_subscription_is_listened_to_less_and_less(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.1)
-    monkeypatch.setattr(_mcp, "RECONNECT_MAX_DELAY", 0.4)
+    monkeypatch.setattr(_connection, "RECONNECT_FIRST_DELAY", 0.1)
+    monkeypatch.setattr(_connection, "RECONNECT_MAX_DELAY", 0.4)
     changing = Changing("old")
     served = changing.listen
     streams: list[float] = []  # when each was asked for

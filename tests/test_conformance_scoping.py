@@ -45,8 +45,8 @@ from agentforge_typed import (
     ToolService,
     UserMessage,
 )
-from agentforge_typed.tools._mcp_session import Revision
 from agentforge_typed.tools._scope import _REGISTRY
+from agentforge_typed.tools.mcp._session import Revision
 
 KEY_META = "example.com/idempotency-key"
 

@@ -37,7 +37,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.tools import _schema_arguments
 from agentforge_typed.tools._base import ToolLike, ToolSource
-from agentforge_typed.tools._mcp import MCPServerOptions, MCPTool
+from agentforge_typed.tools.mcp._server import MCPServerOptions, MCPTool
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
 

@@ -43,8 +43,8 @@ from agentforge_typed import (
     ToolResultMessage,
     ToolService,
 )
-from agentforge_typed.tools._mcp_session import Revision
 from agentforge_typed.tools._scope import _REGISTRY
+from agentforge_typed.tools.mcp._session import Revision
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGALRM")
 

@@ -41,7 +41,7 @@ from agentforge_typed import (
     ToolResultMessage,
     ToolService,
 )
-from agentforge_typed.tools._mcp_session import Revision
+from agentforge_typed.tools.mcp._session import Revision
 
 HISTORY = TypeAdapter(list[ChatMessage])
 NAME = {"properties": {"name": {"title": "Name", "type": "string"}}, "required": ["name"]}

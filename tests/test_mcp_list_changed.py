@@ -43,8 +43,9 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
-from agentforge_typed.tools import MCPServerOptions, _mcp
-from agentforge_typed.tools._mcp_session import Revision
+from agentforge_typed.tools import MCPServerOptions
+from agentforge_typed.tools.mcp import _connection
+from agentforge_typed.tools.mcp._session import Revision
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"
@@ -229,7 +230,7 @@ def test_a_refused_subscription_leaves_the_tools_as_listed_with_a_warning(
 def test_a_lost_subscription_is_opened_again_and_the_tools_listed_again(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.2)
+    monkeypatch.setattr(_connection, "RECONNECT_FIRST_DELAY", 0.2)
     changing = Changing("old")
     served = changing.listen
     streams = 0

@@ -36,8 +36,8 @@ from test_mcp import http_url as http_url
 from test_mcp import pid_file as pid_file
 
 from agentforge_typed import AiMessage, FunctionModel, MCPServer, ToolService
-from agentforge_typed.tools import _mcp
-from agentforge_typed.tools._mcp_session import Revision
+from agentforge_typed.tools.mcp import _connection
+from agentforge_typed.tools.mcp._session import Revision
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
 
@@ -174,8 +174,8 @@ def test_reconnection_waits_longer_after_each_failed_attempt(
         f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); "
         f"os.execv(sys.executable, [sys.executable, {FIXTURE_SERVER!r}])"
     )
-    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.5)
-    monkeypatch.setattr(_mcp, "RECONNECT_MAX_DELAY", 1.0)
+    monkeypatch.setattr(_connection, "RECONNECT_FIRST_DELAY", 0.5)
+    monkeypatch.setattr(_connection, "RECONNECT_MAX_DELAY", 1.0)
     with MCPServer.stdio(sys.executable, ["-c", code], errlog=errlog, connect_timeout=5) as server:
         add = by_name(server)["add"]
         broken.touch()
@@ -287,7 +287,7 @@ def test_an_http_server_killed_between_calls_is_noticed_before_the_next_call(
 ) -> None:
     # Over the stateless transport (2026-07-28) no connection lasts between two calls but the
     # `subscriptions/listen` stream; its loss says the server went away.
-    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.5)
+    monkeypatch.setattr(_connection, "RECONNECT_FIRST_DELAY", 0.5)
     with (
         caplog.at_level(logging.WARNING, logger="agentforge_typed.mcp"),
         MCPServer.http(http_server.url) as server,
@@ -324,7 +324,7 @@ async def test_an_http_server_restarted_between_calls_answers_the_next_one(
 def test_a_call_in_flight_when_its_http_server_died_is_an_error_sent_again_only_when_safe(
     http_server: HttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_mcp, "RECONNECT_FIRST_DELAY", 0.5)
+    monkeypatch.setattr(_connection, "RECONNECT_FIRST_DELAY", 0.5)
     with MCPServer.http(http_server.url, idempotent=["flaky"]) as server:
         tools = by_name(server)
         died = tools["die"].execute(call("die", {}), CONTEXT)

@@ -34,7 +34,7 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
-from agentforge_typed.tools._mcp_session import Revision
+from agentforge_typed.tools.mcp._session import Revision
 
 COUNT = ToolCall(id="c1", name="count", arguments='{"steps": 3, "pause": 0.3}')
 

@@ -32,7 +32,7 @@ HOMES = {
     "UnknownToolHandler": "agentforge_typed.loop._registry",
     "ModelFunction": "agentforge_typed.providers._function",
     "ToolLike": "agentforge_typed.tools._base",
-    "MCPTool": "agentforge_typed.tools._mcp",
+    "MCPTool": "agentforge_typed.tools.mcp._server",
     "ErrorKind": "agentforge_typed._records",
     "Dialect": "agentforge_typed.providers._dialects",
     "HandlerTimeoutError": "agentforge_typed.tools._invoke",

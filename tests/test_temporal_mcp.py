@@ -32,7 +32,7 @@ from test_temporal import env as env  # the fixture
 
 from agentforge_typed import Approved, Elicitation, ElicitationAnswer, MCPServer, PendingCall
 from agentforge_typed.temporal import Decisions, TemporalToolService
-from agentforge_typed.tools._mcp_session import Revision
+from agentforge_typed.tools.mcp._session import Revision
 
 
 def _client(env: WorkflowEnvironment) -> Client:

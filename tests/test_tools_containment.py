@@ -29,8 +29,8 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
-from agentforge_typed.tools._mcp_results import map_call_result
 from agentforge_typed.tools._outcomes import MAX_ERROR_TEXT_CHARS
+from agentforge_typed.tools.mcp._results import map_call_result
 
 
 def call(name: str, arguments: str = "{}", id: str = "call_1") -> ToolCall:

@@ -9,28 +9,15 @@ imports this module only, never a name with an underscore."""
 from __future__ import annotations
 
 import logging
-from collections.abc import (
-    Awaitable,
-    Callable,
-    Iterator,
-    Sequence,
-)
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
-from .._records import (
-    ToolExecution,
-    ToolExecutionResult,
-)
+from .._records import ToolExecution, ToolExecutionResult
 from .._request import ChatRequest
 from .._response import ChatResponse
-from ..tools._outcomes import (
-    alinks_checked,
-    describe_exception,
-    links_checked,
-    reraise_uncontained,
-)
+from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
 from ._results import ToolChatResult
 from ._run import Planned, Run, as_result, conversation
 

@@ -7,48 +7,29 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import Counter
-from collections.abc import (
-    Awaitable,
-    Callable,
-    Collection,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic
+from typing import Any, Generic
 
 from typing_extensions import Self
 
-from .._exceptions import (
-    ToolArgumentsError,
-)
+from .._exceptions import ToolArgumentsError
 from .._identity import CallDigests
 from .._messages import ChatMessage, ToolCall, shown_name
-from .._records import (
-    ToolExecution,
-    ToolExecutionResult,
-)
+from .._records import ToolExecution, ToolExecutionResult
 from .._request import ChatRequestParameters, ToolSpecification
 from .._sync import running_loop
 from ..tools._base import DepsT, ToolContext, ToolExecutor, ToolLike
-from ..tools._budget import (
-    check_max_result_chars,
-)
+from ..tools._budget import check_max_result_chars
 from ..tools._invoke import is_async_callable
 from ..tools._signature import deps_accepted, needing_deps, type_name
-from ._history import (
-    HistoryProcessor,
-    check_processors,
-)
+from ._history import HistoryProcessor, check_processors
 from ._output import OutputSpec
 from ._toolsets import Offer, PrepareTools, ToolSearch, ToolSelection, add_to_groups, group_sources
 from ._usage import UsageLimits
 
 logger = logging.getLogger("agentforge_typed")
 
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "AfterToolCall",

@@ -7,12 +7,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import (
-    Callable,
-    Iterable,
-    Mapping,
-    Sequence,
-)
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -42,24 +37,11 @@ from .._request import ChatRequest, ChatRequestParameters
 from .._response import NO_USAGE, ChatResponse, FinishReason
 from ..providers import _tracing as model_tracing
 from ..tools._base import ReturnBehavior, ToolContext, ToolLike, may_wait
-from ..tools._budget import (
-    DEFAULT_MAX_RESULT_CHARS,
-    ContentFit,
-    fit_result,
-    within_budget,
-)
+from ..tools._budget import DEFAULT_MAX_RESULT_CHARS, ContentFit, fit_result, within_budget
 from ..tools._scope import Scope
 from ._cost import priced
-from ._events import (
-    OutputCallEvent,
-    ToolResultEvent,
-)
-from ._history import (
-    MESSAGE_TYPES,
-    aprocess,
-    is_message,
-    process,
-)
+from ._events import OutputCallEvent, ToolResultEvent
+from ._history import MESSAGE_TYPES, aprocess, is_message, process
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
 from ._registry import ToolRegistry

@@ -9,28 +9,18 @@ exist once; the registry they inherit (`_registry`) holds the tools and options.
 from __future__ import annotations
 
 import logging
-from collections.abc import (
-    AsyncGenerator,
-    Generator,
-    Iterable,
-)
+from collections.abc import AsyncGenerator, Generator, Iterable
 from typing import TYPE_CHECKING, Any, overload
 
 from typing_extensions import TypeForm, TypeVar, Unpack
 
 from .._messages import ChatMessage
 from .._model import ChatModel
-from .._records import (
-    ToolExecution,
-)
+from .._records import ToolExecution
 from .._request import ChatRequestParameters
 from ..tools._base import DepsT
 from ._drivers import adrive, aexecute, asettle_at, batches, cancel_unfinished, execute
-from ._events import (
-    FinalResultEvent,
-    ToolCallEvent,
-    ToolLoopEvent,
-)
+from ._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent
 from ._output import OutputSpec
 from ._registry import ToolRegistry
 from ._results import ToolChatResult

@@ -6,23 +6,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pydantic_core
 
-from .._exceptions import (
-    ModelError,
-)
+from .._exceptions import ModelError
 from .._model import ResponseComplete, StreamEvent, ToolCallDelta
 from .._response import ChatResponse
-from ._events import (
-    PartialArgumentsEvent,
-)
+from ._events import PartialArgumentsEvent
 
 logger = logging.getLogger("agentforge_typed")
 
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["RoundReader", "no_events"]
 

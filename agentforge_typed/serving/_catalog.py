@@ -31,9 +31,9 @@ from ..loop._service import ToolService
 from ..loop._toolsets import resolve
 from ..tools._base import ToolLike, may_wait
 from ..tools._function import Tool
-from ..tools._mcp_results import OutputSchema
 from ..tools._result_text import DeclaredResultText
 from ..tools._returns import content_kinds, value_annotation
+from ..tools.mcp._results import OutputSchema
 
 if TYPE_CHECKING:
     import mcp_types

@@ -31,7 +31,7 @@ from mcp.shared.message import ServerMessageMetadata
 from pydantic import ValidationError
 
 from .._records import ElicitationAnswer
-from ..tools._mcp_results import OutputSchema
+from ..tools.mcp._results import OutputSchema
 from ._approval import can_ask
 
 __all__ = [

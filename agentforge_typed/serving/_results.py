@@ -2,7 +2,7 @@
 
 Text goes as a text block, within the tool's result budget as the loop gives it to a model. The
 parts a tool returns beyond text become content blocks (the inverse of the client's mapping in
-`tools/_mcp_results`): images and audio held inline (or as a base64 `data:` URL) as `image` and
+`tools/mcp/_results`): images and audio held inline (or as a base64 `data:` URL) as `image` and
 `audio` blocks, documents and files held inline as embedded resources (text for a `text/*` media
 type, else a base64 blob), and any part by URL as a `resource_link`. A structured result adds
 `structuredContent` (see `_catalog`), checked against the advertised `outputSchema` before it is

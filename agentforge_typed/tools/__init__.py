@@ -10,7 +10,7 @@
 - `@tool` function tools: `_function` (`Tool`, `tool`), `_signature` and `_docstrings` (signature →
   arguments model and schema), `_arguments` (validation and envelope repairs), `_result_text`.
 - Schema-declared tools: `_schema_arguments` (jsonschema validation and repairs), `_schema_tool`
-  (`SchemaTool`), `_http` (`HttpTool`), `_mcp` (`MCPServer`, `MCPTool`).
+  (`SchemaTool`), `_http` (`HttpTool`), `mcp/` (`MCPServer`, `MCPTool`: the MCP client).
 
 A new kind implements `ToolLike` (usually by subclassing `DeclaredTool`) and builds its results
 with `_outcomes`, so the model reads the same texts whatever backs a tool.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ._budget import DEFAULT_MAX_RESULT_CHARS, MAX_CONTENT_BYTES, MAX_CONTENT_PARTS
     from ._content_urls import ContentURLs
     from ._function import ToolDecorator, ToolOptions
-    from ._mcp import MCPServerOptions
+    from .mcp._server import MCPServerOptions
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
@@ -55,7 +55,7 @@ _HOMES = {
     "MAX_CONTENT_PARTS": "._budget",
     "ContentURLs": "._content_urls",
     "DeclaredTool": "._base",
-    "MCPServerOptions": "._mcp",
+    "MCPServerOptions": ".mcp._server",
     "ToolDecorator": "._function",
     "ToolOptions": "._function",
     "ToolExecutor": "._base",

@@ -8,8 +8,8 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._mcp_questions import Resend
-from ._mcp_results import own_output_validation
+from ._questions import Resend
+from ._results import own_output_validation
 
 if TYPE_CHECKING:
     from mcp import ClientSession

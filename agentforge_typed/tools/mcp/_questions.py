@@ -49,20 +49,20 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
-from .._messages import ToolCall
-from .._records import (
+from ..._messages import ToolCall
+from ..._records import (
     Elicitation,
     ElicitationAnswer,
     PendingCall,
     PendingResult,
     ToolExecutionResult,
 )
-from .._sync import running_loop
-from ._base import ToolContext
-from ._outcomes import execution_error_result
-from ._schema_arguments import SchemaArguments
-from ._schema_tool import valid_arguments
-from ._scope import Scope
+from ..._sync import running_loop
+from .._base import ToolContext
+from .._outcomes import execution_error_result
+from .._schema_arguments import SchemaArguments
+from .._schema_tool import valid_arguments
+from .._scope import Scope
 
 if TYPE_CHECKING:
     import anyio

@@ -27,7 +27,7 @@ import pydantic_core
 from jsonschema import Draft202012Validator, SchemaError
 from pydantic import TypeAdapter, ValidationError
 
-from .._content import (
+from ..._content import (
     AudioContent,
     BinaryContent,
     Content,
@@ -38,21 +38,21 @@ from .._content import (
     content_text,
     has_binary,
 )
-from .._exceptions import ToolExecutionError
-from .._records import ToolExecutionResult
-from ._argument_errors import problem_lines
-from ._arguments import argument_errors as pydantic_errors
-from ._budget import MAX_CONTENT_PARTS, content_result, cut_result
-from ._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content
-from ._outcomes import capped_error_text, unreadable_result
-from ._result_text import SUCCESS_TEXT
-from ._schema_arguments import (
+from ..._exceptions import ToolExecutionError
+from ..._records import ToolExecutionResult
+from .._argument_errors import problem_lines
+from .._arguments import argument_errors as pydantic_errors
+from .._budget import MAX_CONTENT_PARTS, content_result, cut_result
+from .._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content
+from .._outcomes import capped_error_text, unreadable_result
+from .._result_text import SUCCESS_TEXT
+from .._schema_arguments import (
     FORMAT_CHECKER,
     SCHEMA_REGISTRY,
     ToolSchemaValidator,
     argument_errors,
 )
-from ._signature import type_name
+from .._signature import type_name
 
 __all__ = [
     "OutputSchema",

@@ -1,0 +1,31 @@
+"""The MCP client: a Model Context Protocol server's tools as tools of this package.
+
+- `_server`: `MCPServer` (what a program builds, enters and registers), `MCPTool` (one listed
+  tool) and `MCPToolFilter`;
+- `_connection`: the session held by a task of its own, reconnected from whichever call finds it
+  gone, and the server's tool list kept current (`tools/list_changed`, `subscriptions/listen`);
+- `_calls`: one call, from any thread or event loop, to its result: deadlines, reconnection when
+  safe, `input_required` results, progress;
+- `_questions`: a server's questions during a call (elicitation) as pauses of the run;
+- `_results`: a call result's content blocks as parts, its `outputSchema` check;
+- `_session`: what this package asks of the SDK's `ClientSession`, whatever its revision.
+
+Requires the `mcp` extra; the SDK is imported only when a server is entered. The public names are
+exported from `agentforge_typed` itself (`MCPServerOptions` from `agentforge_typed.tools`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._server import MCPServer, MCPServerOptions, MCPTool, MCPToolFilter
+
+__all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module("._server", __name__), name)
