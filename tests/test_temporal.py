@@ -628,14 +628,14 @@ def test_the_activities_do_not_change_the_callers_model() -> None:
 
 def test_a_fallback_model_s_providers_do_not_retry_in_the_activity() -> None:
     from agentforge_typed import FallbackModel, FunctionModel
-    from agentforge_typed.temporal import _without_retries
+    from agentforge_typed.durable._activities import without_retries
 
     def never(error: object) -> bool:
         return False
 
     primary, backup = support.openai_durable.model, FunctionModel(support.script)
     assert isinstance(primary, OpenAIChatModel)
-    copied = _without_retries(FallbackModel(primary, backup, fallback_on=never))
+    copied = without_retries(FallbackModel(primary, backup, fallback_on=never))
     assert isinstance(copied, FallbackModel) and copied.fallback_on is never
     first, second = copied.models
     assert isinstance(first, OpenAIChatModel) and first._http.retry.max_retries == 0

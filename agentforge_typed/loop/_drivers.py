@@ -3,7 +3,7 @@
 `adrive` is the async loop over a run (a model call answers each request, an `Execute` runs each
 planned call: the tool itself under `achat`, an activity under the durable driver); `execute` and
 `aexecute` run one planned call; `batches` groups a round's calls for concurrent execution.
-`Run`, `Planned` and `conversation` are re-exported here: a driver outside the loop (`durable`)
+`Run`, `Planned`, `RunOptions` and `conversation` are re-exported here: a driver outside the loop (`durable`)
 imports this module only, never a name with an underscore."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from .._request import ChatRequest
 from .._response import ChatResponse
 from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
 from ._results import ToolChatResult
-from ._run import Planned, Run, as_result, conversation
+from ._run import Planned, Run, RunOptions, as_result, conversation
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -31,6 +31,7 @@ __all__ = [
     "Execute",
     "Planned",
     "Run",
+    "RunOptions",
     "adrive",
     "aexecute",
     "asettle",

@@ -10,6 +10,8 @@ object and its own few options.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -46,6 +48,7 @@ __all__ = [
     "StreamParser",
     "Wire",
     "default_parameters",
+    "with_max_retries",
 ]
 
 
@@ -413,6 +416,15 @@ class HttpChatModel:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def with_max_retries(model: HttpChatModel, max_retries: int) -> HttpChatModel:
+    """A copy of `model`, sharing its clients, whose requests are retried at most `max_retries`
+    times (a durable run's activity: Temporal retries the activity instead, `0`)."""
+    clone = copy.copy(model)
+    clone._http = copy.copy(model._http)
+    clone._http.retry = dataclasses.replace(model._http.retry, max_retries=max_retries)
+    return clone
 
 
 def _label(wire: Wire, profile: ModelProfile | None) -> str | None:
