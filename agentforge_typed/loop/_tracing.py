@@ -102,11 +102,12 @@ def instrument(
         raise ImportError(
             "af.instrument() needs the OpenTelemetry API: pip install 'agentforge-typed[otel]'"
         ) from error
-    from .. import __version__
-
+    # The package's version, from the package itself, loaded before any of its modules (the loop
+    # may not import it: it imports every layer).
+    version: str = sys.modules[_SCOPE].__version__
     provider = None if tracer_provider is True else tracer_provider
-    tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider=provider)
-    meter = metrics.get_meter(_SCOPE, __version__, meter_provider=meter_provider)
+    tracer = trace.get_tracer(_SCOPE, version, tracer_provider=provider)
+    meter = metrics.get_meter(_SCOPE, version, meter_provider=meter_provider)
     telemetry = Telemetry(
         tracer,
         meter.create_histogram(

@@ -22,7 +22,7 @@ import hmac
 import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from typing_extensions import TypedDict, Unpack
 
@@ -31,7 +31,6 @@ from ..tools._base import check_options
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from ._server import ToolServer
 
 __all__ = [
     "DEFAULT_HOST",
@@ -92,6 +91,14 @@ class HttpOptions(TypedDict, total=False):
 _APP_OPTIONS = ("host", "token", "allowed_hosts", "max_sessions", "session_idle_timeout")
 
 
+class Served(Protocol):
+    """What the transport reads of the `ToolServer` it serves."""
+
+    sdk_server: Any
+    """The SDK's low-level `Server`, whose streamable HTTP app this transport runs."""
+    max_request_bytes: int
+
+
 def is_loopback(host: str) -> bool:
     """Whether `host` binds only the loopback interface."""
     if host in _LOOPBACK_NAMES:
@@ -148,7 +155,7 @@ class _Bearer:
         await send({"type": "http.response.body", "body": body})
 
 
-def http_app(server: ToolServer[Any], **options: Unpack[HttpOptions]) -> Starlette:
+def http_app(server: Served, **options: Unpack[HttpOptions]) -> Starlette:
     """The Starlette app serving `server` at `/mcp` (see `HttpOptions` and the module).
 
     Its lifespan runs the SDK's session manager: mounted in another app, run that app's lifespan
@@ -158,7 +165,7 @@ def http_app(server: ToolServer[Any], **options: Unpack[HttpOptions]) -> Starlet
     if unknown:
         raise TypeError(f"http_app takes no {', '.join(sorted(unknown))} (serve_http does)")
     host = options.get("host", DEFAULT_HOST)
-    app = server.sdk_server.streamable_http_app(
+    app: Starlette = server.sdk_server.streamable_http_app(
         streamable_http_path="/mcp",
         max_request_body_size=server.max_request_bytes,
         session_idle_timeout=options.get("session_idle_timeout", DEFAULT_SESSION_IDLE_TIMEOUT),
@@ -174,7 +181,7 @@ def http_app(server: ToolServer[Any], **options: Unpack[HttpOptions]) -> Starlet
     return app
 
 
-async def serve_http(server: ToolServer[Any], **options: Unpack[HttpOptions]) -> None:
+async def serve_http(server: Served, **options: Unpack[HttpOptions]) -> None:
     """Serve `server` under uvicorn until cancelled (see `HttpOptions`)."""
     import anyio
     import uvicorn
