@@ -79,7 +79,6 @@ from .loop._history import (
     drop_old_tool_results,
     keep_last_rounds,
 )
-from .loop._hooks import logging_hook
 from .loop._output import OutputSpec, OutputValidationError
 from .loop._registry import (
     AfterToolCall,
@@ -94,15 +93,17 @@ from .loop._results import ToolChatResult
 from .loop._run import RunOptions
 from .loop._service import ToolService
 from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
-from .loop._tracing import Instrumentation, instrument
 from .loop._usage import UsageLimitExceeded, UsageLimits
-from .providers._dialects import Dialect, SchemaDialectError
 from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
 from .tools._returns import ToolReturn
 
 if TYPE_CHECKING:
+    from .loop._hooks import logging_hook
+    from .loop._tracing import Instrumentation, instrument
+    from .providers._dialects import Dialect, SchemaDialectError
+
     # `render_schema` and `ToolDecorator` moved to documented submodules; still importable here.
     from .providers._dialects import render_schema as render_schema
     from .providers._fake import FakeModel
@@ -123,15 +124,18 @@ if TYPE_CHECKING:
 __version__ = "0.1.0"
 
 # Imported on first use, so that a program pays only for the parts it uses: the providers (and
-# httpx), the HTTP and MCP tools, jsonschema behind the schema-declared tools, and serving.
+# httpx), the dialect renderers, instrumentation, the HTTP and MCP tools, jsonschema behind the
+# schema-declared tools, and serving.
 _LAZY = {
     "AllModelsFailedError": ".providers._fallback",
     "AnthropicChatModel": ".providers.anthropic",
+    "Dialect": ".providers._dialects",
     "FakeModel": ".providers._fake",
     "FallbackModel": ".providers._fallback",
     "FunctionModel": ".providers._function",
     "GeminiChatModel": ".providers.gemini",
     "HttpTool": ".tools._http",
+    "Instrumentation": ".loop._tracing",
     "MCPServer": ".tools.mcp._server",
     "MCPTool": ".tools.mcp._server",
     "MCPToolFilter": ".tools.mcp._server",
@@ -139,11 +143,14 @@ _LAZY = {
     "ModelProfile": ".providers._profiles",
     "OpenAIChatModel": ".providers.openai",
     "OpenAIResponsesModel": ".providers.openai_responses",
+    "SchemaDialectError": ".providers._dialects",
     "SchemaTool": ".tools._schema_tool",
     "ToolServer": ".serving",
     "ask_client": ".serving",
     "ask_client_model": ".serving",
     "get_model": ".providers._registry",
+    "instrument": ".loop._tracing",
+    "logging_hook": ".loop._hooks",
     "serve_mcp": ".serving",
     # Plumbing that moved to a documented submodule; still importable from here.
     "ToolDecorator": ".tools",

@@ -19,14 +19,16 @@ was shown (`PAUSED_CALLS`, `CallDigests`): a decision must match both before the
 from __future__ import annotations
 
 import hashlib
-import hmac
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
 from ._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
+
+if TYPE_CHECKING:
+    import hmac
 
 __all__ = [
     "CONVERSATION_ID",
@@ -207,6 +209,8 @@ class CallDigests:
                 f"digest_secret must be at least {MIN_DIGEST_SECRET_BYTES} bytes (use 32 random "
                 "bytes: secrets.token_bytes(32))"
             )
+        import hmac  # only a keyed service needs it
+
         self._mac = hmac.new(key, digestmod=hashlib.sha256)
 
     def __repr__(self) -> str:
@@ -233,4 +237,6 @@ class CallDigests:
     @staticmethod
     def same(one: str, other: str) -> bool:
         """Whether two digests are equal (in constant time)."""
+        import hmac
+
         return hmac.compare_digest(one.encode(), other.encode())

@@ -38,7 +38,6 @@ from .._response import NO_USAGE, ChatResponse, FinishReason
 from ..providers import _tracing as model_tracing
 from ..tools._base import ReturnBehavior, ToolContext, ToolLike, may_wait
 from ..tools._budget import DEFAULT_MAX_RESULT_CHARS, ContentFit, fit_result, within_budget
-from ..tools._scope import Scope
 from ._cost import priced
 from ._events import OutputCallEvent, ToolResultEvent
 from ._history import MESSAGE_TYPES, aprocess, is_message, process
@@ -52,6 +51,7 @@ from ._usage import UsageLimits
 logger = logging.getLogger("agentforge_typed")
 
 if TYPE_CHECKING:
+    from ..tools._scope import Scope
     from ._approval import ApprovalState, Decided
     from ._tracing import RunTrace
 
@@ -225,6 +225,8 @@ class Run:
         `list.append` is atomic)."""
         scopes = self.scopes
         if not scopes:
+            from ..tools._scope import Scope
+
             scopes.append(Scope(self.conversation_id))
         return scopes[0]
 

@@ -27,9 +27,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._base import DeclaredTool, ToolExecutor, ToolLike, ToolSource
+    from ._base import ContentURLs, DeclaredTool, ToolExecutor, ToolLike, ToolSource
     from ._budget import DEFAULT_MAX_RESULT_CHARS, MAX_CONTENT_BYTES, MAX_CONTENT_PARTS
-    from ._content_urls import ContentURLs
     from ._function import ToolDecorator, ToolOptions
     from .mcp._server import MCPServerOptions
 
@@ -53,7 +52,7 @@ _HOMES = {
     "DEFAULT_MAX_RESULT_CHARS": "._budget",
     "MAX_CONTENT_BYTES": "._budget",
     "MAX_CONTENT_PARTS": "._budget",
-    "ContentURLs": "._content_urls",
+    "ContentURLs": "._base",
     "DeclaredTool": "._base",
     "MCPServerOptions": ".mcp._server",
     "ToolDecorator": "._function",

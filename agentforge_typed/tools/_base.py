@@ -9,7 +9,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol
+from typing import Any, Generic, Literal, Protocol, get_args
 
 from typing_extensions import TypeVar
 
@@ -18,6 +18,8 @@ from .._records import ToolExecutionResult
 from .._request import ToolSpecification
 
 __all__ = [
+    "DEFAULT_CONTENT_URLS",
+    "ContentURLs",
     "ExtraArguments",
     "check_extra_arguments",
     "ApprovalPolicy",
@@ -28,6 +30,7 @@ __all__ = [
     "ToolLike",
     "ToolSource",
     "approval_policy",
+    "check_content_urls",
     "check_options",
     "is_external",
     "may_wait",
@@ -48,6 +51,19 @@ def check_extra_arguments(value: str) -> ExtraArguments:
     if value == "ignore":
         return "ignore"
     raise ValueError(f"extra_arguments must be 'forbid' or 'ignore', got {value!r}")
+
+
+ContentURLs = Literal["https", "http", "any"]
+"""Which URLs the parts a tool returns may carry to the model's provider (see `_content_urls`)."""
+
+DEFAULT_CONTENT_URLS: ContentURLs = "https"
+
+
+def check_content_urls(value: object) -> ContentURLs:
+    """`value`, or `ValueError` when it is not one of `ContentURLs`."""
+    if value not in get_args(ContentURLs):
+        raise ValueError(f"content_urls must be 'https', 'http' or 'any', got {value!r}")
+    return value  # type: ignore[return-value]
 
 
 class ReturnBehavior(enum.Enum):

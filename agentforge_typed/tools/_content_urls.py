@@ -36,24 +36,12 @@ import socket
 import threading
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 from .._content import BinaryContent, Content, TextContent
 from .._sync import start_daemon_thread
+from ._base import ContentURLs
 
-__all__ = [
-    "DEFAULT_CONTENT_URLS",
-    "RESOLVE_TIMEOUT",
-    "ContentURLs",
-    "aguard_content",
-    "check_content_urls",
-    "guard_content",
-]
-
-ContentURLs = Literal["https", "http", "any"]
-"""Which URLs the parts a tool returns may carry to the model's provider (see the module)."""
-
-DEFAULT_CONTENT_URLS: ContentURLs = "https"
+__all__ = ["RESOLVE_TIMEOUT", "aguard_content", "guard_content"]
 
 RESOLVE_TIMEOUT = 2.0
 """Seconds the names of one result's links may take to resolve, together; a name not resolved by
@@ -77,13 +65,6 @@ _NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
 
 _Address = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-
-def check_content_urls(value: object) -> ContentURLs:
-    """`value`, or `ValueError` when it is not one of `ContentURLs`."""
-    if value not in get_args(ContentURLs):
-        raise ValueError(f"content_urls must be 'https', 'http' or 'any', got {value!r}")
-    return value  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,9 +7,10 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import docstring_parser
+if TYPE_CHECKING:
+    import docstring_parser
 
 __all__ = ["DocstringInfo", "parse_docstring"]
 
@@ -50,6 +51,8 @@ def parse_docstring(function: Callable[..., Any]) -> DocstringInfo:
 
 
 def _parse(text: str, function: Callable[..., Any]) -> docstring_parser.Docstring | None:
+    import docstring_parser  # loaded by the first docstring read, not with the package
+
     style = _style(text)
     try:
         return docstring_parser.parse(text, style)
@@ -109,6 +112,8 @@ _NUMPY_SECTION = re.compile(r"^\s*[A-Za-z ]+\n\s*-{3,}\s*$", re.MULTILINE)
 def _style(text: str) -> docstring_parser.DocstringStyle:
     """The docstring's style, from its markers: parsing in every style to pick the best (the
     parser's `AUTO`) costs a tenth of a tool's decoration, for the same answer."""
+    import docstring_parser
+
     if ":param" in text or ":return" in text or ":raises" in text:
         return docstring_parser.DocstringStyle.REST
     if "@param" in text or "@return" in text:

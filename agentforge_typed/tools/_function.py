@@ -26,14 +26,15 @@ from .._sync import run_sync
 from ._arguments import ArgumentsValidator
 from ._base import (
     ApprovalPolicy,
+    ContentURLs,
     ExtraArguments,
     ReturnBehavior,
     ToolContext,
+    check_content_urls,
     check_extra_arguments,
     check_options,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
-from ._content_urls import ContentURLs, check_content_urls
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import (
     UnreadableValue,

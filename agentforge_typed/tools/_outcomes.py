@@ -29,6 +29,7 @@ from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
 from .._messages import cut_text
 from .._records import ToolExecutionResult
 from ._argument_errors import format_arguments_error
+from ._base import DEFAULT_CONTENT_URLS, ContentURLs
 from ._budget import (
     DEFAULT_MAX_RESULT_CHARS,
     MAX_CONTENT_PARTS,
@@ -38,7 +39,6 @@ from ._budget import (
     cut_result,
     with_content,
 )
-from ._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content
 from ._invoke import HandlerTimeoutError
 from ._result_text import ResultConverter, result_text
 from ._returns import CONTENT_CARRIERS, returned_content
@@ -132,6 +132,8 @@ def success_result(
             if found is not None:
                 value, parts = found
                 if has_binary(parts):
+                    from ._content_urls import guard_content  # the links check loads here
+
                     checked, notes = guard_content(parts, urls, MAX_CONTENT_PARTS)
                     return content_result(checked, limit, value, repairs, notes)
                 text = content_text(parts)
@@ -162,6 +164,8 @@ async def asuccess_result(
             reraise_uncontained(exc)
             raise UnreadableValue(value, exc) from exc
         if found is not None and has_binary(found[1]):
+            from ._content_urls import aguard_content
+
             checked, notes = await aguard_content(found[1], urls, MAX_CONTENT_PARTS)
             return content_result(checked, limit, found[0], repairs, notes)
     return success_result(value, repairs, convert, limit, urls)
@@ -172,6 +176,8 @@ def links_checked(result: ToolExecutionResult, urls: ContentURLs) -> ToolExecuti
     loop runs), with them checked as `urls` allows (names resolved here, blocking)."""
     if not result.content:
         return result
+    from ._content_urls import guard_content
+
     return with_content(result, *guard_content(result.content, urls))
 
 
@@ -179,6 +185,8 @@ async def alinks_checked(result: ToolExecutionResult, urls: ContentURLs) -> Tool
     """`links_checked` for async code: the names of links are resolved off the event loop."""
     if not result.content:
         return result
+    from ._content_urls import aguard_content
+
     return with_content(result, *(await aguard_content(result.content, urls)))
 
 

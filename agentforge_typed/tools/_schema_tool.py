@@ -18,14 +18,15 @@ from .._records import ToolExecutionResult
 from .._request import ToolSpecification
 from ._base import (
     ApprovalPolicy,
+    ContentURLs,
     DeclaredTool,
     ExtraArguments,
     ReturnBehavior,
     ToolContext,
     ToolExecutor,
+    check_content_urls,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, apply_budget, check_max_result_chars
-from ._content_urls import ContentURLs, check_content_urls
 from ._invoke import ainvoke, invoke, is_async_callable
 from ._outcomes import asuccess_result, failure_result, success_result, with_repairs
 from ._result_text import result_text

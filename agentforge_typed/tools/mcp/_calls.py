@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from ..._messages import ToolCall
 from ..._records import ToolExecutionResult
 from ..._sync import running_loop
-from .._base import ToolContext
-from .._content_urls import ContentURLs
+from .._base import ContentURLs, ToolContext
 from .._outcomes import execution_error_result, failure_result, timeout_result
 from ._connection import Connection, Held, ListedTool, SessionHolder
 from ._questions import MAX_INPUT_ROUNDS, Flight, OpenCall, Resend, scope_of

@@ -42,8 +42,9 @@ from ..._exceptions import ToolExecutionError
 from ..._records import ToolExecutionResult
 from .._argument_errors import problem_lines
 from .._arguments import argument_errors as pydantic_errors
+from .._base import DEFAULT_CONTENT_URLS, ContentURLs
 from .._budget import MAX_CONTENT_PARTS, content_result, cut_result
-from .._content_urls import DEFAULT_CONTENT_URLS, ContentURLs, aguard_content, guard_content
+from .._content_urls import aguard_content, guard_content
 from .._outcomes import capped_error_text, unreadable_result
 from .._result_text import SUCCESS_TEXT
 from .._schema_arguments import (

@@ -38,15 +38,16 @@ from ..._transport._redaction import (
 )
 from .._base import (
     ApprovalPolicy,
+    ContentURLs,
     DeclaredTool,
     ExtraArguments,
     ReturnBehavior,
     ToolContext,
+    check_content_urls,
     check_extra_arguments,
     check_options,
 )
 from .._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars
-from .._content_urls import ContentURLs, check_content_urls
 from .._outcomes import redacted_result, with_repairs
 from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
