@@ -9,8 +9,8 @@ AgentForgeError
 ├── ToolExecutionError    a tool raised and the error handler chose to propagate it
 ├── UnknownToolError      the model called a tool that is not registered
 ├── ToolLoopLimitError    the loop exceeded `max_round_trips`
-├── UsageLimitExceeded    a run reached one of its `UsageLimits` (in `_usage`)
-├── HistoryProcessorError a history processor failed or would split a call (in `_history`)
+├── UsageLimitExceeded    a run reached one of its `UsageLimits` (in `loop/_usage`)
+├── HistoryProcessorError a history processor failed or would split a call (in `loop/_history`)
 └── ConversationStoreError a store refused a record (too large, corrupt, a newer schema) or failed
     └── ConversationConflictError another run holds the conversation, or saved it first
 

@@ -54,7 +54,7 @@ refuses to resume them."""
 
 PAUSED_CALLS = "paused_calls"
 """`AiMessage.attributes` key: what each call the run paused on waits for, by call id —
-`{"reason": ..., "digest": ..., "question": ...}` (`_approval.PausedCall`). Written when the run
+`{"reason": ..., "digest": ..., "question": ...}` (`loop/_approval.PausedCall`). Written when the run
 pauses, removed once none of the message's calls waits."""
 
 MIN_DIGEST_SECRET_BYTES = 16

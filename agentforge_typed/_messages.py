@@ -155,7 +155,7 @@ class ToolResultMessage(FrozenModel):
 
 @functools.cache
 def _content_adapter() -> TypeAdapter[list[Content]]:
-    # Built at first use: nothing at import may build a validator (see `_frozen`).
+    # Built at first use: nothing at import may build a validator (see `FrozenModel`).
     return TypeAdapter(list[Content])
 
 

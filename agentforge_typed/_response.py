@@ -60,7 +60,7 @@ class TokenUsage(FrozenModel):
 
 NO_USAGE = TokenUsage.model_construct()
 """Zero usage, shared (immutable); built without validation, so that no validator is built at
-import (see `_frozen`)."""
+import (see `FrozenModel`)."""
 
 
 def _add_costs(left: TokenUsage, right: TokenUsage) -> Decimal | None:

@@ -265,7 +265,7 @@ class ApprovalState:
                 return Decided(call, ToolExecutionResult.error(value.message, "execution"))
             # As a tool's return value: content parts (a screenshot taken elsewhere) included;
             # their links are checked when the round runs, where names can be resolved off the
-            # event loop (`_service._execute`).
+            # event loop (`_drivers.execute`).
             try:
                 return Decided(call, success_result(value, urls="any"))
             except UnreadableValue as unreadable:  # it ran elsewhere: its result is unreadable

@@ -146,7 +146,7 @@ class ServerCalls(SessionHolder[CallT]):
     ) -> ToolExecutionResult:
         """Runs on the session's loop. A call resuming with the user's answer gives it to its
         waiting request; a call that may pause on a question is sent apart from the run (see
-        `_mcp_questions`); any other is sent here."""
+        `_questions`); any other is sent here."""
         scope = scope_of(context) if context.may_pause else None
         resend = None
         if context.answer is not None:

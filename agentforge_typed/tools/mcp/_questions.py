@@ -21,7 +21,7 @@ and the state, and the answer is sent with the call sent again, from this proces
 question for `elicitation_timeout` seconds, so a bare `ElicitationAnswer` resumes it there.
 
 Open calls and remembered questions belong to their conversation: they are kept in its scope
-(`_scope`, reached through `ToolContext.scope`) by the call's id, tool and arguments, never on
+(`tools/_scope`, reached through `ToolContext.scope`) by the call's id, tool and arguments, never on
 the server, so two conversations whose models make the very same call share nothing. The run
 that opened or took one over holds it: when the run ends without pausing on it (it failed, was
 cancelled, its stream was closed) the entry is removed and an open request cancelled; a question
