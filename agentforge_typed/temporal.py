@@ -14,6 +14,7 @@ from .durable import (
     ToolActivityResult,
     installed_binary,
 )
+from .durable._plugin import PASSTHROUGH_MODULES as PASSTHROUGH_MODULES
 
 __all__ = [
     "DEFAULT_MAX_PAYLOAD_BYTES",
