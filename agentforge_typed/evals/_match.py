@@ -198,16 +198,24 @@ def _acceptable(
     root: Mapping[str, Any] | None,
     rules: _Rules,
 ) -> str | None:
-    """`None` when `value` matches one of `acceptable`, else why not (the first one's reason)."""
-    first: str | None = None
-    for expected in acceptable:
-        if expected == OMITTED and not (isinstance(value, str) and value == OMITTED):
-            continue
+    """`None` when `value` matches one of `acceptable`, else why not: the reason itself when
+    one value is acceptable or the value's type fits none of them, else the list."""
+    candidates = [
+        expected
+        for expected in acceptable
+        if expected != OMITTED or (isinstance(value, str) and value == OMITTED)
+    ]
+    reasons = []
+    for expected in candidates:
         why = _match(value, expected, schema, root, rules)
         if why is None:
             return None
-        first = first or why
-    return first or f"{_shown(value)} is none of {_shown(list(acceptable))}"
+        reasons.append(why)
+    if len(reasons) == 1:
+        return reasons[0]
+    if reasons and all(_json_type(value) != _json_type(e) for e in candidates):
+        return reasons[0]
+    return f"{_shown(value)} is none of {_shown(candidates or list(acceptable))}"
 
 
 def _match(

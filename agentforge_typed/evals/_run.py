@@ -513,7 +513,9 @@ async def _run_check(
         if inspect.isawaitable(verdict):
             verdict = await verdict
     except AssertionError as failed:
-        return CheckOutcome(ok=False, message=_cut(str(failed)) or "assertion failed")
+        # Its first line: what `assert x, "why"` says (pytest adds the expression's parts after).
+        message = str(failed).strip().split("\n", 1)[0]
+        return CheckOutcome(ok=False, message=_cut(message) or "assertion failed")
     except Exception as exc:
         raise _CheckError(exc) from exc
     if verdict is False:
