@@ -251,7 +251,7 @@ def test_files_not_in_bfcl_s_format_say_where(tmp_path: Path, change: Any, messa
 
 def test_multi_turn_needs_its_backends_and_valid_ground_truth(tmp_path: Path) -> None:
     questions = DATA / "BFCL_v4_multi_turn_miss_func.json"
-    with pytest.raises(ValueError, match="pass backends= .* holding NoteBook"):
+    with pytest.raises(ValueError, match=r"pass backends= .* holding NoteBook"):
         load_bfcl(questions)
     with pytest.raises(ValueError, match="the backends hold no class 'NoteBook'"):
         load_bfcl(questions, backends={})
@@ -261,7 +261,7 @@ def test_multi_turn_needs_its_backends_and_valid_ground_truth(tmp_path: Path) ->
     )
     with pytest.raises(ValueError, match="is not a call with literal arguments"):
         load_bfcl(data / "BFCL_v4_multi_turn_miss_func.json", backends=bfcl_backends.BACKENDS)
-    with pytest.raises(ValueError, match="NoteBook.json: cannot be read"):
+    with pytest.raises(ValueError, match=r"NoteBook\.json: cannot be read"):
         load_bfcl(questions, functions=tmp_path, backends=bfcl_backends.BACKENDS)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+
 import pytest
 
 from agentforge_typed import SystemMessage, UserMessage
@@ -98,12 +99,12 @@ def test_an_input_of_the_wrong_shape_names_the_input(tmp_path: Path) -> None:
 
 
 def test_a_file_that_cannot_be_read_or_holds_nothing(tmp_path: Path) -> None:
-    with pytest.raises(CasesError, match="missing.jsonl: cannot be read"):
+    with pytest.raises(CasesError, match=r"missing\.jsonl: cannot be read"):
         load_cases(tmp_path / "missing.jsonl")
     (tmp_path / "binary.jsonl").write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(CasesError, match="binary.jsonl: cannot be read"):
+    with pytest.raises(CasesError, match=r"binary\.jsonl: cannot be read"):
         load_cases(tmp_path / "binary.jsonl")
-    with pytest.raises(CasesError, match="empty.jsonl: holds no case"):
+    with pytest.raises(CasesError, match=r"empty\.jsonl: holds no case"):
         load_cases(write(tmp_path, "\n\n", "empty.jsonl"))
 
 

@@ -391,7 +391,7 @@ def test_on_attempt_sees_every_attempt_as_it_finishes() -> None:
 def test_options_out_of_range_are_refused() -> None:
     for options in ({"repeat": 0}, {"concurrency": 0}, {"timeout": 0}, {"dialect": "xml"}):
         with pytest.raises(ValueError):
-            run_eval([case()], ToolService(), FakeModel(), **options)  # type: ignore[arg-type]
+            run_eval([case()], ToolService(), FakeModel(), **options)
 
 
 def test_run_eval_works_where_an_event_loop_runs() -> None:
