@@ -465,3 +465,13 @@ def test_cases_from_pairs_and_the_model_name() -> None:
     report = run_eval(cases, ToolService(), calling("x"), model_name="local:small")
     assert report.model == "local:small"
     assert run_eval(cases, ToolService(), FakeModel()).model == "fake"
+
+
+def test_an_answer_s_text_is_kept_to_its_cap() -> None:
+    from agentforge_typed.evals._run import MAX_TEXT_CHARS
+
+    for size, kept in ((MAX_TEXT_CHARS, MAX_TEXT_CHARS), (MAX_TEXT_CHARS + 1, MAX_TEXT_CHARS)):
+        report = run_eval([case()], ToolService(), calling("x" * size))
+        text = report.cases[0].attempts[0].text
+        assert text is not None and len(text) == kept
+        assert text.endswith("x" if size == kept else "…")
