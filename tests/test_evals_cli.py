@@ -205,8 +205,8 @@ def test_json_alone_goes_to_stdout_and_the_table_to_stderr(
 def test_a_score_under_the_minimum_is_exit_status_1(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    status, out, err, _ = run(capsys, monkeypatch, CASES, "--target", TARGET, "--min-score", "0.9")
-    assert status == 1  # the fake model calls every tool: only both-1 can pass
+    status, _, err, _ = run(capsys, monkeypatch, CASES, "--target", TARGET, "--min-score", "0.9")
+    assert status == 1  # the fake model calls every tool: no case passes
     assert err.splitlines()[-1] == "agentforge-typed: the score 0.0000 is under --min-score 0.9"
 
 
@@ -254,7 +254,7 @@ def test_an_attempt_that_measured_nothing_is_exit_status_1(
     def failing(body: dict[str, Any]) -> dict[str, Any]:
         return {"role": "assistant", "content": None, "tool_calls": 5}  # malformed
 
-    status, out, err, _ = run(
+    status, _, err, _ = run(
         capsys, monkeypatch, CASES, "--target", TARGET, "--model", "openai:m", answer=failing
     )
     assert status == 1
@@ -507,3 +507,14 @@ def test_eval_shows_what_the_model_wrote_printable(
     for text in (out, err, json_path.read_text(), html_path.read_text()):
         assert KEY not in text and KEY[:16] not in text
     assert "[redacted]" in json_path.read_text()
+
+
+def test_tools_that_need_deps_without_any_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "x"}\n')
+    cases = str(tmp_path / "cases.jsonl")
+    assert main(["eval", cases, "--target", "tests/fixtures/deps_targets.py:needy"]) == 2
+    assert "whoami (ToolContext[Account]) needs deps, and none are given" in capsys.readouterr().err
+    given = ["--target", "tests/fixtures/deps_targets.py:needy", "--deps", "account"]
+    assert main(["eval", cases, *given]) == 0

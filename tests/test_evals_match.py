@@ -235,11 +235,12 @@ def test_arguments_that_are_not_a_json_object() -> None:
     assert kept.calls[0].arguments == "{not json"  # kept as sent
 
 
-def test_a_null_is_a_left_out_argument_under_a_strict_rendering_only() -> None:
+def test_a_null_is_a_left_out_argument_of_the_tools_rendered_strict_only() -> None:
     answer = calls(("area", {"base": 1, "unit": None}))
     wanted = [expect("area", base=[1], unit=["", "cm"])]
     assert not score_turn(wanted, answer, SCHEMAS).passed
-    assert score_turn(wanted, answer, SCHEMAS, null_is_omitted=True).passed
+    assert score_turn(wanted, answer, SCHEMAS, null_is_omitted={"area"}).passed
+    assert not score_turn(wanted, answer, SCHEMAS, null_is_omitted={"play"}).passed
 
 
 def test_the_loop_s_refusal_is_kept_beside_the_call() -> None:

@@ -432,6 +432,21 @@ def test_under_openai_strict_a_null_for_an_optional_argument_is_left_out() -> No
     assert strict.dialect == "openai-strict"
 
 
+def test_a_strict_schema_tool_reads_a_null_as_a_left_out_argument() -> None:
+    @tool(strict_schema=True)
+    def forecast(city: str, days: int = 3) -> str:
+        """A forecast."""
+        return city
+
+    model = calling([("forecast", '{"city": "Oslo", "days": null}')])
+    wanted = case(
+        expected_calls=[{"name": "forecast", "arguments": {"city": ["Oslo"], "days": ["", 3]}}]
+    )
+    attempt = run_eval([wanted], ToolService([forecast]), model).cases[0].attempts[0]
+    assert attempt.passed, attempt.problems()
+    assert attempt.turns[0].calls[0].refused is None  # the loop read it so too
+
+
 def test_a_dialect_that_cannot_render_a_tool_is_found_before_any_model_call() -> None:
     class Node(BaseModel):
         children: list[Node]

@@ -167,7 +167,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from ..evals import CasesError, EvalReport, EvalSetupError, arun_eval, compare, load_cases
     from ..evals._run import case_reports
     from ..providers._registry import get_model
-    from ._main import _secrets
+    from ._main import _refuse_missing_deps, _secrets
 
     earlier = None
     if args.compare is not None:
@@ -193,6 +193,8 @@ def evaluate(args: argparse.Namespace) -> int:
         loaded = load_target(args.target)
         target = loaded.service()
         deps = deps_named(loaded, args.deps)
+        if deps is None:
+            _refuse_missing_deps(target.tools)
     if args.tag:
         cases = [case for case in cases if set(case.tags) & set(args.tag)]
         if not cases:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from .. import ToolCall
@@ -40,7 +40,7 @@ def score_turn(
     *,
     ordered: bool = False,
     strings: str = "bfcl",
-    null_is_omitted: bool = False,
+    null_is_omitted: Collection[str] = (),
     refused: Mapping[str, str] | None = None,
 ) -> TurnScore:
     """Score the calls of one answer.
@@ -52,7 +52,7 @@ def score_turn(
             is matched by integers only, a `number` one by any number.
         ordered: The calls must come in `expected`'s order.
         strings: `"bfcl"` (normalised) or `"exact"`.
-        null_is_omitted: A `null` argument counts as left out (a strict schema rendering makes
+        null_is_omitted: The tools whose `null` argument counts as left out (a strict schema rendering makes
             optional parameters required and nullable: `null` is how the model leaves one out).
         refused: The loop's arguments-error text for each call it refused, by call id.
     """
@@ -61,10 +61,17 @@ def score_turn(
     if expected is None:
         return TurnScore(calls=sent)
     parsed = [_arguments(call.arguments) for call in calls]
-    rules = _Rules(strings == "bfcl", null_is_omitted)
+    rules = _Rules(strings == "bfcl", False)
+    nullable = _Rules(strings == "bfcl", True)
     checks = [
         [
-            _check_call(want, call.name, args, schemas.get(want.name), rules)
+            _check_call(
+                want,
+                call.name,
+                args,
+                schemas.get(want.name),
+                nullable if want.name in null_is_omitted else rules,
+            )
             for call, args in zip(calls, parsed, strict=True)
         ]
         for want in expected

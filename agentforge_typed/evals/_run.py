@@ -186,7 +186,7 @@ async def arun_eval(
         deps=deps,
         parameters=parameters,
         output_type=output_type,
-        null_is_omitted=dialect == "openai-strict",
+        strict_everywhere=dialect == "openai-strict",
     )
     attempts: dict[str, list[Attempt | None]] = {case.id: [None] * repeat for case in cases}
     work = iter([(plan, index) for plan in plans for index in range(repeat)])
@@ -242,6 +242,9 @@ class _Plan:
     selections: list[list[str] | None]
     """Each turn's tool selection (names and groups), `None`: every tool."""
     check: Callable[..., Any] | None
+    nullable: frozenset[str]
+    """The tools declared `strict_schema`: a `null` the model sends for one of their optional
+    parameters is the parameter left out, as the loop reads it."""
 
 
 def _prepare(cases: Sequence[EvalCase], target: EvalTarget, dialect: Dialect | None) -> list[_Plan]:
@@ -292,7 +295,8 @@ def _prepare(cases: Sequence[EvalCase], target: EvalTarget, dialect: Dialect | N
             # The setup built to check the case serves its first attempt.
             return first.pop() if first else _setup(target, case)
 
-        plans.append(_Plan(case, build, schemas, selections, check))
+        nullable = frozenset(s.name for s in service.specifications if s.strict_schema)
+        plans.append(_Plan(case, build, schemas, selections, check, nullable))
     if problems:
         raise EvalSetupError(problems)
     return plans
@@ -361,7 +365,8 @@ class _Settings:
     deps: Any
     parameters: ChatRequestParameters | None
     output_type: Any
-    null_is_omitted: bool
+    strict_everywhere: bool
+    """Every tool is sent with optional parameters required and nullable (`openai-strict`)."""
 
 
 @dataclass
@@ -499,7 +504,7 @@ def _score(
             plan.schemas,
             ordered=plan.case.ordered,
             strings=plan.case.strings,
-            null_is_omitted=settings.null_is_omitted,
+            null_is_omitted=plan.schemas.keys() if settings.strict_everywhere else plan.nullable,
             refused=refused,
         )
     )
