@@ -1,5 +1,8 @@
 """An eval of a dozen cases against the real llama.cpp server and its small model (see
-`conftest.py`): the report must be complete and consistent, whatever the model scores."""
+`conftest.py`): the report must be complete and consistent, whatever the model scores.
+
+The tool returns at once (`ReturnBehavior.IMMEDIATE`): the first answer is what is scored, and a
+run that ends with it makes half the requests on a server that answers one at a time."""
 
 from __future__ import annotations
 
@@ -9,14 +12,26 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from test_llamacpp import EXAMPLE, PARAMETERS, get_weather
+from test_llamacpp import EXAMPLE, PARAMETERS
 
-from agentforge_typed import ChatModel, ToolService, get_model
+from agentforge_typed import ChatModel, ReturnBehavior, ToolService, get_model, tool
 from agentforge_typed.cli import main
 from agentforge_typed.evals import EvalCase, EvalReport, run_eval
 
 CITIES = ("Oslo", "Lima", "Cairo", "Tokyo", "Quito", "Paris", "Berlin", "Madrid", "Nairobi")
 REPEAT = 2
+ANSWERS = PARAMETERS.model_copy(update={"max_tokens": 40})
+"""Room for a call (about 25 tokens) or a short answer: the server answers one request at a time."""
+
+
+@tool(return_behavior=ReturnBehavior.IMMEDIATE)
+def get_weather(city: str) -> str:
+    """The weather in a city.
+
+    Args:
+        city: The city's name.
+    """
+    return f"sunny in {city}"
 
 
 def cases() -> list[EvalCase]:
@@ -124,7 +139,7 @@ def test_the_eval_command_against_the_server(
         "\n".join(c.model_dump_json() for c in cases() if c.id in ("weather-oslo", "chat-0")) + "\n"
     )
     (tmp_path / "tools.py").write_text(
-        "from test_llamacpp import get_weather\n\ntools = [get_weather]\n"
+        "from test_llamacpp_evals import get_weather\n\ntools = [get_weather]\n"
     )
     monkeypatch.setenv("LLAMACPP_BASE_URL", llama_server)
     report = tmp_path / "r.json"
