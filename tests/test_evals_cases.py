@@ -155,3 +155,11 @@ def test_all_turns_starts_with_the_case_s_own() -> None:
     first, second = case.all_turns()
     assert (first.input, first.tools, first.expected_calls) == ("one", ["x"], None)
     assert (second.input, second.tools, second.expected_calls) == ("two", None, [])
+
+
+def test_a_conversation_input_names_the_message_at_fault(tmp_path: Path) -> None:
+    line = '{"id": "a", "input": [{"role": "user", "content": "hi"}, {"role": "user"}]}\n'
+    with pytest.raises(CasesError, match=r"cases\.jsonl:1: input\[1\]\.user\.content: required"):
+        load_cases(write(tmp_path, line))
+    with pytest.raises(CasesError, match=r"cases\.jsonl:1: input: Input should be a valid string"):
+        load_cases(write(tmp_path, '{"id": "a", "input": 5}\n'))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -157,7 +157,7 @@ def cases_from(entries: Iterable[tuple[int, Any]], source: str = "<cases>") -> l
         try:
             case = EvalCase.model_validate(entry)
         except ValidationError as exc:
-            raise CasesError(source, line, _first_error(exc)) from None
+            raise CasesError(source, line, _first_error(exc, entry)) from None
         if case.id in seen:
             raise CasesError(
                 source,
@@ -211,13 +211,20 @@ def _yaml_entries(source: str, text: str) -> list[tuple[int, Any]]:
         raise CasesError(source, line, f"not YAML: {getattr(exc, 'problem', exc)}") from None
 
 
-def _first_error(exc: ValidationError) -> str:
+def _first_error(exc: ValidationError, entry: Any) -> str:
     """The first problem of a case, as `field.path: message` (and how many more there are)."""
     errors = exc.errors(include_url=False)
     first = errors[0]
-    location = ".".join(
-        f"[{step}]" if isinstance(step, int) else str(step) for step in first["loc"]
-    ).replace(".[", "[")
+    value = entry.get("input") if isinstance(entry, dict) else None
+    if isinstance(value, list):
+        # `input` is a string or a list of messages: say what is wrong with the list it is.
+        first = next((e for e in errors if _union_branch(e["loc"]).startswith("list")), first)
+    steps = [
+        step for i, step in enumerate(first["loc"]) if not (i == 1 and _union_branch(first["loc"]))
+    ]
+    location = ".".join(f"[{s}]" if isinstance(s, int) else str(s) for s in steps).replace(
+        ".[", "["
+    )
     message = first["msg"]
     if first["type"] == "missing":
         message = "required, and missing"
@@ -227,6 +234,8 @@ def _first_error(exc: ValidationError) -> str:
     return f"{location or 'the case'}: {message}{more}"
 
 
-def by_id(cases: Sequence[EvalCase]) -> dict[str, EvalCase]:
-    """The cases by id."""
-    return {case.id: case for case in cases}
+def _union_branch(location: tuple[int | str, ...]) -> str:
+    """The union member a location of `input` names (`str`, `list[...]`), or `""`."""
+    if len(location) > 1 and location[0] == "input" and isinstance(location[1], str):
+        return location[1]
+    return ""
