@@ -77,7 +77,7 @@ def test_an_eval_of_a_dozen_cases_reports_every_attempt_consistently(model: Chat
         model,
         repeat=REPEAT,
         concurrency=2,
-        parameters=PARAMETERS,
+        parameters=ANSWERS,
         timeout=300,
         model_name="llamacpp:gemma-3-270m",
     )
