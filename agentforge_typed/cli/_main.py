@@ -1,9 +1,11 @@
 """The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, `mcp`
-to serve them over MCP, `probe` of a model endpoint, and `conversations` of a store.
+to serve them over MCP, `eval` of a model on cases, `probe` of a model endpoint, and
+`conversations` of a store.
 
 Exit status: 0 success; 1 the run or the probe failed, `check` found errors, a dialect
-cannot express a schema, or a store refused or failed; 2 a usage error (bad arguments, a `TARGET`
-that does not load, an unknown model, a store URL that names no store).
+cannot express a schema, a store refused or failed, or an eval fell short (see `eval`'s help);
+2 a usage error (bad arguments, a `TARGET` that does not load, an unknown model, a store URL that
+names no store, a cases file or case that cannot run).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from ..providers._fallback import FallbackModel
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
 from ..tools._base import ToolLike
 from ..tools._signature import needing_deps
+from ._eval import UsageError as _EvalUsageError
+from ._eval import add_parser as _add_eval
 from ._mcp import UsageError as _McpUsageError
 from ._mcp import add_parser as _add_mcp
 from ._options import positive_float, positive_int
@@ -43,6 +47,15 @@ _TARGET_HELP = (
 )
 
 
+_MODEL_HELP = (
+    f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline), or an "
+    f"OpenAI-compatible server's <server>:<model>, <server> one of {', '.join(COMPATIBLE)} "
+    "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
+    "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, GEMINI_API_KEY (or "
+    "GOOGLE_API_KEY) / GOOGLE_GEMINI_BASE_URL, <SERVER>_API_KEY / <SERVER>_BASE_URL"
+)
+
+
 class _UsageError(Exception):
     """A one-line problem with what the user asked for: exit status 2."""
 
@@ -53,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
-    except (TargetError, _UsageError, _McpUsageError) as exc:
+    except (TargetError, _UsageError, _McpUsageError, _EvalUsageError) as exc:
         print(f"agentforge-typed: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -89,15 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
     run.add_argument("prompt", metavar="PROMPT", help="the user message")
-    run.add_argument(
-        "--model",
-        default="fake",
-        help=f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline), or an "
-        f"OpenAI-compatible server's <server>:<model>, <server> one of {', '.join(COMPATIBLE)} "
-        "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
-        "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, GEMINI_API_KEY (or "
-        "GOOGLE_API_KEY) / GOOGLE_GEMINI_BASE_URL, <SERVER>_API_KEY / <SERVER>_BASE_URL",
-    )
+    run.add_argument("--model", default="fake", help=_MODEL_HELP)
     run.add_argument(
         "--fallback",
         metavar="MODEL",
@@ -260,6 +265,7 @@ def _parser() -> argparse.ArgumentParser:
         handler=_conversations, action="list", limit=50, cursor=None, json=False
     )
     _add_mcp(commands, _TARGET_HELP).set_defaults(handler=_mcp)
+    _add_eval(commands, _TARGET_HELP, _MODEL_HELP).set_defaults(handler=_eval)
     return parser
 
 
@@ -405,6 +411,15 @@ def _mcp(args: argparse.Namespace) -> int:
     target = load_target(args.target)
     selection = _selection(target.service(), args.tools, args.group)
     return serve(args, target, selection)
+
+
+# -- eval --------------------------------------------------------------------------------------
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from ._eval import evaluate
+
+    return evaluate(args)
 
 
 # -- probe -------------------------------------------------------------------------------------
