@@ -781,6 +781,23 @@ CLI.register(
     lambda url: ["run", "examples/weather.py:tools", "Paris?", "--model", "openai:gpt-x"],
     exempt={"bounded": _UNDER_PROVIDER, "deadline": _UNDER_PROVIDER},
 )
+CLI.register(
+    "eval",
+    lambda url: [
+        "eval",
+        "tests/fixtures/evals/weather.jsonl",
+        "--target",
+        "examples/weather.py:tools",
+        "--model",
+        "openai:gpt-x",
+    ],
+    exempt={
+        "bounded": "reads only through a provider's HttpShell, whose caps the provider axis "
+        "checks; an attempt keeps the first MAX_TEXT_CHARS (2,000) characters of an answer's "
+        "text (tests/test_evals_run.py::test_an_answer_s_text_is_kept_to_its_cap)"
+    },
+    timeout="--timeout",
+)
 _OFFLINE = {"bounded": _NO_NETWORK, "deadline": _NO_NETWORK, "secret": _NO_NETWORK}
 CLI.register(
     "schema",

@@ -54,6 +54,8 @@ PRINTABLE = {
     "schema": "test_schema_and_check_show_a_tool_description_printable",
     "check": "test_schema_and_check_show_a_tool_description_printable",
     "conversations": "tests/test_stores_cli.py::test_stored_text_reaches_the_terminal_printable",
+    "mcp": "test_mcp_list_shows_a_tool_description_printable",
+    "eval": "tests/test_evals_cli.py::test_eval_shows_what_the_model_wrote_printable",
 }
 """Each command's test that what it prints of outside text reaches the terminal printable (in
 this module, or `tests/<file>.py::<test>`)."""
@@ -553,6 +555,16 @@ def test_schema_and_check_show_a_tool_description_printable(
     assert declared["function"]["description"].startswith("Greets.\x1b]0;pwned\x07")
     main(["check", target])
     assert all(line.isprintable() for line in capsys.readouterr().out.splitlines())
+
+
+def test_mcp_list_shows_a_tool_description_printable(capsys: pytest.CaptureFixture[str]) -> None:
+    """`mcp --list` prints the declarations as JSON whose strings escape what a terminal would
+    act on, and reads back the same."""
+    assert main(["mcp", "tests/fixtures/cli_targets.py:hostile", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert all(line.isprintable() for line in out.splitlines())
+    (declared,) = json.loads(out)
+    assert declared["description"].startswith("Greets.\x1b]0;pwned\x07")
 
 
 # -- malformed answers -------------------------------------------------------------------------

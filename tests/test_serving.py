@@ -96,7 +96,7 @@ def picture() -> ToolReturn[Address]:
     )
 
 
-@tool
+@tool(content_urls="any")  # its link is never resolved: this machine may have no DNS
 def report() -> list[str | DocumentContent | ImageContent]:
     """A report: text, a PDF, a text file and an image by URL."""
     return [

@@ -43,6 +43,7 @@ def test_tool_options_are_declared_once_and_shared_by_tool_and_the_decorator() -
         "external",
         "max_result_chars",
         "content_urls",
+        "annotations",
     }
 
 

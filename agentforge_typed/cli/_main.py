@@ -1,9 +1,11 @@
 """The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, `mcp`
-to serve them over MCP, `probe` of a model endpoint, and `conversations` of a store.
+to serve them over MCP, `eval` of a model on cases, `probe` of a model endpoint, and
+`conversations` of a store.
 
 Exit status: 0 success; 1 the run or the probe failed, `check` found errors, a dialect
-cannot express a schema, or a store refused or failed; 2 a usage error (bad arguments, a `TARGET`
-that does not load, an unknown model, a store URL that names no store).
+cannot express a schema, a store refused or failed, or an eval fell short (see `eval`'s help);
+2 a usage error (bad arguments, a `TARGET` that does not load, an unknown model, a store URL that
+names no store, a cases file or case that cannot run).
 """
 
 from __future__ import annotations
@@ -24,22 +26,31 @@ from ..loop._toolsets import GROUP_PREFIX, resolve
 from ..providers._dialects import DIALECTS, SchemaDialectError
 from ..providers._fallback import FallbackModel
 from ..providers._registry import COMPATIBLE, KNOWN_MODEL_PREFIXES, get_model
-from ..tools._base import ToolLike
-from ..tools._signature import needing_deps
+from ._eval import UsageError as _EvalUsageError
+from ._eval import add_parser as _add_eval
 from ._mcp import UsageError as _McpUsageError
 from ._mcp import add_parser as _add_mcp
 from ._options import positive_float, positive_int
-from ._target import TargetError, deps_named, load_target
+from ._target import TargetError, deps_named, load_target, model_secrets, refuse_missing_deps
 from ._text import printable, printable_json
 
 if TYPE_CHECKING:
-    from .._transport._redaction import Redactor
+    pass
 
 __all__ = ["main"]
 
 _TARGET_HELP = (
     "module:attribute or path/to/file.py:attribute naming a Tool, a function, a list of them, "
     "an object with @tool methods, or a ToolService"
+)
+
+
+_MODEL_HELP = (
+    f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline), or an "
+    f"OpenAI-compatible server's <server>:<model>, <server> one of {', '.join(COMPATIBLE)} "
+    "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
+    "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, GEMINI_API_KEY (or "
+    "GOOGLE_API_KEY) / GOOGLE_GEMINI_BASE_URL, <SERVER>_API_KEY / <SERVER>_BASE_URL"
 )
 
 
@@ -53,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         status: int = args.handler(args)
-    except (TargetError, _UsageError, _McpUsageError) as exc:
+    except (TargetError, _UsageError, _McpUsageError, _EvalUsageError) as exc:
         print(f"agentforge-typed: error: {printable(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -89,15 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
     run.add_argument("prompt", metavar="PROMPT", help="the user message")
-    run.add_argument(
-        "--model",
-        default="fake",
-        help=f"one of {', '.join(KNOWN_MODEL_PREFIXES)} (default: fake, offline), or an "
-        f"OpenAI-compatible server's <server>:<model>, <server> one of {', '.join(COMPATIBLE)} "
-        "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
-        "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, GEMINI_API_KEY (or "
-        "GOOGLE_API_KEY) / GOOGLE_GEMINI_BASE_URL, <SERVER>_API_KEY / <SERVER>_BASE_URL",
-    )
+    run.add_argument("--model", default="fake", help=_MODEL_HELP)
     run.add_argument(
         "--fallback",
         metavar="MODEL",
@@ -260,6 +263,7 @@ def _parser() -> argparse.ArgumentParser:
         handler=_conversations, action="list", limit=50, cursor=None, json=False
     )
     _add_mcp(commands, _TARGET_HELP).set_defaults(handler=_mcp)
+    _add_eval(commands, _TARGET_HELP, _MODEL_HELP).set_defaults(handler=_eval)
     return parser
 
 
@@ -283,13 +287,13 @@ def _run(args: argparse.Namespace) -> int:
     deps = deps_named(target, args.deps)
     selection = _selection(service, args.tools, args.group)
     if deps is None:
-        _refuse_missing_deps([t for t in service.tools if selection is None or t.name in selection])
+        refuse_missing_deps([t for t in service.tools if selection is None or t.name in selection])
     try:
         model = get_model(args.model)
         fallbacks = [get_model(name) for name in args.fallback or ()]
     except (ValueError, AgentForgeError) as exc:
         raise _UsageError(str(exc)) from None
-    redactor = _secrets([model, *fallbacks])
+    redactor = model_secrets([model, *fallbacks])
     if fallbacks:
         model = FallbackModel(model, *fallbacks)
     messages: list[ChatMessage] = []
@@ -314,15 +318,6 @@ def _run(args: argparse.Namespace) -> int:
     return PAUSED if result.pending else 0
 
 
-def _secrets(models: Sequence[object]) -> Redactor:
-    """What `run` keeps out of its output: the keys of the models it runs with (a server may
-    echo one in a successful answer, which no error boundary sees)."""
-    from .._transport._redaction import Redactor
-    from ..providers._base import HttpChatModel
-
-    return Redactor.joined(m._http.redactor for m in models if isinstance(m, HttpChatModel))
-
-
 def _selection(
     service: ToolService, names: Sequence[str] | None, groups: Sequence[str] | None
 ) -> list[str] | None:
@@ -340,17 +335,6 @@ def _selection(
         except ValueError as exc:
             raise _UsageError(f"{option}: {exc}") from None
     return [name for name in tools if name in chosen]
-
-
-def _refuse_missing_deps(tools: Sequence[ToolLike]) -> None:
-    """Refuse to run tools whose `ToolContext[X]` does not accept `None` without deps: each call
-    would fail inside the tool, and the run would still end "successfully"."""
-    needy = needing_deps(tools)
-    if needy:
-        raise _UsageError(
-            f"{', '.join(needy)} need{'s' if len(needy) == 1 else ''} deps, and none are given: "
-            "pass --deps module:attribute, or define `deps` in TARGET's module"
-        )
 
 
 # -- schema ------------------------------------------------------------------------------------
@@ -405,6 +389,15 @@ def _mcp(args: argparse.Namespace) -> int:
     target = load_target(args.target)
     selection = _selection(target.service(), args.tools, args.group)
     return serve(args, target, selection)
+
+
+# -- eval --------------------------------------------------------------------------------------
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from ._eval import evaluate
+
+    return evaluate(args)
 
 
 # -- probe -------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ stdout is the protocol's under stdio.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import os
 import stat
@@ -18,6 +17,7 @@ from typing import Any
 
 from ._options import port, positive_float
 from ._target import Target, deps_named
+from ._text import printable_json
 
 __all__ = ["add_parser", "serve"]
 
@@ -140,7 +140,7 @@ def serve(args: argparse.Namespace, target: Target, selection: Sequence[str] | N
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     if args.list:
-        print(json.dumps(server.declarations(), indent=2, ensure_ascii=False))
+        print(printable_json(server.declarations()))
         return 0
     _log_to_stderr()
     count = len(server.declarations())

@@ -15,11 +15,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..loop._registry import is_tool, tools_from
 from ..loop._service import ToolService
 from ..tools._base import ToolLike
+from ..tools._signature import needing_deps
+
+if TYPE_CHECKING:
+    from .._transport._redaction import Redactor
 
 __all__ = [
     "Target",
@@ -28,6 +32,8 @@ __all__ = [
     "display_path",
     "load_object",
     "load_target",
+    "model_secrets",
+    "refuse_missing_deps",
     "source_location",
     "tools_of",
 ]
@@ -242,3 +248,23 @@ def display_path(file: str) -> str:
     except ValueError:  # another drive, on Windows
         return file
     return file if relative.startswith(os.pardir) else relative
+
+
+def model_secrets(models: Sequence[object]) -> Redactor:
+    """What `run` and `eval` keep out of its output: the keys of the models it runs with (a server may
+    echo one in a successful answer, which no error boundary sees)."""
+    from .._transport._redaction import Redactor
+    from ..providers._base import HttpChatModel
+
+    return Redactor.joined(m._http.redactor for m in models if isinstance(m, HttpChatModel))
+
+
+def refuse_missing_deps(tools: Sequence[ToolLike]) -> None:
+    """Refuse to run tools whose `ToolContext[X]` does not accept `None` without deps: each call
+    would fail inside the tool, and the run would still end "successfully"."""
+    needy = needing_deps(tools)
+    if needy:
+        raise TargetError(
+            f"{', '.join(needy)} need{'s' if len(needy) == 1 else ''} deps, and none are given: "
+            "pass --deps module:attribute, or define `deps` in TARGET's module"
+        )
