@@ -1,6 +1,7 @@
 """agentforge_typed: typed Python functions as LLM tools, validated by pydantic."""
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from ._content import (
@@ -14,7 +15,6 @@ from ._content import (
 )
 from ._exceptions import (
     AgentForgeError,
-    ArgumentError,
     ArgumentProblem,
     ConversationConflictError,
     ModelError,
@@ -93,7 +93,7 @@ from .loop._results import ToolChatResult
 from .loop._run import RunOptions
 from .loop._service import ToolService
 from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
-from .loop._usage import UsageLimitExceeded, UsageLimits
+from .loop._usage import UsageLimitExceededError, UsageLimits
 from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
@@ -158,9 +158,28 @@ _LAZY = {
 }
 
 
+if TYPE_CHECKING:  # the deprecated names, for type checkers (at run time: __getattr__)
+    ArgumentError = ArgumentProblem
+    UsageLimitExceeded = UsageLimitExceededError
+
+# Old names that still work, each warning once per use with its replacement (CHANGELOG.md).
+_DEPRECATED = {
+    "ArgumentError": ("ArgumentProblem", "._exceptions"),
+    "UsageLimitExceeded": ("UsageLimitExceededError", ".loop._usage"),
+}
+
+
 if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
 
     def __getattr__(name: str) -> Any:
+        if name in _DEPRECATED:
+            new, module = _DEPRECATED[name]
+            warnings.warn(
+                f"agentforge_typed.{name} is deprecated: use {new} (the same class)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            return getattr(importlib.import_module(module, __name__), new)
         home = _LAZY.get(name)
         if home is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -182,7 +201,6 @@ __all__ = [
     "Approval",
     "ApprovalPolicy",
     "Approved",
-    "ArgumentError",
     "ArgumentProblem",
     "ArgumentsErrorHandler",
     "AudioContent",
@@ -273,7 +291,7 @@ __all__ = [
     "UnknownToolError",
     "UnknownToolHandler",
     "UnsupportedFeatureError",
-    "UsageLimitExceeded",
+    "UsageLimitExceededError",
     "UsageLimits",
     "UserMessage",
     "__version__",

@@ -9,7 +9,7 @@ AgentForgeError
 ├── ToolExecutionError    a tool raised and the error handler chose to propagate it
 ├── UnknownToolError      the model called a tool that is not registered
 ├── ToolLoopLimitError    the loop exceeded `max_round_trips`
-├── UsageLimitExceeded    a run reached one of its `UsageLimits` (in `loop/_usage`)
+├── UsageLimitExceededError  a run reached one of its `UsageLimits` (in `loop/_usage`)
 ├── HistoryProcessorError a history processor failed or would split a call (in `loop/_history`)
 └── ConversationStoreError a store refused a record (too large, corrupt, a newer schema) or failed
     └── ConversationConflictError another run holds the conversation, or saved it first
@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentForgeError",
-    "ArgumentError",
     "ArgumentProblem",
     "ConversationConflictError",
     "ConversationStoreError",
@@ -132,7 +131,7 @@ class ArgumentProblem(NamedTuple):
     """One problem with a tool call's arguments: a record, not an exception (an immutable named
     tuple: one is built per problem, on the path every invalid call takes).
 
-    `ArgumentError` is the same class under its first name.
+    `ArgumentError`, its first name, still imports from `agentforge_typed` (deprecated).
     """
 
     path: str
@@ -142,13 +141,10 @@ class ArgumentProblem(NamedTuple):
     """The offending value as the model sent it."""
 
 
-ArgumentError = ArgumentProblem
-
-
 class ToolArgumentsError(AgentForgeError):
     """Arguments failed validation; `errors` lists every problem."""
 
-    def __init__(self, tool_name: str, errors: Sequence[ArgumentError]) -> None:
+    def __init__(self, tool_name: str, errors: Sequence[ArgumentProblem]) -> None:
         # No `super().__init__`: `BaseException.__new__` has already stored `args`, and this is
         # built on every invalid call.
         self.tool_name = tool_name

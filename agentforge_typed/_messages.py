@@ -11,7 +11,8 @@ marker), which results, errors, spans and the CLI share.
 from __future__ import annotations
 
 import functools
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Literal, overload
 
 from pydantic import Field, TypeAdapter, model_validator
 
@@ -56,7 +57,8 @@ class SystemMessage(FrozenModel):
 
 
 class UserMessage(FrozenModel):
-    """User input: a plain string, or parts (text, images, documents, audio, files)."""
+    """User input: text (`UserMessage(text="hi")`, the keyword every message kind takes), or
+    parts (text, images, documents, audio, files: `UserMessage(content=[...])`)."""
 
     role: Literal["user"] = "user"
     content: str | Annotated[FrozenSeq[Content], Field(min_length=1)]
@@ -64,16 +66,36 @@ class UserMessage(FrozenModel):
     name: str | None = None
     """Optional participant name; providers may ignore it."""
 
+    if TYPE_CHECKING:  # the two spellings a type checker accepts; pydantic validates either
+
+        @overload
+        def __init__(
+            self, *, text: str, name: str | None = None, role: Literal["user"] = "user"
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self,
+            *,
+            content: str | Sequence[Content],
+            name: str | None = None,
+            role: Literal["user"] = "user",
+        ) -> None: ...
+
+        def __init__(self, **data: Any) -> None: ...
+
     @model_validator(mode="before")
     @classmethod
-    def _content_not_text(cls, data: Any) -> Any:
-        # The other message kinds take `text=`: one clear error, not "content missing" next to
-        # "text not permitted".
-        if isinstance(data, dict) and "text" in data and "content" not in data:
-            raise ValueError(
-                "UserMessage takes content=, not text= (SystemMessage, AiMessage and "
-                "ToolResultMessage take text=): UserMessage(content=...)"
-            )
+    def _text_is_content(cls, data: Any) -> Any:
+        # `text=` is the one text keyword of every message kind; stored as `content` (a string),
+        # so histories dump and load as before.
+        if isinstance(data, dict) and "text" in data:
+            if "content" in data:
+                raise ValueError("UserMessage takes text= or content=, not both")
+            data = {**data}
+            data["content"] = data.pop("text")
+            if not isinstance(data["content"], str):
+                raise ValueError("UserMessage(text=...) takes a string; pass parts as content=")
         return data
 
     @property

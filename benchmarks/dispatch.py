@@ -11,7 +11,7 @@ build, and dearer: a model instance), calling the function with the instance's f
 For invalid arguments a third floor, the "text floor", answers with the least text the contract
 allows: the `TypedDict` floor plus a header, one line per error (pydantic's raw location, its
 message and the input as JSON) and a closing line — no JSON paths, truncation, repair check,
-`ArgumentError`s, exception or result object. It is a lower bound for any tool that tells the model
+`ArgumentProblem`s, exception or result object. It is a lower bound for any tool that tells the model
 what was wrong, so it shows how much of the gap to the first floor is the report itself.
 
 It prints ns/call, the ratio to each floor (target: at most 1.5x the `TypedDict` floor) and the

@@ -32,6 +32,8 @@ model: ChatModel = FunctionModel(reply)
 request = ChatRequest(messages=[UserMessage(content="hello")])
 response = model.chat(request)
 assert_type(response, ChatResponse)
+assert_type(UserMessage(text="hi"), UserMessage)  # the text keyword of every message kind
+assert_type(UserMessage(content="hi").text, str)
 assert_type(response.ai_message.text, str | None)
 assert_type(response.ai_message.tool_calls[0], ToolCall)
 assert_type(response.finish_reason, FinishReason | None)
@@ -44,6 +46,8 @@ assert_type(merged, ChatRequestParameters)
 # Misuse that must stay a type error.
 ChatRequest(messages=1)  # type: ignore[arg-type]
 response.ai_message.nonexistent  # type: ignore[attr-defined]
-UserMessage(content=42)  # type: ignore[arg-type]
+UserMessage(content=42)  # type: ignore[call-overload]
+UserMessage(text=42)  # type: ignore[call-overload]
+UserMessage(text="hi", content="ho")  # type: ignore[call-overload]
 FunctionModel(lambda: AiMessage())  # type: ignore[arg-type,misc]
 TokenUsage() + 1  # type: ignore[operator]

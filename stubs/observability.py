@@ -17,7 +17,7 @@ from agentforge_typed import (
     Instrumentation,
     ToolChatResult,
     ToolService,
-    UsageLimitExceeded,
+    UsageLimitExceededError,
     UsageLimits,
     instrument,
 )
@@ -40,8 +40,8 @@ async def main() -> None:
         pass
     try:
         service.chat(model, "hi")
-    except UsageLimitExceeded as error:
-        assert_type(error, UsageLimitExceeded)
+    except UsageLimitExceededError as error:
+        assert_type(error, UsageLimitExceededError)
         assert isinstance(error, AgentForgeError)
         assert_type(error.limit, str)
         assert_type(error.maximum, int)

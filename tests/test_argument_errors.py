@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from agentforge_typed import ToolCall, ToolContext, tool
-from agentforge_typed._exceptions import ArgumentError, path_step
+from agentforge_typed._exceptions import ArgumentProblem, path_step
 from agentforge_typed.loop._output import OutputSpec
 from agentforge_typed.tools._argument_errors import (
     MAX_MESSAGE_CHARS,
@@ -121,7 +121,7 @@ def test_a_report_lists_so_many_problems_and_counts_the_rest() -> None:
 
 
 def test_messages_are_kept_as_they_are_when_short_and_on_one_line() -> None:
-    errors = [ArgumentError("$.a", "Input should be a valid integer", "x")]
+    errors = [ArgumentProblem("$.a", "Input should be a valid integer", "x")]
     assert format_arguments_error("t", errors).splitlines()[1] == (
         '- $.a: Input should be a valid integer (input: "x")'
     )

@@ -20,7 +20,7 @@ from agentforge_typed import (
     OpenAIChatModel,
     TokenUsage,
     ToolService,
-    UsageLimitExceeded,
+    UsageLimitExceededError,
     UsageLimits,
     tool,
 )
@@ -123,7 +123,7 @@ def test_a_known_model_at_its_vendor_is_priced(driver: str) -> None:
 def test_a_failed_run_carries_the_cost_so_far() -> None:
     model = _openai(_openai_server())
     limits = UsageLimits(request_limit=1)
-    with pytest.raises(UsageLimitExceeded) as caught:
+    with pytest.raises(UsageLimitExceededError) as caught:
         ToolService([lookup]).chat(model, "Weather in Oslo?", usage_limits=limits)
     assert caught.value.usage.cost == TWO_ROUNDS / 2
 

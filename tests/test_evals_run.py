@@ -173,7 +173,7 @@ def test_the_loop_s_own_verdict_is_a_scored_failure_and_keeps_the_first_answer()
     report = run_eval([weather_case(max_rounds=2)], service(), model)
     attempt = report.cases[0].attempts[0]
     assert attempt.error is not None
-    assert (attempt.error.kind, attempt.error.type) == ("run", "UsageLimitExceeded")
+    assert (attempt.error.kind, attempt.error.type) == ("run", "UsageLimitExceededError")
     assert attempt.turns[0].passed and not attempt.passed
     assert attempt.rounds == 2
     assert report.summary.unscored == 0

@@ -19,6 +19,8 @@ from agentforge_typed import (
     FunctionModel,
     ModelError,
     OutputCallEvent,
+    SystemMessage,
+    TextContent,
     ToolCall,
     ToolCallEvent,
     ToolContext,
@@ -43,12 +45,21 @@ def issue_refund(order_id: str) -> str:
     return f"refunded {order_id}"
 
 
-def test_user_message_with_text_says_content_in_one_error() -> None:
+def test_every_message_kind_takes_text() -> None:
+    assert UserMessage(text="hi") == UserMessage(content="hi")
+    assert UserMessage(text="hi").text == "hi"
+    assert UserMessage(text="hi").model_dump() == {"role": "user", "content": "hi", "name": None}
+    assert SystemMessage(text="be brief").text == "be brief"
+    assert AiMessage(text="ok").text == "ok"
+
+
+def test_user_message_refuses_text_and_content_together_in_one_error() -> None:
     with pytest.raises(ValidationError) as info:
-        UserMessage(text="hi")  # type: ignore[call-arg]
+        UserMessage(text="hi", content="ho")  # type: ignore[call-overload]
     assert info.value.error_count() == 1
-    assert "UserMessage takes content=, not text=" in str(info.value)
-    assert UserMessage(content="hi").text == "hi"
+    assert "takes text= or content=, not both" in str(info.value)
+    with pytest.raises(ValidationError, match="takes a string; pass parts as content="):
+        UserMessage(text=[TextContent(text="hi")])  # type: ignore[call-overload]
 
 
 def test_a_bare_string_as_tools_says_to_pass_a_list() -> None:

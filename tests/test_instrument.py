@@ -38,7 +38,7 @@ from agentforge_typed import (
     TokenUsage,
     ToolCall,
     ToolService,
-    UsageLimitExceeded,
+    UsageLimitExceededError,
     UsageLimits,
     UserMessage,
     available_tools_handler,
@@ -428,11 +428,11 @@ def test_an_async_stream_closed_early_ends_its_spans(otel: Telemetry) -> None:
 
 def test_a_usage_limit_fails_the_run_span(otel: Telemetry) -> None:
     model = script([call("c1", "lookup", {"city": "Oslo"})], "Sunny.")
-    with pytest.raises(UsageLimitExceeded):
+    with pytest.raises(UsageLimitExceededError):
         ToolService([lookup]).chat(model, "w", usage_limits=UsageLimits(request_limit=1))
     [run] = otel.named("invoke_agent")
     assert run.attributes is not None
-    assert run.attributes["error.type"] == "UsageLimitExceeded"
+    assert run.attributes["error.type"] == "UsageLimitExceededError"
 
 
 def test_switched_off_records_nothing() -> None:

@@ -13,7 +13,7 @@ from agentforge_typed import (
     ToolSpecification,
     UnknownToolError,
 )
-from agentforge_typed._exceptions import ArgumentError
+from agentforge_typed._exceptions import ArgumentProblem
 
 
 def test_merge_override_wins_per_field() -> None:
@@ -91,7 +91,7 @@ def test_model_error_carries_status_and_body() -> None:
 
 
 def test_error_hierarchy_and_messages() -> None:
-    args_error = ToolArgumentsError("f", [ArgumentError(path="$.x", message="bad", input="5")])
+    args_error = ToolArgumentsError("f", [ArgumentProblem(path="$.x", message="bad", input="5")])
     assert args_error.errors[0].path == "$.x"
     assert "$.x: bad" in str(args_error)
     assert "'f'" in str(ToolExecutionError("f", "ValueError: no"))

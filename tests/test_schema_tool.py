@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 
 from agentforge_typed import (
-    ArgumentError,
+    ArgumentProblem,
     ModelRetry,
     ReturnBehavior,
     SchemaTool,
@@ -151,7 +151,9 @@ def test_non_utf8_bytes_are_an_arguments_error_as_for_typed_tools() -> None:
     with pytest.raises(ToolArgumentsError) as raised:
         SchemaTool(SPEC, dict).validate_arguments(raw)
     assert raised.value.errors == (
-        ArgumentError("$", "Invalid JSON: expected value at line 1 column 10", '{"room": \ufffd}'),
+        ArgumentProblem(
+            "$", "Invalid JSON: expected value at line 1 column 10", '{"room": \ufffd}'
+        ),
     )
     with pytest.raises(ToolArgumentsError) as typed:
         book.validate_arguments(raw)
@@ -172,14 +174,14 @@ def test_a_lone_surrogate_is_invalid_json() -> None:
     with pytest.raises(ToolArgumentsError) as raised:
         SchemaTool(SPEC, dict).validate_arguments(raw)
     assert raised.value.errors == (
-        ArgumentError("$", "Invalid JSON: invalid unicode code point at line 1 column 11", raw),
+        ArgumentProblem("$", "Invalid JSON: invalid unicode code point at line 1 column 11", raw),
     )
     # In a string the schema wants as an object, it is no JSON either: left as the string.
     decoded = SchemaArguments(NESTED.parameters, tool_name="nest").validate_object(
         {"o": '{"k": "\ud83d"}'}
     )
     assert decoded.errors == (
-        ArgumentError("$.o", "Input should be of type object", '{"k": "\ud83d"}'),
+        ArgumentProblem("$.o", "Input should be of type object", '{"k": "\ud83d"}'),
     )
 
 
@@ -366,7 +368,7 @@ def test_property_name_errors_say_so_and_show_the_name() -> None:
     with pytest.raises(ToolArgumentsError) as raised:
         SchemaTool(spec, dict).validate_arguments('{"x": {"ok": 1, "long": 2}}')
     assert raised.value.errors == (
-        ArgumentError(
+        ArgumentProblem(
             "$.x", "Invalid property name: Input should have at most 2 characters", "long"
         ),
     )

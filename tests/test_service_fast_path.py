@@ -35,7 +35,7 @@ from agentforge_typed import (
     ToolService,
     ToolSpecification,
     UnknownToolError,
-    UsageLimitExceeded,
+    UsageLimitExceededError,
     UsageLimits,
     UserMessage,
     tool,
@@ -130,10 +130,10 @@ def test_a_history_that_ends_with_unanswered_calls_runs_them_first(driver: str) 
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_limit_given_per_call_applies(driver: str) -> None:
     service, charged = plain_service()
-    with pytest.raises(UsageLimitExceeded) as raised:
+    with pytest.raises(UsageLimitExceededError) as raised:
         drive(driver, service, Script().model, "Charge it.", usage_limits=UsageLimits(0, 0))
     assert raised.value.limit == "request_limit"
-    with pytest.raises(UsageLimitExceeded) as raised:
+    with pytest.raises(UsageLimitExceededError) as raised:
         drive(driver, service, Script().model, "Charge it.", usage_limits=UsageLimits(None, 0))
     assert raised.value.limit == "tool_calls_limit"
     assert charged == []
@@ -143,7 +143,7 @@ def test_a_limit_given_per_call_applies(driver: str) -> None:
 def test_a_limit_set_on_the_service_later_applies(driver: str) -> None:
     service, charged = plain_service()
     service.usage_limits = UsageLimits(total_tokens_limit=11)
-    with pytest.raises(UsageLimitExceeded) as raised:
+    with pytest.raises(UsageLimitExceededError) as raised:
         drive(driver, service, Script().model, "Charge it.")
     assert (raised.value.limit, raised.value.value) == ("total_tokens_limit", 12)
     assert charged == []

@@ -26,7 +26,7 @@ from agentforge_typed import (
     ToolContext,
     ToolResultMessage,
     ToolService,
-    UsageLimitExceeded,
+    UsageLimitExceededError,
     UsageLimits,
     UserMessage,
     tool,
@@ -140,7 +140,7 @@ def test_every_option_reaches_the_run_under_every_driver(driver: str) -> None:
 def test_options_given_as_none_are_the_defaults(driver: str) -> None:
     service = ToolService([hidden], usage_limits=UsageLimits(request_limit=0))
     none: dict[str, Any] = dict.fromkeys(OPTIONS)
-    with pytest.raises(UsageLimitExceeded):
+    with pytest.raises(UsageLimitExceededError):
         drive(driver, service, FunctionModel(lambda m, p: AiMessage(text="hi")), "hi", **none)
 
 

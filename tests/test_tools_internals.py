@@ -360,9 +360,11 @@ def test_run_sync_without_a_loop_runs_in_this_thread() -> None:
 
 def test_argument_problem_is_the_documented_name_of_the_argument_error_record() -> None:
     import agentforge_typed
-    from agentforge_typed import ArgumentError, ArgumentProblem, ToolArgumentsError
+    from agentforge_typed import ArgumentProblem, ToolArgumentsError
 
-    assert ArgumentProblem is ArgumentError
+    with pytest.warns(DeprecationWarning, match="ArgumentError is deprecated: use ArgumentProblem"):
+        assert agentforge_typed.ArgumentError is ArgumentProblem
+    assert "ArgumentError" not in agentforge_typed.__all__
     assert not issubclass(ArgumentProblem, BaseException)
     assert "ArgumentProblem" in agentforge_typed.__all__
 
@@ -627,3 +629,15 @@ def test_an_awaitable_the_annotation_does_not_announce_is_awaited_under_every_dr
         result = drive(driver, ToolService([wrapped]), FunctionModel(reply), "weather?")
         assert result.final_response.ai_message.text == expected, driver
         assert result.tool_executions[0].result.is_error is (expected != f"sunny in {city}")
+
+
+def test_usage_limit_exceeded_is_the_deprecated_name_of_usage_limit_exceeded_error() -> None:
+    import agentforge_typed
+    from agentforge_typed import AgentForgeError, UsageLimitExceededError
+
+    with pytest.warns(DeprecationWarning, match="use UsageLimitExceededError"):
+        old = agentforge_typed.UsageLimitExceeded
+    assert old is UsageLimitExceededError and issubclass(old, AgentForgeError)
+    assert "UsageLimitExceeded" not in agentforge_typed.__all__
+    with pytest.raises(AttributeError, match="no attribute 'UsageLimitExceed'"):
+        agentforge_typed.UsageLimitExceed  # type: ignore[attr-defined]  # noqa: B018

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from agentforge_typed import ArgumentError, Tool, ToolArgumentsError, ToolCall, tool
+from agentforge_typed import ArgumentProblem, Tool, ToolArgumentsError, ToolCall, tool
 
 
 class Color(enum.Enum):
@@ -168,14 +168,16 @@ def test_nested_errors_have_json_paths() -> None:
         )
     assert caught.value.tool_name == "place_order"
     assert caught.value.errors == (
-        ArgumentError(
+        ArgumentProblem(
             "$.order.customer",
             "Field required",
             {"items": [{"sku": "a", "quantity": 1}, {"sku": 7, "quantity": 0}]},
         ),
-        ArgumentError("$.order.items[1].sku", "Input should be a valid string", 7),
-        ArgumentError("$.order.items[1].quantity", "Input should be greater than or equal to 1", 0),
-        ArgumentError("$.express", "Input should be a valid boolean", "yes"),
+        ArgumentProblem("$.order.items[1].sku", "Input should be a valid string", 7),
+        ArgumentProblem(
+            "$.order.items[1].quantity", "Input should be greater than or equal to 1", 0
+        ),
+        ArgumentProblem("$.express", "Input should be a valid boolean", "yes"),
     )
 
 
@@ -251,7 +253,7 @@ def test_unknown_arguments_are_rejected_by_default() -> None:
     with pytest.raises(ToolArgumentsError) as caught:
         place_order.validate_arguments('{"order": {"customer": "c", "items": []}, "urgent": 1}')
     assert caught.value.errors == (
-        ArgumentError("$.urgent", "Unexpected argument; this tool takes: order, express", 1),
+        ArgumentProblem("$.urgent", "Unexpected argument; this tool takes: order, express", 1),
     )
 
 

@@ -1,5 +1,5 @@
 """`UsageLimits`: each cap is checked at its boundary under every driver, and a run that reaches
-one raises `UsageLimitExceeded` carrying the run so far."""
+one raises `UsageLimitExceededError` carrying the run so far."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from agentforge_typed import (
     ToolCall,
     ToolResultMessage,
     ToolService,
-    UsageLimitExceeded,
+    UsageLimitExceededError,
     UsageLimits,
     tool,
 )
@@ -85,7 +85,7 @@ def assert_resumable(messages: Sequence[ChatMessage]) -> None:
 def test_request_limit_never_sends_the_request_past_it(driver: str) -> None:
     script = Counting()
     service = ToolService([charge], usage_limits=UsageLimits(request_limit=2))
-    with pytest.raises(UsageLimitExceeded) as caught:
+    with pytest.raises(UsageLimitExceededError) as caught:
         drive(driver, service, script.model, PROMPT)
     assert script.requests == 2
     error = caught.value
@@ -109,7 +109,7 @@ def test_request_limit_reached_exactly_is_allowed(driver: str) -> None:
 def test_tool_calls_limit_runs_no_call_of_the_round_that_would_exceed_it(driver: str) -> None:
     script = Counting(rounds=2, calls_per_round=2)
     service = ToolService([charge], usage_limits=UsageLimits(tool_calls_limit=3))
-    with pytest.raises(UsageLimitExceeded) as caught:
+    with pytest.raises(UsageLimitExceededError) as caught:
         drive(driver, service, script.model, PROMPT)
     # The first round's two calls ran; none of the second round's two did.
     assert charges == [5, 5]
@@ -139,7 +139,7 @@ def test_token_limits_are_checked_after_each_response(
     script = Counting()
     service = ToolService([charge])
     limits = UsageLimits(**{limit: maximum})
-    with pytest.raises(UsageLimitExceeded) as caught:
+    with pytest.raises(UsageLimitExceededError) as caught:
         drive(driver, service, script.model, PROMPT, usage_limits=limits)
     # The third response crossed the limit: its calls did not run, and no fourth request went.
     assert script.requests == 3 and charges == [5, 5]
@@ -159,14 +159,14 @@ def test_token_limit_reached_exactly_is_allowed(driver: str) -> None:
 def test_a_final_answer_over_a_token_limit_still_raises() -> None:
     script = Counting(rounds=0)
     limits = UsageLimits(output_tokens_limit=1)
-    with pytest.raises(UsageLimitExceeded) as caught:
+    with pytest.raises(UsageLimitExceededError) as caught:
         ToolService().chat(script.model, "hi", usage_limits=limits)
     assert caught.value.messages[-1] == AiMessage(text="done")
 
 
 def test_a_runs_own_limits_replace_the_services() -> None:
     service = ToolService([charge], usage_limits=UsageLimits(request_limit=1))
-    with pytest.raises(UsageLimitExceeded):
+    with pytest.raises(UsageLimitExceededError):
         service.chat(Counting(rounds=1).model, "hi")
     result = service.chat(Counting(rounds=1).model, "hi", usage_limits=UsageLimits())
     assert result.text == "done"
@@ -174,7 +174,7 @@ def test_a_runs_own_limits_replace_the_services() -> None:
 
 def test_request_limit_zero_sends_nothing() -> None:
     script = Counting()
-    with pytest.raises(UsageLimitExceeded) as caught:
+    with pytest.raises(UsageLimitExceededError) as caught:
         ToolService().chat(script.model, "hi", usage_limits=UsageLimits(request_limit=0))
     assert script.requests == 0
     assert caught.value.usage == TokenUsage()
@@ -229,7 +229,7 @@ def test_limits_against_an_openai_server(asynchronous: bool) -> None:
         async_http_client=httpx.AsyncClient(transport=transport),
     )
     service = ToolService([charge], usage_limits=UsageLimits(input_tokens_limit=2000))
-    with pytest.raises(UsageLimitExceeded) as caught:
+    with pytest.raises(UsageLimitExceededError) as caught:
         if asynchronous:
             asyncio.run(service.achat(model, "Charge 7 cents."))
         else:

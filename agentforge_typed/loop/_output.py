@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError, create
 from pydantic_core import to_json
 from typing_extensions import TypeForm, TypeVar
 
-from .._exceptions import ArgumentError, ToolArgumentsError
+from .._exceptions import ArgumentProblem, ToolArgumentsError
 from .._messages import ChatMessage, SystemMessage, ToolCall
 from .._records import ToolExecutionResult
 from .._request import ChatRequestParameters, ResponseFormat, ToolSpecification
@@ -50,7 +50,7 @@ class OutputValidationError(ToolArgumentsError):
     def __init__(
         self,
         tool_name: str,
-        errors: Sequence[ArgumentError],
+        errors: Sequence[ArgumentProblem],
         output: str,
         *,
         reason: str | None = None,
@@ -167,7 +167,7 @@ class OutputSpec(Generic[OutputT]):
             at += 1
         return [*messages[:at], instruction, *messages[at:]]
 
-    def nudge(self, errors: Sequence[ArgumentError]) -> str:
+    def nudge(self, errors: Sequence[ArgumentProblem]) -> str:
         """What the model is told when its final answer was text: in tool mode, to call the
         final-result tool; in native and prompted mode (no tool offered), the problems and to
         answer in JSON."""
@@ -177,7 +177,7 @@ class OutputSpec(Generic[OutputT]):
         problems = format_arguments_error(self.name, errors).split("\n")[1:-1]
         return "\n".join(["Your answer is not valid output:", *problems, _ANSWER_IN_JSON])
 
-    def exhausted(self, errors: Sequence[ArgumentError], text: str) -> OutputValidationError:
+    def exhausted(self, errors: Sequence[ArgumentProblem], text: str) -> OutputValidationError:
         """The error ending a run whose text answer came with the retry budget spent."""
         spent = f"and its {self.max_retries} retries are spent"
         if self.in_text:

@@ -16,7 +16,7 @@ from typing_extensions import TypedDict, TypeForm
 
 from .._exceptions import (
     AgentForgeError,
-    ArgumentError,
+    ArgumentProblem,
     ModelError,
     ToolArgumentsError,
     ToolExecutionError,
@@ -384,7 +384,7 @@ class Run:
     def _on_final_text(self, output: OutputSpec[Any], text: str) -> list[Planned] | None:
         # A text answer where structured output is wanted: valid JSON in native mode ends the
         # run; anything else is sent back with a nudge, against the output's retry budget.
-        errors: Sequence[ArgumentError] = ()
+        errors: Sequence[ArgumentProblem] = ()
         if output.in_text:
             try:
                 self.output_value = output.validate(text)

@@ -64,7 +64,7 @@ class ToolService(ToolRegistry[DepsT]):
         prepare_tools: Hook choosing each round's tools from the run's deps (see `PrepareTools`).
         tool_search: Offer a core set plus a search tool instead of every tool (`ToolSearch`).
         usage_limits: Caps on each run's requests, tool calls and tokens (a run's own
-            `usage_limits=` replaces them); exceeding one raises `UsageLimitExceeded`.
+            `usage_limits=` replaces them); exceeding one raises `UsageLimitExceededError`.
         max_result_chars: The result budget of tools without their own: the most characters of
             a result's text the model reads (at least 100; a longer text keeps its head and
             tail around a marker). `None`: 100,000 (`DEFAULT_MAX_RESULT_CHARS`).

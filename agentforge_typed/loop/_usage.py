@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from .._exceptions import AgentForgeError
 from .._response import TokenUsage
 
-__all__ = ["UsageLimitExceeded", "UsageLimits"]
+__all__ = ["UsageLimitExceededError", "UsageLimits"]
 
 
-class UsageLimitExceeded(AgentForgeError):  # noqa: N818 - the name the API contract gives it
+class UsageLimitExceededError(AgentForgeError):
     """A run reached one of its `UsageLimits`; like every loop error it carries the run so far
     (`messages`, `tool_executions`, `usage`), so it can be inspected or resumed.
 
@@ -78,4 +78,4 @@ class UsageLimits:
 
 def _check(limit: str, maximum: int | None, value: int) -> None:
     if maximum is not None and value > maximum:
-        raise UsageLimitExceeded(limit, maximum, value)
+        raise UsageLimitExceededError(limit, maximum, value)

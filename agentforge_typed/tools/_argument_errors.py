@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from .._exceptions import ArgumentError, path_step
+from .._exceptions import ArgumentProblem, path_step
 
 __all__ = [
     "MAX_INPUT_CHARS",
@@ -72,7 +72,7 @@ def render_input(value: Any) -> str:
     return _shortened(text, MAX_INPUT_CHARS)
 
 
-def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> str:
+def format_arguments_error(tool_name: str, errors: Sequence[ArgumentProblem]) -> str:
     """The text an arguments-error result carries back to the model."""
     return (
         f"Invalid arguments for tool `{tool_name}`:\n{problem_lines(errors)}\n"
@@ -80,7 +80,7 @@ def format_arguments_error(tool_name: str, errors: Sequence[ArgumentError]) -> s
     )
 
 
-def problem_lines(errors: Sequence[ArgumentError]) -> str:
+def problem_lines(errors: Sequence[ArgumentProblem]) -> str:
     """One line per problem (`- <path>: <message> (input: <JSON>)`), the same for arguments and
     for any other value checked against a schema (an MCP tool's structured result)."""
     lines = []

@@ -11,7 +11,7 @@ known to produce, each repair recorded:
 - with `extra_arguments="ignore"`, keys the signature's types do not have are dropped, at any
   depth.
 
-Nothing else is guessed: anything still invalid is reported, one `ArgumentError` per problem.
+Nothing else is guessed: anything still invalid is reported, one `ArgumentProblem` per problem.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from .._exceptions import ArgumentError
+from .._exceptions import ArgumentProblem
 from ._argument_errors import json_path, render_input
 from ._outcomes import ValidatedArguments
 from ._signature import core_schema_nodes
@@ -305,7 +305,7 @@ class ArgumentsValidator:
                 repairs.append(repair_string_encoded(path, "object" if wanted is dict else "array"))
         return data, changed
 
-    def _errors(self, details: Sequence[ErrorDetails]) -> tuple[ArgumentError, ...]:
+    def _errors(self, details: Sequence[ErrorDetails]) -> tuple[ArgumentProblem, ...]:
         return argument_errors(details, unexpected_argument=self._unexpected, choices=self._choices)
 
 
@@ -346,8 +346,8 @@ def argument_errors(
     *,
     unexpected_argument: str | None = None,
     choices: Mapping[str, str] = _NO_CHOICES,
-) -> tuple[ArgumentError, ...]:
-    """A `ValidationError` (or its `.errors()`) as `ArgumentError`s: path, message and input.
+) -> tuple[ArgumentProblem, ...]:
+    """A `ValidationError` (or its `.errors()`) as `ArgumentProblem`s: path, message and input.
 
     The path follows pydantic's location, so a union member's tag (e.g. `$.shape.Circle.radius`)
     stays in it: it tells the model which alternative the message is about. `unexpected_argument`
@@ -356,7 +356,7 @@ def argument_errors(
     `Literal` and `Enum` messages found in `choices` (see `json_choices`).
     """
     details = _details(error) if isinstance(error, ValidationError) else error
-    # `tuple.__new__` rather than `ArgumentError(...)`: the named tuple's Python-level `__new__`
+    # `tuple.__new__` rather than `ArgumentProblem(...)`: the named tuple's Python-level `__new__`
     # costs about as much again, on the path every invalid call takes.
     new = tuple.__new__
     result = []
@@ -371,7 +371,7 @@ def argument_errors(
         if isinstance(value, (bytes, bytearray)):
             # Raw bytes that are not UTF-8 cannot be rendered as JSON: show what can be read.
             value = bytes(value).decode("utf-8", errors="replace")
-        result.append(new(ArgumentError, (json_path(loc), message, value)))
+        result.append(new(ArgumentProblem, (json_path(loc), message, value)))
     return tuple(result)
 
 

@@ -27,7 +27,7 @@ import httpx
 import pydantic
 import pydantic_core
 
-from .._exceptions import ArgumentError
+from .._exceptions import ArgumentProblem
 from .._messages import ToolCall
 from .._records import ToolExecutionResult
 from .._request import ToolSpecification
@@ -602,9 +602,9 @@ class _Routes:
 
     def apply(
         self, template: str, arguments: dict[str, Any]
-    ) -> _Routed | tuple[ArgumentError, ...]:
+    ) -> _Routed | tuple[ArgumentProblem, ...]:
         """Fill the template from validated arguments, or report arguments that cannot be sent."""
-        errors: list[ArgumentError] = []
+        errors: list[ArgumentProblem] = []
 
         def segment(match: re.Match[str]) -> str:
             name = match.group(1)
@@ -613,16 +613,16 @@ class _Routes:
             # `.`/`..` would be resolved away by URL normalization and an empty segment changes
             # the endpoint, so they are refused rather than sent somewhere else.
             if text in ("", ".", ".."):
-                errors.append(ArgumentError(json_path([name]), "Invalid path segment", value))
+                errors.append(ArgumentProblem(json_path([name]), "Invalid path segment", value))
             return quote(text, safe="")
 
         url = _PLACEHOLDER.sub(segment, template)
         for name, value in arguments.items():
             if name not in self.declared and not self.undeclared_allowed:
-                errors.append(ArgumentError(json_path([name]), "Unexpected argument", value))
+                errors.append(ArgumentProblem(json_path([name]), "Unexpected argument", value))
             elif name not in self.declared and self.query_rest and name in self.fixed_query:
                 message = "The tool fixes this query parameter"
-                errors.append(ArgumentError(json_path([name]), message, value))
+                errors.append(ArgumentProblem(json_path([name]), message, value))
         routed_elsewhere = {*self.path, *self.query, *self.headers, *(self.body or ())}
         rest = [name for name in arguments if name not in routed_elsewhere]
         params: list[tuple[str, str]] = []
@@ -637,7 +637,7 @@ class _Routes:
             text = _scalar_text(value)
             if _UNSENDABLE_IN_HEADER_VALUE.search(text):
                 message = _HEADER_VALUE_RULE[0].upper() + _HEADER_VALUE_RULE[1:]
-                errors.append(ArgumentError(json_path([name]), message, value))
+                errors.append(ArgumentProblem(json_path([name]), message, value))
                 continue
             headers[header] = text
         json: dict[str, Any] | None = None

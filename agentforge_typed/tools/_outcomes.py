@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._content import Content, TextContent, content_text, has_binary
-from .._exceptions import ArgumentError, ModelRetry, ToolArgumentsError
+from .._exceptions import ArgumentProblem, ModelRetry, ToolArgumentsError
 from .._messages import cut_text
 from .._records import ToolExecutionResult
 from ._argument_errors import format_arguments_error
@@ -84,7 +84,7 @@ class ValidatedArguments(Generic[ArgsT]):
     arguments: ArgsT | None
     """The validated arguments (a dict of fields, a model, or a JSON object, as the validator
     says), or `None` when there are `errors` or a `schema_failure`."""
-    errors: tuple[ArgumentError, ...] = ()
+    errors: tuple[ArgumentProblem, ...] = ()
     """Each problem with the arguments, for the model to correct."""
     repairs: tuple[str, ...] = ()
     """Envelope repairs applied before validation (and dropped extra arguments)."""
@@ -191,7 +191,7 @@ async def alinks_checked(result: ToolExecutionResult, urls: ContentURLs) -> Tool
 
 
 def arguments_error_result(
-    tool_name: str, errors: Sequence[ArgumentError], repairs: tuple[str, ...] = ()
+    tool_name: str, errors: Sequence[ArgumentProblem], repairs: tuple[str, ...] = ()
 ) -> ToolExecutionResult:
     """The `"arguments"` error result for arguments that failed decoding or validation."""
     text = format_arguments_error(tool_name, errors)

@@ -1,6 +1,6 @@
 """Arguments of a tool declared by a hand-written JSON Schema: decode the model's JSON, repair
 the tolerated envelope quirks, validate with `jsonschema` (Draft 2020-12), and report problems as
-`ArgumentError`s in the format every tool kind shares.
+`ArgumentProblem`s in the format every tool kind shares.
 
 Used by `SchemaTool`, `HttpTool` (schema-declared) and MCP tools, so all three reject the same
 inputs with the same text. The repairs are the typed tools' (see `_arguments.py`), each recorded:
@@ -33,7 +33,7 @@ from pydantic_core import core_schema
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012, Schema, SchemaRegistry, SchemaResource
 
-from .._exceptions import ArgumentError
+from .._exceptions import ArgumentProblem
 from ._argument_errors import json_path, render_input
 from ._arguments import (
     MAX_REPAIR_ROUNDS,
@@ -334,7 +334,7 @@ def value_at(data: Any, path: Sequence[str | int]) -> Any:
 
 def argument_errors(
     errors: Iterable[ValidationError], arguments: dict[str, Any]
-) -> Iterable[ArgumentError]:
+) -> Iterable[ArgumentProblem]:
     # jsonschema's messages embed Python reprs (`True`, `'x'`); the model speaks JSON, so every
     # keyword gets pydantic-like wording built from the schema's values, as typed tools report.
     reported: set[str] = set()  # jsonschema reports `required` once per missing name, and
@@ -349,21 +349,21 @@ def argument_errors(
                 path = json_path([*location, name])
                 if path not in reported:
                     reported.add(path)
-                    yield ArgumentError(path, message, error.instance)
+                    yield ArgumentProblem(path, message, error.instance)
         elif _is_undeclared(error):
             instance: Any = error.instance
             for name in _undeclared_names(error):
                 value = instance[name]
-                yield ArgumentError(json_path([*location, name]), "Unexpected argument", value)
+                yield ArgumentProblem(json_path([*location, name]), "Unexpected argument", value)
         elif (alternative := _undeclared_only_alternative(error)) is not None:
             # `anyOf`/`oneOf` whose one near miss has only keys it does not declare (an
             # optional object, say): those keys are the problem, not the whole alternative.
             yield from argument_errors(alternative, arguments)
         elif _checks_a_property_name(error, arguments):
             message = f"Invalid property name: {_message(error)}"
-            yield ArgumentError(json_path(location), message, error.instance)
+            yield ArgumentProblem(json_path(location), message, error.instance)
         else:
-            yield ArgumentError(json_path(location), _message(error), error.instance)
+            yield ArgumentProblem(json_path(location), _message(error), error.instance)
 
 
 def _is_undeclared(error: ValidationError) -> bool:
@@ -512,7 +512,7 @@ def decode_arguments(raw: str | bytes) -> DecodedArguments:
         fixed = without_trailing_commas(raw, str(exc))
         if fixed is None:
             text = raw.decode(errors="replace") if isinstance(raw, bytes) else raw
-            return ValidatedArguments(None, (ArgumentError("$", f"Invalid JSON: {exc}", text),))
+            return ValidatedArguments(None, (ArgumentProblem("$", f"Invalid JSON: {exc}", text),))
         value, repairs = _from_json(fixed), (REPAIR_TRAILING_COMMAS,)
     if isinstance(value, str):
         try:
@@ -523,7 +523,7 @@ def decode_arguments(raw: str | bytes) -> DecodedArguments:
             value, repairs = inner, (*repairs, REPAIR_DOUBLE_ENCODED)
     if not isinstance(value, dict):
         return ValidatedArguments(
-            None, (ArgumentError("$", "Input should be a JSON object", value),), repairs
+            None, (ArgumentProblem("$", "Input should be a JSON object", value),), repairs
         )
     return ValidatedArguments(value, repairs=repairs)
 
@@ -613,7 +613,7 @@ class SchemaArguments:
             failure = "its JSON schema has a pattern the linear-time regex engine cannot run"
             return ValidatedArguments(None, repairs=tuple(recorded), schema_failure=failure)
         except RecursionError:  # jsonschema recurses per level of the arguments
-            error = ArgumentError("$", "Input is nested too deeply to validate", arguments)
+            error = ArgumentProblem("$", "Input is nested too deeply to validate", arguments)
             return ValidatedArguments(None, (error,), tuple(recorded))
         except Unresolvable as exc:  # the build-time check missed it: never raise on a call
             failure = f"its JSON schema has a `$ref` that cannot be resolved ({exc.ref})"
@@ -738,14 +738,14 @@ def _copy_closing(node: Any, closable: set[int]) -> Any:
     return node
 
 
-def _non_finite_numbers(container: Any, location: list[str | int]) -> Iterator[ArgumentError]:
+def _non_finite_numbers(container: Any, location: list[str | int]) -> Iterator[ArgumentProblem]:
     """An error for each NaN or infinity in `container` (JSON has none; parsers let them
     through)."""
     for key, value in container.items() if isinstance(container, dict) else enumerate(container):
         if isinstance(value, float):
             if not math.isfinite(value):
                 path = json_path([*location, key])
-                yield ArgumentError(path, "Input should be a finite number", value)
+                yield ArgumentProblem(path, "Input should be a finite number", value)
         elif isinstance(value, dict | list):
             location.append(key)
             yield from _non_finite_numbers(value, location)
