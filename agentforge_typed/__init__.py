@@ -95,6 +95,7 @@ from .loop._service import ToolService
 from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from .loop._usage import UsageLimitExceeded, UsageLimits
 from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
+from .tools._cache import MemoryCache, ResultCache
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
 from .tools._returns import ToolReturn
@@ -218,6 +219,7 @@ __all__ = [
     "MCPServer",
     "MCPTool",
     "MCPToolFilter",
+    "MemoryCache",
     "ModelError",
     "ModelFunction",
     "ModelProfile",
@@ -234,6 +236,7 @@ __all__ = [
     "PrepareTools",
     "ResponseComplete",
     "ResponseFormat",
+    "ResultCache",
     "ReturnBehavior",
     "RunOptions",
     "SchemaDialectError",
