@@ -465,40 +465,4 @@ async def test_a_cancelled_waiter_leaves_the_call_in_flight_running() -> None:
     assert (await first).value == 1 and runs == [1]
 
 
-# -- contained ----------------------------------------------------------------------------------
-
-
-class Broken:
-    def __init__(self, get: Any = None, put: Any = None) -> None:
-        self.get_answer, self.put_error = get, put
-
-    def get(self, key: str) -> ToolExecutionResult | None:
-        if isinstance(self.get_answer, Exception):
-            raise self.get_answer
-        return self.get_answer  # type: ignore[no-any-return]
-
-    def put(self, key: str, result: ToolExecutionResult) -> None:
-        if self.put_error is not None:
-            raise self.put_error
-
-
-@pytest.mark.parametrize(
-    "cache",
-    [
-        Broken(get=RuntimeError("cache down")),
-        Broken(put=RuntimeError("cache full")),
-        Broken(get="not a result"),
-        Broken(get=ToolExecutionResult.error("stale", "execution")),
-    ],
-    ids=["get-raises", "put-raises", "get-garbage", "get-error-result"],
-)
-@pytest.mark.parametrize("driver", DRIVERS)
-def test_a_cache_that_fails_is_a_miss_and_the_call_runs(
-    cache: Broken, driver: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    lookup, runs = counted(cache=cache)
-    result = drive(driver, ToolService(tools=[lookup]), calling('{"x": 1}', '{"x": 1}'), "go")
-    assert runs == [1, 1]
-    assert [e.result.value for e in result.tool_executions] == [10, 10]
-    assert not any(e.cached or e.failed for e in result.tool_executions)
-    assert "result cache of tool 'lookup'" in caplog.text
+# The contained cases (a cache that raises, under every driver): test_conformance_composition.py.
