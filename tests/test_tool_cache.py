@@ -8,13 +8,14 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from loop_drivers import DRIVERS, drive
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import AfterValidator
 
 import agentforge_typed as af
 from agentforge_typed import (
@@ -466,3 +467,88 @@ async def test_a_cancelled_waiter_leaves_the_call_in_flight_running() -> None:
 
 
 # The contained cases (a cache that raises, under every driver): test_conformance_composition.py.
+
+
+class Opaque:
+    """A validated argument without a JSON form."""
+
+
+def test_a_call_whose_arguments_have_no_json_form_is_not_cached() -> None:
+    runs: list[object] = []
+
+    @tool(cache=60, annotations=READ_ONLY)
+    def opaque(x: Annotated[int, AfterValidator(lambda value: Opaque())]) -> str:
+        runs.append(x)
+        return "ran"
+
+    for id in ("a", "b"):
+        result = opaque.execute(
+            ToolCall(id=id, name="opaque", arguments='{"x": 1}'), in_conversation()
+        )
+        assert result.text == "ran" and not result.cached
+    assert len(runs) == 2
+
+
+def test_a_blocking_call_on_a_thread_running_an_event_loop_runs_rather_than_waits() -> None:
+    started, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    @tool(cache=60, annotations=READ_ONLY)
+    def slow(x: int) -> int:
+        runs.append(x)
+        if len(runs) == 1:
+            started.set()
+            release.wait(5)
+        return x
+
+    first = threading.Thread(
+        target=lambda: slow.execute(
+            ToolCall(id="a", name="slow", arguments='{"x": 1}'), in_conversation()
+        )
+    )
+    first.start()
+    assert started.wait(5)
+
+    async def on_the_loop() -> ToolExecutionResult:
+        # Waiting here would block the loop: the call runs the body itself.
+        return slow.execute(ToolCall(id="b", name="slow", arguments='{"x": 1}'), in_conversation())
+
+    try:
+        assert asyncio.run(on_the_loop()).value == 1
+    finally:
+        release.set()
+        first.join(5)
+    assert runs == [1, 1]
+
+
+def test_an_async_call_waits_for_the_identical_blocking_call_in_flight() -> None:
+    started, release = threading.Event(), threading.Event()
+    runs: list[int] = []
+
+    @tool(cache=60, annotations=READ_ONLY)
+    def slow(x: int) -> int:
+        runs.append(x)
+        started.set()
+        release.wait(5)
+        return x
+
+    first = threading.Thread(
+        target=lambda: slow.execute(
+            ToolCall(id="a", name="slow", arguments='{"x": 1}'), in_conversation()
+        )
+    )
+    first.start()
+    assert started.wait(5)
+
+    async def waiting() -> ToolExecutionResult:
+        pending = asyncio.ensure_future(
+            slow.aexecute(ToolCall(id="b", name="slow", arguments='{"x": 1}'), in_conversation())
+        )
+        await asyncio.sleep(0.05)
+        assert not pending.done()  # waiting, without blocking the loop
+        release.set()
+        return await asyncio.wait_for(pending, 5)
+
+    result = asyncio.run(waiting())
+    first.join(5)
+    assert runs == [1] and result.cached and result.value == 1
