@@ -27,6 +27,7 @@ from ._registry import ToolRegistry
 from ._results import ToolChatResult
 from ._run import Run, RunOptions
 from ._stream import RoundReader, no_events
+from ._subrun import DEFAULT_MAX_DEPTH, sub_run_tool
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -92,7 +93,7 @@ class ToolService(ToolRegistry[DepsT]):
         name: str,
         description: str,
         output_type: None = None,
-        max_depth: int = 3,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> Tool[..., str]: ...
 
     @overload
@@ -103,7 +104,7 @@ class ToolService(ToolRegistry[DepsT]):
         name: str,
         description: str,
         output_type: TypeForm[OutputT],
-        max_depth: int = 3,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> Tool[..., OutputT]: ...
 
     def as_tool(
@@ -113,7 +114,7 @@ class ToolService(ToolRegistry[DepsT]):
         name: str,
         description: str,
         output_type: TypeForm[Any] | None = None,
-        max_depth: int = 3,
+        max_depth: int = DEFAULT_MAX_DEPTH,
     ) -> Tool[..., Any]:
         """A tool whose body is a whole run of this service with `model` (a sub-run): the model
         calling it passes a `task` (the sub-run's prompt); its `output_type`'s value (or, without
@@ -137,8 +138,6 @@ class ToolService(ToolRegistry[DepsT]):
             ValueError: A registered tool may wait for a decision (approval, an external
                 result): a sub-run cannot pause its parent run yet. Or `max_depth` < 1.
         """
-        from ._subrun import sub_run_tool
-
         return sub_run_tool(
             self,
             model,
