@@ -68,6 +68,7 @@ from .loop._events import (
     FinalResultEvent,
     OutputCallEvent,
     PartialArgumentsEvent,
+    SubRunEvent,
     ToolCallEvent,
     ToolLoopEvent,
     ToolProgressEvent,
@@ -95,6 +96,7 @@ from .loop._service import ToolService
 from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from .loop._usage import UsageLimitExceededError, UsageLimits
 from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
+from .tools._cache import MemoryCache, ResultCache
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
 from .tools._returns import ToolReturn
@@ -236,6 +238,7 @@ __all__ = [
     "MCPServer",
     "MCPTool",
     "MCPToolFilter",
+    "MemoryCache",
     "ModelError",
     "ModelFunction",
     "ModelProfile",
@@ -252,11 +255,13 @@ __all__ = [
     "PrepareTools",
     "ResponseComplete",
     "ResponseFormat",
+    "ResultCache",
     "ReturnBehavior",
     "RunOptions",
     "SchemaDialectError",
     "SchemaTool",
     "StreamEvent",
+    "SubRunEvent",
     "SystemMessage",
     "TextContent",
     "TextDelta",

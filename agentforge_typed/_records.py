@@ -97,6 +97,12 @@ class ToolExecutionResult:
         part cap, a part the model cannot take. Empty when nothing was left out."""
         return ()
 
+    @property
+    def cached(self) -> bool:
+        """Whether the result was served from its tool's result cache (`@tool(cache=...)`): the
+        body did not run for this call."""
+        return False
+
 
 @dataclass(frozen=True, slots=True)
 class ToolExecution:
@@ -121,6 +127,11 @@ class ToolExecution:
     def repairs(self) -> tuple[str, ...]:
         """Envelope repairs applied to the arguments before validation."""
         return self.result.repairs
+
+    @property
+    def cached(self) -> bool:
+        """Whether the call was answered from its tool's result cache: the body did not run."""
+        return self.result.cached
 
     @property
     def pending(self) -> PendingCall | None:

@@ -30,6 +30,7 @@ from agentforge_typed import (
     ModelError,
     OpenAIChatModel,
     SchemaTool,
+    ToolAnnotations,
     ToolCall,
     ToolChatResult,
     ToolContext,
@@ -93,6 +94,17 @@ def pay(amount: int, ctx: ToolContext[Ledger]) -> str:
     """
     record(ctx.deps, f"pay {amount}")
     return f"paid {amount} EUR"
+
+
+@tool(cache=60, annotations=ToolAnnotations(read_only=True))
+def rate(currency: str, ctx: ToolContext[Ledger]) -> str:
+    """Today's exchange rate (cached: the worker runs it once per conversation).
+
+    Args:
+        currency: Which.
+    """
+    record(ctx.deps, f"rate {currency}")
+    return "1.08"
 
 
 @tool(timeout=0.3)
@@ -254,6 +266,10 @@ _SCRIPTS: dict[str, list[list[ToolCall]]] = {
     ],
     "timeout": [[_call("c1", "linger", '{"seconds":30}'), _call("c2", "stall", "{}")]],
     "heartbeat": [[_call("c1", "survey", "{}")]],
+    "cached": [
+        [_call("c1", "rate", '{"currency":"USD"}'), _call("c2", "rate", '{"currency":"USD"}')],
+        [_call("c3", "rate", '{"currency":"USD"}')],
+    ],
     "exhausted": [[_call(f"c{i}", "reserve", '{"city":5}')] for i in range(1, 4)],
     "receipt": [[_call("c1", "receipt", '{"number":7}')]],
     "post": [[_call("c1", "post", '{"amount":5}')]],
@@ -376,6 +392,7 @@ service = ToolService(
         screenshot,
         euros,
         euro_page,
+        rate,
     ]
 )
 durable = TemporalToolService(

@@ -1256,3 +1256,14 @@ async def test_deps_the_worker_cannot_resolve_fail_the_call_before_its_body(
     # Retried as any activity whose attempt did not finish (the body never ran): the model
     # call, the tool's second and last attempt, the model call.
     assert await _model_attempts(handle) == [1, 2, 1]
+
+
+@on_module_loop
+async def test_a_cached_tool_runs_once_for_identical_calls_of_a_durable_run(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    # Two identical calls in one round (concurrent activities), one more the next round: the
+    # worker's cache runs the body once.
+    _, text, failed, entries = await _run(env, "cached", tmp_path)
+    assert text == "rate: 1.08; rate: 1.08; rate: 1.08"
+    assert failed == "" and entries == ["rate USD"]

@@ -44,6 +44,9 @@ def test_tool_options_are_declared_once_and_shared_by_tool_and_the_decorator() -
         "max_result_chars",
         "content_urls",
         "annotations",
+        "cache",
+        "cache_shared",
+        "cache_force",
     }
 
 

@@ -189,6 +189,8 @@ class ToolActivityResult(BaseModel):
     pending: PendingCall | None = None
     """The call waits for the user's answer to the question it carries (an MCP elicitation):
     the run pauses on it."""
+    cached: bool = False
+    """The result came from its tool's result cache (`ToolExecutionResult.cached`)."""
 
     @classmethod
     def of(cls, result: ToolExecutionResult) -> ToolActivityResult:
@@ -219,6 +221,7 @@ class ToolActivityResult(BaseModel):
             is_error=result.is_error,
             error_kind=result.error_kind,
             repairs=result.repairs,
+            cached=result.cached,
         )
 
     def result(self) -> ToolExecutionResult:
@@ -236,10 +239,18 @@ class ToolActivityResult(BaseModel):
             value = [part.text if isinstance(part, TextContent) else part for part in self.content]
         if self.content and not self.is_error:
             # Within the budget already (the activity applied it): rebuilt as it is.
-            return content_result(
+            result = content_result(
                 self.content, sys.maxsize, value, self.repairs, self.content_notes
             )
-        return ToolExecutionResult(self.text, value, self.is_error, self.error_kind, self.repairs)
+        else:
+            result = ToolExecutionResult(
+                self.text, value, self.is_error, self.error_kind, self.repairs
+            )
+        if self.cached:
+            from ..tools._cache import cached_copy
+
+            return cached_copy(result, self.repairs)
+        return result
 
     def bounded(
         self, tool_name: str, limit: int, converter: PayloadConverter | None = None

@@ -16,6 +16,7 @@ __all__ = [
     "FinalResultEvent",
     "OutputCallEvent",
     "PartialArgumentsEvent",
+    "SubRunEvent",
     "ToolCallEvent",
     "ToolLoopEvent",
     "ToolProgressEvent",
@@ -83,6 +84,27 @@ class FinalResultEvent(Generic[OutputT]):
     result: ToolChatResult[OutputT]
 
 
+@dataclass(frozen=True)
+class SubRunEvent:
+    """An event of a sub-run (a tool made by `ToolService.as_tool`) in its parent's stream,
+    marked with its path: the calls that started it, outermost first. A sub-run's own sub-runs'
+    events come as one `SubRunEvent` with the longer path, never nested."""
+
+    path: tuple[str, ...]
+    """The names of the tools whose calls started it, outermost first."""
+    call_ids: tuple[str, ...]
+    """The ids of those calls, in the same order."""
+    event: Any
+    """The sub-run's event (a `ToolLoopEvent` of its own stream, its `FinalResultEvent` last)."""
+
+    @classmethod
+    def of(cls, name: str, call_id: str, event: Any) -> SubRunEvent:
+        """`event` of the sub-run started by the call `call_id` of tool `name`."""
+        if isinstance(event, SubRunEvent):
+            return cls((name, *event.path), (call_id, *event.call_ids), event.event)
+        return cls((name,), (call_id,), event)
+
+
 _Output = TypeVar("_Output", default=Any)
 
 ToolLoopEvent: TypeAlias = (
@@ -92,6 +114,7 @@ ToolLoopEvent: TypeAlias = (
     | ToolProgressEvent
     | ToolResultEvent
     | OutputCallEvent
+    | SubRunEvent
     | FinalResultEvent[_Output]
 )
 """Any event of the streaming tool loop: the model's own stream events for every round, plus

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable
 
 from .._messages import ToolCall
-from ._events import ToolProgressEvent
+from ._events import SubRunEvent, ToolProgressEvent
 
 __all__ = ["MAX_MESSAGE_CHARS", "MAX_PER_CALL", "MAX_WAITING", "ProgressSink"]
 
@@ -39,7 +39,7 @@ class ProgressSink:
     def __init__(
         self, *, stream: bool, record: bool, wake: Callable[[], None] | None = None
     ) -> None:
-        self.waiting: deque[ToolProgressEvent] | None = (
+        self.waiting: deque[ToolProgressEvent | SubRunEvent] | None = (
             deque(maxlen=MAX_WAITING) if stream else None
         )
         self.per_call: dict[str, deque[tuple[float, ToolProgressEvent]]] | None = (
@@ -64,9 +64,16 @@ class ProgressSink:
 
         return report
 
-    def take(self) -> list[ToolProgressEvent]:
+    def forward(self, event: SubRunEvent) -> None:
+        """Keep a sub-run's event for the stream (bounded as progress is), when it streams."""
+        if self.waiting is not None:
+            self.waiting.append(event)
+            if self.wake is not None:
+                self.wake()
+
+    def take(self) -> list[ToolProgressEvent | SubRunEvent]:
         """The events waiting for the stream, oldest first; none wait after."""
-        events: list[ToolProgressEvent] = []
+        events: list[ToolProgressEvent | SubRunEvent] = []
         while self.waiting:
             events.append(self.waiting.popleft())
         return events

@@ -34,7 +34,7 @@ from .._records import (
     unanswered_calls,
 )
 from .._request import ChatRequest, ChatRequestParameters
-from .._response import NO_USAGE, ChatResponse, FinishReason
+from .._response import NO_USAGE, ChatResponse, FinishReason, TokenUsage
 from ..providers import _tracing as model_tracing
 from ..tools._base import ReturnBehavior, ToolContext, ToolLike, may_wait
 from ..tools._budget import DEFAULT_MAX_RESULT_CHARS, ContentFit, fit_result, within_budget
@@ -46,7 +46,7 @@ from ._progress import ProgressSink
 from ._registry import ToolRegistry
 from ._results import ToolChatResult
 from ._toolsets import ToolSelection
-from ._usage import UsageLimits
+from ._usage import UsageLimits, exceeded_below, spent_below
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -584,8 +584,14 @@ class Run:
             error,
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
-            usage=priced(self.model, self.responses, self.usage),
+            usage=self._total_usage(),
         )
+
+    def _total_usage(self) -> TokenUsage:
+        """The run's usage, priced, with its sub-runs' (`ToolService.as_tool`)."""
+        usage = priced(self.model, self.responses, self.usage)
+        below = spent_below(self.limits)
+        return usage if below is None else usage + below
 
     def _record_pause(self, approval: ApprovalState) -> None:
         """Record on the message the run pauses on its conversation id, so that the run that
@@ -641,6 +647,8 @@ class Run:
                 raise ToolExecutionError(
                     tool.name, f"still failing after {tool.max_retries} retries: {result.text}"
                 ) from error
+        elif kind == "execution" and (exceeded := exceeded_below(self.limits)) is not None:
+            raise exceeded  # a sub-run spent past this run's limits: it ends here
         elif kind == "execution" and service.execution_error_handler is not None:
             exception = result.exception or RuntimeError(result.text)
             return as_result(service.execution_error_handler(exception, plan.context), "execution")
@@ -656,7 +664,7 @@ class Run:
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
             intermediate_responses=tuple(self.responses[:-1]),
-            usage=priced(self.model, self.responses, self.usage),
+            usage=self._total_usage(),
             returned_immediately=self.returned_immediately,
             output=self.output_value,
             pending=() if self._approval is None else tuple(self._approval.pending),

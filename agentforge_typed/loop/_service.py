@@ -19,6 +19,7 @@ from .._model import ChatModel
 from .._records import ToolExecution
 from .._request import ChatRequestParameters
 from ..tools._base import DepsT
+from ..tools._function import Tool
 from ._drivers import adrive, aexecute, asettle_at, batches, cancel_unfinished, execute
 from ._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent
 from ._output import OutputSpec
@@ -26,6 +27,7 @@ from ._registry import ToolRegistry
 from ._results import ToolChatResult
 from ._run import Run, RunOptions
 from ._stream import RoundReader, no_events
+from ._subrun import DEFAULT_MAX_DEPTH, sub_run_tool
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -80,6 +82,70 @@ class ToolService(ToolRegistry[DepsT]):
             shown is refused even when its record was changed too. Never logged or recorded;
             `None` (default): plain SHA-256 digests.
     """
+
+    # -- a run as a tool -----------------------------------------------------------------------
+
+    @overload
+    def as_tool(
+        self,
+        model: ChatModel,
+        *,
+        name: str,
+        description: str,
+        output_type: None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> Tool[..., str]: ...
+
+    @overload
+    def as_tool(
+        self,
+        model: ChatModel,
+        *,
+        name: str,
+        description: str,
+        output_type: TypeForm[OutputT],
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> Tool[..., OutputT]: ...
+
+    def as_tool(
+        self,
+        model: ChatModel,
+        *,
+        name: str,
+        description: str,
+        output_type: TypeForm[Any] | None = None,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+    ) -> Tool[..., Any]:
+        """A tool whose body is a whole run of this service with `model` (a sub-run): the model
+        calling it passes a `task` (the sub-run's prompt); its `output_type`'s value (or, without
+        one, its final text) is the result. Register it on another service.
+
+        The sub-run gets the calling run's deps; its usage rolls into the parent's `result.usage`
+        and counts against the parent's `UsageLimits` as it is spent (reaching them ends the
+        parent with `UsageLimitExceededError`); its stream events come in the parent's stream as
+        `SubRunEvent`s marked with their path; cancelling the parent cancels it. Its
+        conversation id derives from the parent's and the call's.
+
+        Args:
+            model: The model the sub-run talks to.
+            name: The tool's name.
+            description: What the tool does, for the calling model.
+            output_type: The type of the sub-run's `output`, and of the tool's result.
+            max_depth: How deep sub-runs may nest under this tool (default 3,
+                `DEFAULT_MAX_DEPTH`); a deeper one answers its call with an error.
+
+        Raises:
+            ValueError: A registered tool may wait for a decision (approval, an external
+                result): a sub-run cannot pause its parent run yet. Or `max_depth` < 1.
+        """
+        return sub_run_tool(
+            self,
+            model,
+            name=name,
+            description=description,
+            output_type=output_type,
+            max_depth=max_depth,
+        )
 
     # -- the loop ----------------------------------------------------------------------------
 

@@ -218,6 +218,8 @@ class RunTrace:
         }
         if name is not None:
             attributes["gen_ai.tool.name"] = name
+        if result.cached:  # answered from its tool's result cache: no body ran
+            attributes["agentforge.tool.cached"] = True
         if result.repairs:
             # The texts quote argument names the model wrote: content, recorded on opt-in only.
             attributes["agentforge.tool.repair_kinds"] = [repair_kind(r) for r in result.repairs]

@@ -35,6 +35,7 @@ from ._base import (
     check_options,
 )
 from ._budget import DEFAULT_MAX_RESULT_CHARS, check_max_result_chars, cut_result
+from ._cache import CachedCalls, ResultCache, check_cache
 from ._invoke import NEVER_AWAITABLE, ainvoke, invoke, is_async_callable, is_awaitable
 from ._outcomes import (
     UnreadableValue,
@@ -100,7 +101,20 @@ class ToolOptions(TypedDict, total=False):
     annotations: ToolAnnotations | None
     """What the tool says about its behaviour (a title; read-only, destructive, idempotent, open
     world): hints for the clients of a served tool (MCP tool annotations), on
-    `specification.annotations`; the loop acts on none of them (default `None`: says nothing)."""
+    `specification.annotations`; the loop acts on none of them, and `cache=` requires
+    `read_only=True` (default `None`: says nothing)."""
+    cache: float | ResultCache | None
+    """Keep the tool's successful results and answer identical calls with them: a TTL in seconds
+    (an in-memory `MemoryCache`), or a `ResultCache`. Keyed by the validated arguments, the
+    conversation (unless `cache_shared`) and the deps' `cache_key`; identical calls in flight
+    run the body once. Only for a tool declared `annotations=ToolAnnotations(read_only=True)`
+    that needs no approval, unless `cache_force`; never for an external tool or a method (its
+    instance is not part of the key). Default `None`: no cache."""
+    cache_shared: bool
+    """The cached result is the same for every conversation (public data): served across
+    conversations, and outside a run. Default `False`: a conversation's results serve only it."""
+    cache_force: bool
+    """Cache a tool that is not declared read-only, or that needs approval (default `False`)."""
 
 
 class Tool(Generic[P, R]):
@@ -129,6 +143,7 @@ class Tool(Generic[P, R]):
         max_result_chars: Its own result budget (characters the model reads of a result), or
             `None` for the service's (else the default, 100,000).
         content_urls: Which links the parts it returns may carry (`"https"`, `"http"`, `"any"`).
+        cache: Its `ResultCache` (`cache=`), or `None`.
     """
 
     # The private per-call state in slots: reading a slot is cheaper than reading an instance
@@ -139,6 +154,7 @@ class Tool(Generic[P, R]):
         "_attribute",
         "_binding",
         "_bound",
+        "_cached",
         "_context_parameter",
         "_convert",
         "_direct_call",
@@ -172,6 +188,7 @@ class Tool(Generic[P, R]):
     external: bool
     max_result_chars: int | None
     content_urls: ContentURLs
+    cache: ResultCache | None
 
     def __init__(
         self,
@@ -234,6 +251,8 @@ class Tool(Generic[P, R]):
             DEFAULT_MAX_RESULT_CHARS if self.max_result_chars is None else self.max_result_chars
         )
         self.content_urls = check_content_urls(options.get("content_urls", "https"))
+        self._cached = _cached_calls(self, options, binding)
+        self.cache = None if self._cached is None else self._cached.cache
 
         self._function: Callable[..., Any] = target
         self._binding: _Binding = binding
@@ -264,6 +283,7 @@ class Tool(Generic[P, R]):
             or signature.positional
             or self._is_async
             or timeout is not None
+            or self._cached is not None
         )
         functools.update_wrapper(self, target)
 
@@ -406,10 +426,21 @@ class Tool(Generic[P, R]):
         if outcome.arguments is None:
             return outcome.error_result(self.name)
         repairs = outcome.repairs
+        if self._cached is not None:
+            return await self._acached(outcome.arguments[0], repairs, call, context, deps)
+        return await self._abody(outcome.arguments[0], repairs, call, context, deps)
+
+    async def _abody(
+        self,
+        fields: dict[str, Any],
+        repairs: tuple[str, ...],
+        call: ToolCall,
+        context: ToolContext[Any] | None,
+        deps: Any,
+    ) -> ToolExecutionResult:
+        """`aexecute` once the arguments are valid: run the tool, convert its value."""
         try:
-            args, kwargs = self._call_arguments(
-                outcome.arguments[0], self._context(call, context, deps)
-            )
+            args, kwargs = self._call_arguments(fields, self._context(call, context, deps))
             value = await ainvoke(
                 self._function, args, kwargs, timeout=self.timeout, is_async=self._is_async
             )
@@ -430,6 +461,18 @@ class Tool(Generic[P, R]):
         deps: Any,
     ) -> ToolExecutionResult:
         """`execute` beyond its fast path."""
+        if self._cached is not None:
+            return self._cached_run(fields, repairs, call, context, deps)
+        return self._body(fields, repairs, call, context, deps)
+
+    def _body(
+        self,
+        fields: dict[str, Any],
+        repairs: tuple[str, ...],
+        call: ToolCall,
+        context: ToolContext[Any] | None,
+        deps: Any,
+    ) -> ToolExecutionResult:
         try:
             args, kwargs = self._call_arguments(fields, self._context(call, context, deps))
             value = invoke(
@@ -440,6 +483,59 @@ class Tool(Generic[P, R]):
             )
         except BaseException as exc:  # all but the uncontained: see `failure_result`
             return failure_result(self.name, exc, repairs)
+
+    def _cache_key(
+        self,
+        cached: CachedCalls,
+        fields: dict[str, Any],
+        context: ToolContext[Any] | None,
+        deps: Any,
+    ) -> str | None:
+        if context is not None:
+            deps = context.deps
+        return cached.key(self.name, fields, getattr(context, "conversation_id", None), deps)
+
+    def _cached_run(
+        self,
+        fields: dict[str, Any],
+        repairs: tuple[str, ...],
+        call: ToolCall,
+        context: ToolContext[Any] | None,
+        deps: Any,
+    ) -> ToolExecutionResult:
+        """`_run` of a cached tool: a hit, the identical call in flight, or the body."""
+        cached = self._cached
+        assert cached is not None
+        try:
+            key = self._cache_key(cached, fields, context, deps)
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
+            return failure_result(self.name, exc, repairs)
+        if key is None:
+            return self._body(fields, repairs, call, context, deps)
+        return cached.run(
+            key, self.name, repairs, lambda: self._body(fields, repairs, call, context, deps)
+        )
+
+    async def _acached(
+        self,
+        fields: dict[str, Any],
+        repairs: tuple[str, ...],
+        call: ToolCall,
+        context: ToolContext[Any] | None,
+        deps: Any,
+    ) -> ToolExecutionResult:
+        """`_cached_run` for `aexecute`."""
+        cached = self._cached
+        assert cached is not None
+        try:
+            key = self._cache_key(cached, fields, context, deps)
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
+            return failure_result(self.name, exc, repairs)
+        if key is None:
+            return await self._abody(fields, repairs, call, context, deps)
+        return await cached.arun(
+            key, self.name, repairs, lambda: self._abody(fields, repairs, call, context, deps)
+        )
 
     def _context(
         self, call: ToolCall, context: ToolContext[Any] | None, deps: Any
@@ -472,6 +568,45 @@ class Tool(Generic[P, R]):
         raise TypeError(
             f"tool `{self.name}` is a method: execute it through an instance (obj.{self.name})"
         )
+
+
+def _cached_calls(
+    tool: Tool[Any, Any], options: ToolOptions, binding: _Binding
+) -> CachedCalls | None:
+    """The cache `cache=` asks for, or `None`; refuses the tools whose results must not be kept.
+
+    Raises:
+        ValueError: A cached tool that may change something or waits for a decision (unless
+            `cache_force`), an external one, `cache_shared`/`cache_force` without `cache`.
+        TypeError: `cache=` of the wrong type, or on a method.
+    """
+    cache = options.get("cache")
+    shared, force = options.get("cache_shared", False), options.get("cache_force", False)
+    if cache is None:
+        if shared or force:
+            raise ValueError(f"tool `{tool.name}`: cache_shared and cache_force need cache=")
+        return None
+    refused = f"tool `{tool.name}` cannot be cached"
+    if tool.external:
+        raise ValueError(f"{refused}: it is external (its results come from elsewhere)")
+    if binding == "instance":
+        raise TypeError(
+            f"{refused}: it is a method, whose instance is not part of the cache key; cache a "
+            "function, a staticmethod or a classmethod"
+        )
+    if not force:
+        annotations = tool.specification.annotations
+        if annotations is None or annotations.read_only is not True:
+            raise ValueError(
+                f"{refused}: it is not declared read-only; give it "
+                "annotations=ToolAnnotations(read_only=True), or cache_force=True"
+            )
+        if tool.requires_approval is not False:
+            raise ValueError(
+                f"{refused}: it requires approval (a cached result would answer calls the "
+                "approver never saw run); cache_force=True to cache it anyway"
+            )
+    return CachedCalls(check_cache(cache), shared=shared, force=force)
 
 
 def _awaited(awaitable: Awaitable[T]) -> T:

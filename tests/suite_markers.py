@@ -1,4 +1,5 @@
-"""Markers the suite applies by itself, so that `python -m pytest -m "not slow"` is the fast subset.
+"""Markers the suite applies by itself, so that `python -m pytest -m "not slow"` is the fast
+subset (a pytest plugin: `-p suite_markers` in pyproject's addopts).
 
 - `live`: the tests under tests/live (a real llama.cpp server and model).
 - `slow`: those, the tests that mark themselves, and every test `tests/slow_tests.txt` names: the
