@@ -649,8 +649,36 @@ MCP_SECRETS: dict[str, Callable[[str], af.MCPServer]] = {
         f"{base}/mcp", headers={"Authorization": f"Bearer {KEY}"}
     ),
     "a value named secret": lambda base: af.MCPServer.http(f"{base}/mcp/x{KEY}x", secrets=[KEY]),
+    "a token of its auth= flow": lambda base: af.MCPServer.http(
+        f"{base}/mcp", auth=_oauth(f"{base}/mcp")
+    ),
 }
 """An MCP server over HTTP holding the fixture key in each place one can be given."""
+
+
+def _oauth(url: str) -> Any:
+    """The MCP SDK's OAuth provider, its storage holding the key as a token an earlier
+    authorization obtained (which the server refuses: the flow starts over and fails)."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientMetadata, OAuthToken
+
+    class Stored:
+        tokens = OAuthToken(access_token=KEY, token_type="Bearer", refresh_token=KEY[::-1])
+
+        async def get_tokens(self) -> OAuthToken:
+            return self.tokens
+
+        async def set_tokens(self, tokens: OAuthToken) -> None:
+            self.tokens = tokens
+
+        async def get_client_info(self) -> None:
+            return None
+
+        async def set_client_info(self, client_info: Any) -> None:
+            pass
+
+    metadata = OAuthClientMetadata.model_validate({"redirect_uris": ["http://127.0.0.1:1/cb"]})
+    return OAuthClientProvider(url, metadata, Stored())
 
 
 @pytest.mark.parametrize("configured", MCP_SECRETS)
