@@ -59,17 +59,19 @@ class Refusal:
 
     status: int | None = None
     challenge: dict[str, str] = field(default_factory=dict)
-    """The `WWW-Authenticate` challenge's `error` and `scope`, if given (each cut short)."""
+    """The `WWW-Authenticate` challenge's `error` and `scope`, if given (each cut to
+    `_MAX_PARAMETER` characters)."""
 
     async def note(self, response: Any) -> None:
         status = response.status_code
         if status in (401, 403):
-            header = response.headers.get("www-authenticate", "")[:_MAX_CHALLENGE]
-            given = dict(_CHALLENGE_PARAMETER.findall(header))
+            # The HTTP client bounds the header; each value is read up to `_MAX_PARAMETER`.
+            header = response.headers.get("www-authenticate", "")
+            given: dict[str, str] = {}
+            for name, value in _CHALLENGE_PARAMETER.findall(header):
+                given.setdefault(name, value)
             self.status = status
-            self.challenge = {
-                name: given[name][:_MAX_PARAMETER] for name in ("error", "scope") if name in given
-            }
+            self.challenge = {name: given[name] for name in ("error", "scope") if name in given}
         elif status < 400:
             self.status = None
 
@@ -105,9 +107,10 @@ class Refusal:
 
 _ERROR_RESPONSE = "Server returned an error response"
 """What the SDK's streamable HTTP client makes of an HTTP error status."""
-_CHALLENGE_PARAMETER = re.compile(r'(\w+)="([^"]*)"')
-_MAX_CHALLENGE = 2_000
 _MAX_PARAMETER = 200
+_CHALLENGE_PARAMETER = re.compile(rf'(?<![\w-])(error|scope)="([^"]{{0,{_MAX_PARAMETER}}})')
+"""The parameters quoted, by name: a pattern of any name before `=` would backtrack
+quadratically over a long run of word characters (a hostile challenge)."""
 
 Revision = Literal["newest", "handshake"]
 CONNECTION_CLOSED = -32000
