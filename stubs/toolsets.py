@@ -12,6 +12,7 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    LocalRedirect,
     MCPAuthorizationError,
     MCPServer,
     MCPTool,
@@ -74,6 +75,9 @@ def usage() -> None:
     assert_type(refused.status, int)
     assert_type(refused.server, str)
     assert isinstance(refused, PermissionError)
+    redirect = LocalRedirect(port=8765, show=print, timeout=60)
+    assert_type(redirect.redirect_uri, str)
+    LocalRedirect(show="firefox")  # type: ignore[arg-type]
 
     def readonly(tool: MCPTool) -> bool:
         assert_type(tool.annotations, ToolAnnotations | None)

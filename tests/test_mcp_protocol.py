@@ -30,6 +30,7 @@ from test_mcp_elicitation import asks, round_trip
 
 from agentforge_typed import (
     ElicitationAnswer,
+    LocalRedirect,
     MCPAuthorizationError,
     MCPServer,
     ToolArgumentsError,
@@ -335,3 +336,62 @@ async def test_an_auth_flow_that_fails_names_the_server(guarded: str) -> None:
         f"{guarded} does not match expected {elsewhere}"
     )
     assert failed.value.status == 401
+
+
+# -- the person's side of the authorization-code grant --------------------------------------------
+
+
+async def test_a_local_redirect_brings_the_code_back() -> None:
+    import httpx
+
+    seen: list[int] = []
+
+    async def browser(url: str) -> None:
+        assert url == "https://as.example.com/authorize?x=1"
+        async with httpx.AsyncClient() as client:
+            seen.append(
+                (await client.get(redirect.redirect_uri.replace("callback", "x"))).status_code
+            )
+            answer = await client.get(f"{redirect.redirect_uri}?code=c0de&state=st&iss=https://as")
+            seen.append(answer.status_code)
+
+    redirect = LocalRedirect(show=browser, timeout=30)
+    assert redirect.redirect_uri == f"http://127.0.0.1:{redirect.port}/callback"
+    await redirect.open("https://as.example.com/authorize?x=1")
+    result = await redirect.callback()
+    assert (result.code, result.state, result.iss) == ("c0de", "st", "https://as")
+    assert seen == [404, 200]
+
+
+async def test_a_refused_authorization_is_an_oauth_error() -> None:
+    import httpx
+    from mcp.client.auth import OAuthFlowError
+
+    async def browser(url: str) -> None:
+        async with httpx.AsyncClient() as client:
+            await client.get(f"{redirect.redirect_uri}?error=access_denied&state=st")
+
+    redirect = LocalRedirect(show=browser)
+    await redirect.open("https://as.example.com/authorize")
+    with pytest.raises(OAuthFlowError, match=r"^the authorization was refused: access_denied$"):
+        await redirect.callback()
+
+
+async def test_a_local_redirect_waits_no_longer_than_its_timeout_nor_for_a_hostile_request() -> (
+    None
+):
+    import anyio
+
+    redirect = LocalRedirect(show=lambda url: None, timeout=1)
+    await redirect.open("https://as.example.com/authorize")
+    stream = await anyio.connect_tcp("127.0.0.1", redirect.port)
+    await stream.send(b"GET /callback?code=" + b"x" * 10_000 + b" HTTP/1.1\r\n\r\n")
+    with pytest.raises(anyio.EndOfStream):  # dropped, unanswered
+        await stream.receive()
+    await stream.aclose()
+    with pytest.raises(TimeoutError, match=r"within 1 seconds$"):
+        await redirect.callback()
+    # The port is free again: a second authorization (a step-up) listens anew.
+    await redirect.open("https://as.example.com/authorize")
+    with pytest.raises(TimeoutError):
+        await redirect.callback()

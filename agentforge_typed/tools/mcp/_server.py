@@ -52,7 +52,7 @@ from .._outcomes import redacted_result, with_repairs
 from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
 from .._signature import check_tool_name
-from ._auth import watch_tokens
+from ._auth import LocalRedirect, watch_tokens
 from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
@@ -62,7 +62,14 @@ from ._session import MCPAuthorizationError, Refusal, Revision, describe, single
 if TYPE_CHECKING:
     import httpx2
 
-__all__ = ["MCPAuthorizationError", "MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
+__all__ = [
+    "LocalRedirect",
+    "MCPAuthorizationError",
+    "MCPServer",
+    "MCPServerOptions",
+    "MCPTool",
+    "MCPToolFilter",
+]
 
 logger = logging.getLogger("agentforge_typed.mcp")
 
