@@ -660,25 +660,11 @@ def _oauth(url: str) -> Any:
     """The MCP SDK's OAuth provider, its storage holding the key as a token an earlier
     authorization obtained (which the server refuses: the flow starts over and fails)."""
     from mcp.client.auth import OAuthClientProvider
-    from mcp.shared.auth import OAuthClientMetadata, OAuthToken
-
-    class Stored:
-        tokens = OAuthToken(access_token=KEY, token_type="Bearer", refresh_token=KEY[::-1])
-
-        async def get_tokens(self) -> OAuthToken:
-            return self.tokens
-
-        async def set_tokens(self, tokens: OAuthToken) -> None:
-            self.tokens = tokens
-
-        async def get_client_info(self) -> None:
-            return None
-
-        async def set_client_info(self, client_info: Any) -> None:
-            pass
+    from mcp.shared.auth import OAuthClientMetadata
+    from mcp_memory import MemoryTokens
 
     metadata = OAuthClientMetadata.model_validate({"redirect_uris": ["http://127.0.0.1:1/cb"]})
-    return OAuthClientProvider(url, metadata, Stored())
+    return OAuthClientProvider(url, metadata, MemoryTokens(KEY, refresh=KEY[::-1]))
 
 
 @pytest.mark.parametrize("configured", MCP_SECRETS)

@@ -21,9 +21,9 @@ from mcp.client.auth import OAuthClientProvider
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.lowlevel import Server
-from mcp.shared.auth import OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import OAuthClientMetadata
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
-from mcp_memory import in_memory
+from mcp_memory import MemoryTokens, in_memory
 from pydantic import AnyHttpUrl
 from test_mcp import CONTEXT, by_name, call
 from test_mcp_elicitation import asks, round_trip
@@ -291,28 +291,9 @@ async def test_a_call_refused_after_entering_reads_the_refusal(guarded: str) -> 
     )
 
 
-class _Stored:
-    """A `TokenStorage` holding a token already (one a past authorization obtained)."""
-
-    def __init__(self, token: str) -> None:
-        self.tokens: OAuthToken | None = OAuthToken(access_token=token, token_type="Bearer")
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> None:
-        return None
-
-    async def set_client_info(self, client_info: Any) -> None:
-        pass
-
-
 def oauth(url: str, token: str) -> OAuthClientProvider:
     metadata = OAuthClientMetadata(redirect_uris=[AnyHttpUrl("http://127.0.0.1:3000/callback")])
-    return OAuthClientProvider(url, metadata, _Stored(token))
+    return OAuthClientProvider(url, metadata, MemoryTokens(token))
 
 
 async def test_the_tokens_of_an_auth_flow_never_show(
