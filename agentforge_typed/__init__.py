@@ -121,7 +121,13 @@ if TYPE_CHECKING:
     from .tools._function import ToolDecorator as ToolDecorator
     from .tools._http import HttpTool
     from .tools._schema_tool import SchemaTool
-    from .tools.mcp._server import MCPServer, MCPTool, MCPToolFilter
+    from .tools.mcp._server import (
+        LocalRedirect,
+        MCPAuthorizationError,
+        MCPServer,
+        MCPTool,
+        MCPToolFilter,
+    )
 
 __version__ = "0.1.0"
 
@@ -138,6 +144,8 @@ _LAZY = {
     "GeminiChatModel": ".providers.gemini",
     "HttpTool": ".tools._http",
     "Instrumentation": ".loop._tracing",
+    "LocalRedirect": ".tools.mcp._server",
+    "MCPAuthorizationError": ".tools.mcp._server",
     "MCPServer": ".tools.mcp._server",
     "MCPTool": ".tools.mcp._server",
     "MCPToolFilter": ".tools.mcp._server",
@@ -235,6 +243,8 @@ __all__ = [
     "HttpTool",
     "ImageContent",
     "Instrumentation",
+    "LocalRedirect",
+    "MCPAuthorizationError",
     "MCPServer",
     "MCPTool",
     "MCPToolFilter",

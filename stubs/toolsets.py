@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import httpx2
 from typing_extensions import assert_type
 
 from agentforge_typed import (
@@ -11,17 +12,19 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
+    LocalRedirect,
+    MCPAuthorizationError,
     MCPServer,
     MCPTool,
     MCPToolFilter,
     PrepareContext,
     PrepareTools,
+    ToolAnnotations,
     ToolChatResult,
     ToolContext,
     ToolSearch,
     ToolSelection,
     ToolService,
-    ToolAnnotations,
     ToolSpecification,
     tool,
 )
@@ -65,6 +68,16 @@ def usage() -> None:
     MCPServer.http("http://localhost/mcp", tool_filter=deny, tool_prefix="github_")
     # Values never to show, beside the secrets found in the URL and the headers.
     MCPServer.http("http://localhost/mcp/k", headers={"X-Key": "k"}, secrets=["k"])
+    # An OAuth flow (any `httpx2.Auth`: the MCP SDK's providers); a refusal names the server.
+    MCPServer.http("http://localhost/mcp", auth=httpx2.BasicAuth("u", "p"))
+    MCPServer.http("http://localhost/mcp", auth={"token": "t"})  # type: ignore[arg-type]
+    refused = MCPAuthorizationError("refused", server="http://localhost/mcp", status=401)
+    assert_type(refused.status, int)
+    assert_type(refused.server, str)
+    assert isinstance(refused, PermissionError)
+    redirect = LocalRedirect(port=8765, show=print, timeout=60)
+    assert_type(redirect.redirect_uri, str)
+    LocalRedirect(show="firefox")  # type: ignore[arg-type]
 
     def readonly(tool: MCPTool) -> bool:
         assert_type(tool.annotations, ToolAnnotations | None)

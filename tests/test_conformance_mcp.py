@@ -1,8 +1,8 @@
 """Bounds, for what an MCP server (or a tool) sends of its own accord during a call or a session:
 notifications it may flood (`tools/list_changed`, on the session or on a `subscriptions/listen`
 stream, spaced or not; progress), listen streams it ends at once or never acknowledges, listings
-that grow past `max_tools`, progress messages of any size. Each is capped or coalesced, never a cost that grows with what the
-server sends. Real servers: the SDK's low-level `Server` over memory streams
+that grow past `max_tools`, progress messages of any size, an HTTP refusal's challenge. Each is
+capped or coalesced, never a cost that grows with what the server sends. Real servers: the SDK's low-level `Server` over memory streams
 (`test_mcp_list_changed.Changing`) and tests/mcp_fixture_server.py over stdio."""
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ import asyncio
 import itertools
 import logging
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
 from typing import Any, TextIO
 
@@ -46,6 +48,7 @@ from test_progress import otel as otel  # the fixture
 
 from agentforge_typed import (
     ElicitationAnswer,
+    MCPAuthorizationError,
     MCPServer,
     ToolCall,
     ToolContext,
@@ -350,3 +353,39 @@ def test_keyed_questions_past_the_cap_still_pause_and_the_oldest_is_forgotten() 
         assert (desk, "asked", "c0", "ask", "{}") in _REGISTRY.conversations["other"]
     finally:
         _REGISTRY.clear()
+
+
+class _Challenging(BaseHTTPRequestHandler):
+    """An HTTP MCP endpoint that refuses every request with an endless challenge."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        scope = "s" * 50_000
+        self.send_response(403)
+        self.send_header("www-authenticate", f'Bearer error="{scope}", scope="{scope}"')
+        self.send_header("content-length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+async def test_a_refusal_s_challenge_is_quoted_cut_short() -> None:
+    """A server's 403 challenge is quoted in `MCPAuthorizationError`, each part cut to 200
+    characters: a 100,000-character challenge makes a message of a few hundred."""
+    with ThreadingHTTPServer(("127.0.0.1", 0), _Challenging) as served:
+        thread = threading.Thread(target=served.serve_forever, daemon=True)
+        thread.start()
+        url = f"http://127.0.0.1:{served.server_address[1]}/mcp"
+        try:
+            with pytest.raises(MCPAuthorizationError) as refused:
+                async with MCPServer.http(url, revision="handshake", connect_timeout=10):
+                    pass
+        finally:
+            served.shutdown()
+            thread.join()
+    cut = "s" * 200
+    assert str(refused.value) == (
+        f"MCP server {url!r} answered HTTP 403 Forbidden (error={cut!r}, scope={cut!r}): the "
+        "credentials do not allow this request"
+    )

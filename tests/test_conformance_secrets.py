@@ -649,8 +649,22 @@ MCP_SECRETS: dict[str, Callable[[str], af.MCPServer]] = {
         f"{base}/mcp", headers={"Authorization": f"Bearer {KEY}"}
     ),
     "a value named secret": lambda base: af.MCPServer.http(f"{base}/mcp/x{KEY}x", secrets=[KEY]),
+    "a token of its auth= flow": lambda base: af.MCPServer.http(
+        f"{base}/mcp", auth=_oauth(f"{base}/mcp")
+    ),
 }
 """An MCP server over HTTP holding the fixture key in each place one can be given."""
+
+
+def _oauth(url: str) -> Any:
+    """The MCP SDK's OAuth provider, its storage holding the key as a token an earlier
+    authorization obtained (which the server refuses: the flow starts over and fails)."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientMetadata
+    from mcp_memory import MemoryTokens
+
+    metadata = OAuthClientMetadata.model_validate({"redirect_uris": ["http://127.0.0.1:1/cb"]})
+    return OAuthClientProvider(url, metadata, MemoryTokens(KEY, refresh=KEY[::-1]))
 
 
 @pytest.mark.parametrize("configured", MCP_SECRETS)

@@ -89,10 +89,12 @@ _HTTP_LOGGERS = (
     "httpcore2.socks",
     "mcp.client.streamable_http",
     "mcp.client.sse",
+    "mcp.client.auth.oauth2",
 )
 """The loggers whose records quote what a server sent or where a request went: httpx logs each
 answer's URL and status line (its reason phrase as the server wrote it), httpcore at DEBUG each
-answer's headers; `httpx2`/`httpcore2` are the MCP SDK's; the package's MCP warnings quote the
+answer's headers; `httpx2`/`httpcore2` are the MCP SDK's, whose OAuth client logs a failed flow
+with its traceback (an authorization server's answer quoted); the package's MCP warnings quote the
 errors of a connection. A logger's filter sees only the records made on it, so each is named."""
 
 
@@ -404,6 +406,12 @@ class _LogRedaction(logging.Filter):
                 scrubbed = redactor.replace(scrubbed)
             if scrubbed != text:
                 record.msg, record.args = scrubbed, None
+            if record.exc_info and not record.exc_text:
+                # What a formatter prints of the traceback: it uses `exc_text` once set.
+                shown = logging.Formatter().formatException(record.exc_info)
+                for redactor in redactors:
+                    shown = redactor.replace(shown)
+                record.exc_text = shown
         return True
 
 

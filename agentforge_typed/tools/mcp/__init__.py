@@ -8,7 +8,10 @@
   safe, `input_required` results, progress;
 - `_questions`: a server's questions during a call (elicitation) as pauses of the run;
 - `_results`: a call result's content blocks as parts, its `outputSchema` check;
-- `_session`: what this package asks of the SDK's `ClientSession`, whatever its revision.
+- `_session`: what this package asks of the SDK's `ClientSession`, whatever its revision, and
+  how an HTTP refusal (401, 403) reads (`MCPAuthorizationError`);
+- `_auth`: the tokens of an `auth=` flow kept out of everything shown; `LocalRedirect`, where a
+  person's authorization comes back.
 
 Requires the `mcp` extra; the SDK is imported only when a server is entered. The public names are
 exported from `agentforge_typed` itself (`MCPServerOptions` from `agentforge_typed.tools`).
@@ -20,9 +23,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._server import MCPServer, MCPServerOptions, MCPTool, MCPToolFilter
+    from ._server import (
+        LocalRedirect,
+        MCPAuthorizationError,
+        MCPServer,
+        MCPServerOptions,
+        MCPTool,
+        MCPToolFilter,
+    )
 
-__all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
+__all__ = [
+    "LocalRedirect",
+    "MCPAuthorizationError",
+    "MCPServer",
+    "MCPServerOptions",
+    "MCPTool",
+    "MCPToolFilter",
+]
 
 
 def __getattr__(name: str) -> Any:

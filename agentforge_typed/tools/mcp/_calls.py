@@ -264,7 +264,7 @@ class ServerCalls(SessionHolder[CallT]):
                 return timeout_result(tool.name, self.timeout)
         except Exception as exc:
             if not is_connection_lost(exc):
-                return failure_result(tool.name, exc)
+                return failure_result(tool.name, self._explain(exc))
             held.lost = describe(exc)
             logger.warning("MCP server %s: connection lost: %r", self.label, exc)
             return exc

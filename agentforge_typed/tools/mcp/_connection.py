@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 from ..._request import ToolSpecification
 from ._questions import Desk, Flight
 from ._session import (
+    Refusal,
     Revision,
     announces_listen,
     describe,
     is_connection_lost,
     list_tools,
     negotiate,
+    open_session,
     single,
 )
 
@@ -157,6 +159,10 @@ class SessionHolder(Generic[ToolT]):
     reconnect: bool
     _connect: Connector
     _desk: Desk
+    _refusal: Refusal | None = None
+    """Over HTTP: the server's last refusal (401, 403)."""
+    _authorizing: bool = False
+    """Over HTTP: whether an `auth=` flow answers the server's challenges."""
 
     @contextlib.asynccontextmanager
     async def _run(self) -> AsyncIterator[Live[ToolT]]:
@@ -194,7 +200,6 @@ class SessionHolder(Generic[ToolT]):
     @contextlib.asynccontextmanager
     async def _session(self, live: Live[ToolT]) -> AsyncIterator[Held[ToolT]]:
         import anyio
-        from mcp import ClientSession
 
         async def on_message(message: Any) -> None:
             self._on_message(live, message)
@@ -204,7 +209,7 @@ class SessionHolder(Generic[ToolT]):
             read, write = await self._connect(stack)
             elicit = self._desk.callback(flights)
             session = await stack.enter_async_context(
-                ClientSession(read, write, message_handler=on_message, elicitation_callback=elicit)
+                open_session(read, write, message_handler=on_message, elicitation_callback=elicit)
             )
             held = Held[ToolT](session, [], anyio.Event(), flights)
             # Tasks of this session (its `subscriptions/listen` stream), ended before it is.
@@ -223,6 +228,13 @@ class SessionHolder(Generic[ToolT]):
                     f"{self.connect_timeout:g} seconds (connect_timeout)"
                 ) from None
             yield held
+
+    def _explain(self, exc: BaseException) -> BaseException:
+        """`exc`, or the `MCPAuthorizationError` it stands for over HTTP: a refusal, or an
+        authorization flow that failed."""
+        if self._refusal is None:
+            return exc
+        return self._refusal.explain(exc, self.label, authorizing=self._authorizing)
 
     async def _list(self, session: ClientSession) -> list[ToolT]:
         listed = await list_tools(session, self.max_tools, self.label)
@@ -379,7 +391,7 @@ class SessionHolder(Generic[ToolT]):
                 live.failures += 1
                 delay = min(RECONNECT_FIRST_DELAY * 2 ** (live.failures - 1), RECONNECT_MAX_DELAY)
                 live.retry_at = time.monotonic() + delay
-                reason = describe(single(exc))
+                reason = describe(self._explain(single(exc)))
                 live.held.lost = f"reconnecting failed: {reason}"
                 logger.warning("MCP server %s: reconnecting failed: %s", self.label, reason)
                 return (

@@ -29,12 +29,17 @@ the run paused on outlives it for `elicitation_timeout` (an open call, plus the 
 still take). An answer that carries its question is checked against the one remembered for its
 conversation's call, never silently replaced by it.
 
+An accepted answer that leaves out properties with a `default` in the requested schema gets
+those defaults (SEP-1034) before it is validated and sent. The client offers form questions only
+(not URL mode): the forms of property the specification allows are posed, single- and
+multi-select enums (SEP-1330) among them.
+
 Either way, what a server sends is bounded: a requested schema over `MAX_SCHEMA_CHARS`
-characters, a URL-mode question or a schema that is not an object of primitive properties is
-declined at once, a request state over `MAX_STATE_CHARS` characters, more than
-`MAX_INPUT_REQUESTS` questions at once or more than `MAX_INPUT_ROUNDS` rounds of `input_required`
-end the call with an error the model reads; a conversation keeps at most `_scope.MAX_ENTRIES`
-open calls and questions (the one due soonest is dropped to make room).
+characters, a URL-mode question or a schema that is not an object of such properties is declined
+at once, a request state over `MAX_STATE_CHARS` characters, more than `MAX_INPUT_REQUESTS`
+questions at once or more than `MAX_INPUT_ROUNDS` rounds of `input_required` end the call with
+an error the model reads; a conversation keeps at most `_scope.MAX_ENTRIES` open calls and
+questions (the one due soonest is dropped to make room).
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ __all__ = [
     "Flight",
     "OpenCall",
     "Resend",
+    "filled",
     "scope_of",
 ]
 
@@ -293,6 +299,7 @@ class Desk:
                 raise ValueError(f"a {answer.action!r} answer carries no content")
             return
         validator = remembered[1] if remembered is not None else None
+        question = remembered[0] if remembered is not None else answer.question
         if validator is None and answer.question is not None:
             posed = _pose(
                 {"message": answer.question.message, "requestedSchema": answer.question.schema}
@@ -300,9 +307,9 @@ class Desk:
             if isinstance(posed, str):
                 raise ValueError(f"the answered question cannot be answered: {posed}")
             validator = posed[1]
-        if validator is None:
+        if validator is None or question is None:
             return
-        content = pydantic_core.to_json(dict(answer.content or {}))
+        content = pydantic_core.to_json(filled(answer.content, question.schema))
         valid_arguments(tool_name, validator.validate(content))
 
     def settle(
@@ -360,10 +367,11 @@ class Desk:
             if opened is None:
                 logger.warning("MCP server %s: a question declined: %s", self.label, reason)
                 return ElicitResult(action="decline")
+            question = opened.question
             answer = await self._wait(opened)
             if answer is None:
                 return ElicitResult(action="cancel")
-            return ElicitResult.model_validate(_reply(answer))
+            return ElicitResult.model_validate(_reply(answer, question))
 
         return elicit
 
@@ -430,7 +438,7 @@ def _resend(
             "the server's question is no longer open (its session ended, or the program "
             "restarted); call the tool again",
         )
-    return Resend({question.key: _reply(answer)}, question.state)
+    return Resend({question.key: _reply(answer, question)}, question.state)
 
 
 def _differ(carried: Elicitation | None, remembered: Elicitation | None) -> str:
@@ -447,11 +455,12 @@ def _differ(carried: Elicitation | None, remembered: Elicitation | None) -> str:
     )
 
 
-def _reply(answer: ElicitationAnswer) -> dict[str, Any]:
-    """`answer` as the server reads it (an `ElicitResult`'s wire form): the content only with
-    an acceptance."""
+def _reply(answer: ElicitationAnswer, question: Elicitation | None) -> dict[str, Any]:
+    """`answer` as the server reads it (an `ElicitResult`'s wire form): the content, its left
+    out defaults filled from `question`'s schema, only with an acceptance."""
     if answer.action == "accept":
-        return {"action": "accept", "content": dict(answer.content or {})}
+        schema = question.schema if question is not None else {}
+        return {"action": "accept", "content": filled(answer.content, schema)}
     return {"action": answer.action}
 
 
@@ -461,11 +470,45 @@ def _pending(call: ToolCall, question: Elicitation) -> PendingResult:
     )
 
 
+def _answerable(field: Any) -> bool:
+    """Whether a requested schema's property is one of the forms the specification allows
+    (2025-11-25): a string, number, integer or boolean, a single-select enum (`enum`, `oneOf` of
+    `const`/`title`, legacy `enumNames`), or a multi-select one (`"type": "array"` whose `items`
+    hold an `enum` or an `anyOf` of `const`/`title`, SEP-1330)."""
+    if not isinstance(field, dict):
+        return False
+    if field.get("type") in _PRIMITIVES or "enum" in field:
+        return True
+    items = field.get("items")
+    return field.get("type") == "array" and isinstance(items, dict) and _selects(items)
+
+
+def _selects(items: dict[str, Any]) -> bool:
+    if isinstance(items.get("enum"), list):
+        return True
+    choices = items.get("anyOf", items.get("oneOf"))
+    return isinstance(choices, list) and all(
+        isinstance(choice, dict) and "const" in choice for choice in choices
+    )
+
+
+def filled(content: Mapping[str, Any] | None, schema: Mapping[str, Any]) -> dict[str, Any]:
+    """`content` with each property it leaves out that has a `default` in `schema` set to that
+    default (SEP-1034): what is validated and sent."""
+    answer = dict(content or {})
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        for name, field in properties.items():
+            if name not in answer and isinstance(field, Mapping) and "default" in field:
+                answer[name] = field["default"]
+    return answer
+
+
 def _pose(params: Mapping[str, Any]) -> tuple[Elicitation, SchemaArguments] | str:
     """A question the user can answer, from `elicitation/create` params (wire form), with its
     answers' validator; or why it is declined."""
     if params.get("mode", "form") != "form":
-        return "only form questions are answered (not URL mode)"
+        return "only form questions are answered (not URL mode, which this client does not offer)"
     schema = params.get("requestedSchema")
     if not isinstance(schema, dict):
         return "it has no requested schema"
@@ -473,12 +516,9 @@ def _pose(params: Mapping[str, Any]) -> tuple[Elicitation, SchemaArguments] | st
     if size > MAX_SCHEMA_CHARS:
         return f"its schema has {size} characters, over {MAX_SCHEMA_CHARS}"
     properties = schema.get("properties") or {}
-    flat = isinstance(properties, dict) and all(
-        isinstance(p, dict) and (p.get("type") in _PRIMITIVES or "enum" in p)
-        for p in properties.values()
-    )
+    flat = isinstance(properties, dict) and all(map(_answerable, properties.values()))
     if schema.get("type") != "object" or not flat:
-        return "its schema is not an object of primitive properties"
+        return "its schema is not an object of primitive and enum properties"
     try:
         validator = SchemaArguments(schema, tool_name="answer", extra_arguments="forbid")
     except ValueError as exc:

@@ -19,10 +19,10 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from typing_extensions import TypedDict, Unpack
 
@@ -52,13 +52,24 @@ from .._outcomes import redacted_result, with_repairs
 from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
 from .._signature import check_tool_name
+from ._auth import LocalRedirect, watch_tokens
 from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
 from ._results import OutputSchema, OutputType
-from ._session import Revision, describe, single
+from ._session import MCPAuthorizationError, Refusal, Revision, describe, single
 
-__all__ = ["MCPServer", "MCPServerOptions", "MCPTool", "MCPToolFilter"]
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = [
+    "LocalRedirect",
+    "MCPAuthorizationError",
+    "MCPServer",
+    "MCPServerOptions",
+    "MCPTool",
+    "MCPToolFilter",
+]
 
 logger = logging.getLogger("agentforge_typed.mcp")
 
@@ -260,6 +271,7 @@ class MCPServer(ServerCalls["MCPTool"]):
         *,
         headers: Mapping[str, str] | None = None,
         secrets: Sequence[str] = (),
+        auth: httpx2.Auth | None = None,
         **options: Unpack[MCPServerOptions],
     ) -> MCPServer:
         """A server reached over the streamable HTTP transport at `url` (e.g. `.../mcp`).
@@ -267,17 +279,28 @@ class MCPServer(ServerCalls["MCPTool"]):
         What the URL and the headers hold of secrets — credential headers' values, the URL's
         password, its query parameters named so (`api_key`, `token`…) or random-looking, its
         random-looking path segments — and `secrets` are `[redacted]` in the server's `repr`
-        and label, its warnings and log records, its errors and its tools' results.
+        and label, its warnings and log records, its errors and its tools' results; so are the
+        tokens and client secret an `auth` flow's token storage holds, once it holds them.
+
+        A server that answers HTTP 401 or 403 (and no `auth` flow satisfies it) makes entering
+        raise `MCPAuthorizationError`, naming the server and the status.
 
         Args:
             url: The server's MCP endpoint.
             headers: Sent with every request, e.g. `{"Authorization": "Bearer ..."}`.
             secrets: Further values never to show (e.g. a path segment that is a key but does
                 not look random).
+            auth: How to authorize with the server: the MCP SDK's OAuth providers
+                (`mcp.client.auth.OAuthClientProvider` for the authorization-code grant,
+                `ClientCredentialsOAuthProvider` or `PrivateKeyJWTOAuthProvider` for a machine
+                client), which discover the server's authorization server from its 401
+                challenge, register or identify the client, obtain, store and refresh tokens,
+                and ask for more scope on a 403 `insufficient_scope`.
             **options: See `MCPServerOptions`.
         """
         given = given_secrets(secrets)
         redactor = Redactor([*given, *url_secrets(url), *header_secrets(headers or {})])
+        refusal = Refusal()
 
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> Streams:
             from mcp.client import streamable_http
@@ -292,6 +315,8 @@ class MCPServer(ServerCalls["MCPTool"]):
                 client = await stack.enter_async_context(
                     httpx2.AsyncClient(
                         headers=headers,
+                        auth=auth,
+                        event_hooks={"response": [refusal.note]},
                         # Reads may wait on a response stream the server holds open.
                         timeout=httpx2.Timeout(server.connect_timeout, read=_STREAM_READ_TIMEOUT),
                     )
@@ -299,15 +324,25 @@ class MCPServer(ServerCalls["MCPTool"]):
                 transport = streamable_http.streamable_http_client(url, http_client=client)
             else:  # pragma: no cover - SDK 1
                 transport = streamable_http.streamablehttp_client(  # type: ignore[attr-defined]
-                    url, headers=dict(headers or {})
+                    url, headers=dict(headers or {}), auth=auth
                 )
             streams = await stack.enter_async_context(transport)
             return streams[0], streams[1]
 
         server = cls(connect, label=redactor.replace(url), **options)
         server._redactor = redactor
+        server._refusal, server._authorizing = refusal, auth is not None
         redactor.watch_logs()
+        if auth is not None:
+            watch_tokens(auth, server._more_secrets)
         return server
+
+    def _more_secrets(self, secrets: Iterable[str | None]) -> None:
+        """Keep `secrets` (tokens an authorization flow obtained) out of everything shown."""
+        redactor = self._redactor.with_secrets(secrets)
+        if redactor is not self._redactor:
+            self._redactor = redactor
+            redactor.watch_logs()
 
     def __repr__(self) -> str:
         connected = self._connection is not None and self._connection.live is not None
@@ -393,6 +428,7 @@ class MCPServer(ServerCalls["MCPTool"]):
 
     def _not_connected(self, exc: BaseException, mode: Literal["sync", "async"]) -> None:
         """Enter an optional server that failed to connect with no tools; raise for another."""
+        exc = self._explain(exc)
         if self.required or not isinstance(exc, Exception):
             raise self._redactor.clean(exc)
         logger.warning(
@@ -490,14 +526,20 @@ class MCPTool(DeclaredTool):
     arguments are validated against that schema locally, so invalid ones never reach the server.
 
     Raises:
-        ValueError: The name (with the server's `tool_prefix`) is one providers refuse, or the
-            `inputSchema` is refused.
+        ValueError: The name (with the server's `tool_prefix`) is one providers refuse, the
+            `inputSchema` is refused, or the tool can only be called as a task.
     """
 
     def __init__(self, server: MCPServer, listed: Mapping[str, Any]) -> None:
         self.server = server
         self.remote_name: str = listed["name"]
         """The name the server knows the tool by (without `tool_prefix`)."""
+        execution = listed.get("execution")
+        if isinstance(execution, Mapping) and execution.get("taskSupport") == "required":
+            raise ValueError(
+                "it can only be called as a task (execution.taskSupport is 'required'), "
+                "which this client does not do"
+            )
         name = check_tool_name(server.tool_prefix + self.remote_name)
         self._arguments = SchemaArguments(
             listed.get("inputSchema") or {"type": "object", "properties": {}},

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._questions import Resend
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "MCPAuthorizationError",
+    "Refusal",
     "Revision",
     "announces_listen",
     "call_tool",
@@ -23,14 +27,126 @@ __all__ = [
     "is_connection_lost",
     "list_tools",
     "negotiate",
+    "open_session",
     "single",
 ]
 
 logger = logging.getLogger("agentforge_typed.mcp")
 
+
+class MCPAuthorizationError(PermissionError):
+    """An HTTP MCP server refused this client: it answered HTTP 401 (authorization needed, or
+    the credentials were refused) or 403 (the credentials do not allow it, e.g. a scope they
+    lack), or the `auth=` flow its 401 set off failed (the protected resource metadata names
+    another resource, the authorization server's metadata another issuer, a token request was
+    refused...). Raised on entering; a call refused so is an error result saying the same.
+
+    Attributes:
+        server: The server's label (its URL, secrets redacted).
+        status: The HTTP status, 401 or 403.
+    """
+
+    def __init__(self, message: str, *, server: str, status: int) -> None:
+        super().__init__(message)
+        self.server = server
+        self.status = status
+
+
+@dataclass
+class Refusal:
+    """The HTTP 401 or 403 a server answered last (cleared by a later success), noted by an
+    `httpx2` response hook: the SDK turns it into a bare `Server returned an error response`."""
+
+    status: int | None = None
+    challenge: dict[str, str] = field(default_factory=dict)
+    """The `WWW-Authenticate` challenge's `error` and `scope`, if given (each cut to
+    `_MAX_PARAMETER` characters)."""
+
+    async def note(self, response: Any) -> None:
+        status = response.status_code
+        if status in (401, 403):
+            # The HTTP client bounds the header; each value is read up to `_MAX_PARAMETER`.
+            header = response.headers.get("www-authenticate", "")
+            given: dict[str, str] = {}
+            for name, value in _CHALLENGE_PARAMETER.findall(header):
+                given.setdefault(name, value)
+            self.status = status
+            self.challenge = {name: given[name] for name in ("error", "scope") if name in given}
+        elif status < 400:
+            self.status = None
+
+    def explain(self, exc: BaseException, label: str, *, authorizing: bool) -> BaseException:
+        """`exc`, or the `MCPAuthorizationError` it stands for when the server's last answer
+        was a refusal (`authorizing`: the server has an `auth=` flow, which did not satisfy it)."""
+        from mcp.client.auth import OAuthFlowError
+
+        status = self.status
+        if isinstance(exc, OAuthFlowError):
+            message = f"MCP server {label!r}: authorization failed: {describe(exc)}"
+            failed = MCPAuthorizationError(message, server=label, status=status or 401)
+            failed.__cause__ = exc
+            return failed
+        error = getattr(exc, "error", None)
+        if status is None or getattr(error, "message", None) != _ERROR_RESPONSE:
+            return exc
+        said = ", ".join(f"{name}={value!r}" for name, value in self.challenge.items())
+        said = f" ({said})" if said else ""
+        if status == 401 and not authorizing:
+            hint = (
+                "it requires authorization: pass auth= (e.g. the MCP SDK's "
+                "OAuthClientProvider) or credentials in headers="
+            )
+        elif status == 401:
+            hint = "it refused the credentials the authorization flow obtained"
+        else:
+            hint = "the credentials do not allow this request"
+        reason = "Unauthorized" if status == 401 else "Forbidden"
+        message = f"MCP server {label!r} answered HTTP {status} {reason}{said}: {hint}"
+        return MCPAuthorizationError(message, server=label, status=status)
+
+
+_ERROR_RESPONSE = "Server returned an error response"
+"""What the SDK's streamable HTTP client makes of an HTTP error status."""
+_MAX_PARAMETER = 200
+_CHALLENGE_PARAMETER = re.compile(rf'(?<![\w-])(error|scope)="([^"]{{0,{_MAX_PARAMETER}}})')
+"""The parameters quoted, by name: a pattern of any name before `=` would backtrack
+quadratically over a long run of word characters (a hostile challenge)."""
+
 Revision = Literal["newest", "handshake"]
 CONNECTION_CLOSED = -32000
 """JSON-RPC error code the SDK raises for requests on a closed connection."""
+
+
+def open_session(read: Any, write: Any, **callbacks: Any) -> ClientSession:
+    """A `ClientSession` on the transport's streams that names this library as its client
+    (`clientInfo`) and offers form questions only: the SDK offers URL mode too once an
+    elicitation callback is set, which this client would then decline."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from mcp.types import Implementation
+
+    try:
+        release = version("agentforge-typed")
+    except PackageNotFoundError:  # pragma: no cover - run from a checkout
+        release = "0"
+    info = Implementation(name="agentforge-typed", version=release)
+    session: ClientSession = _form_only_session()(read, write, client_info=info, **callbacks)
+    return session
+
+
+@functools.cache
+def _form_only_session() -> type[ClientSession]:
+    from mcp import ClientSession
+    from mcp.types import ElicitationCapability, FormElicitationCapability
+
+    class FormOnly(ClientSession):
+        def _build_capabilities(self, version: str) -> Any:
+            capabilities = super()._build_capabilities(version)
+            if capabilities.elicitation is not None:
+                capabilities.elicitation = ElicitationCapability(form=FormElicitationCapability())
+            return capabilities
+
+    return FormOnly
 
 
 async def negotiate(session: ClientSession, revision: Revision) -> None:

@@ -1,0 +1,197 @@
+"""Authorization for HTTP MCP servers: the tokens an `auth=` flow (the MCP SDK's OAuth
+providers) obtains are secrets, added to the server's redactor as its token storage sees them,
+so that they never show in its warnings, log records, errors or tools' results; and
+`LocalRedirect`, the person's side of the authorization-code grant on their own machine."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["LocalRedirect", "watch_tokens"]
+
+Found = Callable[[Iterable[str | None]], None]
+"""Told of the secrets a storage holds: tokens, a client secret."""
+
+
+def watch_tokens(auth: Any, found: Found) -> None:
+    """Route `auth`'s token storage (an SDK `OAuthClientProvider`'s, or a subclass's) through
+    `_Watched`, so that `found` hears of every token stored or loaded; a flow of another kind is
+    left as it is (its secrets are the user's to name in `secrets=`)."""
+    context: Any = getattr(auth, "context", None)
+    storage = getattr(context, "storage", None)
+    if storage is not None and not isinstance(storage, _Watched):
+        context.storage = _Watched(storage, found)
+        # Tokens loaded before (a provider used for another server) are secrets too.
+        _tokens(getattr(context, "current_tokens", None), found)
+
+
+class _Watched:
+    """A `TokenStorage` that tells `found` of each secret passing through it."""
+
+    def __init__(self, storage: Any, found: Found) -> None:
+        self._storage = storage
+        self._found = found
+
+    async def get_tokens(self) -> Any:
+        tokens = await self._storage.get_tokens()
+        _tokens(tokens, self._found)
+        return tokens
+
+    async def set_tokens(self, tokens: Any) -> None:
+        _tokens(tokens, self._found)
+        await self._storage.set_tokens(tokens)
+
+    async def get_client_info(self) -> Any:
+        info = await self._storage.get_client_info()
+        self._found([getattr(info, "client_secret", None)])
+        return info
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self._found([getattr(client_info, "client_secret", None)])
+        await self._storage.set_client_info(client_info)
+
+
+def _tokens(tokens: Any, found: Found) -> None:
+    if tokens is not None:
+        found([getattr(tokens, "access_token", None), getattr(tokens, "refresh_token", None)])
+
+
+class LocalRedirect:
+    """The person's side of the OAuth authorization-code grant, for a program running on the
+    person's machine: `open` shows the authorization URL (`show`, by default printed to
+    stderr), and `callback` waits on `redirect_uri`, a port of 127.0.0.1, for the browser the
+    authorization server sends back with the code. Give both to the MCP SDK's
+    `OAuthClientProvider` (`redirect_handler=redirect.open, callback_handler=redirect.callback`)
+    and `redirect.redirect_uri` to its client metadata.
+
+    Bounded: the wait ends after `timeout` seconds (`TimeoutError`); a request line or header
+    over 8 KiB, or a request that takes over 10 seconds to arrive, is dropped; a request to
+    another path is answered 404 and the wait goes on; an `error` redirect (the person refused)
+    raises `OAuthFlowError` with the server's `error` (cut to 200 characters).
+
+    Args:
+        port: The port to listen on (default 0: a free one, chosen now). It listens only
+            from `open` to the end of `callback` (each authorization, a step-up's too).
+        path: The redirect URI's path.
+        show: Called with the authorization URL (e.g. `webbrowser.open`).
+        timeout: Seconds `callback` waits for the redirect.
+    """
+
+    def __init__(
+        self,
+        port: int = 0,
+        *,
+        path: str = "/callback",
+        show: Callable[[str], Any] | None = None,
+        timeout: float = 300.0,
+    ) -> None:
+        import socket
+
+        if not port:  # a free port, kept for every authorization (each listens anew)
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = probe.getsockname()[1]
+        self.port = port
+        self.redirect_uri = f"http://127.0.0.1:{port}{path}"
+        """The URI to register: where the browser comes back."""
+        self._path = path
+        self._show = show or _print
+        self.timeout = timeout
+        self._server: Any = None
+        self._answer: Any = None
+
+    async def open(self, url: str) -> None:
+        """Listen on the redirect URI, then show `url` (the SDK's `redirect_handler`)."""
+        import asyncio
+
+        if self._server is None:
+            self._answer = asyncio.get_running_loop().create_future()
+            self._server = await asyncio.start_server(
+                self._serve, "127.0.0.1", self.port, limit=_MAX_LINE, reuse_address=True
+            )
+        shown = self._show(url)
+        if asyncio.iscoroutine(shown):
+            await shown
+
+    async def callback(self) -> Any:
+        """The code the redirect brought (the SDK's `callback_handler`): an
+        `AuthorizationCodeResult`, its `state` and `iss` for the SDK to check."""
+        import asyncio
+
+        if self._server is None:
+            raise RuntimeError("LocalRedirect.callback before open: no one was sent to authorize")
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._answer), self.timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(
+                f"no authorization came back to {self.redirect_uri} within {self.timeout:g} seconds"
+            ) from None
+        finally:
+            self._server.close()
+            self._server = None
+
+    async def _serve(self, reader: Any, writer: Any) -> None:
+        import asyncio
+        from urllib.parse import parse_qs, urlsplit
+
+        try:
+            request = await asyncio.wait_for(_read_request(reader), _REQUEST_TIMEOUT)
+            target = urlsplit(request[1] if len(request) > 1 else "")
+            query = {name: values[0] for name, values in parse_qs(target.query).items()}
+            if target.path != self._path or not ({"code", "error"} & query.keys()):
+                await _reply(writer, 404, "Not found.")
+                return
+            refused = "error" in query
+            await _reply(writer, 200, "Refused." if refused else "Authorized: close this window.")
+            if not self._answer.done():
+                if refused:
+                    self._answer.set_exception(_refusal(query["error"]))
+                else:
+                    self._answer.set_result(_code(query))
+        except (OSError, ValueError, asyncio.TimeoutError):
+            pass  # a request that is not one: dropped
+        finally:
+            writer.close()
+
+
+_MAX_LINE = 8_192
+"""The longest request line or header the redirect listener reads."""
+_REQUEST_TIMEOUT = 10.0
+
+
+def _print(url: str) -> None:
+    import sys
+
+    print(f"Open this URL to authorize: {url}", file=sys.stderr)
+
+
+async def _read_request(reader: Any) -> list[str]:
+    """The request line's words, its headers read past (each bounded by the reader's limit:
+    longer is a `ValueError`)."""
+    request = (await reader.readline()).decode("latin-1").split()
+    while (await reader.readline()).strip():
+        pass
+    return list(request)
+
+
+def _code(query: dict[str, str]) -> Any:
+    from mcp.client.auth import AuthorizationCodeResult
+
+    return AuthorizationCodeResult(
+        code=query["code"], state=query.get("state"), iss=query.get("iss")
+    )
+
+
+def _refusal(error: str) -> Exception:
+    from mcp.client.auth import OAuthFlowError
+
+    return OAuthFlowError(f"the authorization was refused: {error[:200]}")
+
+
+async def _reply(writer: Any, status: int, text: str) -> None:
+    body = text.encode()
+    head = f"HTTP/1.1 {status} {'OK' if status == 200 else 'Not Found'}\r\n"
+    head += f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+    writer.write(f"{head}Connection: close\r\n\r\n".encode() + body)
+    await writer.drain()
