@@ -1,5 +1,6 @@
 """The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, `mcp`
-to serve them over MCP, `probe` of a model endpoint, and `conversations` of a store.
+to serve them over MCP, `serve` a chat page in front of them, `probe` of a model endpoint, and
+`conversations` of a store.
 
 Exit status: 0 success; 1 the run or the probe failed, `check` found errors, a dialect
 cannot express a schema, or a store refused or failed; 2 a usage error (bad arguments, a `TARGET`
@@ -29,6 +30,7 @@ from ..tools._signature import needing_deps
 from ._mcp import UsageError as _McpUsageError
 from ._mcp import add_parser as _add_mcp
 from ._options import positive_float, positive_int
+from ._serve import add_parser as _add_serve
 from ._target import TargetError, deps_named, load_target
 from ._text import printable, printable_json
 
@@ -260,6 +262,7 @@ def _parser() -> argparse.ArgumentParser:
         handler=_conversations, action="list", limit=50, cursor=None, json=False
     )
     _add_mcp(commands, _TARGET_HELP).set_defaults(handler=_mcp)
+    _add_serve(commands, _TARGET_HELP).set_defaults(handler=_serve)
     return parser
 
 
@@ -405,6 +408,15 @@ def _mcp(args: argparse.Namespace) -> int:
     target = load_target(args.target)
     selection = _selection(target.service(), args.tools, args.group)
     return serve(args, target, selection)
+
+
+# -- serve -------------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ._serve import serve
+
+    return serve(args, load_target(args.target))
 
 
 # -- probe -------------------------------------------------------------------------------------

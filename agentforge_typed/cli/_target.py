@@ -52,15 +52,16 @@ class Target:
             return list(self.value)
         return [self.value]
 
-    def service(self) -> ToolService:
-        """A `ToolService` target itself, or a new one with every tool registered.
+    def service(self, **options: Any) -> ToolService:
+        """A `ToolService` target itself, or a new one (made with `options`) with every tool
+        registered.
 
         Raises:
             TargetError: The value holds no tool, or two tools share a name.
         """
         if isinstance(self.value, ToolService):
             return self.value
-        service = ToolService()
+        service = ToolService(**options)
         for item in self.items():
             try:
                 service.register(item)

@@ -1,0 +1,215 @@
+"""The UI's tests' app and server: tools a person approves, a scripted model, and the app served
+by uvicorn on a thread of its own (a free port of 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import threading
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import httpx
+
+from agentforge_typed import (
+    AiMessage,
+    ChatMessage,
+    ChatRequestParameters,
+    FunctionModel,
+    ImageContent,
+    ToolCall,
+    ToolResultMessage,
+    ToolService,
+    UserMessage,
+    tool,
+)
+
+STARTUP_SECONDS = 30.0
+EVIL = '<img src=x onerror="document.title=\'pwned\'">'
+"""What the `echo` tool returns to a page that must show it as text."""
+
+deleted: list[str] = []
+
+
+@tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file (a person approves it first)."""
+    deleted.append(path)
+    return f"deleted {path}"
+
+
+@tool
+def lookup(token: str) -> str:
+    """Look a token up."""
+    return f"value-of-{token}"
+
+
+@tool
+def echo(text: str) -> str:
+    """Say the text back."""
+    return text
+
+
+def _png() -> bytes:
+    """A 2x2 red PNG."""
+    raw = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return len(data).to_bytes(4, "big") + body + zlib.crc32(body).to_bytes(4, "big")
+
+    header = (2).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+PNG = _png()
+
+
+@tool
+def photo() -> ImageContent:
+    """Take a photo."""
+    return ImageContent(data=PNG, media_type="image/png")
+
+
+def _said(messages: Sequence[ChatMessage]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, UserMessage):
+            return message.text
+    return ""
+
+
+def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    """The model: `delete PATH` deletes it (after approval), `photo` takes one, `echo TEXT`
+    says it back through the tool, `think` thinks first, `lookup TOKEN` looks it up; after a
+    tool's result, it says what the result was."""
+    last = messages[-1]
+    if isinstance(last, ToolResultMessage):
+        return AiMessage(text=f"Done: {last.text}")
+    said = _said(messages)
+    word, _, rest = said.partition(" ")
+    calls = {
+        "delete": ("delete_file", {"path": rest}),
+        "photo": ("photo", {}),
+        "echo": ("echo", {"text": rest}),
+        "lookup": ("lookup", {"token": rest}),
+    }
+    if word in calls:
+        name, arguments = calls[word]
+        call = ToolCall(id="call_0", name=name, arguments=json.dumps(arguments))
+        return AiMessage(text=f"Calling {name}.", tool_calls=[call])
+    if word == "think":
+        return AiMessage(thinking="Let me think about it.", text="I thought about it.")
+    return AiMessage(text=f"You said: {said}")
+
+
+def service(**options: Any) -> ToolService[None]:
+    return ToolService([delete_file, lookup, echo, photo], **options)
+
+
+def model() -> FunctionModel:
+    return FunctionModel(script)
+
+
+@contextlib.contextmanager
+def served(app: Any) -> Iterator[str]:
+    """`app` under uvicorn on 127.0.0.1 (a free port), on a thread of its own; yields its URL."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=0, log_level="warning", lifespan="off", server_header=False
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
+    thread.start()
+    try:
+        for _ in range(int(STARTUP_SECONDS * 100)):
+            if server.started:
+                break
+            threading.Event().wait(0.01)
+        assert server.started, "the UI server did not start"
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def sse(text: str) -> list[Any]:
+    """The JSON of each `data:` frame of an SSE body (`[DONE]` left out)."""
+    frames = []
+    for frame in text.split("\n\n"):
+        data = "\n".join(line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:"))
+        if data and data != "[DONE]":
+            frames.append(json.loads(data))
+    return frames
+
+
+def agui_messages(events: Sequence[dict[str, Any]], messages: list[dict[str, Any]]) -> None:
+    """Apply a run's AG-UI events to `messages` as the official client does (text, calls,
+    results after their call's message, seals)."""
+    for event in events:
+        kind = event["type"]
+        if kind == "TEXT_MESSAGE_START":
+            messages.append({"id": event["messageId"], "role": "assistant", "content": ""})
+        elif kind == "TEXT_MESSAGE_CONTENT":
+            next(m for m in messages if m["id"] == event["messageId"])["content"] += event["delta"]
+        elif kind == "TOOL_CALL_START":
+            owner = next(m for m in messages if m["id"] == event["parentMessageId"])
+            call = {"id": event["toolCallId"], "type": "function"}
+            call["function"] = {"name": event["toolCallName"], "arguments": ""}
+            owner.setdefault("toolCalls", []).append(call)
+        elif kind == "TOOL_CALL_ARGS":
+            for m in messages:
+                for call in m.get("toolCalls", ()):
+                    if call["id"] == event["toolCallId"]:
+                        call["function"]["arguments"] += event["delta"]
+        elif kind == "TOOL_CALL_RESULT":
+            owner = next(
+                i
+                for i, m in enumerate(messages)
+                if any(c["id"] == event["toolCallId"] for c in m.get("toolCalls", ()))
+            )
+            at = owner + 1
+            while at < len(messages) and messages[at]["role"] == "tool":
+                at += 1
+            tool_message = {"id": event["messageId"], "role": "tool", "content": event["content"]}
+            messages.insert(at, {**tool_message, "toolCallId": event["toolCallId"]})
+        elif kind == "REASONING_ENCRYPTED_VALUE":
+            for m in messages:
+                if m["id"] == event["entityId"]:
+                    m["encryptedValue"] = event["encryptedValue"]
+
+
+def agui_input(
+    thread: str, messages: list[dict[str, Any]], resume: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"threadId": thread, "runId": f"run-{len(messages)}", "messages": messages}
+    if resume is not None:
+        body["resume"] = resume
+    return body
+
+
+async def agui_run(
+    client: httpx.AsyncClient,
+    thread: str,
+    messages: list[dict[str, Any]],
+    resume: list[dict[str, Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """One AG-UI run: posts `messages` (and `resume`), applies the answer to `messages`."""
+    response = await client.post("/ag-ui", json=agui_input(thread, messages, resume))
+    assert response.status_code == 200, response.text
+    events = sse(response.text)
+    agui_messages(events, messages)
+    return events
+
+
+def image_b64() -> str:
+    return base64.b64encode(PNG).decode()
