@@ -28,7 +28,7 @@ from agentforge_typed import (
 )
 
 STARTUP_SECONDS = 30.0
-EVIL = '<img src=x onerror="document.title=\'pwned\'">'
+EVIL = "<img src=x onerror=\"document.title='pwned'\">"
 """What the `echo` tool returns to a page that must show it as text."""
 
 deleted: list[str] = []
@@ -146,7 +146,9 @@ def sse(text: str) -> list[Any]:
     """The JSON of each `data:` frame of an SSE body (`[DONE]` left out)."""
     frames = []
     for frame in text.split("\n\n"):
-        data = "\n".join(line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:"))
+        data = "\n".join(
+            line[5:].lstrip() for line in frame.split("\n") if line.startswith("data:")
+        )
         if data and data != "[DONE]":
             frames.append(json.loads(data))
     return frames
@@ -172,12 +174,12 @@ def agui_messages(events: Sequence[dict[str, Any]], messages: list[dict[str, Any
                     if call["id"] == event["toolCallId"]:
                         call["function"]["arguments"] += event["delta"]
         elif kind == "TOOL_CALL_RESULT":
-            owner = next(
+            owners = [
                 i
                 for i, m in enumerate(messages)
                 if any(c["id"] == event["toolCallId"] for c in m.get("toolCalls", ()))
-            )
-            at = owner + 1
+            ]
+            at = owners[0] + 1
             while at < len(messages) and messages[at]["role"] == "tool":
                 at += 1
             tool_message = {"id": event["messageId"], "role": "tool", "content": event["content"]}
@@ -191,7 +193,11 @@ def agui_messages(events: Sequence[dict[str, Any]], messages: list[dict[str, Any
 def agui_input(
     thread: str, messages: list[dict[str, Any]], resume: list[dict[str, Any]] | None = None
 ) -> dict[str, Any]:
-    body: dict[str, Any] = {"threadId": thread, "runId": f"run-{len(messages)}", "messages": messages}
+    body: dict[str, Any] = {
+        "threadId": thread,
+        "runId": f"run-{len(messages)}",
+        "messages": messages,
+    }
     if resume is not None:
         body["resume"] = resume
     return body

@@ -179,7 +179,9 @@ class _Endpoints:
             options.get("send_timeout", DEFAULT_SEND_TIMEOUT), "send_timeout"
         )
         self.running = 0
-        self.page_html, self.page_policy = _page(options.get("title", "agentforge"))
+        self.page_html, self.page_policy = _page(
+            options.get("title", "agentforge"), stored=store is not None
+        )
 
     # -- the page ------------------------------------------------------------------------------
 
@@ -467,12 +469,14 @@ def _page_source() -> str:
     return importlib.resources.files(__package__).joinpath("page.html").read_text("utf-8")
 
 
-def _page(title: str) -> tuple[str, str]:
-    """The page (its title filled in, escaped) and its content security policy: its own inline
-    script and style only (by hash), images from `data:` URLs, requests to this server."""
+def _page(title: str, *, stored: bool) -> tuple[str, str]:
+    """The page (its title filled in, escaped; whether the server keeps conversations) and its
+    content security policy: its own inline script and style only (by hash), images from `data:`
+    URLs, requests to this server."""
     import html
 
     page = _page_source().replace("{{title}}", html.escape(title))
+    page = page.replace("{{store}}", "yes" if stored else "no")
     hashes = []
     for tag in ("script", "style"):
         body = re.search(rf"<{tag}>(.*?)</{tag}>", page, re.DOTALL)

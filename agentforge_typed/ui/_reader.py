@@ -8,9 +8,11 @@ as its id and name arrive, under the id the loop will give it, with its argument
 (`_seal`) and says what the run waits on.
 
 Streamed deltas are a preview: the loop runs calls from the complete response. Where the preview
-and the response disagree (a server that streams one id and answers another, or arguments that
-do not add up to the final ones), the complete call is announced as well and the previewed one is
-closed with a result saying it was not called, sealed as standing for nothing.
+and the response disagree on a call's id (a server that streams one id and answers another), the
+complete call is announced as well, and the previewed one is closed with a result saying it was
+not called, sealed as standing for nothing; arguments that streamed otherwise than the complete
+call has them stay as shown (a protocol's arguments only grow), and the call's end and its seal
+carry them as they are.
 """
 
 from __future__ import annotations
@@ -240,8 +242,6 @@ class _Round:
     streamed: dict[int, _Streamed] = field(default_factory=dict)
     announced: dict[str, _Streamed] = field(default_factory=dict)
     """Calls announced from deltas and not matched with the loop's calls yet."""
-    unmatched: list[_Streamed] = field(default_factory=list)
-    """Calls announced from deltas otherwise than the loop has them."""
     complete: bool = False
     """The model's answer is complete: what follows are its calls and their results."""
     matching: bool = False
@@ -496,36 +496,30 @@ class RunReader:
     # -- the loop's calls ----------------------------------------------------------------------
 
     def _match(self, call: ToolCall, out: list[Moment]) -> None:
-        """Pair the loop's call with the one announced for it, or announce it now."""
+        """Close the call announced under the loop's id, or announce it now."""
         if call.id in self._earlier:
             return  # a resumed call: shown in an earlier response, its result comes next
         current = self._open_round(out)
         current.matching = True
         self._loop_calls.append(call)
         streamed = current.announced.pop(call.id, None)
-        if streamed is not None:
-            shown = "".join(streamed.arguments)
-            if "".join(streamed.name) == call.name and call.arguments.startswith(shown):
-                if len(call.arguments) > len(shown):
-                    out.append(CallChunk(call.id, call.arguments[len(shown) :]))
-                out.append(CallReady(call.id, call.name, call.arguments, _parsed(call.arguments)))
-                return
-            # Announced otherwise than the loop has it: closed as not called (below), and
-            # the call announced again as it is; no id is shown twice in a response.
-            current.unmatched.append(streamed)
-        self._diverged = True  # the loop took an id this reader did not expect
-        self._announce(call, self._parent(current, out), out)
+        if streamed is None:
+            self._diverged = True  # the loop took an id this reader did not expect
+            self._announce(call, self._parent(current, out), out)
+            return
+        shown = "".join(streamed.arguments)
+        if len(call.arguments) > len(shown) and call.arguments.startswith(shown):
+            out.append(CallChunk(call.id, call.arguments[len(shown) :]))
+        # Arguments streamed otherwise than the complete call has them stay as shown (a
+        # protocol's arguments only grow); `CallReady` carries them as they are.
+        out.append(CallReady(call.id, call.name, call.arguments, _parsed(call.arguments)))
 
     def _announce(self, call: ToolCall, parent: str, out: list[Moment]) -> None:
-        call_id = call.id
-        if call_id in self._announced:  # shown under this id for something else: a new one
-            call_id = new_id("c")
-            self._diverged = True
-        self._announced.add(call_id)
-        out.append(CallStarted(call_id, call.name, parent))
+        self._announced.add(call.id)
+        out.append(CallStarted(call.id, call.name, parent))
         if call.arguments:
-            out.append(CallChunk(call_id, call.arguments))
-        out.append(CallReady(call_id, call.name, call.arguments, _parsed(call.arguments)))
+            out.append(CallChunk(call.id, call.arguments))
+        out.append(CallReady(call.id, call.name, call.arguments, _parsed(call.arguments)))
 
     def _end_matching(self, out: list[Moment]) -> None:
         """Once the loop has announced the round's calls: close the previewed ones it did not
@@ -534,7 +528,7 @@ class RunReader:
         if current is None or not current.matching:
             return
         current.matching = False
-        for streamed in [*current.announced.values(), *current.unmatched]:
+        for streamed in current.announced.values():
             assert streamed.call_id is not None
             arguments = "".join(streamed.arguments)
             name = "".join(streamed.name)
@@ -544,7 +538,6 @@ class RunReader:
             out.append(CallResult(streamed.call_id, message_id, NOT_CALLED, is_error=True))
             self._diverged = True
         current.announced.clear()
-        current.unmatched.clear()
 
     def _result(
         self,
