@@ -71,10 +71,10 @@ def test_the_ai_sdk_chat(node: Path, url: str, decision: str) -> None:
     assert seen["statuses"] == ["ready", "ready", "ready"]
     # The approval went back in the same assistant message, which the answer continued.
     assert seen["askedId"] == seen["decidedId"]
-    first, continued, third = seen["requests"]
+    _first, continued, _third = seen["requests"]
     assert all(r["header"] == "v1" for r in seen["requests"])
     assert continued["messageId"] == seen["askedId"] and continued["count"] == 2
-    user, assistant, _, photo = seen["messages"]
+    _user, assistant, _, photo = seen["messages"]
     [call] = [p for p in assistant["parts"] if p["type"] == "tool-delete_file"]
     assert call["input"] == {"path": "/tmp/x"}
     if decision == "approve":

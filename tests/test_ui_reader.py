@@ -16,12 +16,12 @@ from ui_support import agui_input, agui_run, sse
 
 from agentforge_typed import (
     AiMessage,
+    ChatMessage,
     ChatRequest,
     ChatResponse,
     FinishReason,
     ResponseComplete,
     StreamEvent,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
     ToolContext,
@@ -42,7 +42,7 @@ class Streamed:
     """A model that answers each request with the next of `answers`: the stream events to send
     (its complete response last)."""
 
-    def __init__(self, *answers: list[StreamEvent]) -> None:
+    def __init__(self, *answers: Sequence[Any]) -> None:
         self.answers = list(answers)
 
     def chat(self, request: ChatRequest) -> ChatResponse:
@@ -152,7 +152,7 @@ async def test_arguments_that_add_up_otherwise_keep_their_id() -> None:
         ToolCallDelta(index=0, id="b", name="lookup", arguments_delta='{"token": "x'),
         complete(None, LOOKUP),
     ]
-    events, messages, chunks = await both(Streamed(answer, DONE), Streamed(answer, DONE))
+    events, _messages, chunks = await both(Streamed(answer, DONE), Streamed(answer, DONE))
     assert [e["toolCallId"] for e in events if e["type"] == "TOOL_CALL_START"] == ["b"]
     available = next(c for c in chunks if c["type"] == "tool-input-available")
     assert available["input"] == {"token": "t"}  # the call as it runs
@@ -164,7 +164,7 @@ async def test_only_text_opens_no_empty_part_and_a_round_of_calls_only_has_a_par
         ToolCallDelta(index=0, id="b", name="lookup", arguments_delta='{"token": "t"}'),
         complete(None, LOOKUP),
     ]
-    events, messages, chunks = await both(Streamed(answer, DONE), Streamed(answer, DONE))
+    events, _messages, chunks = await both(Streamed(answer, DONE), Streamed(answer, DONE))
     start = next(e for e in events if e["type"] == "TOOL_CALL_START")
     assert start["parentMessageId"] == events[1]["messageId"]
     assert events[1]["type"] == "TEXT_MESSAGE_START"
@@ -204,7 +204,11 @@ async def test_progress_is_reported_on_both_protocols() -> None:
 
 def test_a_call_cut_short_gets_a_result_and_is_never_run_again() -> None:
     call = ToolCall(id="c", name="lookup", arguments="{}")
-    history = [UserMessage(content="go"), AiMessage(tool_calls=[call]), UserMessage(content="and?")]
+    history: list[ChatMessage] = [
+        UserMessage(content="go"),
+        AiMessage(tool_calls=[call]),
+        UserMessage(content="and?"),
+    ]
     fixed, ids = checked(history, ["u1", "m1", "u2"])
     assert [m.role for m in fixed] == ["user", "assistant", "tool", "user"]
     assert isinstance(fixed[2], ToolResultMessage) and fixed[2].text == CUT_SHORT
