@@ -219,3 +219,122 @@ async def agui_run(
 
 def image_b64() -> str:
     return base64.b64encode(PNG).decode()
+
+
+class Conversation:
+    """One conversation with a UI endpoint, the way its protocol's client holds it: what it sends
+    (the history it keeps, the answers to what waits) and what it reads back."""
+
+    path = ""
+
+    def __init__(self, thread: str) -> None:
+        self.thread = thread
+        self.waiting: list[str] = []
+        """The ids of what the thread waits on (interrupts, approvals), from the last answer."""
+
+    def body(self, text: str) -> dict[str, Any]:
+        """The request that adds the user's `text`."""
+        raise NotImplementedError
+
+    def decision(self, approved: bool) -> dict[str, Any]:
+        """The request that decides every call the thread waits on."""
+        raise NotImplementedError
+
+    def read(self, frames: list[Any]) -> None:
+        """Take in an answer's frames."""
+        raise NotImplementedError
+
+    def text(self, frames: Sequence[Any]) -> str:
+        """The answer's text, as streamed."""
+        raise NotImplementedError
+
+    async def send(self, client: httpx.AsyncClient, body: dict[str, Any]) -> list[Any]:
+        response = await client.post(self.path, json=body)
+        assert response.status_code == 200, response.text
+        frames = sse(response.text)
+        self.read(frames)
+        return frames
+
+
+class AGUIConversation(Conversation):
+    path = "/ag-ui"
+
+    def __init__(self, thread: str) -> None:
+        super().__init__(thread)
+        self.messages: list[dict[str, Any]] = []
+
+    def body(self, text: str) -> dict[str, Any]:
+        self.messages.append({"id": f"u{len(self.messages)}", "role": "user", "content": text})
+        return agui_input(self.thread, self.messages)
+
+    def decision(self, approved: bool) -> dict[str, Any]:
+        resume = [
+            {"interruptId": i, "status": "resolved", "payload": {"approved": approved}}
+            for i in self.waiting
+        ]
+        return agui_input(self.thread, self.messages, resume)
+
+    def read(self, frames: list[Any]) -> None:
+        agui_messages(frames, self.messages)
+        outcome = frames[-1].get("outcome") or {}
+        self.waiting = [i["id"] for i in outcome.get("interrupts", ())]
+
+    def text(self, frames: Sequence[Any]) -> str:
+        return "".join(f["delta"] for f in frames if f["type"] == "TEXT_MESSAGE_CONTENT")
+
+
+class UIStreamConversation(Conversation):
+    path = "/api/chat"
+
+    def __init__(self, thread: str) -> None:
+        super().__init__(thread)
+        self.messages: list[dict[str, Any]] = []
+
+    def body(self, text: str) -> dict[str, Any]:
+        part = {"type": "text", "text": text}
+        self.messages.append({"id": f"u{len(self.messages)}", "role": "user", "parts": [part]})
+        return {"id": self.thread, "messages": self.messages, "trigger": "submit-message"}
+
+    def decision(self, approved: bool) -> dict[str, Any]:
+        for part in self.messages[-1]["parts"]:
+            if part.get("state") == "approval-requested":
+                part["state"] = "approval-responded"
+                part["approval"] = {**part["approval"], "approved": approved}
+        return {"id": self.thread, "messages": self.messages, "trigger": "submit-message"}
+
+    def read(self, frames: list[Any]) -> None:
+        message_id = frames[0]["messageId"]
+        if self.messages[-1]["id"] != message_id:
+            self.messages.append({"id": message_id, "role": "assistant", "parts": []})
+        message = self.messages[-1]
+        self.waiting = []
+        for frame in frames:
+            kind = frame["type"]
+            if kind == "tool-input-available":
+                part = {"type": f"tool-{frame['toolName']}", "toolCallId": frame["toolCallId"]}
+                message["parts"].append(
+                    {**part, "state": "input-available", "input": frame["input"]}
+                )
+            elif kind == "tool-approval-request":
+                part = next(
+                    p for p in message["parts"] if p.get("toolCallId") == frame["toolCallId"]
+                )
+                part.update(state="approval-requested", approval={"id": frame["approvalId"]})
+                self.waiting.append(frame["approvalId"])
+            elif kind in ("tool-output-available", "tool-output-error", "tool-output-denied"):
+                part = next(
+                    p for p in message["parts"] if p.get("toolCallId") == frame["toolCallId"]
+                )
+                part["state"] = "output-available"
+            elif kind == "message-metadata":
+                message["metadata"] = {**message.get("metadata", {}), **frame["messageMetadata"]}
+
+    def text(self, frames: Sequence[Any]) -> str:
+        return "".join(f["delta"] for f in frames if f["type"] == "text-delta")
+
+
+PROTOCOLS: dict[str, type[Conversation]] = {
+    AGUIConversation.path: AGUIConversation,
+    UIStreamConversation.path: UIStreamConversation,
+}
+"""Each UI endpoint's conversation, by path."""

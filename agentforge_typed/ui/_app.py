@@ -36,6 +36,7 @@ from . import _agui, _vercel
 from ._errors import InputError
 from ._reader import RunReader
 from ._seal import Sealer
+from ._secrets import Scrub, model_redactor
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -179,6 +180,7 @@ class _Endpoints:
             options.get("send_timeout", DEFAULT_SEND_TIMEOUT), "send_timeout"
         )
         self.running = 0
+        self.redactor = model_redactor(model)
         self.page_html, self.page_policy = _page(
             options.get("title", "agentforge"), stored=store is not None
         )
@@ -234,7 +236,7 @@ class _Endpoints:
         except InputError as refused:
             return _refused(refused)
         renderer = _agui.AGUIRenderer(turn.thread_id, parsed.run_id)
-        reader = RunReader(turn, sealer=self.sealer)
+        reader = RunReader(turn, sealer=self.sealer, redactor=self.redactor)
         return self._stream(request, turn, reader, renderer, {})
 
     async def chat(self, request: Request) -> Response:
@@ -251,7 +253,7 @@ class _Endpoints:
             return _refused(refused)
         message_id = _vercel.message_id(parsed)
         renderer = _vercel.VercelRenderer(message_id)
-        reader = RunReader(turn, sealer=self.sealer, group=message_id)
+        reader = RunReader(turn, sealer=self.sealer, group=message_id, redactor=self.redactor)
         return self._stream(request, turn, reader, renderer, _vercel.HEADERS)
 
     async def _stored(self, thread_id: str) -> Sequence[ChatMessage] | None:
@@ -316,17 +318,18 @@ class _Endpoints:
             external_results=turn.external_results or None,
             deps=deps,
         )
+        scrub = Scrub(self.redactor)
         try:
             yield renderer.start()
             try:
                 async for event in stream:
-                    frames = renderer.render(reader.feed(event))
+                    frames = renderer.render(scrub(reader.feed(event)))
                     if frames:
                         yield frames
             except Exception as error:
                 if not reader.explains(error):
-                    logger.error("a run failed", exc_info=error)
-                yield renderer.render(reader.failed(error))
+                    logger.error("a run failed", exc_info=self.redactor.clean(error))
+                yield renderer.render(scrub(reader.failed(error)))
             yield renderer.end()
         finally:
             self.running -= 1

@@ -17,7 +17,7 @@ carry them as they are.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from .._loop_events import (
     ToolResultEvent,
 )
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage
+from .._redaction import NO_SECRETS, Redactor
 from .._response import ChatResponse, TokenUsage
 from ._conversation import Turn, Waiting
 from ._seal import Sealer
@@ -257,12 +258,21 @@ class RunReader:
         sealer: Seals what the client sends back (`None`: the server keeps the conversation).
         group: The one protocol message every message of this run is shown in (the AI SDK's
             assistant message); `None`: each message its own (AG-UI).
+        redactor: The secrets replaced in what the seals carry (the model's keys).
     """
 
-    def __init__(self, turn: Turn, *, sealer: Sealer | None, group: str | None = None) -> None:
+    def __init__(
+        self,
+        turn: Turn,
+        *,
+        sealer: Sealer | None,
+        group: str | None = None,
+        redactor: Redactor = NO_SECRETS,
+    ) -> None:
         self.turn = turn
         self.sealer = sealer
         self.group = group
+        self.redactor = redactor
         self.started = False
         """Whether any event was read (an error before is about the request itself)."""
         self._round: _Round | None = None
@@ -274,7 +284,10 @@ class RunReader:
         """The assistant message id of each model answer, in order."""
         self._results: dict[str, str] = {}
         """The tool message id of each result shown, by call id."""
-        self._phantoms: list[str] = []
+        self._shown: dict[str, None] = {} if group is None else {group: None}
+        """Every message this run showed the client (ordered): each gets a seal at the end,
+        one that stands for nothing when no message of the history is shown in it (a call
+        announced and not called, the text of a round the run failed in)."""
         self._earlier = {
             call.id
             for message in turn.history
@@ -333,6 +346,8 @@ class RunReader:
         messages = getattr(error, "messages", None)
         if isinstance(messages, Sequence) and len(messages) >= len(self.turn.history):
             self._reconcile(messages, out)
+        else:  # nothing new to seal; what the run showed stands for nothing
+            self._seal_nothing(set(self.turn.ids), out)
         if self.explains(error):
             message, code = str(error) or type(error).__name__, type(error).__name__
         else:
@@ -415,6 +430,7 @@ class RunReader:
             return
         if not current.text_open:  # the round's message stays open until its answer is complete
             current.text_open = True
+            self._show(self._message(current))
             out.append(TextStarted(self._message(current)))
         current.text.append(text)
         out.append(TextChunk(self._message(current), text))
@@ -424,6 +440,7 @@ class RunReader:
         said yet."""
         if not current.text_open and not current.complete:
             current.text_open = True
+            self._show(self._message(current))
             out.append(TextStarted(self._message(current), for_calls=True))
         return self._message(current)
 
@@ -534,7 +551,7 @@ class RunReader:
             name = "".join(streamed.name)
             out.append(CallReady(streamed.call_id, name, arguments, _parsed(arguments)))
             message_id = new_id("r")
-            self._phantoms.append(message_id)
+            self._show(message_id)
             out.append(CallResult(streamed.call_id, message_id, NOT_CALLED, is_error=True))
             self._diverged = True
         current.announced.clear()
@@ -550,6 +567,7 @@ class RunReader:
     ) -> None:
         message_id = new_id("r")
         self._results[call.id] = message_id
+        self._show(message_id)
         out.append(CallResult(call.id, message_id, text, tuple(content), is_error, denied))
 
     # -- the end -------------------------------------------------------------------------------
@@ -588,10 +606,24 @@ class RunReader:
         for message_id, positions in groups.items():
             if all(p < start and messages[p] is history[p] for p in positions):
                 continue  # the client has it, sealed as it is
-            token = self.sealer.seal(self.turn.thread_id, [messages[p] for p in positions])
+            sealed = [messages[p] for p in positions]
+            token = self.sealer.seal(self.turn.thread_id, sealed, self.redactor)
             out.append(Sealed(message_id, token))
-        for message_id in self._phantoms:
-            out.append(Sealed(message_id, self.sealer.seal(self.turn.thread_id, [])))
+        self._seal_nothing(groups.keys(), out)
+
+    def _show(self, message_id: str) -> None:
+        """Note a message shown to the client (with a `group`, every one is the group's)."""
+        if self.group is None:
+            self._shown[message_id] = None
+
+    def _seal_nothing(self, holding: Collection[str | None], out: list[Moment]) -> None:
+        """Seal each message shown that holds none of the history (`holding` are the ids that
+        do) as standing for nothing: the client sends it back, and it adds nothing."""
+        if self.sealer is None:
+            return
+        for message_id in self._shown:
+            if message_id not in holding:
+                out.append(Sealed(message_id, self.sealer.seal(self.turn.thread_id, [])))
 
 
 def _parsed(arguments: str) -> Any:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from .._messages import ChatMessage
+from .._redaction import NO_SECRETS, Redactor
 from ._errors import InputError
 
 if TYPE_CHECKING:
@@ -73,9 +74,16 @@ class Sealer:
         mac.update(payload)
         return base64.urlsafe_b64encode(mac.digest()).rstrip(b"=").decode()
 
-    def seal(self, thread_id: str, messages: Sequence[ChatMessage]) -> str:
-        """The token standing for `messages` in the thread `thread_id`."""
-        payload = _history().dump_json(list(messages))
+    def seal(
+        self, thread_id: str, messages: Sequence[ChatMessage], redactor: Redactor = NO_SECRETS
+    ) -> str:
+        """The token standing for `messages` in the thread `thread_id`, `redactor`'s secrets
+        replaced in their texts first (the client holds what the token carries)."""
+        if redactor:
+            dumped = _history().dump_python(list(messages), mode="json")
+            payload = _history().dump_json(_history().validate_python(redactor.redact(dumped)))
+        else:
+            payload = _history().dump_json(list(messages))
         return f"{_PREFIX}{self._sign(thread_id, payload)}.{payload.decode()}"
 
     def open(self, thread_id: str, token: object, what: str) -> list[ChatMessage]:
