@@ -179,7 +179,7 @@ def agui_messages(events: Sequence[dict[str, Any]], messages: list[dict[str, Any
                 for i, m in enumerate(messages)
                 if any(c["id"] == event["toolCallId"] for c in m.get("toolCalls", ()))
             ]
-            at = owners[0] + 1
+            at = owners[0] + 1 if owners else len(messages)
             while at < len(messages) and messages[at]["role"] == "tool":
                 at += 1
             tool_message = {"id": event["messageId"], "role": "tool", "content": event["content"]}
