@@ -385,6 +385,13 @@ class _EventStream(Response):
                         return  # the client left, or the run failed outside the protocol
                     continue
                 body = chunk.result()
+                # What else is ready goes in the same write (many clients, one event loop).
+                while body is not None and not queue.empty():
+                    more = queue.get_nowait()
+                    if more is None:
+                        queue.put_nowait(None)
+                        break
+                    body += more
                 if body is None:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                     return

@@ -600,11 +600,12 @@ class RunReader:
             return
         groups: dict[str, list[int]] = {}
         for position, message_id in enumerate(ids):
-            if message_id is not None:
+            # The user's messages are the client's own: only the model's side is sealed.
+            if message_id is not None and messages[position].role in ("assistant", "tool"):
                 groups.setdefault(message_id, []).append(position)
         history = self.turn.history
         for message_id, positions in groups.items():
-            if all(p < start and messages[p] is history[p] for p in positions):
+            if all(p < start and messages[p] == history[p] for p in positions):
                 continue  # the client has it, sealed as it is
             sealed = [messages[p] for p in positions]
             token = self.sealer.seal(self.turn.thread_id, sealed, self.redactor)

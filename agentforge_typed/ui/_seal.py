@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from .._messages import ChatMessage
+from .._content import TextContent
+from .._messages import AiMessage, ChatMessage, ToolResultMessage
 from .._redaction import NO_SECRETS, Redactor
 from ._errors import InputError
 
@@ -80,10 +81,8 @@ class Sealer:
         """The token standing for `messages` in the thread `thread_id`, `redactor`'s secrets
         replaced in their texts first (the client holds what the token carries)."""
         if redactor:
-            dumped = _history().dump_python(list(messages), mode="json")
-            payload = _history().dump_json(_history().validate_python(redactor.redact(dumped)))
-        else:
-            payload = _history().dump_json(list(messages))
+            messages = [_redacted(message, redactor) for message in messages]
+        payload = _history().dump_json(list(messages))
         return f"{_PREFIX}{self._sign(thread_id, payload)}.{payload.decode()}"
 
     def open(self, thread_id: str, token: object, what: str) -> list[ChatMessage]:
@@ -109,6 +108,33 @@ class Sealer:
             return _history().validate_json(body)
         except ValidationError:  # sealed by this key, so ours: a newer or older server's shape
             raise InputError(400, f"{what} holds messages this server cannot read") from None
+
+
+def _redacted(message: ChatMessage, redactor: Redactor) -> ChatMessage:
+    """`message` with `redactor`'s secrets replaced in what the model and the tools wrote: its
+    text, reasoning and calls' arguments, a result's text and text parts."""
+    if isinstance(message, AiMessage):
+        calls = tuple(
+            call.model_copy(update={"arguments": redactor.replace(call.arguments)})
+            for call in message.tool_calls
+        )
+        update: dict[str, object] = {"tool_calls": calls}
+        for field in ("text", "thinking"):
+            value = getattr(message, field)
+            if value is not None:
+                update[field] = redactor.replace(value)
+        return message.model_copy(update=update)
+    if isinstance(message, ToolResultMessage):
+        content = tuple(
+            part.model_copy(update={"text": redactor.replace(part.text)})
+            if isinstance(part, TextContent)
+            else part
+            for part in message.content
+        )
+        return message.model_copy(
+            update={"text": redactor.replace(message.text), "content": content}
+        )
+    return message
 
 
 _ONLY_USER = (
