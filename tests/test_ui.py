@@ -638,3 +638,28 @@ def _running(app: Any) -> int:
     """How many runs `app` streams now."""
     owner = next(r.endpoint.__self__ for r in app.routes if r.path == "/ag-ui")
     return int(owner.running)
+
+
+async def test_events_are_framed_as_the_models_serialize_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentforge_typed.ui import _agui
+
+    framed: list[Any] = []
+    original = _agui._json
+
+    def spy(event: Any) -> bytes:
+        framed.append(event)
+        return original(event)
+
+    monkeypatch.setattr(_agui, "_json", spy)
+    app = create_app(ui_support.service(), ui_support.model())
+    async with client(app) as http:
+        for text in ("think", "photo", "echo hi"):
+            await agui_run(http, THREAD + text, [user(text)])
+        messages, [interrupt] = await paused(http)
+        await agui_run(http, THREAD, messages, approve(interrupt, approved=True))
+    kinds = {type(event).__name__ for event in framed}
+    assert {"RunFinishedEvent", "ReasoningMessageContentEvent", "ToolCallResultEvent"} <= kinds
+    for event in framed:
+        assert original(event) == event.model_dump_json(by_alias=True).encode()
