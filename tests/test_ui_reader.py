@@ -6,7 +6,7 @@ history it relies on (`_conversation`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import httpx
@@ -38,21 +38,12 @@ from agentforge_typed.ui._reader import NOT_CALLED
 THREAD = "reader-thread-0123456789"
 
 
-class Streamed:
+class Streamed(ui_support.StreamOnly):
     """A model that answers each request with the next of `answers`: the stream events to send
     (its complete response last)."""
 
     def __init__(self, *answers: Sequence[Any]) -> None:
         self.answers = list(answers)
-
-    def chat(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError
-
-    async def achat(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        raise NotImplementedError
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         for event in self.answers.pop(0):

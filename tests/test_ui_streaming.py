@@ -164,22 +164,13 @@ def test_a_client_that_leaves_mid_stream_gives_the_model_s_slot_back(dripping: s
         eventually(lambda: running(app) == 0)
 
 
-class _Flood:
+class _Flood(ui_support.StreamOnly):
     """A model answering with `size` bytes of text in 64 KiB deltas, noting when its stream is
     closed."""
 
     def __init__(self, size: int) -> None:
         self.size = size
         self.closed = threading.Event()
-
-    def chat(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError
-
-    async def achat(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        raise NotImplementedError
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         piece = "x" * 65536
@@ -213,7 +204,7 @@ def test_a_client_that_reads_nothing_is_given_up_after_send_timeout() -> None:
             eventually(lambda: running(app) == 0)
 
 
-class _Lazy:
+class _Lazy(ui_support.StreamOnly):
     """A model streaming `size` bytes of text in 4 KiB deltas, each made when the loop asks for
     it, counting the bytes asked for and the streams closed."""
 
@@ -221,15 +212,6 @@ class _Lazy:
         self.size = size
         self.pulled: dict[str, int] = {}
         self.closed = 0
-
-    def chat(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError
-
-    async def achat(self, request: ChatRequest) -> ChatResponse:
-        raise NotImplementedError
-
-    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
-        raise NotImplementedError
 
     async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
         said = request.messages[-1]

@@ -17,9 +17,12 @@ import httpx
 from agentforge_typed import (
     AiMessage,
     ChatMessage,
+    ChatRequest,
     ChatRequestParameters,
+    ChatResponse,
     FunctionModel,
     ImageContent,
+    StreamEvent,
     ToolCall,
     ToolResultMessage,
     ToolService,
@@ -108,6 +111,19 @@ def script(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -
     if word == "think":
         return AiMessage(thinking="Let me think about it.", text="I thought about it.")
     return AiMessage(text=f"You said: {said}")
+
+
+class StreamOnly:
+    """A model for the UI's runs, which only stream: a subclass gives `astream`."""
+
+    def chat(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    async def achat(self, request: ChatRequest) -> ChatResponse:
+        raise NotImplementedError
+
+    def stream(self, request: ChatRequest) -> Iterator[StreamEvent]:
+        raise NotImplementedError
 
 
 def service(**options: Any) -> ToolService[None]:

@@ -99,6 +99,7 @@ __all__ = [
     "AGUIRenderer",
     "interrupts",
     "parse",
+    "renderer",
     "thread_messages",
     "turn",
 ]
@@ -179,6 +180,11 @@ def turn(
         # Reasoning messages are the client's copy of what the assistant's seal holds; activity
         # messages are the client's own.
     return stateless_turn(thread_id, history, ids, answers, instructions)
+
+
+def renderer(request: RunAgentInput, turn: Turn) -> tuple[AGUIRenderer, None]:
+    """The renderer of `request`'s run (each message of it shown on its own)."""
+    return AGUIRenderer(turn.thread_id, request.run_id), None
 
 
 def _user(message: UserMessage) -> ChatMessage:

@@ -23,16 +23,18 @@ import importlib.resources
 import logging
 import re
 from base64 import b64encode
-from collections.abc import AsyncGenerator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 from typing_extensions import TypedDict, Unpack
 
 from .._messages import ChatMessage
-from ..serving._http import is_loopback
+from ..serving._http import ASGIApp, Receive, Scope, Send, is_loopback
 from ..tools._base import check_options
 from . import _agui, _vercel
+from ._conversation import Turn
 from ._errors import InputError
 from ._reader import RunReader
 from ._seal import Sealer
@@ -45,7 +47,6 @@ if TYPE_CHECKING:
     from .._model import ChatModel
     from .._service import ToolService
     from ..stores import ConversationStore
-    from ._conversation import Turn
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -68,12 +69,6 @@ DEFAULT_SEND_TIMEOUT = 30.0
 """Seconds a client may leave the stream unread (its buffers full) before the run is ended."""
 
 _LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class UIOptions(TypedDict, total=False):
@@ -224,37 +219,26 @@ class _Endpoints:
     # -- the protocols -------------------------------------------------------------------------
 
     async def ag_ui(self, request: Request) -> Response:
-        try:
-            body = await self._body(request)
-            parsed = _agui.parse(body)
-            turn = _agui.turn(
-                parsed,
-                sealer=self.sealer,
-                stored=await self._stored(parsed.thread_id),
-                instructions=self.instructions,
-            )
-        except InputError as refused:
-            return _refused(refused)
-        renderer = _agui.AGUIRenderer(turn.thread_id, parsed.run_id)
-        reader = RunReader(turn, sealer=self.sealer, redactor=self.redactor)
-        return self._stream(request, turn, reader, renderer, {})
+        return await self._run(request, _AG_UI)
 
     async def chat(self, request: Request) -> Response:
+        return await self._run(request, _UI_STREAM)
+
+    async def _run(self, request: Request, protocol: _Protocol) -> Response:
+        """Read the request into a turn (or refuse it), then stream its run."""
         try:
-            body = await self._body(request)
-            parsed = _vercel.parse(body)
-            turn = _vercel.turn(
+            parsed = protocol.parse(await self._body(request))
+            turn = protocol.turn(
                 parsed,
                 sealer=self.sealer,
-                stored=await self._stored(parsed.id),
+                stored=await self._stored(protocol.thread(parsed)),
                 instructions=self.instructions,
             )
         except InputError as refused:
             return _refused(refused)
-        message_id = _vercel.message_id(parsed)
-        renderer = _vercel.VercelRenderer(message_id)
-        reader = RunReader(turn, sealer=self.sealer, group=message_id, redactor=self.redactor)
-        return self._stream(request, turn, reader, renderer, _vercel.HEADERS)
+        renderer, group = protocol.renderer(parsed, turn)
+        reader = RunReader(turn, sealer=self.sealer, group=group, redactor=self.redactor)
+        return self._stream(request, turn, reader, renderer, protocol.headers)
 
     async def _stored(self, thread_id: str) -> Sequence[ChatMessage] | None:
         if self.store is None:
@@ -288,8 +272,8 @@ class _Endpoints:
         request: Request,
         turn: Turn,
         reader: RunReader,
-        renderer: _agui.AGUIRenderer | _vercel.VercelRenderer,
-        headers: dict[str, str],
+        renderer: Renderer,
+        headers: Mapping[str, str],
     ) -> Response:
         if self.running >= self.max_runs:
             return _refused(
@@ -307,7 +291,7 @@ class _Endpoints:
         self,
         turn: Turn,
         reader: RunReader,
-        renderer: _agui.AGUIRenderer | _vercel.VercelRenderer,
+        renderer: Renderer,
         deps: Any,
     ) -> AsyncGenerator[bytes, None]:
         stream = self.service.astream(
@@ -336,6 +320,27 @@ class _Endpoints:
             await stream.aclose()
 
 
+Renderer = _agui.AGUIRenderer | _vercel.VercelRenderer
+"""A protocol's renderer: `start()`, `render(moments)`, `end()`, each the bytes to send."""
+
+
+@dataclass(frozen=True)
+class _Protocol:
+    """What differs between the endpoints: how a request is read, and how its run is shown."""
+
+    parse: Callable[[bytes], Any]
+    thread: Callable[[Any], str]
+    turn: Callable[..., Turn]
+    renderer: Callable[[Any, Turn], tuple[Renderer, str | None]]
+    headers: Mapping[str, str]
+
+
+_AG_UI = _Protocol(_agui.parse, lambda r: r.thread_id, _agui.turn, _agui.renderer, {})
+_UI_STREAM = _Protocol(
+    _vercel.parse, lambda r: r.id, _vercel.turn, _vercel.renderer, _vercel.HEADERS
+)
+
+
 class _EventStream(Response):
     """A streamed response whose run ends when the client goes away or stops reading.
 
@@ -345,7 +350,10 @@ class _EventStream(Response):
     """
 
     def __init__(
-        self, chunks: AsyncGenerator[bytes, None], headers: dict[str, str], send_timeout: float
+        self,
+        chunks: AsyncGenerator[bytes, None],
+        headers: Mapping[str, str],
+        send_timeout: float,
     ) -> None:
         self.chunks = chunks
         self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8")] + [

@@ -73,6 +73,7 @@ __all__ = [
     "UIMessage",
     "VercelRenderer",
     "parse",
+    "renderer",
     "turn",
 ]
 
@@ -366,6 +367,8 @@ def _frames(chunks: Sequence[dict[str, Any]]) -> bytes:
     return b"".join(b"data: " + pydantic_core.to_json(chunk) + b"\n\n" for chunk in chunks)
 
 
-def message_id(request: ChatRequest) -> str:
-    """The id of the assistant message the response is: the continued one, or a new one."""
-    return continued(request) or new_id("msg")
+def renderer(request: ChatRequest, turn: Turn) -> tuple[VercelRenderer, str]:
+    """The renderer of `request`'s run, and the one assistant message every message of the run
+    is shown in: the continued one, or a new one."""
+    message_id = continued(request) or new_id("msg")
+    return VercelRenderer(message_id), message_id
