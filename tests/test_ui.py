@@ -663,3 +663,21 @@ async def test_events_are_framed_as_the_models_serialize_them(
     assert {"RunFinishedEvent", "ReasoningMessageContentEvent", "ToolCallResultEvent"} <= kinds
     for event in framed:
         assert original(event) == event.model_dump_json(by_alias=True).encode()
+
+
+async def test_a_stream_that_breaks_is_logged_and_ends(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentforge_typed.ui import _agui
+
+    def broken(self: Any) -> bytes:
+        raise RuntimeError("a renderer's bug")
+
+    monkeypatch.setattr(_agui.AGUIRenderer, "start", broken)
+    app = create_app(ui_support.service(), ui_support.model())
+    with caplog.at_level(logging.ERROR, "agentforge_typed.ui"):
+        async with client(app) as http:
+            response = await http.post("/ag-ui", json=agui_input(THREAD, [user("hi")]))
+    assert response.text == ""
+    assert any(r.message == "a stream failed" for r in caplog.records)
+    assert _running(app) == 0

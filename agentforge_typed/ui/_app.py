@@ -365,58 +365,85 @@ class _EventStream(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         import asyncio
 
+        loop = asyncio.get_running_loop()
         queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=4)
+        stopped = False
 
         async def produce() -> None:
             try:
                 async for chunk in self.chunks:
                     await queue.put(chunk)
-                await queue.put(None)
             finally:
                 await self.chunks.aclose()
+                # The sender's last item; what it has not taken yet goes only when the stream
+                # was cut short (the client left, or a failure).
+                while True:
+                    try:
+                        queue.put_nowait(None)
+                        break
+                    except asyncio.QueueFull:
+                        queue.get_nowait()
+
+        def stop() -> None:
+            nonlocal stopped
+            if not stopped:  # once: a second cancellation would cut the run's cleanup short
+                stopped = True
+                producer.cancel()
 
         async def gone() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
+            stop()
+
+        sender = asyncio.current_task()
+        assert sender is not None
+        stalled = False
+
+        def stall() -> None:
+            nonlocal stalled
+            stalled = True
+            sender.cancel()
 
         producer = asyncio.ensure_future(produce())
         watcher = asyncio.ensure_future(gone())
         try:
             start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
             await send(start)
-            while True:
-                chunk = asyncio.ensure_future(queue.get())
-                await asyncio.wait({chunk, watcher, producer}, return_when=asyncio.FIRST_COMPLETED)
-                if not chunk.done():
-                    chunk.cancel()
-                    if watcher.done() or producer.exception() is not None:
-                        return  # the client left, or the run failed outside the protocol
-                    continue
-                body = chunk.result()
+            ended = False
+            while not ended and (body := await queue.get()) is not None:
                 # What else is ready goes in the same write (many clients, one event loop).
-                while body is not None and not queue.empty():
+                while not queue.empty():
                     more = queue.get_nowait()
                     if more is None:
-                        queue.put_nowait(None)
+                        ended = True
                         break
                     body += more
-                if body is None:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-                    return
+                deadline = loop.call_later(self.send_timeout, stall)
                 try:
-                    message = {"type": "http.response.body", "body": body, "more_body": True}
-                    await asyncio.wait_for(send(message), self.send_timeout)
-                except TimeoutError:
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                except asyncio.CancelledError:
+                    if not stalled:
+                        raise
+                    if hasattr(sender, "uncancel"):  # 3.11+: this cancellation is handled
+                        sender.uncancel()
                     logger.warning(
                         "a client read nothing for %gs: its run was ended (send_timeout)",
                         self.send_timeout,
                     )
                     return
+                finally:
+                    deadline.cancel()
+            if not watcher.done():
+                # The run's end, or a failure outside the protocol: then the stream ends
+                # without its last event, which clients tell apart.
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             watcher.cancel()
-            producer.cancel()
+            stop()
             # Awaited to its end even if this task is cancelled (the producer finishes on its own).
             await asyncio.wait({producer})
+            if not producer.cancelled() and producer.exception() is not None:
+                logger.error("a stream failed", exc_info=producer.exception())
 
 
 class _Guard:
