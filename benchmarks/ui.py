@@ -219,11 +219,15 @@ def _body(variant: str, index: int) -> dict[str, Any]:
     }
 
 
+FAILURES: dict[str, int] = {}
+"""Why conversations went wrong, counted by reason (a few are shown)."""
+
+
 async def _conversation(client: Any, variant: str, index: int) -> tuple[bool, int]:
     token = f"tok{index:05d}"
     events = 0
     text = []
-    ended = False
+    why = "no end"
     async with client.stream("POST", PATHS[variant], json=_body(variant, index)) as response:
         if variant == "bare":
             answer = json.loads(await response.aread())
@@ -236,8 +240,13 @@ async def _conversation(client: Any, variant: str, index: int) -> tuple[bool, in
             kind = event["type"]
             if kind in ("TEXT_MESSAGE_CONTENT", "text-delta"):
                 text.append(event["delta"])
-            ended = ended or kind in ("RUN_FINISHED", "finish")
-    return ended and token in "".join(text), events
+            elif kind in ("RUN_FINISHED", "finish"):
+                why = "" if token in "".join(text) else "another answer"
+            elif kind in ("RUN_ERROR", "error"):
+                why = str(event.get("message") or event.get("errorText"))[:200]
+    if why:
+        FAILURES[why] = FAILURES.get(why, 0) + 1
+    return not why, events
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -304,6 +313,9 @@ def main(argv: list[str] | None = None) -> None:
         help="a Python with pydantic-ai-slim[ag-ui,openai] (default: $UI_BENCH_PEER_PYTHON; "
         "without one, the pydantic-ai row is left out)",
     )
+    parser.add_argument(
+        "--only", choices=VARIANTS, action="append", help="measure only these servers"
+    )
     parser.add_argument("--serve", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--loop", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model-url", help=argparse.SUPPRESS)
@@ -332,17 +344,21 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         variants = [v for v in VARIANTS if v != "pydantic-ai" or args.peer_python]
+        variants = [v for v in variants if v in (args.only or VARIANTS)]
         rows: dict[str, Row] = {}
         for turn in range(args.repeat):
             for variant in variants:
                 python = args.peer_python if variant == "pydantic-ai" else sys.executable
                 row = measure(variant, model_url, args.n, python)
                 print(f"turn {turn + 1}: {row.line(None, None)}", file=sys.stderr, flush=True)
+                for why, count in sorted(FAILURES.items(), key=lambda item: -item[1])[:3]:
+                    print(f"  {count} went wrong: {why}", file=sys.stderr, flush=True)
+                FAILURES.clear()
                 if variant not in rows or row.cpu_ms < rows[variant].cpu_ms:
                     rows[variant] = row
         print(HEADER)
         for variant in variants:
-            print(rows[variant].line(rows["bare"], alone["cpu_ms"]))
+            print(rows[variant].line(rows.get("bare"), alone["cpu_ms"]))
         if not args.peer_python:
             print("| pydantic-ai | (no --peer-python given) |")
     finally:

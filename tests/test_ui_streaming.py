@@ -57,7 +57,7 @@ def running(app: Any) -> int:
     return int(owner.running)
 
 
-def eventually(check: Any, seconds: float = 15.0) -> None:
+def eventually(check: Any, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not check():
         assert time.monotonic() < deadline, "timed out"
@@ -278,3 +278,41 @@ def test_a_thousand_slow_readers_hold_the_runs_back_and_leaving_ends_them() -> N
                 stalled.close()
         eventually(lambda: running(app) == 0, 120)
     assert model.closed == readers
+
+
+async def test_a_client_gone_before_its_run_started_leaves_no_run_counted() -> None:
+    # The request read, then at once the disconnect: the run may be ended before it began.
+    app = create_app(ui_support.service(), ui_support.model())
+    payload = json.dumps(body("t1")).encode()
+    messages = [
+        {"type": "http.request", "body": payload, "more_body": False},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        pass
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/ag-ui",
+        "raw_path": b"/ag-ui",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), (b"content-type", b"application/json")],
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
+    }
+    for _ in range(20):
+        messages[:] = [
+            {"type": "http.request", "body": payload, "more_body": False},
+            {"type": "http.disconnect"},
+        ]
+        await app(scope, receive, send)
+    assert running(app) == 0

@@ -285,7 +285,11 @@ class _Endpoints:
             self._events(turn, reader, renderer, deps),
             {"cache-control": "no-cache", "x-accel-buffering": "no", **headers},
             self.send_timeout,
+            self._ended,
         )
+
+    def _ended(self) -> None:
+        self.running -= 1
 
     async def _events(
         self,
@@ -316,7 +320,6 @@ class _Endpoints:
                 yield renderer.render(scrub(reader.failed(error)))
             yield renderer.end()
         finally:
-            self.running -= 1
             await stream.aclose()
 
 
@@ -354,8 +357,10 @@ class _EventStream(Response):
         chunks: AsyncGenerator[bytes, None],
         headers: Mapping[str, str],
         send_timeout: float,
+        ended: Callable[[], None],
     ) -> None:
         self.chunks = chunks
+        self.ended = ended
         self.raw_headers = [(b"content-type", b"text/event-stream; charset=utf-8")] + [
             (k.encode(), v.encode()) for k, v in headers.items()
         ]
@@ -370,17 +375,20 @@ class _EventStream(Response):
         stopped = False
 
         async def produce() -> None:
+            finished = False
             try:
                 async for chunk in self.chunks:
                     await queue.put(chunk)
+                await queue.put(None)
+                finished = True
             finally:
                 await self.chunks.aclose()
-                # The sender's last item; what it has not taken yet goes only when the stream
-                # was cut short (the client left, or a failure).
-                while True:
+                # Cut short (the client left, or a failure): the sender's last item, in place
+                # of what it has not taken yet.
+                while not finished:
                     try:
                         queue.put_nowait(None)
-                        break
+                        finished = True
                     except asyncio.QueueFull:
                         queue.get_nowait()
 
@@ -440,10 +448,14 @@ class _EventStream(Response):
         finally:
             watcher.cancel()
             stop()
-            # Awaited to its end even if this task is cancelled (the producer finishes on its own).
-            await asyncio.wait({producer})
-            if not producer.cancelled() and producer.exception() is not None:
-                logger.error("a stream failed", exc_info=producer.exception())
+            try:
+                # Awaited to its end even if this task is cancelled (the producer finishes on
+                # its own).
+                await asyncio.wait({producer})
+                if not producer.cancelled() and producer.exception() is not None:
+                    logger.error("a stream failed", exc_info=producer.exception())
+            finally:
+                self.ended()
 
 
 class _Guard:
