@@ -7,13 +7,13 @@ the module skips, saying how to install one. Screenshots go to `tests/artifacts/
 
 from __future__ import annotations
 
-import os
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import browser_support
 import pytest
 import ui_support
 
@@ -31,39 +31,10 @@ from agentforge_typed.ui import create_app
 
 pytestmark = pytest.mark.slow  # each test starts a browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+browser = browser_support.browser
 ARTIFACTS = Path(__file__).parent / "artifacts"
 FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
 WAIT_MS = 30_000
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if not CHROMIUM.exists():
-        message = (
-            "no Chromium at /usr/bin/chromium: install it with `sudo apt-get install -y chromium`"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 class Page:
