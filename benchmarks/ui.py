@@ -111,7 +111,13 @@ def _pydantic_ai_app(model_url: str) -> Any:
     models: Any = importlib.import_module("pydantic_ai.models.openai")
     providers: Any = importlib.import_module("pydantic_ai.providers.openai")
     adapter: Any = importlib.import_module("pydantic_ai.ui.ag_ui").AGUIAdapter
-    provider = providers.OpenAIProvider(base_url=model_url, api_key=KEY)
+    # The same client limits as ours (`OpenAIChatModel`'s 100 connections, a 60 s timeout): with
+    # its default client (5 s to connect, no admission) a thousand conversations at once time out.
+    import httpx
+
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    client = httpx.AsyncClient(limits=limits, timeout=60.0)
+    provider = providers.OpenAIProvider(base_url=model_url, api_key=KEY, http_client=client)
     agent = pydantic_ai.Agent(models.OpenAIChatModel("scale", provider=provider))
 
     def lookup(token: str) -> str:
