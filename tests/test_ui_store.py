@@ -9,8 +9,10 @@ of docs/design/stores.md); until then they are expected to fail, and say why.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
-from collections.abc import Iterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -19,7 +21,17 @@ import test_ui_browser
 import ui_support
 from ui_support import agui_input, agui_run, sse
 
-from agentforge_typed import ToolService
+from agentforge_typed import (
+    AiMessage,
+    ChatRequest,
+    ChatResponse,
+    ConversationConflictError,
+    FinishReason,
+    ResponseComplete,
+    StreamEvent,
+    TextDelta,
+    ToolService,
+)
 from agentforge_typed.stores import MemoryStore
 from agentforge_typed.ui import create_app
 
@@ -36,12 +48,12 @@ THREAD = "stored-thread-0123456789"
 browser = test_ui_browser.browser
 
 
-def stored_app(store: MemoryStore, **options: Any) -> Any:
+def stored_app(store: MemoryStore, model: Any = None, **options: Any) -> Any:
     service = ToolService(
         [ui_support.delete_file, ui_support.lookup],
         store=store,  # type: ignore[call-arg,unused-ignore]
     )
-    return create_app(service, ui_support.model(), store, **options)
+    return create_app(service, model or ui_support.model(), store, **options)
 
 
 def client(app: Any) -> httpx.AsyncClient:
@@ -139,3 +151,42 @@ def test_the_page_finds_its_conversation_after_a_reload(browser: Any) -> None:
         page.assistant_says("Done: deleted /tmp/report.txt")
         assert page.problems == []
         page.close()
+
+
+class _Stalls(ui_support.StreamOnly):
+    """A model that starts its answer, then waits until its run is ended."""
+
+    async def astream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        yield TextDelta(text="thinking ")
+        await asyncio.sleep(3600)
+        message = AiMessage(text="thinking ")
+        yield ResponseComplete(
+            response=ChatResponse(ai_message=message, finish_reason=FinishReason.STOP)
+        )
+
+
+def test_a_client_that_leaves_mid_stream_gives_the_conversation_back() -> None:
+    # The claim would hold for an hour: only the run's end can give it back.
+    store = MemoryStore(claim_ttl=3600)
+    with ui_support.served(stored_app(store, _Stalls())) as url:
+
+        async def leave_mid_stream() -> None:
+            async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+                body = agui_input(THREAD, [{"id": "u1", "role": "user", "content": "hello"}])
+                async with http.stream("POST", "/ag-ui", json=body) as response:
+                    async for line in response.aiter_lines():
+                        if '"TEXT_MESSAGE_CONTENT"' in line:
+                            break
+                    with pytest.raises(ConversationConflictError):
+                        store.claim(THREAD)  # the run holds it while it streams
+
+        asyncio.run(leave_mid_stream())
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                claim = store.claim(THREAD)
+                break
+            except ConversationConflictError:
+                assert time.monotonic() < deadline, "the run left its conversation claimed"
+                time.sleep(0.05)
+        store.release(claim)
