@@ -301,7 +301,11 @@ def measure(variant: str, model_url: str, n: int, python: str) -> Row:
         return Row(variant, n, seconds, cpu_ms, _peak_rss_mb(server.pid), events, completed, wrong)
     finally:
         server.terminate()
-        server.wait(30)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:  # a server still busy with streams nobody reads
+            server.kill()
+            server.wait()
 
 
 def main(argv: list[str] | None = None) -> None:
