@@ -60,6 +60,7 @@ __all__ = [
     "STORE",
     "SERVER",
     "TOOL",
+    "UI",
     "WIRE",
     "Axis",
     "Parameters",
@@ -75,6 +76,7 @@ __all__ = [
     "server_transports",
     "surfaces",
     "tool_kinds",
+    "ui_endpoints",
     "wire_cores",
 ]
 
@@ -844,6 +846,24 @@ _SERVES = (
     "serves what MCP clients send, not what a server answers: the server axis checks its "
     "guarantees over this very command (tests/test_conformance_serving.py::{})"
 )
+_SERVES_BROWSERS = (
+    "serves browsers, not what a model server answers (its model's reads are the provider "
+    "axis's): the ui axis checks its guarantees over the endpoints this command serves "
+    "(tests/test_conformance_ui.py::{})"
+)
+CLI.register(
+    "serve",
+    None,
+    exempt={
+        "bounded": _SERVES_BROWSERS.format("test_a_body_over_the_cap_is_refused"),
+        "deadline": _SERVES_BROWSERS.format("test_a_reader_that_reads_nothing_is_given_up"),
+        "secret": _SERVES_BROWSERS.format("test_no_frame_and_no_log_holds_the_model_s_key"),
+        "malformed": _SERVES_BROWSERS.format(
+            "test_a_malformed_request_is_refused_and_nothing_runs"
+        ),
+        "printable": "prints only its own lines: the URL it serves and how many tools",
+    },
+)
 CLI.register(
     "mcp",
     None,
@@ -1073,7 +1093,58 @@ STORE.register(
     shared=True,
 )
 
-AXES: tuple[Axis[Any], ...] = (PROVIDER, WIRE, TOOL, DRIVER, CLI, HISTORY, HOOK, STORE, SERVER)
+
+def ui_endpoints() -> frozenset[str]:
+    """The endpoints a browser posts to on `agentforge_typed.ui`'s app (its POST routes)."""
+    from starlette.routing import Route
+
+    from agentforge_typed.ui import create_app
+
+    app = create_app(ToolService(), af.FakeModel())
+    return frozenset(
+        route.path
+        for route in app.routes
+        if isinstance(route, Route) and "POST" in (route.methods or ())
+    )
+
+
+UIFactory = Callable[[str], Any]
+"""`conversation(thread)`: a new conversation with the endpoint as its protocol's client holds
+one (`ui_support.Conversation`: `path`, `body(text)`, `decision(approved)`, `send(client, body)`,
+`text(frames)`, `waiting`)."""
+
+UI: Axis[UIFactory] = Axis(
+    "ui",
+    ui_endpoints,
+    "each endpoint of the UI app (`agentforge_typed.ui.create_app`): what a browser sends is "
+    "read there",
+)
+
+
+def _conversation(path: str) -> UIFactory:
+    def conversation(thread: str) -> Any:
+        import ui_support
+
+        return ui_support.PROTOCOLS[path](thread)
+
+    return conversation
+
+
+UI.register("/ag-ui", _conversation("/ag-ui"))
+UI.register("/api/chat", _conversation("/api/chat"))
+
+AXES: tuple[Axis[Any], ...] = (
+    PROVIDER,
+    WIRE,
+    TOOL,
+    DRIVER,
+    CLI,
+    HISTORY,
+    HOOK,
+    STORE,
+    SERVER,
+    UI,
+)
 
 
 # -- the former interface: names covered, by axis (ported modules use the registry) ---------------

@@ -1,17 +1,17 @@
 """The HTML report in a real browser: the machine's headless Chromium (Debian's `chromium`),
 driven by Playwright. The page must render its per-tool chart — each bar as wide as its tool's
 accuracy — with nothing refused by its Content-Security-Policy and nothing fetched. Where
-Chromium or Playwright is missing the module skips, saying how to install them (the structure of
-the page is checked without a browser in `test_evals_report.py`)."""
+Chromium or Playwright is missing the module skips, saying how to install them, and fails under
+CI (`browser_support`; the structure of the page is checked without a browser in
+`test_evals_report.py`)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import browser_support
 import pytest
 
 from agentforge_typed import AiMessage, FunctionModel, ToolCall, ToolService, tool
@@ -20,30 +20,7 @@ from agentforge_typed.evals._html import BAR_WIDTH
 
 pytestmark = pytest.mark.slow  # each test starts a browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    missing = [
-        why
-        for why, absent in (
-            ("Chromium (apt-get install -y chromium)", not CHROMIUM.exists()),
-            ("Playwright (pip install playwright)", importlib.util.find_spec("playwright") is None),
-        )
-        if absent
-    ]
-    if missing:
-        pytest.skip(f"the browser check needs {' and '.join(missing)}")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
+browser = browser_support.browser
 
 
 @tool

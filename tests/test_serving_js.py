@@ -2,32 +2,30 @@
 TypeScript SDK's client, the MCP Inspector's CLI, and the official conformance suite's server
 scenarios, all under Node 22.
 
-The npm packages (exact versions in `tests/js/package-lock.json`, Node itself among them) are
-installed into `tests/js/node_modules` when missing (`npm ci --prefix tests/js`). Without npm the
-module skips, saying so; under CI (`CI` set) it fails instead. The HTTP tests share one server:
+The npm packages are installed when missing (`js_support`): without npm the module skips, saying
+so; under CI (`CI` set) it fails instead. The HTTP tests share one server:
 the CLI serving the reference tools (`tests/fixtures/mcp_reference_tools.py`).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import js_support
 import pytest
+from js_support import JS
 from serving_support import REFERENCE, ROOT, cli_env, http_subprocess
 
 pytestmark = pytest.mark.slow  # each test starts Node
 
-JS = ROOT / "tests" / "js"
-NODE = JS / "node_modules" / ".bin" / "node"
-INSTALL = "npm ci --prefix tests/js"
+node = js_support.node
+
 INSPECTOR = JS / "node_modules" / "@modelcontextprotocol" / "inspector" / "clients" / "launcher"
 CONFORMANCE = JS / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
 REQUIRED = (
@@ -56,32 +54,6 @@ REQUIRED = (
 `elicitation-*`, `json-schema-2020-12` and `dns-rebinding-protection` one of the suite."""
 
 
-def _unavailable(why: str) -> None:
-    message = f"{why}: install the JavaScript clients with `{INSTALL}` (needs npm)"
-    if os.environ.get("CI"):
-        pytest.fail(message)
-    pytest.skip(message)
-
-
-@pytest.fixture(scope="module")
-def node() -> Path:
-    """Node 22 from `tests/js/node_modules`, installed first when missing."""
-    if not NODE.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            _unavailable("npm is not on PATH")
-        assert npm is not None
-        installed = subprocess.run(
-            [npm, "ci", "--prefix", str(JS), "--no-audit", "--no-fund", "--loglevel=error"],
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        if installed.returncode != 0 or not NODE.exists():
-            _unavailable(f"`{INSTALL}` failed: {installed.stderr.strip()[-500:]}")
-    return NODE
-
-
 @pytest.fixture(scope="module")
 def url(node: Path) -> Iterator[str]:
     """One HTTP server for the module: the CLI serving the reference tools."""
@@ -90,9 +62,7 @@ def url(node: Path) -> Iterator[str]:
 
 
 def run_node(node: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(node), *args], cwd=JS, capture_output=True, text=True, timeout=timeout, env=cli_env()
-    )
+    return js_support.run_node(node, *args, timeout=timeout, env=cli_env())
 
 
 def _check_sdk_report(report: dict[str, Any], *, every_progress: bool = True) -> None:

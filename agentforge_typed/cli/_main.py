@@ -1,6 +1,6 @@
 """The `agentforge-typed` command line: `run`, `schema` and `check` on a module's tools, `mcp`
-to serve them over MCP, `eval` of a model on cases, `probe` of a model endpoint, and
-`conversations` of a store.
+to serve them over MCP, `serve` a chat page in front of them, `eval` of a model on cases, `probe`
+of a model endpoint, and `conversations` of a store.
 
 Exit status: 0 success; 1 the run or the probe failed, `check` found errors, a dialect
 cannot express a schema, a store refused or failed, or an eval fell short (see `eval`'s help);
@@ -31,6 +31,7 @@ from ._eval import add_parser as _add_eval
 from ._mcp import UsageError as _McpUsageError
 from ._mcp import add_parser as _add_mcp
 from ._options import positive_float, positive_int
+from ._serve import add_parser as _add_serve
 from ._target import TargetError, deps_named, load_target, model_secrets, refuse_missing_deps
 from ._text import printable, printable_json
 
@@ -264,6 +265,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_mcp(commands, _TARGET_HELP).set_defaults(handler=_mcp)
     _add_eval(commands, _TARGET_HELP, _MODEL_HELP).set_defaults(handler=_eval)
+    _add_serve(commands, _TARGET_HELP).set_defaults(handler=_serve)
     return parser
 
 
@@ -398,6 +400,15 @@ def _eval(args: argparse.Namespace) -> int:
     from ._eval import evaluate
 
     return evaluate(args)
+
+
+# -- serve -------------------------------------------------------------------------------------
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from ._serve import serve
+
+    return serve(args, load_target(args.target))
 
 
 # -- probe -------------------------------------------------------------------------------------

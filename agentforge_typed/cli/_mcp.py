@@ -19,7 +19,7 @@ from ._options import port, positive_float
 from ._target import Target, deps_named
 from ._text import printable_json
 
-__all__ = ["add_parser", "serve"]
+__all__ = ["UsageError", "add_parser", "log_to_stderr", "serve"]
 
 _INSTALL = 'the mcp command needs the serve extra: pip install "agentforge-typed[serve]"'
 
@@ -142,7 +142,7 @@ def serve(args: argparse.Namespace, target: Target, selection: Sequence[str] | N
     if args.list:
         print(printable_json(server.declarations()))
         return 0
-    _log_to_stderr()
+    log_to_stderr()
     count = len(server.declarations())
     tools = f"{count} tool{'' if count == 1 else 's'}"
     if not args.http:
@@ -186,7 +186,7 @@ def _token(args: argparse.Namespace) -> str | None:
     return token
 
 
-def _log_to_stderr() -> None:
+def log_to_stderr() -> None:
     """Show the server's warnings (a bind without a token, a failing deps factory) on stderr."""
     logger = logging.getLogger("agentforge_typed")
     if not logger.handlers:

@@ -59,15 +59,16 @@ class Target:
             return list(self.value)
         return [self.value]
 
-    def service(self) -> ToolService:
-        """A `ToolService` target itself, or a new one with every tool registered.
+    def service(self, **options: Any) -> ToolService:
+        """A `ToolService` target itself, or a new one (made with `options`) with every tool
+        registered.
 
         Raises:
             TargetError: The value holds no tool, or two tools share a name.
         """
         if isinstance(self.value, ToolService):
             return self.value
-        service = ToolService()
+        service = ToolService(**options)
         for item in self.items():
             try:
                 service.register(item)
@@ -254,9 +255,9 @@ def model_secrets(models: Sequence[object]) -> Redactor:
     """What `run` and `eval` keep out of its output: the keys of the models it runs with (a server may
     echo one in a successful answer, which no error boundary sees)."""
     from .._transport._redaction import Redactor
-    from ..providers._base import HttpChatModel
+    from ..providers._base import secrets_of
 
-    return Redactor.joined(m._http.redactor for m in models if isinstance(m, HttpChatModel))
+    return Redactor.joined(secrets_of(m) for m in models)
 
 
 def refuse_missing_deps(tools: Sequence[ToolLike]) -> None:

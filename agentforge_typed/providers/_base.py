@@ -33,6 +33,7 @@ from .._request import (
     ToolSpecification,
 )
 from .._response import ChatResponse
+from .._transport._redaction import NO_SECRETS, Redactor
 from ._degrade import Adapted, adapt_request, fit_content, fit_tool_parts, with_json_arguments
 from ._function import response_events
 from ._http import HttpShell, StreamParser
@@ -48,6 +49,7 @@ __all__ = [
     "StreamParser",
     "Wire",
     "default_parameters",
+    "secrets_of",
     "with_max_retries",
 ]
 
@@ -416,6 +418,18 @@ class HttpChatModel:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def secrets_of(model: object) -> Redactor:
+    """The redactor of `model`'s keys, and of the models a `FallbackModel` asks (one that
+    redacts nothing for a model holding no key)."""
+    from ._fallback import FallbackModel
+
+    if isinstance(model, HttpChatModel):
+        return model._http.redactor
+    if isinstance(model, FallbackModel):
+        return Redactor.joined(secrets_of(m) for m in model.models)
+    return NO_SECRETS
 
 
 def with_max_retries(model: HttpChatModel, max_retries: int) -> HttpChatModel:

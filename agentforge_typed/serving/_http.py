@@ -19,13 +19,13 @@ serving the stateless revision's requests. Around it:
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
-from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from typing_extensions import TypedDict, Unpack
 
+from .._transport._asgi import ASGIApp, Receive, Scope, Send, is_loopback
 from ..tools._base import check_options
 
 if TYPE_CHECKING:
@@ -54,14 +54,6 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 600.0
 """Seconds an HTTP session may stay idle before it is closed."""
 DEFAULT_MAX_CONNECTIONS = 200
 """The most HTTP connections uvicorn serves at once; past it, 503."""
-
-_LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class HttpOptions(TypedDict, total=False):
@@ -97,16 +89,6 @@ class Served(Protocol):
     sdk_server: Any
     """The SDK's low-level `Server`, whose streamable HTTP app this transport runs."""
     max_request_bytes: int
-
-
-def is_loopback(host: str) -> bool:
-    """Whether `host` binds only the loopback interface."""
-    if host in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def _security(host: str, allowed_hosts: Sequence[str] | None) -> Any:

@@ -1,0 +1,380 @@
+"""A thousand concurrent streaming chat conversations through one UI server process.
+
+Starts `scale_server.py` (the local model server of `scale.py`: two rounds per conversation, a
+`lookup` call then its result, 50-200 ms an answer), then, each in a process of its own served
+by uvicorn, the endpoints under test, and drives N conversations at once against each from this
+process (a conversation is one request whose stream must end with the run's end and hold its own
+token):
+
+- `bare`: the loop (`ToolService.astream`) behind a plain endpoint answering one small JSON body:
+  the loop and the HTTP serving, no protocol.
+- `ag-ui`, `ai-sdk`: `agentforge_typed.ui`'s endpoints (`POST /ag-ui`, `POST /api/chat`).
+- `pydantic-ai`: pydantic-ai's AG-UI adapter (`AGUIAdapter.dispatch_request`) on an `Agent` with
+  the same tool and model server (run from `--peer-python`, a Python that has
+  `pydantic-ai-slim[ag-ui,openai]`: the `bench` extra).
+
+And `loop`: the same conversations through `astream` in one process with no server at all, the
+loop's own CPU per conversation. The protocol layer's CPU is `ag-ui` (or `ai-sdk`) less `bare`,
+per conversation; its target is at most 20% of `loop`'s. Each server runs `--repeat` times, in
+turns, and keeps its best (least CPU) run: the server's CPU is read from `/proc`, and other work
+on a shared machine moves it by tens of percent between runs.
+
+    python benchmarks/ui.py [--n 1000] [--repeat 2] [--peer-python /path/to/python]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT)]
+
+from scale import start_server  # noqa: E402  (the benchmarks are scripts, not a package)
+
+KEY = "sk-bench-0123456789abcdefghij"
+"""The model server's key (it checks none): one a real deployment has, which the UI redacts."""
+VARIANTS = ("bare", "ag-ui", "ai-sdk", "pydantic-ai")
+PATHS = {"bare": "/ag-ui", "ag-ui": "/ag-ui", "ai-sdk": "/api/chat", "pydantic-ai": "/ag-ui"}
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+# -- the servers (each run as `ui.py --serve VARIANT`) -----------------------------------------
+
+
+def _ours(model_url: str) -> tuple[Any, Any]:
+    from agentforge_typed import OpenAIChatModel, ToolService, tool
+
+    @tool
+    def lookup(token: str) -> str:
+        """Look a token up."""
+        return token
+
+    model = OpenAIChatModel("scale", base_url=model_url, api_key=KEY, timeout=60.0)
+    return ToolService([lookup]), model
+
+
+def _bare_app(model_url: str) -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    from agentforge_typed import FinalResultEvent
+
+    service, model = _ours(model_url)
+
+    async def endpoint(request: Request) -> JSONResponse:
+        body = json.loads(await request.body())
+        text = None
+        async for event in service.astream(model, body["messages"][-1]["content"]):
+            if isinstance(event, FinalResultEvent):
+                text = event.result.text
+        return JSONResponse({"text": text})
+
+    return Starlette(routes=[Route("/ag-ui", endpoint, methods=["POST"])])
+
+
+def _ui_app(model_url: str, n: int) -> Any:
+    from agentforge_typed.ui import create_app
+
+    service, model = _ours(model_url)
+    return create_app(service, model, max_runs=n + 100)
+
+
+def _pydantic_ai_app(model_url: str) -> Any:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    # Imported by name: pydantic-ai is the peer's Python's (the `bench` extra), not the project's.
+    pydantic_ai: Any = importlib.import_module("pydantic_ai")
+    models: Any = importlib.import_module("pydantic_ai.models.openai")
+    providers: Any = importlib.import_module("pydantic_ai.providers.openai")
+    adapter: Any = importlib.import_module("pydantic_ai.ui.ag_ui").AGUIAdapter
+    # The same client limits as ours (`OpenAIChatModel`'s 100 connections, a 60 s timeout): with
+    # its default client (5 s to connect, no admission) a thousand conversations at once time out.
+    import httpx
+
+    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+    client = httpx.AsyncClient(limits=limits, timeout=60.0)
+    provider = providers.OpenAIProvider(base_url=model_url, api_key=KEY, http_client=client)
+    agent = pydantic_ai.Agent(models.OpenAIChatModel("scale", provider=provider))
+
+    def lookup(token: str) -> str:
+        """Look a token up."""
+        return token
+
+    agent.tool_plain(lookup)
+
+    async def endpoint(request: Request) -> Response:
+        response: Response = await adapter.dispatch_request(request, agent=agent)
+        return response
+
+    return Starlette(routes=[Route("/ag-ui", endpoint, methods=["POST"])])
+
+
+def serve(variant: str, model_url: str, port: int, n: int) -> None:
+    import uvicorn
+
+    if variant == "bare":
+        app = _bare_app(model_url)
+    elif variant == "pydantic-ai":
+        app = _pydantic_ai_app(model_url)
+    else:
+        app = _ui_app(model_url, n)
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="critical",
+        access_log=False,
+        backlog=4096,
+        timeout_keep_alive=60,
+    )
+
+
+# -- the loop alone (`ui.py --loop`) ------------------------------------------------------------
+
+
+def loop_alone(model_url: str, n: int) -> None:
+    from agentforge_typed import FinalResultEvent
+
+    service, model = _ours(model_url)
+
+    async def one(index: int) -> bool:
+        token = f"tok{index:05d}"
+        async for event in service.astream(model, f"Look up {token}"):
+            if isinstance(event, FinalResultEvent):
+                return token in (event.result.text or "")
+        return False
+
+    async def main() -> list[bool]:
+        return await asyncio.gather(*(one(i) for i in range(n)))
+
+    asyncio.run(main())  # warm up: validators, pools
+    cpu = time.process_time()
+    done = asyncio.run(main())
+    print(json.dumps({"cpu_ms": (time.process_time() - cpu) * 1000 / n, "ok": sum(done)}))
+
+
+# -- the clients --------------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    variant: str
+    n: int
+    seconds: float
+    cpu_ms: float
+    rss_mb: float
+    events: int
+    completed: int
+    wrong: int
+
+    def line(self, bare: Row | None, loop_ms: float | None) -> str:
+        added = ""
+        if bare is not None and loop_ms and self.variant in ("ag-ui", "ai-sdk"):
+            extra = self.cpu_ms - bare.cpu_ms
+            added = f"{extra:.2f} ({extra / loop_ms:.0%} of the loop's)"
+        return (
+            f"| {self.variant} | {self.n:,} | {self.completed} | {self.wrong} "
+            f"| {self.events / self.seconds:,.0f} | {self.cpu_ms:.2f} | {added or '-'} "
+            f"| {self.rss_mb:.0f} | {self.seconds:.1f} |"
+        )
+
+
+HEADER = (
+    "| server | N | completed | wrong | events/s | server CPU ms/conv | protocol layer ms/conv "
+    "| server peak RSS MB | wall s |\n|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def _body(variant: str, index: int) -> dict[str, Any]:
+    text = f"Look up tok{index:05d}"
+    if variant == "ai-sdk":
+        message = {"id": f"u{index}", "role": "user", "parts": [{"type": "text", "text": text}]}
+        return {"id": f"chat-{index}", "messages": [message], "trigger": "submit-message"}
+    return {
+        "threadId": f"thread-{index}",
+        "runId": f"run-{index}",
+        "state": {},
+        "messages": [{"id": f"u{index}", "role": "user", "content": text}],
+        "tools": [],
+        "context": [],
+        "forwardedProps": {},
+    }
+
+
+FAILURES: dict[str, int] = {}
+"""Why conversations went wrong, counted by reason (a few are shown)."""
+
+
+async def _conversation(client: Any, variant: str, index: int) -> tuple[bool, int]:
+    token = f"tok{index:05d}"
+    events = 0
+    text = []
+    why = "no end"
+    async with client.stream("POST", PATHS[variant], json=_body(variant, index)) as response:
+        if variant == "bare":
+            answer = json.loads(await response.aread())
+            return token in (answer["text"] or ""), 1
+        async for line in response.aiter_lines():
+            if not line.startswith("data:") or line == "data: [DONE]":
+                continue
+            event = json.loads(line[5:])
+            events += 1
+            kind = event["type"]
+            if kind in ("TEXT_MESSAGE_CONTENT", "text-delta"):
+                text.append(event["delta"])
+            elif kind in ("RUN_FINISHED", "finish"):
+                why = "" if token in "".join(text) else "another answer"
+            elif kind in ("RUN_ERROR", "error"):
+                why = str(event.get("message") or event.get("errorText"))[:200]
+    if why:
+        FAILURES[why] = FAILURES.get(why, 0) + 1
+    return not why, events
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def _drive(url: str, variant: str, n: int) -> tuple[float, int, int, int]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=n + 10, max_keepalive_connections=n + 10)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=600) as client:
+        started = time.monotonic()
+        outcomes = await asyncio.gather(*(_conversation(client, variant, i) for i in range(n)))
+    seconds = time.monotonic() - started
+    completed = sum(ok for ok, _ in outcomes)
+    return seconds, sum(e for _, e in outcomes), completed, n - completed
+
+
+def measure(variant: str, model_url: str, n: int, python: str) -> Row:
+    port = _free_port()
+    command = [python, __file__, "--serve", variant, "--model-url", model_url, "--n", str(n)]
+    server = subprocess.Popen([*command, "--port", str(port)], cwd=ROOT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"the {variant} server did not start") from None
+                time.sleep(0.05)
+        asyncio.run(_drive(url, variant, min(n, 50)))  # warm up: imports, validators, pools
+        cpu = _cpu_seconds(server.pid)
+        seconds, events, completed, wrong = asyncio.run(_drive(url, variant, n))
+        cpu_ms = (_cpu_seconds(server.pid) - cpu) * 1000 / n
+        return Row(variant, n, seconds, cpu_ms, _peak_rss_mb(server.pid), events, completed, wrong)
+    finally:
+        server.terminate()
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:  # a server still busy with streams nobody reads
+            server.kill()
+            server.wait()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=2,
+        help="runs of each server, in turns; the best (least CPU) is kept (default: 2)",
+    )
+    parser.add_argument(
+        "--peer-python",
+        default=os.environ.get("UI_BENCH_PEER_PYTHON"),
+        help="a Python with pydantic-ai-slim[ag-ui,openai] (default: $UI_BENCH_PEER_PYTHON; "
+        "without one, the pydantic-ai row is left out)",
+    )
+    parser.add_argument(
+        "--only", choices=VARIANTS, action="append", help="measure only these servers"
+    )
+    parser.add_argument("--serve", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--loop", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--model-url", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve, args.model_url, args.port, args.n)
+        return
+    if args.loop:
+        loop_alone(args.model_url, args.n)
+        return
+    resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
+    model_server, model_url = start_server(faults=False)
+    try:
+        loop = subprocess.run(
+            [sys.executable, __file__, "--loop", "--model-url", model_url, "--n", str(args.n)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+        )
+        alone = json.loads(loop.stdout.splitlines()[-1])
+        print(
+            f"the loop alone: {alone['cpu_ms']:.2f} ms of CPU per conversation "
+            f"({alone['ok']}/{args.n} right)",
+            flush=True,
+        )
+        variants = [v for v in VARIANTS if v != "pydantic-ai" or args.peer_python]
+        variants = [v for v in variants if v in (args.only or VARIANTS)]
+        rows: dict[str, Row] = {}
+        for turn in range(args.repeat):
+            for variant in variants:
+                python = args.peer_python if variant == "pydantic-ai" else sys.executable
+                row = measure(variant, model_url, args.n, python)
+                print(f"turn {turn + 1}: {row.line(None, None)}", file=sys.stderr, flush=True)
+                for why, count in sorted(FAILURES.items(), key=lambda item: -item[1])[:3]:
+                    print(f"  {count} went wrong: {why}", file=sys.stderr, flush=True)
+                FAILURES.clear()
+                if variant not in rows or row.cpu_ms < rows[variant].cpu_ms:
+                    rows[variant] = row
+        print(HEADER)
+        for variant in variants:
+            print(rows[variant].line(rows.get("bare"), alone["cpu_ms"]))
+        if not args.peer_python:
+            print("| pydantic-ai | (no --peer-python given) |")
+    finally:
+        model_server.terminate()
+        model_server.wait(10)
+
+
+if __name__ == "__main__":
+    main()
