@@ -15,9 +15,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from js_support import JS
+from js_support import node as node  # the fixture
 from serving_support import ROOT
-from test_serving_js import CONFORMANCE, JS, run_node
-from test_serving_js import node as node  # the fixture
+from test_serving_js import CONFORMANCE, run_node
 
 pytestmark = pytest.mark.slow  # each scenario starts Node and a Python client
 
