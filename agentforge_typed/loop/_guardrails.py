@@ -239,9 +239,13 @@ def refused_call(call: ToolCall, guardrail: str, reason: str) -> ToolExecutionRe
 
 
 def guarded_result(
-    execution: ToolExecution, guardrail: str, verdict: Block | Redact
+    execution: ToolExecution,
+    guardrail: str,
+    verdict: Block | Redact,
+    error: BaseException | None = None,
 ) -> ToolExecution:
-    """`execution` with its result as `verdict` leaves it, recording the guardrail's outcome."""
+    """`execution` with its result as `verdict` leaves it (`error`: what the check raised, kept
+    as the result's exception), recording the guardrail's outcome."""
     result = execution.result
     if isinstance(verdict, Redact):
         action: Literal["blocked", "redacted"] = "redacted"
@@ -260,7 +264,7 @@ def guarded_result(
             f"The result of `{shown_name(execution.call.name)}` was withheld by guardrail "
             f"{guardrail!r}: {verdict.reason}"
         )
-        result = ToolExecutionResult.error(text, "denied", exception=result.exception)
+        result = ToolExecutionResult.error(text, "denied", exception=error or result.exception)
     outcome = GuardrailOutcome(guardrail, "result", action, verdict.reason)
     return replace(execution, result=result, guardrails=(*execution.guardrails, outcome))
 

@@ -644,7 +644,7 @@ class Run:
         if judged is None:
             return execution
         assert isinstance(judged, Block | Redact)
-        guarded = guarded_result(execution, guardrail.name, judged)
+        guarded = guarded_result(execution, guardrail.name, judged, error)
         if self.trace is not None:
             self.trace.guardrail(guardrail.name, "result", guarded.guardrails[-1].action)
         return guarded
