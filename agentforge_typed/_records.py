@@ -42,7 +42,8 @@ ErrorKind = Literal[
     "arguments", "retry", "execution", "timeout", "unknown_tool", "denied", "unreadable_result"
 ]
 """Why a result is an error: invalid arguments, `ModelRetry`, an exception, a timeout, an
-unknown tool name, a `before_tool_call` hook that refused the call, or a tool that ran but whose
+unknown tool name, a call refused (by a person, a `CallRule`, a guardrail or a `before_tool_call`
+hook) or a result a guardrail withheld, or a tool that ran but whose
 return value could not be turned into the text the model reads (its effects took place: the
 model is told not to call it again for its result)."""
 

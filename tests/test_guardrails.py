@@ -637,3 +637,10 @@ def test_max_cost_per_call_needs_a_finite_limit(limit: float) -> None:
         max_cost_per_call(limit, "cents")
     with pytest.raises(TypeError, match="collection of tool names"):
         max_cost_per_call(1, "cents", tools="pay")
+
+
+def test_a_value_an_earlier_pattern_redacted_is_counted_once() -> None:
+    token = SECRETS["GitHub token"]
+    text, reason = _redact(f'{{"token": "{token}"}}')
+    assert text == '{"token": "[REDACTED GitHub token]"}'
+    assert reason == "redacted 1 secret(s): GitHub token"

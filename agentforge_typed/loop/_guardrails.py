@@ -320,6 +320,8 @@ def redact_secrets(
     """
     compiled = [(kind, re.compile(pattern)) for kind, pattern in _SECRETS]
     compiled += [("custom", re.compile(p) if isinstance(p, str) else p) for p in patterns]
+    # A value an earlier pattern redacted (`"token": "[REDACTED GitHub token]"`) stays as it is.
+    markers = {replacement.format(kind=kind) for kind, _ in compiled}
 
     def redacted(text: str) -> tuple[str, list[str]]:
         found: list[str] = []
@@ -333,6 +335,9 @@ def redact_secrets(
                 shown: str = shown,
                 groups: tuple[str, ...] = groups,
             ) -> str:
+                for group in groups:
+                    if match.group(group) in markers:
+                        return match.group()
                 found.append(kind)
                 for group in groups:
                     if match.group(group) is not None:
