@@ -79,12 +79,12 @@ async def adrive(
         while True:
             planned = run.resumed() or run.on_response(await request(await run.anext_request()))
             if planned is None:
-                return await run.aresult()
+                return await run.aresult() if run.service.guardrails is not None else run.result()
             settled: list[ToolExecution] = []
             for batch in batches(planned, run.service.parallel):
                 settled += await settle_batch(run, batch, execute)
             if run.finish_round(planned, settled):
-                return await run.aresult()
+                return await run.aresult() if run.service.guardrails is not None else run.result()
 
 
 async def settle_batch(run: Run, batch: Sequence[Planned], execute: Execute) -> list[ToolExecution]:
@@ -129,14 +129,15 @@ async def asettle(run: Run, plan: Planned, execute: Execute | None = None) -> To
             plan = run._plan(plan.index, plan.call, approved=True)
         else:
             plan = replace(plan, preset=held)
-    if run.guarding(plan):
+    guarded = run.service.guardrails is not None
+    if guarded and run.guarding(plan):
         plan = await run.aadmit(plan)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:
             run.answered(plan, answer)
     execution = await (execute or aexecute)(plan)
-    if run.service.guardrails is not None:
+    if guarded:
         execution = await run.aguard_result(plan, execution)
     execution = run.settle(plan, execution)
     if run.async_after and after is not None:

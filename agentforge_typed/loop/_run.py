@@ -499,7 +499,10 @@ class Run:
             and (held := self.approval.hold(call, context, tool)) is not None
         ):
             return Planned(index, call, context, tool, held, _held_by(held))
-        return self._admit(Planned(index, call, context, tool, None, decision))
+        plan = Planned(index, call, context, tool, None, decision)
+        if service.guardrails is None and service.before_tool_call is None:
+            return plan  # the common case: nothing more to decide
+        return self._admit(plan)
 
     def _admit(self, plan: Planned) -> Planned:
         """`plan`, allowed so far, past the call guardrails (an async one under an async run is
@@ -849,7 +852,7 @@ class Run:
         """The run's outcome, once the loop has ended: what its calls kept for a resumed run (the
         questions it paused on) outlives it from here. Under a blocking run the output
         guardrails check the answer first (`aresult` awaits them under an async one)."""
-        final = self._final()
+        final = None if self.service.guardrails is None else self._final()
         if final is not None:
             assert self.service.guardrails is not None
             for guardrail in self.service.guardrails.output:
