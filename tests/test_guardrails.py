@@ -644,3 +644,23 @@ def test_a_value_an_earlier_pattern_redacted_is_counted_once() -> None:
     text, reason = _redact(f'{{"token": "{token}"}}')
     assert text == '{"token": "[REDACTED GitHub token]"}'
     assert reason == "redacted 1 secret(s): GitHub token"
+
+
+def test_a_guardrail_built_directly_knows_its_check_is_async_and_its_point() -> None:
+    async def check(messages: Sequence[ChatMessage]) -> Block:
+        return Block("async, built by hand")
+
+    built = Guardrail("by_hand", "input", check)
+    assert built.is_async
+    with pytest.raises(GuardrailError, match="async, built by hand"):
+        _service(built).chat(FunctionModel(Scripted()), "pay")
+    with pytest.raises(ValueError, match="point is 'input', 'call', 'result' or 'output', not 'x'"):
+        Guardrail("bad", "x", check)  # type: ignore[arg-type]
+
+
+def test_a_decimal_cost_is_read() -> None:
+    from decimal import Decimal
+
+    guardrail = max_cost_per_call(2, lambda check: Decimal("2.50"))
+    result = _service(guardrail).chat(FunctionModel(Scripted()), "pay")
+    assert result.tool_executions[0].decision.reason == "it costs 2.5, over the 2 allowed per call"

@@ -16,6 +16,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from typing import Any, Generic, Literal, TypeVar, overload
 
 from .._messages import ChatMessage, ToolCall, shown_name
@@ -44,6 +45,8 @@ __all__ = [
 
 GuardrailPoint = Literal["input", "call", "result", "output"]
 """Where a guardrail checks: the input, a call's arguments, a call's result, the final output."""
+
+_POINTS: tuple[GuardrailPoint, ...] = ("input", "call", "result", "output")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,22 +102,30 @@ class Guardrail(Generic[SubjectT]):
     name: str
     point: GuardrailPoint
     check: Callable[[SubjectT], Verdict | Awaitable[Verdict]]
-    is_async: bool = field(default=False, compare=False)
+    is_async: bool = field(init=False, compare=False)
+    """Whether `check` is async (awaited under `achat`/`astream`, run on a loop of its own
+    under `chat`/`stream`)."""
+
+    def __post_init__(self) -> None:
+        if self.point not in _POINTS:
+            raise ValueError(
+                f"a guardrail's point is 'input', 'call', 'result' or 'output', not {self.point!r}"
+            )
+        if not callable(self.check):
+            raise TypeError(
+                f"a {self.point} guardrail's check must be callable, not {self.check!r}"
+            )
+        object.__setattr__(self, "is_async", is_async_callable(self.check))
 
 
-CheckT = TypeVar("CheckT", bound=Callable[..., Any])
-
-
-def _named(check: Callable[..., Any], name: str | None) -> str:
+def _named(check: object, name: str | None) -> str:
     return name or getattr(check, "__name__", None) or type(check).__name__
 
 
 def _builder(point: GuardrailPoint) -> Any:
     def build(check: Any = None, *, name: str | None = None) -> Any:
         def make(fn: Callable[[Any], Any]) -> Guardrail[Any]:
-            if not callable(fn):
-                raise TypeError(f"a {point} guardrail's check must be callable, not {fn!r}")
-            return Guardrail(_named(fn, name), point, fn, is_async_callable(fn))
+            return Guardrail(_named(fn, name), point, fn)
 
         return make if check is None else make(check)
 
@@ -207,9 +218,6 @@ class Guardrails:
         self.result: tuple[Guardrail[ToolExecution], ...] = tuple(by_point["result"])
         self.output: tuple[Guardrail[RunOutput], ...] = tuple(by_point["output"])
         self.any_async = {p: any(g.is_async for g in by_point[p]) for p in _POINTS}
-
-
-_POINTS: tuple[GuardrailPoint, ...] = ("input", "call", "result", "output")
 
 
 def judge(guardrail: Guardrail[Any], verdict: object, error: BaseException | None) -> Verdict:
@@ -377,7 +385,7 @@ def redact_secrets(
 
 def max_cost_per_call(
     limit: float,
-    cost: str | Callable[[CallCheck], float | None],
+    cost: str | Callable[[CallCheck], float | Decimal | None],
     *,
     tools: Collection[str] | None = None,
     name: str = "max_cost_per_call",
@@ -415,13 +423,13 @@ def max_cost_per_call(
             return None
         if (
             isinstance(value, bool)
-            or not isinstance(value, int | float)
+            or not isinstance(value, int | float | Decimal)
             or not math.isfinite(value)
             or value < 0
         ):
             return Block(f"its cost could not be read ({type(value).__name__})")
         if value > limit:
-            return Block(f"it costs {value:g}, over the {limit:g} allowed per call")
+            return Block(f"it costs {float(value):g}, over the {limit:g} allowed per call")
         return None
 
     return Guardrail(name, "call", guard)
