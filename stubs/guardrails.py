@@ -34,7 +34,7 @@ def on_topic(messages: Sequence[ChatMessage]) -> Block | None:
     return None
 
 
-@input_guardrail(name="async_on_topic")
+@input_guardrail(name="async_on_topic", concurrent=True)
 async def async_on_topic(messages: Sequence[ChatMessage]) -> Block | None:
     return None
 

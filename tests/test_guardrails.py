@@ -664,3 +664,77 @@ def test_a_decimal_cost_is_read() -> None:
     guardrail = max_cost_per_call(2, lambda check: Decimal("2.50"))
     result = _service(guardrail).chat(FunctionModel(Scripted()), "pay")
     assert result.tool_executions[0].decision.reason == "it costs 2.5, over the 2 allowed per call"
+
+
+# -- concurrent input guardrails -----------------------------------------------------------------
+
+
+class Gate:
+    """A model whose answer waits for the input check to start (which proves they overlap),
+    and a check that waits for the model call to start."""
+
+    def __init__(self, verdict: Block | None) -> None:
+        self.verdict = verdict
+        self.model_started = asyncio.Event()
+        self.check_started = asyncio.Event()
+        self.answered = 0
+
+    async def model(
+        self, messages: Sequence[ChatMessage], parameters: ChatRequestParameters
+    ) -> AiMessage:
+        self.model_started.set()
+        await asyncio.wait_for(self.check_started.wait(), 5)
+        self.answered += 1
+        return Scripted()(messages, parameters)
+
+    def guardrail(self) -> Guardrail[Sequence[ChatMessage]]:
+        @input_guardrail(concurrent=True)
+        async def moderated(messages: Sequence[ChatMessage]) -> Block | None:
+            self.check_started.set()
+            await asyncio.wait_for(self.model_started.wait(), 5)
+            return self.verdict
+
+        return moderated
+
+
+@pytest.mark.parametrize("driver", ["achat", "astream"])
+def test_a_concurrent_input_guardrail_runs_alongside_the_first_model_call(driver: str) -> None:
+    gate = Gate(None)
+    result = drive(driver, _service(gate.guardrail()), FunctionModel(gate.model), "pay")
+    assert result.text == "read: paid 250" and ran == ["pay 250"]
+
+
+def test_a_concurrent_block_cancels_the_model_call_under_achat() -> None:
+    gate = Gate(Block("moderated"))
+    with pytest.raises(GuardrailError, match="blocked the input: moderated") as raised:
+        drive("achat", _service(gate.guardrail()), FunctionModel(gate.model), "pay")
+    assert ran == [] and gate.answered in (0, 1)
+    assert raised.value.messages == (UserMessage(content="pay"),)  # no answer was read
+
+
+def test_a_concurrent_block_streams_nothing_of_the_answer() -> None:
+    gate = Gate(Block("moderated"))
+    events: list[object] = []
+
+    async def consume() -> None:
+        service = _service(gate.guardrail())
+        async for event in service.astream(FunctionModel(gate.model), "pay"):
+            events.append(event)
+
+    with pytest.raises(GuardrailError, match="moderated"):
+        asyncio.run(consume())
+    assert events == [] and ran == []
+
+
+@pytest.mark.parametrize("driver", ["chat", "stream"])
+def test_a_concurrent_input_guardrail_runs_first_under_a_blocking_driver(driver: str) -> None:
+    script = Scripted()
+    guardrail = input_guardrail(lambda messages: Block("no"), name="first", concurrent=True)
+    with pytest.raises(GuardrailError):
+        drive(driver, _service(guardrail), FunctionModel(script), "pay")
+    assert script.calls == 0
+
+
+def test_only_an_input_guardrail_may_be_concurrent() -> None:
+    with pytest.raises(ValueError, match="only an input guardrail may be concurrent"):
+        Guardrail("late", "output", lambda output: None, concurrent=True)

@@ -77,7 +77,9 @@ async def adrive(
     activities."""
     with run:
         while True:
-            planned = run.resumed() or run.on_response(await request(await run.anext_request()))
+            planned = run.resumed() or run.on_response(
+                await run.answer(request, await run.anext_request())
+            )
             if planned is None:
                 return await run.aresult() if run.service.guardrails is not None else run.result()
             settled: list[ToolExecution] = []

@@ -102,6 +102,9 @@ class Guardrail(Generic[SubjectT]):
     name: str
     point: GuardrailPoint
     check: Callable[[SubjectT], Verdict | Awaitable[Verdict]]
+    concurrent: bool = False
+    """An input guardrail that runs while the first model call is in flight, under `achat`,
+    `astream` and durable runs (see `input_guardrail`)."""
     is_async: bool = field(init=False, compare=False)
     """Whether `check` is async (awaited under `achat`/`astream`, run on a loop of its own
     under `chat`/`stream`)."""
@@ -111,6 +114,8 @@ class Guardrail(Generic[SubjectT]):
             raise ValueError(
                 f"a guardrail's point is 'input', 'call', 'result' or 'output', not {self.point!r}"
             )
+        if self.concurrent and self.point != "input":
+            raise ValueError("only an input guardrail may be concurrent")
         if not callable(self.check):
             raise TypeError(
                 f"a {self.point} guardrail's check must be callable, not {self.check!r}"
@@ -132,7 +137,6 @@ def _builder(point: GuardrailPoint) -> Any:
     return build
 
 
-_input = _builder("input")
 _call = _builder("call")
 _result = _builder("result")
 _output = _builder("output")
@@ -142,17 +146,25 @@ _Check = Callable[[SubjectT], "Verdict | Awaitable[Verdict]"]
 
 @overload
 def input_guardrail(
-    check: _Check[Sequence[ChatMessage]], *, name: str | None = None
+    check: _Check[Sequence[ChatMessage]], *, name: str | None = None, concurrent: bool = False
 ) -> Guardrail[Sequence[ChatMessage]]: ...
 @overload
 def input_guardrail(
-    check: None = None, *, name: str | None = None
+    check: None = None, *, name: str | None = None, concurrent: bool = False
 ) -> Callable[[_Check[Sequence[ChatMessage]]], Guardrail[Sequence[ChatMessage]]]: ...
-def input_guardrail(check: Any = None, *, name: str | None = None) -> Any:
+def input_guardrail(check: Any = None, *, name: str | None = None, concurrent: bool = False) -> Any:
     """A guardrail on the run's messages before its first model call (a decorator, with or
     without `name=`; the function's name by default). `Block` ends the run with
-    `GuardrailError` before anything is sent."""
-    return _input(check, name=name)
+    `GuardrailError` before anything is sent.
+
+    `concurrent=True` declares that the input may reach the model while the check runs (a slow
+    check, a moderation service): under `achat`, `astream` and durable runs it runs alongside the
+    first model call, whose answer is taken (or streamed) only once the check allows the input;
+    a block cancels the call (its answer is never read, its usage not counted) and raises
+    `GuardrailError`. Under `chat` and `stream` it runs before the call, like the others."""
+    if check is None:
+        return lambda fn: input_guardrail(fn, name=name, concurrent=concurrent)
+    return Guardrail(_named(check, name), "input", check, concurrent)
 
 
 @overload

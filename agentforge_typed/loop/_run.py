@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +140,7 @@ class Run:
         "async_before",
         "asynchronous",
         "call_ids",
+        "concurrent",
         "conversation_id",
         "deps",
         "executions",
@@ -212,6 +213,8 @@ class Run:
         if service.rules:
             check_rules(service.rules, service._groups)
         self.output_checked = False
+        self.concurrent: tuple[Guardrail[Any], ...] = ()
+        """The input guardrails declared `concurrent`, run alongside the first model call."""
         """Whether the output guardrails passed the final answer (they run once)."""
         self.deps = deps
         paused, waiting = unanswered_calls(self.messages)
@@ -346,11 +349,80 @@ class Run:
         guards = self.service.guardrails
         if guards is not None and guards.input and self.round_trips == 0:
             for guardrail in guards.input:
+                if guardrail.concurrent:
+                    self.concurrent += (guardrail,)
+                    continue
                 self._stop_on("input", guardrail, *await _achecked(guardrail, self.messages))
         parameters = self._next_parameters()
         processors = self.service.history_processors
         messages = await aprocess(processors, self.messages) if processors else self.messages
         return self._request(messages, parameters)
+
+    def answer(
+        self, request: Callable[[ChatRequest], Awaitable[ChatResponse]], sent: ChatRequest
+    ) -> Awaitable[ChatResponse]:
+        """`request(sent)`, the model's answer; with input guardrails declared `concurrent`, they
+        run while it is in flight, and it is taken only once they allow the input (a block
+        cancels it and raises `GuardrailError`)."""
+        if not self.concurrent:
+            return request(sent)
+        checks, self.concurrent = self.concurrent, ()
+        return self._alongside(request(sent), checks)
+
+    def streamed(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """`events`, the model's stream; with `concurrent` input guardrails, held back until they
+        allow the input (a block closes the stream and raises `GuardrailError`)."""
+        if not self.concurrent:
+            return events
+        checks, self.concurrent = self.concurrent, ()
+        return self._held(events, checks)
+
+    async def _acheck_input(self, checks: Sequence[Guardrail[Any]]) -> None:
+        for guardrail in checks:
+            self._stop_on("input", guardrail, *await _achecked(guardrail, self.messages))
+
+    async def _alongside(
+        self, answer: Awaitable[ChatResponse], checks: Sequence[Guardrail[Any]]
+    ) -> ChatResponse:
+        import asyncio
+
+        model = asyncio.ensure_future(answer)
+        try:
+            await self._acheck_input(checks)
+        except BaseException:
+            model.cancel()
+            await asyncio.wait([model])
+            if not model.cancelled():
+                model.exception()  # retrieved: the block is what the run ends with
+            raise
+        return await model
+
+    async def _held(
+        self, events: AsyncIterator[Any], checks: Sequence[Guardrail[Any]]
+    ) -> AsyncIterator[Any]:
+        import asyncio
+
+        verdict = asyncio.ensure_future(self._acheck_input(checks))
+        held: list[Any] = []
+        try:
+            async for event in events:
+                if not verdict.done():
+                    held.append(event)
+                    continue
+                verdict.result()  # raises when the input was blocked
+                for waiting in held:
+                    yield waiting
+                held.clear()
+                yield event
+            await verdict
+            for waiting in held:
+                yield waiting
+        finally:
+            if not verdict.done():
+                verdict.cancel()
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
     def _next_parameters(self) -> ChatRequestParameters:
         if self.round_trips >= self.service.max_round_trips:

@@ -396,7 +396,9 @@ class ToolService(ToolRegistry[DepsT]):
             while True:
                 reader = RoundReader()
                 async for event in (
-                    no_events() if run.resuming else model.astream(await run.anext_request())
+                    no_events()
+                    if run.resuming
+                    else run.streamed(model.astream(await run.anext_request()))
                 ):
                     yield event
                     if update := reader.feed(event):
