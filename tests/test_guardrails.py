@@ -31,6 +31,7 @@ from agentforge_typed import (
     Redact,
     RunOutput,
     ToolCall,
+    ToolChatResult,
     ToolExecution,
     ToolResultMessage,
     ToolService,
@@ -738,3 +739,32 @@ def test_a_concurrent_input_guardrail_runs_first_under_a_blocking_driver(driver:
 def test_only_an_input_guardrail_may_be_concurrent() -> None:
     with pytest.raises(ValueError, match="only an input guardrail may be concurrent"):
         Guardrail("late", "output", lambda output: None, concurrent=True)
+
+
+def test_two_conversations_on_one_guarded_service_never_cross() -> None:
+    """Scoped: what a guardrail decided for one run (a block, a redaction, a concurrent check
+    in flight) is that run's alone, with both runs interleaved on one service."""
+
+    @output_guardrail
+    async def no_secrets(output: RunOutput) -> Block | None:
+        await asyncio.sleep(0)
+        return Block("it quotes a key") if "REDACTED" in (output.text or "") else None
+
+    @input_guardrail(concurrent=True)
+    async def slow(messages: Sequence[ChatMessage]) -> None:
+        await asyncio.sleep(0.01)
+
+    service = _service(slow, redact_secrets(), no_secrets)
+
+    async def both() -> Sequence[Any]:
+        return await asyncio.gather(
+            service.achat(FunctionModel(Scripted("leak", "{}")), "leak"),
+            service.achat(FunctionModel(Scripted()), "pay"),
+            return_exceptions=True,
+        )
+
+    leaked, paid = asyncio.run(both())
+    assert isinstance(leaked, GuardrailError) and leaked.point == "output"
+    assert isinstance(paid, ToolChatResult) and paid.text == "read: paid 250"
+    assert paid.tool_executions[0].guardrails == ()
+    assert sorted(ran) == ["leak", "pay 250"]
