@@ -493,10 +493,15 @@ def test_guardrails_and_decisions_are_recorded_on_the_spans() -> None:
     events = [dict(e.attributes or {}) for e in run.events if e.name == "agentforge.guardrail"]
     assert events == [
         {
+            "agentforge.guardrail.name": "at_most_100",
+            "agentforge.guardrail.point": "call",
+            "agentforge.guardrail.action": "blocked",
+        },
+        {
             "agentforge.guardrail.name": "redact_secrets",
             "agentforge.guardrail.point": "result",
             "agentforge.guardrail.action": "redacted",
-        }
+        },
     ]
 
 

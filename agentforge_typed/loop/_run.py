@@ -213,9 +213,9 @@ class Run:
         if service.rules:
             check_rules(service.rules, service._groups)
         self.output_checked = False
+        """Whether the output guardrails passed the final answer (they run once)."""
         self.concurrent: tuple[Guardrail[Any], ...] = ()
         """The input guardrails declared `concurrent`, run alongside the first model call."""
-        """Whether the output guardrails passed the final answer (they run once)."""
         self.deps = deps
         paused, waiting = unanswered_calls(self.messages)
         self.conversation_id = _owner(options.get("conversation_id"), paused)
@@ -420,6 +420,8 @@ class Run:
         finally:
             if not verdict.done():
                 verdict.cancel()
+            elif not verdict.cancelled():
+                verdict.exception()  # retrieved, whether it raised here or the stream closed first
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
@@ -621,6 +623,8 @@ class Run:
         if error is not None:
             plan.preset.exception = error
         plan.decision = CallDecision("refused", f"guardrail:{guardrail.name}", reason)
+        if self.trace is not None:
+            self.trace.guardrail(guardrail.name, "call", "blocked")
         return True
 
     def _before(self, plan: Planned) -> Planned:
