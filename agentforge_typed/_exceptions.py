@@ -39,6 +39,7 @@ __all__ = [
     "ArgumentProblem",
     "ConversationConflictError",
     "ConversationStoreError",
+    "GuardrailError",
     "ModelError",
     "ModelRetry",
     "ToolArgumentsError",
@@ -186,6 +187,23 @@ class UnknownToolError(AgentForgeError):
             f"model called unknown tool {shown!r}; available: {', '.join(self.available) or 'none'}"
         )
         super().__init__(message if reason is None else f"{message} ({reason})")
+
+
+class GuardrailError(AgentForgeError):
+    """A guardrail blocked the run's input (before any model call) or its final output; nothing
+    was sent after it. A guardrail that raised blocks too (its exception is the `__cause__`).
+
+    Attributes:
+        guardrail: The guardrail's name.
+        point: `"input"` or `"output"`.
+        reason: Why it blocked.
+    """
+
+    def __init__(self, guardrail: str, point: str, reason: str) -> None:
+        self.guardrail = guardrail
+        self.point = point
+        self.reason = reason
+        super().__init__(f"guardrail {guardrail!r} blocked the {point}: {reason}")
 
 
 class ToolLoopLimitError(AgentForgeError):

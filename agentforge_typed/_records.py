@@ -18,9 +18,12 @@ from ._content import Content
 from ._messages import AiMessage, ChatMessage, ToolCall, shown_name
 
 __all__ = [
+    "ALLOWED",
     "WAITS_FOR",
     "Approval",
     "Approved",
+    "CallDecision",
+    "GuardrailOutcome",
     "Elicitation",
     "ElicitationAnswer",
     "ErrorKind",
@@ -39,7 +42,8 @@ ErrorKind = Literal[
     "arguments", "retry", "execution", "timeout", "unknown_tool", "denied", "unreadable_result"
 ]
 """Why a result is an error: invalid arguments, `ModelRetry`, an exception, a timeout, an
-unknown tool name, a `before_tool_call` hook that refused the call, or a tool that ran but whose
+unknown tool name, a call refused (by a person, a `CallRule`, a guardrail or a `before_tool_call`
+hook) or a result a guardrail withheld, or a tool that ran but whose
 return value could not be turned into the text the model reads (its effects took place: the
 model is told not to call it again for its result)."""
 
@@ -105,6 +109,37 @@ class ToolExecutionResult:
 
 
 @dataclass(frozen=True, slots=True)
+class CallDecision:
+    """Whether a call might run, and which rule said so (`ToolExecution.decision`)."""
+
+    outcome: Literal["allowed", "asked", "refused"]
+    """`"allowed"`: it ran (or its answer was given); `"asked"`: it waits for a person or an
+    external result; `"refused"`: it did not run, the model reads why."""
+    rule: str
+    """What decided, in the documented order: `"selection"` (a tool the run does not offer),
+    `"approval"` (a person's decision), `"external"`, `"rule:NAME"` (a `CallRule`),
+    `"requires_approval"` (the tool's own policy, MCP trust tiers included),
+    `"guardrail:NAME"` (a call guardrail), `"before_tool_call"`, or `"default"`."""
+    reason: str | None = None
+    """Why, when the rule said (a refusal's reason, a rule's own words)."""
+
+
+ALLOWED = CallDecision("allowed", "default")
+"""The decision on a call that nothing held, refused or answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class GuardrailOutcome:
+    """A guardrail that acted on a call or its result (`ToolExecution.guardrails`)."""
+
+    guardrail: str
+    """The guardrail's name."""
+    point: Literal["call", "result"]
+    action: Literal["blocked", "redacted"]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class ToolExecution:
     """One tool call and its outcome, with wall-clock timestamps."""
 
@@ -112,6 +147,10 @@ class ToolExecution:
     result: ToolExecutionResult
     started_at: datetime
     finished_at: datetime
+    decision: CallDecision = ALLOWED
+    """The one decision on whether the call might run (see `CallDecision`)."""
+    guardrails: tuple[GuardrailOutcome, ...] = ()
+    """The guardrails that blocked the call or blocked or redacted its result, in order."""
 
     @property
     def duration(self) -> timedelta:

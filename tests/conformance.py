@@ -1019,6 +1019,27 @@ def _processors(code: Callable[[], Any]) -> Any:
     return [processor]
 
 
+@_hook("guardrails", raises="GuardrailError")
+def _guardrails(code: Callable[[], Any]) -> Any:
+    # A guardrail that raises blocks (fails closed): at the input, the run ends with
+    # `GuardrailError` before any model call; at a call or a result, the model reads the refusal
+    # (tests/test_conformance_containment.py::test_a_guardrail_or_rule_that_raises_refuses).
+    return [af.input_guardrail(lambda messages: code(), name="broken")]
+
+
+HOOK.register(
+    "rules",
+    lambda code: Hooked(
+        {"rules": [af.CallRule.allow(when=lambda arguments: code())]}, ("ok", "{}")
+    ),
+    exempt={
+        "contained": "a rule that raises refuses the call (fails closed): the run goes on, the "
+        "model reading the refusal (tests/test_conformance_containment.py::"
+        "test_a_guardrail_or_rule_that_raises_refuses)",
+    },
+)
+
+
 WIRE: Axis[Callable[[], Any]] = Axis(
     "wire",
     wire_cores,

@@ -23,12 +23,14 @@ from temporalio.common import RetryPolicy
 
 from agentforge_typed import (
     AiMessage,
+    Block,
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
     ImageContent,
     ModelError,
     OpenAIChatModel,
+    Redact,
     SchemaTool,
     ToolAnnotations,
     ToolCall,
@@ -39,7 +41,11 @@ from agentforge_typed import (
     ToolService,
     ToolSpecification,
     UserMessage,
+    input_guardrail,
     keep_last_rounds,
+    max_cost_per_call,
+    redact_secrets,
+    result_guardrail,
     tool,
 )
 from agentforge_typed.temporal import (
@@ -669,6 +675,56 @@ class TrimmedWorkflow:
     async def run(self, ledger: Ledger, split: bool) -> list[str]:
         result = await (splitting if split else trimming).chat("pay", deps=ledger)
         return [result.text or "", " ".join(m.role for m in result.messages)]
+
+
+# -- guardrails, in the workflow ---------------------------------------------------------------
+
+
+def _pay_twice(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    if isinstance(messages[-1], ToolResultMessage):
+        results = [m.text for m in messages if isinstance(m, ToolResultMessage)]
+        return AiMessage(text=" | ".join(results))
+    return AiMessage(
+        tool_calls=[_call("g1", "pay", '{"amount": 1}'), _call("g2", "pay", '{"amount": 500}')]
+    )
+
+
+@input_guardrail
+def no_refunds(messages: Sequence[ChatMessage]) -> Block | None:
+    return Block("refunds go through a person") if "refund" in str(messages[-1]) else None
+
+
+guarded = TemporalToolService(
+    ToolService(
+        [pay],
+        guardrails=[
+            no_refunds,
+            max_cost_per_call(100, "amount"),
+            result_guardrail(
+                lambda e: Redact(e.result.text.replace("EUR", "[currency]")), name="c"
+            ),
+            redact_secrets(),
+        ],
+    ),
+    FunctionModel(_pay_twice),
+    name="guarded",
+    deps_type=Ledger,
+)
+"""A durable loop with guardrails at the input, each call and each result."""
+
+
+@workflow.defn
+class GuardedWorkflow:
+    """Runs `prompt` on `guarded`: the answer, and each execution's decision and guardrails."""
+
+    @workflow.run
+    async def run(self, prompt: str, ledger: Ledger) -> list[str]:
+        result = await guarded.chat(prompt, deps=ledger)
+        decided = [
+            f"{e.decision.outcome} {e.decision.rule} {[g.action for g in e.guardrails]}"
+            for e in result.tool_executions
+        ]
+        return [result.text or "", *decided]
 
 
 # -- what each activity carries ---------------------------------------------------------------

@@ -344,6 +344,48 @@ def test_a_hook_that_raises_fails_the_run_with_its_history(
 
 
 @pytest.mark.parametrize("driver", DRIVER.each("contained"))
+@pytest.mark.parametrize("point", ["input", "call", "result", "output", "rule"])
+def test_a_guardrail_or_rule_that_raises_refuses(point: str, driver: Surface[Any]) -> None:
+    """Fail closed: a guardrail or rule of the program's own that raises blocks what it checks.
+    At the input or output the run ends with `GuardrailError` (its cause the program's
+    exception, its history resumable, nothing sent after it); at a call (a guardrail or a
+    `CallRule`) the body never runs; at a result the model never reads it. Either way the
+    exception's text reaches neither the model nor the error's message."""
+
+    def broken(subject: object) -> Any:
+        raise HookBrokeError("the program's own code raised this: s3cr3t")
+
+    ran.clear()
+    options: dict[str, Any]
+    if point == "rule":
+        options = {"rules": [af.CallRule.allow(["pay"], when=broken, name="broken")]}
+    else:
+        options = {"guardrails": [af.Guardrail("broken", point, broken)]}  # type: ignore[arg-type]
+    sent: list[int] = []
+
+    def model(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        sent.append(len(messages))
+        return _calling("pay", '{"cents": 250}')(messages, parameters)
+
+    service = ToolService([pay], **options)
+    if point in ("input", "output"):
+        with pytest.raises(af.GuardrailError) as raised:
+            driver.build(service, FunctionModel(model), "go")
+        error: Any = raised.value
+        assert isinstance(error.__cause__, HookBrokeError)
+        assert (error.guardrail, error.point) == ("broken", point)
+        assert "s3cr3t" not in str(error)
+        _resumable(error.messages)
+        assert sent == ([] if point == "input" else [1, 3])
+        return
+    result = driver.build(service, FunctionModel(model), "go")
+    (execution,) = result.tool_executions
+    assert execution.result.is_error and "s3cr3t" not in str(result.messages)
+    assert ran == ([] if point != "result" else ["pay 250"])
+    assert isinstance(execution.result.exception, HookBrokeError) == (point != "rule")
+
+
+@pytest.mark.parametrize("driver", DRIVER.each("contained"))
 def test_a_model_of_the_programs_own_that_fails_after_a_call_ran_carries_the_call(
     driver: Surface[Any],
 ) -> None:

@@ -134,8 +134,10 @@ def _worker(client: Client, queue: str, **options: Any) -> Worker:
             support.TrimmedWorkflow,
             support.GrowingWorkflow,
             support.VaultWorkflow,
+            support.GuardedWorkflow,
         ],
         activities=[
+            *support.guarded.activities,
             *support.durable.activities,
             *support.trimming.activities,
             *support.splitting.activities,
@@ -550,6 +552,43 @@ async def test_a_history_processor_splitting_a_call_fails_the_workflow(
         "splitting.model",
         "splitting.tool.pay",
     ]
+
+
+@on_module_loop
+async def test_guardrails_run_in_the_workflow_at_each_point(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, (answer, *decided) = await _execute(env, support.GuardedWorkflow, "pay", ledger)
+    assert support.entries(tmp_path / "ledger") == ["pay 1"]  # the blocked call never ran
+    assert answer == (
+        "paid 1 [currency] | The call to `pay` was blocked by guardrail 'max_cost_per_call': it "
+        "costs 500, over the 100 allowed per call"
+    )
+    assert decided == [
+        "allowed default ['redacted']",
+        "refused guardrail:max_cost_per_call ['blocked', 'redacted']",
+    ]
+    assert [name for name, _ in await _activities(handle)] == [
+        "guarded.model",
+        "guarded.tool.pay",
+        "guarded.model",
+    ]
+
+
+@on_module_loop
+async def test_a_blocked_input_fails_the_workflow_before_any_activity(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    handle, failure = await _execute(env, support.GuardedWorkflow, "a refund, please", ledger)
+    assert isinstance(failure, WorkflowFailureError)
+    cause = failure.cause
+    assert isinstance(cause, ApplicationError) and cause.type == "GuardrailError"
+    assert cause.message == (
+        "guardrail 'no_refunds' blocked the input: refunds go through a person"
+    )
+    assert await _activities(handle) == []
 
 
 @on_module_loop

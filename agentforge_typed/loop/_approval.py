@@ -373,6 +373,11 @@ class ApprovalState:
             return _DEFERRED
         return _waiting(call, "approval") if _decided(invoke(policy, (call, context))) else None
 
+    def ask(self, call: ToolCall, tool: ToolLike) -> PendingResult | None:
+        """The placeholder for a call a `CallRule` holds for approval (`None` for an invalid
+        call: it goes back to the model as an arguments error)."""
+        return _waiting(call, "approval") if _valid(tool, call) else None
+
     @staticmethod
     def deferred(result: ToolExecutionResult | None) -> bool:
         """Whether `result` is the placeholder of a call whose async policy is still to decide."""

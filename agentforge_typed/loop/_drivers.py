@@ -19,7 +19,7 @@ from .._request import ChatRequest
 from .._response import ChatResponse
 from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
 from ._results import ToolChatResult
-from ._run import Planned, Run, RunOptions, as_result, conversation
+from ._run import Planned, Run, RunOptions, conversation
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -77,14 +77,16 @@ async def adrive(
     activities."""
     with run:
         while True:
-            planned = run.resumed() or run.on_response(await request(await run.anext_request()))
+            planned = run.resumed() or run.on_response(
+                await run.answer(request, await run.anext_request())
+            )
             if planned is None:
-                return run.result()
+                return await run.aresult() if run.service.guardrails is not None else run.result()
             settled: list[ToolExecution] = []
             for batch in batches(planned, run.service.parallel):
                 settled += await settle_batch(run, batch, execute)
             if run.finish_round(planned, settled):
-                return run.result()
+                return await run.aresult() if run.service.guardrails is not None else run.result()
 
 
 async def settle_batch(run: Run, batch: Sequence[Planned], execute: Execute) -> list[ToolExecution]:
@@ -129,11 +131,17 @@ async def asettle(run: Run, plan: Planned, execute: Execute | None = None) -> To
             plan = run._plan(plan.index, plan.call, approved=True)
         else:
             plan = replace(plan, preset=held)
+    guarded = run.service.guardrails is not None
+    if guarded and run.guarding(plan):
+        plan = await run.aadmit(plan)
     if run.async_before and before is not None and plan.tool is not None and plan.preset is None:
         answer = await cast(_AsyncAnswer, before(plan.call, plan.context))
         if answer is not None:
-            plan = replace(plan, preset=as_result(answer, None))
-    execution = run.settle(plan, await (execute or aexecute)(plan))
+            run.answered(plan, answer)
+    execution = await (execute or aexecute)(plan)
+    if guarded:
+        execution = await run.aguard_result(plan, execution)
+    execution = run.settle(plan, execution)
     if run.async_after and after is not None:
         await cast(Awaitable[None], after(execution))
     return execution

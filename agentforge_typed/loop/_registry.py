@@ -23,6 +23,8 @@ from ..tools._base import DepsT, ToolContext, ToolExecutor, ToolLike
 from ..tools._budget import check_max_result_chars
 from ..tools._invoke import is_async_callable
 from ..tools._signature import deps_accepted, needing_deps, type_name
+from ._decisions import CallRule, check_rules
+from ._guardrails import Guardrail, Guardrails
 from ._history import HistoryProcessor, check_processors
 from ._output import OutputSpec
 from ._toolsets import Offer, PrepareTools, ToolSearch, ToolSelection, add_to_groups, group_sources
@@ -102,6 +104,8 @@ class ToolRegistry(Generic[DepsT]):
         history_processors: Sequence[HistoryProcessor] | None = None,
         blocking_in_event_loop: bool = False,
         digest_secret: str | bytes | None = None,
+        guardrails: Sequence[Guardrail[Any]] | None = None,
+        rules: Sequence[CallRule] | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -117,6 +121,12 @@ class ToolRegistry(Generic[DepsT]):
         self.max_result_chars = check_max_result_chars(max_result_chars)
         self.history_processors = check_processors(history_processors)
         self.blocking_in_event_loop = blocking_in_event_loop
+        self.guardrails: Guardrails | None = Guardrails(guardrails) if guardrails else None
+        """The guardrails by point (`None`: none, the fast path)."""
+        self.rules: tuple[CallRule, ...] = tuple(rules or ())
+        """The rules of the decision on each call, in order (see `_decisions`)."""
+        if self.rules:
+            check_rules(self.rules, None)
         self._digests = CallDigests(digest_secret)
         """The digests of paused calls (the secret lives only inside it)."""
         self._tools: dict[str, ToolLike] = {}

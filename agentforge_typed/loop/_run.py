@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +17,7 @@ from typing_extensions import TypedDict, TypeForm
 from .._exceptions import (
     AgentForgeError,
     ArgumentProblem,
+    GuardrailError,
     ModelError,
     ToolArgumentsError,
     ToolExecutionError,
@@ -26,8 +27,11 @@ from .._exceptions import (
 from .._identity import CallIds, random_id, recorded_conversation
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
 from .._records import (
+    ALLOWED,
     Approval,
+    CallDecision,
     ErrorKind,
+    GuardrailOutcome,
     PendingResult,
     ToolExecution,
     ToolExecutionResult,
@@ -36,10 +40,23 @@ from .._records import (
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import NO_USAGE, ChatResponse, FinishReason, TokenUsage
 from ..providers import _tracing as model_tracing
-from ..tools._base import ReturnBehavior, ToolContext, ToolLike, may_wait
+from ..tools._base import ReturnBehavior, ToolContext, ToolLike, is_external, may_wait
 from ..tools._budget import DEFAULT_MAX_RESULT_CHARS, ContentFit, fit_result, within_budget
+from ..tools._invoke import invoke
+from ..tools._outcomes import reraise_uncontained
 from ._cost import priced
+from ._decisions import check_rules, first_match
 from ._events import OutputCallEvent, ToolResultEvent
+from ._guardrails import (
+    Block,
+    CallCheck,
+    Guardrail,
+    Redact,
+    RunOutput,
+    guarded_result,
+    judge,
+    refused_call,
+)
 from ._history import MESSAGE_TYPES, aprocess, is_message, process
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
@@ -106,6 +123,8 @@ class Planned:
     context: ToolContext[Any]
     tool: ToolLike | None
     preset: ToolExecutionResult | None = None
+    decision: CallDecision = ALLOWED
+    """The decision on the call (recorded on its execution when it settles)."""
 
     @property
     def sequential(self) -> bool:
@@ -121,6 +140,7 @@ class Run:
         "async_before",
         "asynchronous",
         "call_ids",
+        "concurrent",
         "conversation_id",
         "deps",
         "executions",
@@ -134,6 +154,7 @@ class Run:
         "offer",
         "open_calls",
         "output",
+        "output_checked",
         "output_value",
         "parameters",
         "progress",
@@ -189,6 +210,12 @@ class Run:
         self.generation = service._generation
         self.parameters = service._request_parameters(parameters, output)
         service._check_deps(deps, selected=options.get("tools") is not None)
+        if service.rules:
+            check_rules(service.rules, service._groups)
+        self.output_checked = False
+        """Whether the output guardrails passed the final answer (they run once)."""
+        self.concurrent: tuple[Guardrail[Any], ...] = ()
+        """The input guardrails declared `concurrent`, run alongside the first model call."""
         self.deps = deps
         paused, waiting = unanswered_calls(self.messages)
         self.conversation_id = _owner(options.get("conversation_id"), paused)
@@ -298,6 +325,7 @@ class Run:
                 decided=decided.result,
                 approved=decided.approved,
                 answer=decided.answer,
+                by=_by_person(decided.result, decided.approved),
             )
             for i, decided in enumerate(resuming)
         ]
@@ -306,6 +334,10 @@ class Run:
         """The request for the next model call, its messages through the service's history
         processors (an async one run to completion here: a blocking driver); raises past
         `max_round_trips`."""
+        guards = self.service.guardrails
+        if guards is not None and guards.input and self.round_trips == 0:
+            for guardrail in guards.input:
+                self._stop_on("input", guardrail, *_checked(guardrail, self.messages))
         parameters = self._next_parameters()
         processors = self.service.history_processors
         return self._request(
@@ -314,10 +346,85 @@ class Run:
 
     async def anext_request(self) -> ChatRequest:
         """`next_request` for the async drivers: an async history processor is awaited."""
+        guards = self.service.guardrails
+        if guards is not None and guards.input and self.round_trips == 0:
+            for guardrail in guards.input:
+                if guardrail.concurrent:
+                    self.concurrent += (guardrail,)
+                    continue
+                self._stop_on("input", guardrail, *await _achecked(guardrail, self.messages))
         parameters = self._next_parameters()
         processors = self.service.history_processors
         messages = await aprocess(processors, self.messages) if processors else self.messages
         return self._request(messages, parameters)
+
+    def answer(
+        self, request: Callable[[ChatRequest], Awaitable[ChatResponse]], sent: ChatRequest
+    ) -> Awaitable[ChatResponse]:
+        """`request(sent)`, the model's answer; with input guardrails declared `concurrent`, they
+        run while it is in flight, and it is taken only once they allow the input (a block
+        cancels it and raises `GuardrailError`)."""
+        if not self.concurrent:
+            return request(sent)
+        checks, self.concurrent = self.concurrent, ()
+        return self._alongside(request(sent), checks)
+
+    def streamed(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """`events`, the model's stream; with `concurrent` input guardrails, held back until they
+        allow the input (a block closes the stream and raises `GuardrailError`)."""
+        if not self.concurrent:
+            return events
+        checks, self.concurrent = self.concurrent, ()
+        return self._held(events, checks)
+
+    async def _acheck_input(self, checks: Sequence[Guardrail[Any]]) -> None:
+        for guardrail in checks:
+            self._stop_on("input", guardrail, *await _achecked(guardrail, self.messages))
+
+    async def _alongside(
+        self, answer: Awaitable[ChatResponse], checks: Sequence[Guardrail[Any]]
+    ) -> ChatResponse:
+        import asyncio
+
+        model = asyncio.ensure_future(answer)
+        try:
+            await self._acheck_input(checks)
+        except BaseException:
+            model.cancel()
+            await asyncio.wait([model])
+            if not model.cancelled():
+                model.exception()  # retrieved: the block is what the run ends with
+            raise
+        return await model
+
+    async def _held(
+        self, events: AsyncIterator[Any], checks: Sequence[Guardrail[Any]]
+    ) -> AsyncIterator[Any]:
+        import asyncio
+
+        verdict = asyncio.ensure_future(self._acheck_input(checks))
+        held: list[Any] = []
+        try:
+            async for event in events:
+                if not verdict.done():
+                    held.append(event)
+                    continue
+                verdict.result()  # raises when the input was blocked
+                for waiting in held:
+                    yield waiting
+                held.clear()
+                yield event
+            await verdict
+            for waiting in held:
+                yield waiting
+        finally:
+            if not verdict.done():
+                verdict.cancel()
+            elif not verdict.cancelled():
+                verdict.exception()  # retrieved, whether it raised here or the stream closed first
+            close = getattr(events, "aclose", None)
+            if close is not None:
+                await close()
 
     def _next_parameters(self) -> ChatRequestParameters:
         if self.round_trips >= self.service.max_round_trips:
@@ -405,7 +512,10 @@ class Run:
         decided: ToolExecutionResult | None = None,
         approved: bool = False,
         answer: Any = None,
+        by: CallDecision | None = None,
     ) -> Planned:
+        """The one decision on a call, in the documented order (`_decisions`): selection, a
+        person's decision, the rules, the tool's own policy, the guardrails, the hook."""
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
         progress = None if self.progress is None else self.progress.reporter(call)
@@ -424,7 +534,7 @@ class Run:
         if tool is None and self.output is not None and call.name == self.output.name:
             tool = self.output
         if decided is not None:
-            return Planned(index, call, context, tool, decided)
+            return Planned(index, call, context, tool, decided, by or ALLOWED)
         if tool is None:
             names = list(service._tools) if self.offer is None else self.offer.names()
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
@@ -436,18 +546,100 @@ class Run:
                         "a call the history waits on runs only when offered: include it"
                     )
                 raise UnknownToolError(call.name, names, reason)
-            return Planned(index, call, context, None, as_result(answer, "unknown_tool"))
+            return Planned(
+                index, call, context, None, as_result(answer, "unknown_tool"), _SELECTION
+            )
+        decision = by or ALLOWED
+        if service.rules and not approved and tool is not self.output:
+            ruled = first_match(
+                service.rules, tool, call.name, service._groups, lambda: _validated(tool, call)
+            )
+            if ruled is not None:
+                decision = ruled
+                if ruled.outcome == "refused":
+                    text = f"The call to `{shown_name(call.name)}` was refused"
+                    text += f": {ruled.reason}" if ruled.reason else "."
+                    refused = ToolExecutionResult.error(text, "denied")
+                    return Planned(index, call, context, tool, refused, ruled)
+                # An external tool's call waits for its result whatever a rule says.
+                approved = not is_external(tool)
+                if ruled.outcome == "asked" and approved:
+                    held = self.approval.ask(call, tool)
+                    if held is not None:
+                        return Planned(index, call, context, tool, held, ruled)
         if (
             not approved
             and may_wait(tool)
             and (held := self.approval.hold(call, context, tool)) is not None
         ):
-            return Planned(index, call, context, tool, held)
-        if service.before_tool_call is not None and not self.async_before:
-            answer = _not_awaitable(service.before_tool_call(call, context), "before_tool_call")
+            return Planned(index, call, context, tool, held, _held_by(held))
+        plan = Planned(index, call, context, tool, None, decision)
+        if service.guardrails is None and service.before_tool_call is None:
+            return plan  # the common case: nothing more to decide
+        return self._admit(plan)
+
+    def _admit(self, plan: Planned) -> Planned:
+        """`plan`, allowed so far, past the call guardrails (an async one under an async run is
+        left to `aadmit`) and the `before_tool_call` hook."""
+        guards, tool = self.service.guardrails, plan.tool
+        if guards is not None and guards.call and tool is not None and tool is not self.output:
+            if self.asynchronous and guards.any_async["call"]:
+                plan.preset = _GUARDING
+                return plan
+            valid, arguments = _validated(tool, plan.call)
+            if valid:
+                checked = CallCheck(plan.call, arguments, plan.context, tool)
+                for guardrail in guards.call:
+                    if self._blocked(plan, guardrail, *_checked(guardrail, checked)):
+                        return plan
+        return self._before(plan)
+
+    async def aadmit(self, plan: Planned) -> Planned:
+        """`_admit` for a call whose guardrails include an async one, under an async run."""
+        guards = self.service.guardrails
+        assert guards is not None and plan.tool is not None
+        plan.preset = None
+        valid, arguments = _validated(plan.tool, plan.call)
+        if valid:
+            checked = CallCheck(plan.call, arguments, plan.context, plan.tool)
+            for guardrail in guards.call:
+                if self._blocked(plan, guardrail, *await _achecked(guardrail, checked)):
+                    return plan
+        return self._before(plan)
+
+    @staticmethod
+    def guarding(plan: Planned) -> bool:
+        """Whether `plan` waits for its call guardrails (`aadmit`)."""
+        return plan.preset is _GUARDING
+
+    def _blocked(
+        self, plan: Planned, guardrail: Guardrail[Any], verdict: object, error: BaseException | None
+    ) -> bool:
+        judged = judge(guardrail, verdict, error)
+        if judged is None:
+            return False
+        reason = judged.reason
+        plan.preset = refused_call(plan.call, guardrail.name, reason)
+        if error is not None:
+            plan.preset.exception = error
+        plan.decision = CallDecision("refused", f"guardrail:{guardrail.name}", reason)
+        if self.trace is not None:
+            self.trace.guardrail(guardrail.name, "call", "blocked")
+        return True
+
+    def _before(self, plan: Planned) -> Planned:
+        before = self.service.before_tool_call
+        if before is not None and not self.async_before:
+            answer = _not_awaitable(before(plan.call, plan.context), "before_tool_call")
             if answer is not None:
-                return Planned(index, call, context, tool, as_result(answer, None))
-        return Planned(index, call, context, tool)
+                self.answered(plan, answer)
+        return plan
+
+    @staticmethod
+    def answered(plan: Planned, answer: ToolExecutionResult | str) -> None:
+        """Take the `before_tool_call` hook's answer for `plan` instead of running it."""
+        plan.preset = result = as_result(answer, None)
+        plan.decision = _HOOK_REFUSED if result.is_error else _HOOK_ANSWERED
 
     def is_output(self, plan: Planned) -> bool:
         """Whether `plan` calls the structured-output tool rather than a registered tool."""
@@ -461,8 +653,19 @@ class Run:
         return ToolResultEvent(execution)
 
     def settle(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
-        """Apply the error policies (which may raise) and the `after_tool_call` hook to one
-        finished call."""
+        """Apply the result guardrails (under a blocking run: an async run's driver awaits
+        `aguard_result` first), the error policies (which may raise) and the `after_tool_call`
+        hook to one finished call."""
+        decision = plan.decision
+        if decision is not execution.decision:
+            execution = self._decided(execution, decision)
+        guards = self.service.guardrails
+        if guards is not None and guards.result and not self.asynchronous:
+            if self._guarded(plan, execution):
+                for guardrail in guards.result:
+                    execution = self._redacted(
+                        execution, guardrail, *_checked(guardrail, execution)
+                    )
         # The result budget first: hooks, traces and the history see the text the model reads.
         budget = self.service.max_result_chars
         if budget is not None or len(execution.result.text) > DEFAULT_MAX_RESULT_CHARS:
@@ -494,6 +697,81 @@ class Run:
         if self.service.after_tool_call is not None and not self.async_after:
             _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
         return execution
+
+    async def aguard_result(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
+        """`execution` past the result guardrails, under an async run (before `settle`)."""
+        guards = self.service.guardrails
+        if guards is None or not guards.result or not self._guarded(plan, execution):
+            return execution
+        for guardrail in guards.result:
+            execution = self._redacted(execution, guardrail, *await _achecked(guardrail, execution))
+        return execution
+
+    def _guarded(self, plan: Planned, execution: ToolExecution) -> bool:
+        """Whether the model reads `execution`'s result now (not a call that waits, nor the
+        output tool's, which the output guardrails check)."""
+        return type(execution.result) is not PendingResult and not self.is_output(plan)
+
+    def _redacted(
+        self,
+        execution: ToolExecution,
+        guardrail: Guardrail[Any],
+        verdict: object,
+        error: BaseException | None,
+    ) -> ToolExecution:
+        judged = judge(guardrail, verdict, error)
+        if judged is None:
+            return execution
+        assert isinstance(judged, Block | Redact)
+        guarded = guarded_result(execution, guardrail.name, judged, error)
+        if self.trace is not None:
+            self.trace.guardrail(guardrail.name, "result", guarded.guardrails[-1].action)
+        return guarded
+
+    @staticmethod
+    def _decided(execution: ToolExecution, decision: CallDecision) -> ToolExecution:
+        """`execution` recording `decision` (and a call guardrail's block among its guardrails)."""
+        outcomes = execution.guardrails
+        if decision.rule.startswith("guardrail:"):
+            blocked = GuardrailOutcome(decision.rule[10:], "call", "blocked", decision.reason or "")
+            outcomes = (blocked, *outcomes)
+        return replace(execution, decision=decision, guardrails=outcomes)
+
+    def _stop_on(
+        self,
+        point: str,
+        guardrail: Guardrail[Any],
+        verdict: object,
+        error: BaseException | None,
+    ) -> None:
+        """Raise `GuardrailError` when `guardrail` blocks the run's input or output."""
+        judged = judge(guardrail, verdict, error)
+        if judged is None:
+            return
+        if self.trace is not None:
+            self.trace.guardrail(guardrail.name, point, "blocked")
+        raise GuardrailError(guardrail.name, point, judged.reason) from error
+
+    def _final(self) -> RunOutput | None:
+        """What the output guardrails check, once, when the run ends with an answer (not when
+        it pauses on calls that wait)."""
+        guards = self.service.guardrails
+        if guards is None or not guards.output or self.output_checked:
+            return None
+        self.output_checked = True
+        if self._approval is not None and self._approval.pending:
+            return None
+        text = self.responses[-1].ai_message.text if self.responses else None
+        return RunOutput(text, self.output_value, tuple(self.messages))
+
+    async def aresult(self) -> ToolChatResult[Any]:
+        """`result`, the output guardrails awaited (the async drivers)."""
+        final = self._final()
+        if final is not None:
+            assert self.service.guardrails is not None
+            for guardrail in self.service.guardrails.output:
+                self._stop_on("output", guardrail, *await _achecked(guardrail, final))
+        return self.result()
 
     def _fitted(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
         """`execution` with its content as the model takes it (its `fit_tool_content`), decided
@@ -656,7 +934,13 @@ class Run:
 
     def result(self) -> ToolChatResult[Any]:
         """The run's outcome, once the loop has ended: what its calls kept for a resumed run (the
-        questions it paused on) outlives it from here."""
+        questions it paused on) outlives it from here. Under a blocking run the output
+        guardrails check the answer first (`aresult` awaits them under an async one)."""
+        final = None if self.service.guardrails is None else self._final()
+        if final is not None:
+            assert self.service.guardrails is not None
+            for guardrail in self.service.guardrails.output:
+                self._stop_on("output", guardrail, *_checked(guardrail, final))
         if self.scopes:
             self.scopes[0].close(finished=True)
         return ToolChatResult._of(
@@ -670,6 +954,75 @@ class Run:
             pending=() if self._approval is None else tuple(self._approval.pending),
             conversation_id=self.conversation_id,
         )
+
+
+_SELECTION = CallDecision("refused", "selection")
+_HOOK_ANSWERED = CallDecision("allowed", "before_tool_call")
+_HOOK_REFUSED = CallDecision("refused", "before_tool_call")
+_APPROVED = CallDecision("allowed", "approval")
+_DENIED = CallDecision("refused", "approval")
+_ANSWERED = CallDecision("allowed", "external")
+_ASKED = CallDecision("asked", "requires_approval")
+_WAITS = CallDecision("asked", "external")
+_GUARDING = ToolExecutionResult("Awaiting the call guardrails.")
+"""The placeholder of a call whose guardrails include an async one (`Run.aadmit`)."""
+
+
+def _by_person(result: ToolExecutionResult | None, approved: bool) -> CallDecision | None:
+    """The decision a resumed call's caller made: approved, denied, answered (an external
+    result), or `None` (undecided: the call is decided again)."""
+    if result is None:
+        return _APPROVED if approved else None
+    if type(result) is PendingResult:
+        return _ASKED
+    return _DENIED if result.error_kind == "denied" else _ANSWERED
+
+
+def _held_by(held: ToolExecutionResult) -> CallDecision:
+    pending = getattr(held, "pending", None)
+    return _WAITS if pending is not None and pending.reason == "external" else _ASKED
+
+
+def _validated(tool: ToolLike | None, call: ToolCall) -> tuple[bool, Any]:
+    """The call's validated arguments (the tool's `validate_arguments`, else the decoded JSON),
+    or `(False, None)` when they are invalid: such a call fails validation, and nothing runs."""
+    validate = getattr(tool, "validate_arguments", None)
+    try:
+        if validate is None:
+            return True, pydantic_core.from_json(call.arguments or "{}")
+        return True, validate(call.arguments)
+    except BaseException as exc:
+        reraise_uncontained(exc)
+        return False, None
+
+
+def _checked(guardrail: Guardrail[Any], subject: Any) -> tuple[object, BaseException | None]:
+    """`guardrail`'s answer on `subject` under a blocking run (an async check on a loop of its
+    own), or the exception its check raised."""
+    try:
+        if guardrail.is_async:
+            return invoke(guardrail.check, (subject,), is_async=True), None
+        return _not_coroutine(guardrail.check(subject)), None
+    except BaseException as exc:
+        reraise_uncontained(exc)
+        return None, exc
+
+
+async def _achecked(guardrail: Guardrail[Any], subject: Any) -> tuple[object, BaseException | None]:
+    """`_checked` under an async run: an async check is awaited."""
+    try:
+        if guardrail.is_async:
+            return await guardrail.check(subject), None  # type: ignore[misc]
+        return _not_coroutine(guardrail.check(subject)), None
+    except BaseException as exc:
+        reraise_uncontained(exc)
+        return None, exc
+
+
+def _not_coroutine(value: object) -> object:
+    if inspect.iscoroutine(value):
+        value.close()  # never awaited: `judge` blocks on it, naming what it is
+    return value
 
 
 def _owner(given: str | None, paused: AiMessage | None) -> str:

@@ -81,6 +81,12 @@ class ToolService(ToolRegistry[DepsT]):
             histories kept by a party that must not change them: a call changed since it was
             shown is refused even when its record was changed too. Never logged or recorded;
             `None` (default): plain SHA-256 digests.
+        guardrails: Checks at the run's input, each call's arguments, each result and the final
+            output (`input_guardrail`, `call_guardrail`, `result_guardrail`,
+            `output_guardrail`; `redact_secrets`, `max_cost_per_call`). A blocked input or
+            output raises `GuardrailError`; a blocked call or result is an error the model reads.
+        rules: `CallRule`s deciding whether each call runs, waits for approval or is refused;
+            the first that matches decides (the order of the whole decision: `CallDecision`).
     """
 
     # -- a run as a tool -----------------------------------------------------------------------
@@ -456,7 +462,9 @@ class ToolService(ToolRegistry[DepsT]):
             while True:
                 reader = RoundReader()
                 async for event in (
-                    no_events() if run.resuming else model.astream(await run.anext_request())
+                    no_events()
+                    if run.resuming
+                    else run.streamed(model.astream(await run.anext_request()))
                 ):
                     yield event
                     if update := reader.feed(event):
@@ -498,4 +506,4 @@ class ToolService(ToolRegistry[DepsT]):
                         await cancel_unfinished(started)
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                     break
-            yield FinalResultEvent(run.result())
+            yield FinalResultEvent(await run.aresult())

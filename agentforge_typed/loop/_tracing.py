@@ -220,6 +220,15 @@ class RunTrace:
             attributes["gen_ai.tool.name"] = name
         if result.cached:  # answered from its tool's result cache: no body ran
             attributes["agentforge.tool.cached"] = True
+        decision = execution.decision
+        if decision.rule != "default":
+            attributes["agentforge.tool.decision"] = decision.outcome
+            attributes["agentforge.tool.decision.rule"] = decision.rule[:MAX_RESPONSE_VALUE_CHARS]
+        if execution.guardrails:
+            attributes["agentforge.tool.guardrails"] = [
+                f"{g.guardrail[:MAX_RESPONSE_VALUE_CHARS]}:{g.point}:{g.action}"
+                for g in execution.guardrails
+            ]
         if result.repairs:
             # The texts quote argument names the model wrote: content, recorded on opt-in only.
             attributes["agentforge.tool.repair_kinds"] = [repair_kind(r) for r in result.repairs]
@@ -251,6 +260,21 @@ class RunTrace:
                 span.set_status(Status(StatusCode.ERROR, kind))
         finally:
             span.end(end_time=nanoseconds(execution.finished_at.timestamp()))
+
+    def guardrail(self, name: str, point: str, action: str) -> None:
+        """Record a guardrail that blocked or redacted as an `agentforge.guardrail` event on the
+        run's span (its name, point and action; never the reason, which may quote content)."""
+        try:
+            self.span.add_event(
+                "agentforge.guardrail",
+                {
+                    "agentforge.guardrail.name": name[:MAX_RESPONSE_VALUE_CHARS],
+                    "agentforge.guardrail.point": point,
+                    "agentforge.guardrail.action": action,
+                },
+            )
+        except Exception:
+            contained("recording a guardrail")
 
     def end(self, error: BaseException | None, usage: TokenUsage) -> None:
         """End the run's span; an error other than the consumer closing a stream marks it failed."""

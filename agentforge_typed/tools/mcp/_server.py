@@ -574,6 +574,12 @@ class MCPTool(DeclaredTool):
         return self._specification.annotations
 
     @property
+    def trusted_annotations(self) -> ToolAnnotations | None:
+        """`annotations` when the server is `trusted`, else `None` (its hints are not taken:
+        a `CallRule` on an annotation reads MCP's defaults)."""
+        return self._specification.annotations if self.server.trusted else None
+
+    @property
     def return_behavior(self) -> ReturnBehavior:
         """What the loop does with this tool's result (the server's setting)."""
         return self.server.return_behavior
