@@ -646,3 +646,20 @@ def test_check_says_a_strict_tool_a_provider_cannot_take_gets_nothing_from_it(
         "note: walk: strict schema: openai: provider-enforced (`strict: true`, OpenAI structured "
         "outputs); anthropic: cannot be sent (not expressible in anthropic-strict) [strictness]"
     )
+
+
+def test_check_reports_a_default_that_violates_its_own_type(tmp_path: Path) -> None:
+    source = tmp_path / "defaults.py"
+    source.write_text(
+        "def forecast(city: str, days: int = '3') -> str:\n"
+        '    """Forecast.\n\n    Args:\n        city: The city.\n        days: Days ahead.\n    """\n'
+        "    return city\n\n\n"
+        "tools = [forecast]\n"
+    )
+    done = cli("check", f"{source}:tools", "--dialect", "openai")
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == (
+        f"{source}:1: error: forecast: cannot be made a tool: tool `forecast` ('forecast'), "
+        "parameter `days`: the default '3' does not fit the parameter's type `int` (Input should "
+        "be a valid integer); give a default of that type [invalid-tool]"
+    )
