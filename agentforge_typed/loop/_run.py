@@ -298,6 +298,7 @@ class Run:
                 decided=decided.result,
                 approved=decided.approved,
                 answer=decided.answer,
+                waiting=True,
             )
             for i, decided in enumerate(resuming)
         ]
@@ -405,7 +406,9 @@ class Run:
         decided: ToolExecutionResult | None = None,
         approved: bool = False,
         answer: Any = None,
+        waiting: bool = False,
     ) -> Planned:
+        """`waiting`: a call the history waits on (resumed), not one the model just made."""
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
         progress = None if self.progress is None else self.progress.reporter(call)
@@ -429,12 +432,13 @@ class Run:
             names = list(service._tools) if self.offer is None else self.offer.names()
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
+                if waiting and call.name in service._tools:
+                    raise UnknownToolError(
+                        call.name, names, message=_not_offered(call, names, approved)
+                    )
                 reason = None
                 if call.name in service._tools:
-                    reason = (
-                        f"{call.name!r} is registered but this run's tools= does not offer it; "
-                        "a call the history waits on runs only when offered: include it"
-                    )
+                    reason = f"{call.name!r} is registered but this run's tools= does not offer it"
                 raise UnknownToolError(call.name, names, reason)
             return Planned(index, call, context, None, as_result(answer, "unknown_tool"))
         if (
@@ -776,3 +780,15 @@ def _output_spec(output_type: TypeForm[Any] | OutputSpec[Any] | None) -> OutputS
     if output_type is None or isinstance(output_type, OutputSpec):
         return output_type
     return OutputSpec(output_type)
+
+
+def _not_offered(call: ToolCall, offered: Sequence[str], approved: bool) -> str:
+    """Why a call the history waits on cannot run: this run's `tools=` leaves its tool out."""
+    name = shown_name(call.name)
+    what = "was approved" if approved else "waits in the history"
+    return (
+        f"call {shown_name(call.id)!r} to {name!r} {what}, but this run's tools= does not offer "
+        f"{name!r} (it offers: {', '.join(offered) or 'none'}); a call the history waits on runs "
+        f"only when its tool is offered: include {name!r} in tools="
+        + (", or deny the call" if approved else "")
+    )
