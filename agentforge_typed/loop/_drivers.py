@@ -8,6 +8,7 @@ imports this module only, never a name with an underscore."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
@@ -15,7 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
-from .._records import ToolExecution, ToolExecutionResult
+from .._records import ToolExecution, ToolExecutionResult, new_execution
 from .._request import ChatRequest
 from .._response import ChatResponse
 from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
@@ -188,8 +189,8 @@ async def asettle_at(run: Run, plan: Planned) -> tuple[int, ToolExecution]:
     return plan.index, await asettle(run, plan)
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
+_now: Callable[[], datetime] = functools.partial(datetime.now, timezone.utc)
+"""The time now, in UTC (a partial: no Python frame, as it is called twice per call)."""
 
 
 def _crashed(exc: BaseException) -> ToolExecutionResult:
@@ -209,7 +210,7 @@ def execute(plan: Planned) -> ToolExecution:
             result = _crashed(exc)
     elif result.content:  # an external result's links, as its tool's `content_urls` allows
         result = links_checked(result, getattr(plan.tool, "content_urls", "https"))
-    return ToolExecution(plan.call, result, started, _now())
+    return new_execution(plan.call, result, started, _now())
 
 
 async def aexecute(plan: Planned) -> ToolExecution:
@@ -223,4 +224,4 @@ async def aexecute(plan: Planned) -> ToolExecution:
             result = _crashed(exc)
     elif result.content:
         result = await alinks_checked(result, getattr(plan.tool, "content_urls", "https"))
-    return ToolExecution(plan.call, result, started, _now())
+    return new_execution(plan.call, result, started, _now())

@@ -36,7 +36,7 @@ from .._records import (
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import NO_USAGE, ChatResponse, FinishReason
 from ..providers import _tracing as model_tracing
-from ..tools._base import ReturnBehavior, ToolContext, ToolLike, may_wait
+from ..tools._base import ReturnBehavior, ToolContext, ToolLike, may_wait, run_context
 from ..tools._budget import DEFAULT_MAX_RESULT_CHARS, ContentFit, fit_result, within_budget
 from ._cost import priced
 from ._events import OutputCallEvent, ToolResultEvent
@@ -412,7 +412,7 @@ class Run:
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
         progress = None if self.progress is None else self.progress.reporter(call)
-        context: ToolContext[Any] = ToolContext(
+        context = run_context(
             self.deps,
             call.id,
             call.name,
