@@ -169,24 +169,33 @@ class ToolExecutionError(AgentForgeError):
 
 
 class UnknownToolError(AgentForgeError):
-    """The model called a tool name that is not registered; nothing was executed.
+    """The model called a tool name that is not registered (or that this run does not offer);
+    nothing was executed. `message` replaces the whole message, for a call the model did not make
+    in this run (one the history waits on, a person approved, say).
 
     The message quotes at most `MAX_NAME_CHARS` (200) characters of the name (the model may send
     any); `tool_name` holds it whole.
     """
 
     def __init__(
-        self, tool_name: str, available: Sequence[str] = (), reason: str | None = None
+        self,
+        tool_name: str,
+        available: Sequence[str] = (),
+        reason: str | None = None,
+        *,
+        message: str | None = None,
     ) -> None:
         self.tool_name = tool_name
         self.available = tuple(available)
         self.reason = reason
         """What else is known: a registered tool this run does not offer, say."""
-        shown = shown_name(tool_name)
-        message = (
-            f"model called unknown tool {shown!r}; available: {', '.join(self.available) or 'none'}"
-        )
-        super().__init__(message if reason is None else f"{message} ({reason})")
+        if message is None:
+            shown = shown_name(tool_name)
+            message = f"model called unknown tool {shown!r}; available: "
+            message += ", ".join(self.available) or "none"
+            if reason is not None:
+                message += f" ({reason})"
+        super().__init__(message)
 
 
 class GuardrailError(AgentForgeError):

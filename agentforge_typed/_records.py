@@ -34,6 +34,7 @@ __all__ = [
     "ToolExecutionResult",
     "ToolFailed",
     "named_call",
+    "new_execution",
     "pending_calls",
     "unanswered_calls",
 ]
@@ -177,6 +178,24 @@ class ToolExecution:
         """The call's wait, when it did not run but waits for approval or an external result
         (as `after_tool_call` hooks and `ToolResultEvent`s see it); `None` for a call that ran."""
         return getattr(self.result, "pending", None)
+
+
+_CALL, _RESULT, _STARTED, _FINISHED = (
+    getattr(ToolExecution, name).__set__ for name in ("call", "result", "started_at", "finished_at")
+)
+
+
+def new_execution(
+    call: ToolCall, result: ToolExecutionResult, started_at: datetime, finished_at: datetime
+) -> ToolExecution:
+    """`ToolExecution(call, result, started_at, finished_at)`, as the loop builds one per call,
+    each slot set directly (see `tools._base.run_context`)."""
+    execution = object.__new__(ToolExecution)
+    _CALL(execution, call)
+    _RESULT(execution, result)
+    _STARTED(execution, started_at)
+    _FINISHED(execution, finished_at)
+    return execution
 
 
 PendingReason = Literal["approval", "external", "elicitation"]

@@ -94,3 +94,71 @@ def test_a_profile_that_takes_no_such_parts(
         "the request [profile-content]"
         for name, kind in [("shot", "image"), ("clip", "audio")]
     ]
+
+
+ACCURATE = '''
+from collections.abc import Sequence
+
+from agentforge_typed import DocumentContent, ImageContent, ToolReturn, tool
+
+
+@tool
+def album() -> dict[str, ImageContent]:
+    """Images by name: a dict is rendered as text, never sent as parts."""
+    return {}
+
+
+@tool
+def pages() -> list[list[ImageContent]]:
+    """A list of lists is text too."""
+    return []
+
+
+@tool
+def scan() -> Sequence[str | DocumentContent] | None:
+    """Text and documents, or nothing."""
+    return None
+
+
+@tool
+def chart() -> ToolReturn[int]:
+    """A value and parts of any kind."""
+    return ToolReturn(1, content=[ImageContent(url="https://example.com/a.png")])
+
+
+tools = [album, pages, scan, chart]
+'''
+
+
+def test_check_lists_only_the_part_kinds_a_tool_may_return(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "accurate_tools.py"
+    path.write_text(ACCURATE, encoding="utf-8")
+    status, findings = check(capsys, f"{path}:tools", "--dialect", "openai")
+    assert status == 0
+    sent = (
+        ": Chat Completions tool messages carry text only, so they are sent in a user message "
+        "after the tool results (adaptation `tool_result_content`) [tool-result-content]"
+    )
+    assert findings == [
+        f"scan: returns document parts{sent}",
+        f"chart: may return parts of any kind (a ToolReturn's content is not typed by kind){sent}",
+    ]
+    no_parts = PROFILES["openai"].model_copy(
+        update={
+            "name": "text-only",
+            "tool_result_content": frozenset(),
+            "user_content": frozenset(),
+        }
+    )
+    no_parts.dump(tmp_path / "text_only.json")
+    profile = str(tmp_path / "text_only.json")
+    status, findings = check(
+        capsys, f"{path}:tools", "--dialect", "anthropic", "--profile", profile
+    )
+    assert findings == [
+        "scan: profile 'text-only': takes no document parts; left out when sent [profile-content]",
+        "chart: profile 'text-only' (for the parts a ToolReturn may hold): takes no audio, "
+        "document, file, image parts; left out when sent [profile-content]",
+    ]

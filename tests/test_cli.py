@@ -142,7 +142,7 @@ def test_run_json_support() -> None:
 
 
 def test_run_with_deps_option_and_an_error_result() -> None:
-    # Deps without the user's account: the tool raises, and the error is shown, not fatal.
+    # Deps the tools cannot take are refused in one line, before the run.
     done = cli(
         "run",
         "examples/support.py:tools",
@@ -150,14 +150,20 @@ def test_run_with_deps_option_and_an_error_result() -> None:
         "--deps",
         "tests.fixtures.cli_targets:not_a_tool",
     )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "agentforge-typed: error: --deps tests.fixtures.cli_targets:not_a_tool gave int, but "
+        "get_my_account takes ToolContext[SupportDeps]\n"
+    )
+    # Deps of the right type, a tool that raises: the error is shown, not fatal.
+    done = cli("run", "tests.fixtures.deps_targets:failing", "hi", "--deps", "account")
     assert done.returncode == 0, done.stderr
     assert re.search(
-        r"^!! get_my_account execution error \(\d+\.\d ms\): Tool `get_my_account` failed: "
-        r"AttributeError: 'int' object has no attribute 'accounts'$",
+        r"^!! balance execution error \(\d+\.\d ms\): Tool `balance` failed: "
+        r"LookupError: no balance for ada$",
         done.stdout,
         re.MULTILINE,
     )
-    assert SUMMARY.search(done.stdout).groups() == ("2", "2", "2")  # type: ignore[union-attr]
 
 
 def test_run_deps_option_missing_attribute() -> None:
@@ -645,4 +651,21 @@ def test_check_says_a_strict_tool_a_provider_cannot_take_gets_nothing_from_it(
     assert note.endswith(
         "note: walk: strict schema: openai: provider-enforced (`strict: true`, OpenAI structured "
         "outputs); anthropic: cannot be sent (not expressible in anthropic-strict) [strictness]"
+    )
+
+
+def test_check_reports_a_default_that_violates_its_own_type(tmp_path: Path) -> None:
+    source = tmp_path / "defaults.py"
+    source.write_text(
+        "def forecast(city: str, days: int = '3') -> str:\n"
+        '    """Forecast.\n\n    Args:\n        city: The city.\n        days: Days ahead.\n    """\n'
+        "    return city\n\n\n"
+        "tools = [forecast]\n"
+    )
+    done = cli("check", f"{source}:tools", "--dialect", "openai")
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[0] == (
+        f"{source}:1: error: forecast: cannot be made a tool: tool `forecast` ('forecast'), "
+        "parameter `days`: the default '3' does not fit the parameter's type `int` (Input should "
+        "be a valid integer); give a default of that type [invalid-tool]"
     )

@@ -368,3 +368,36 @@ def test_an_invalid_tool_name_names_the_function() -> None:
         f"invalid tool name 'has space' (function {lookup.__qualname__!r}): "
         "a tool name must match ^[a-zA-Z0-9_-]{1,64}$"
     )
+
+
+def test_a_default_that_violates_its_own_type_is_refused_naming_the_parameter() -> None:
+    def forecast(city: str, days: int = "3") -> None: ...  # type: ignore[assignment]
+    def page(size: Annotated[int, Field(ge=1)] = 0) -> None: ...
+    def fill(count: int = Field("many", description="How many.")) -> None: ...  # type: ignore[assignment]
+
+    assert decoration_error(forecast) == (
+        f"tool `forecast` ({forecast.__qualname__!r}), parameter `days`: the default '3' does not "
+        "fit the parameter's type `int` (Input should be a valid integer); give a default of that "
+        "type"
+    )
+    assert (
+        "parameter `size`: the default 0 does not fit the parameter's type `int` (Input should "
+        "be greater than or equal to 1)"
+    ) in decoration_error(page)
+    assert "parameter `count`: the default 'many' does not fit" in decoration_error(fill)
+
+
+def test_defaults_of_their_own_type_are_accepted() -> None:
+    @tool
+    def forecast(
+        city: str = "Paris",
+        days: Annotated[int, Field(ge=1, alias="Days")] = 3,
+        ratio: float = 1,  # an int is a float's value
+        limit: int | None = None,
+        tags: tuple[str, ...] = (),
+        count: int = Field(2, description="How many."),
+        stamp: list[int] = Field(default_factory=list),  # noqa: B008
+    ) -> str:
+        return f"{city} {days} {ratio} {limit} {tags} {count} {stamp}"
+
+    assert run(forecast).text == "Paris 3 1 None () 2 []"

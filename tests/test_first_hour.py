@@ -90,8 +90,25 @@ def test_a_call_the_history_waits_on_but_the_run_does_not_offer_says_so() -> Non
     )
     paused = service.chat(model, "refund A")
     assert [p.call.id for p in paused.pending] == ["r1"]
-    with pytest.raises(UnknownToolError, match="registered but this run's tools= does not offer"):
+    # Not "model called unknown tool": a person approved the call, the run's tools= left it out.
+    with pytest.raises(UnknownToolError) as approved:
         service.chat(model, paused.messages, approvals={"r1": True}, tools=["group:orders"])
+    assert str(approved.value) == (
+        "call 'r1' to 'issue_refund' was approved, but this run's tools= does not offer "
+        "'issue_refund' (it offers: get_order); a call the history waits on runs only when its "
+        "tool is offered: include 'issue_refund' in tools=, or deny the call"
+    )
+    assert approved.value.tool_name == "issue_refund"
+    with pytest.raises(UnknownToolError) as undecided:
+        service.chat(model, paused.messages, tools=["group:orders"])
+    assert str(undecided.value).startswith(
+        "call 'r1' to 'issue_refund' waits in the history, but this run's tools= does not offer"
+    )
+    assert str(undecided.value).endswith("include 'issue_refund' in tools=")
+    # Denied, it needs no offer: the model reads the denial.
+    model = FunctionModel(lambda m, p: AiMessage(text="understood"))
+    denied = service.chat(model, paused.messages, approvals={"r1": False}, tools=["group:orders"])
+    assert denied.text == "understood"
 
 
 def test_resuming_without_decisions_says_the_run_paused_again(

@@ -118,3 +118,21 @@ def test_parameters_default_to_empty() -> None:
 
     FunctionModel(fn).chat(ChatRequest(messages=[UserMessage(content="hi")]))
     assert seen == [ChatRequestParameters()]
+
+
+def test_a_given_name_is_shown_in_the_repr_and_the_fallback_metadata() -> None:
+    from agentforge_typed import FallbackModel, ModelError
+
+    def overloaded(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        raise ModelError("overloaded", 529)
+
+    primary, backup = FunctionModel(overloaded, name="primary"), FunctionModel(scripted)
+    assert repr(primary) == "FunctionModel('overloaded', name='primary')"
+    assert repr(backup) == "FunctionModel('scripted')"  # the default name is not shown
+    model = FallbackModel(primary, backup)
+    assert repr(model) == (
+        "FallbackModel(FunctionModel('overloaded', name='primary'), FunctionModel('scripted'))"
+    )
+    fallback = model.chat(REQUEST).metadata["fallback"]
+    assert fallback["model"] == "FunctionModel('scripted')"
+    assert fallback["failed"][0]["model"] == "FunctionModel('overloaded', name='primary')"

@@ -18,7 +18,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import NoOpTracer, NoOpTracerProvider, StatusCode
 from pydantic import BaseModel
 
 import agentforge_typed as af
@@ -679,3 +679,45 @@ def test_what_a_model_names_a_call_is_capped_on_spans(driver: str) -> None:
         assert len(str(attributes["gen_ai.tool.call.id"])) <= MAX_RESPONSE_VALUE_CHARS
         assert len(str(attributes["gen_ai.tool.name"])) <= MAX_RESPONSE_VALUE_CHARS
     assert max(len(span.name) for span in spans) <= len("execute_tool ") + MAX_RESPONSE_VALUE_CHARS
+
+
+class CountingNoOpTracerProvider(NoOpTracerProvider):
+    """The API's no-op tracer (no SDK configured), counting the spans asked of it."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> NoOpTracer:
+        provider = self
+
+        class Counting(NoOpTracer):
+            def start_span(self, name: str, *args: Any, **kwargs: Any) -> Any:
+                provider.started.append(name)
+                return super().start_span(name, *args, **kwargs)
+
+        return Counting()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_no_op_tracer_costs_a_run_one_span_and_keeps_the_metrics(driver: str) -> None:
+    # No SDK: nothing would record the model and tool spans, so none is built; the metrics
+    # (which may go to a real meter) are recorded as ever.
+    tracer_provider = CountingNoOpTracerProvider()
+    reader = InMemoryMetricReader()
+    with af.instrument(tracer_provider, meter_provider=MeterProvider(metric_readers=[reader])):
+        model = script([call("c1", "lookup", {"city": "Paris"})], "done")
+        result = drive(driver, ToolService([lookup]), model, [UserMessage(content="hi")])
+    assert result.text == "done"
+    assert tracer_provider.started == ["invoke_agent"]
+    data = reader.get_metrics_data()
+    assert data is not None
+    points: dict[str, list[Any]] = {
+        metric.name: list(metric.data.data_points)
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+    }
+    (duration,) = points["gen_ai.client.operation.duration"]
+    assert duration.count == 2
+    assert duration.attributes["gen_ai.request.model"] == "scripted"
+    assert sum(point.sum for point in points["gen_ai.client.token.usage"]) == 24

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
@@ -71,7 +72,7 @@ async def test_an_optional_server_that_does_not_connect_is_left_out_with_a_warni
     assert result.final_response.ai_message.text == "offered: []"
     assert caplog.messages[0].startswith(
         "MCP server /nonexistent/mcp-server did not connect; continuing without its tools: "
-        "FileNotFoundError: "
+        "ConnectionError: MCP server '/nonexistent/mcp-server' did not start (FileNotFoundError: "
     )
     assert caplog.messages[1].endswith(
         "continuing without its tools: TimeoutError: MCP server "
@@ -348,3 +349,51 @@ def test_a_call_in_flight_when_its_http_server_died_is_an_error_sent_again_only_
         time.sleep(0.5)
         again = tools["flaky"].execute(call("flaky", {"marker": marker}), CONTEXT)
         assert again.text.startswith("answered by process ")
+
+
+EXITS = [
+    "-c",
+    "import sys; print('config missing:\\x1b[2J', sys.argv, file=sys.stderr); sys.exit(3)",
+]
+"""A server that writes a line (with a control character) to stderr and exits at start."""
+
+
+async def entered(server: MCPServer, mode: str) -> None:
+    if mode == "sync":
+        with server:
+            pass
+    else:
+        async with server:
+            pass
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_server_that_cannot_start_is_one_error_naming_its_command(
+    tmp_path: Path, mode: str
+) -> None:
+    missing = MCPServer.stdio("no-such-mcp-server", ["--flag"])
+    with pytest.raises(ConnectionError) as raised:
+        await entered(missing, mode)
+    assert str(raised.value) == (
+        "MCP server 'no-such-mcp-server --flag' did not start (FileNotFoundError: [Errno 2] No such "
+        "file or directory: 'no-such-mcp-server')"
+    )
+    # Not a traceback through the SDK's exception groups: the error is all there is.
+    assert len(traceback.format_exception(raised.value)) <= 6
+
+    with (tmp_path / "stderr.txt").open("w") as errlog:
+        exits = MCPServer.stdio(sys.executable, EXITS, errlog=errlog)
+        with pytest.raises(ConnectionError) as raised:
+            await entered(exits, mode)
+    label = " ".join([sys.executable, *EXITS])
+    assert str(raised.value).startswith(f"MCP server {label!r} did not start (")
+    assert str(raised.value).endswith("); the end of its stderr:\n  config missing:\\x1b[2J ['-c']")
+    assert len(traceback.format_exception(raised.value)) <= 6
+    # What the server wrote still reached `errlog`, as it is.
+    assert (tmp_path / "stderr.txt").read_text() == "config missing:\x1b[2J ['-c']\n"
+
+
+async def test_a_server_that_exits_silently_says_so(errlog: TextIO) -> None:
+    silent = MCPServer.stdio(sys.executable, ["-c", "pass"], errlog=errlog)
+    with pytest.raises(ConnectionError, match=r"; it wrote nothing to stderr$"):
+        await entered(silent, "async")

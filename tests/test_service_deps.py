@@ -195,3 +195,34 @@ def test_cli_run_refuses_tools_that_need_deps_when_none_are_given() -> None:
     )
     optional = cli("run", "tests.fixtures.deps_targets:optional", "hi")
     assert optional.returncode == 0 and "<- greeting" in optional.stdout
+
+
+@pytest.mark.parametrize(
+    ("target", "deps", "message"),
+    [
+        ("needy", "wrong", "--deps wrong gave str, but whoami takes ToolContext[Account]"),
+        # The service's `deps_type` refused the run with a traceback before.
+        ("typed", "wrong", "--deps wrong gave str, but whoami takes ToolContext[Account]"),
+        (
+            "needy",
+            "no_account",
+            "--deps no_account: calling the factory failed: RuntimeError: no database",
+        ),
+    ],
+)
+def test_cli_run_refuses_deps_its_tools_cannot_take_in_one_line(
+    target: str, deps: str, message: str
+) -> None:
+    from test_cli import cli
+
+    done = cli("run", f"tests.fixtures.deps_targets:{target}", "hi", "--deps", deps)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"agentforge-typed: error: {message}\n"
+
+
+def test_cli_run_calls_a_deps_factory() -> None:
+    from test_cli import cli
+
+    done = cli("run", "tests.fixtures.deps_targets:needy", "hi", "--deps", "make_account")
+    assert done.returncode == 0, done.stderr
+    assert "<- whoami" in done.stdout and "): grace" in done.stdout

@@ -25,6 +25,7 @@ from agentforge_typed import (
     ToolChatResult,
     ToolLoopEvent,
     ToolResultEvent,
+    ToolResultMessage,
     ToolService,
     UserMessage,
     tool,
@@ -250,3 +251,44 @@ async def test_astream_keeps_identical_calls_apart() -> None:
         "tool",
         "assistant",
     ]
+
+
+async def test_astream_waits_for_its_calls_without_polling(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Calls finishing at different steps of the event loop, taken as soon as each finishes:
+    # the stream is woken by the calls themselves, never by `asyncio.sleep(0)` turns.
+    from asyncio import sleep as step
+
+    @tool
+    async def steps(n: int) -> int:
+        """Finish after n steps of the event loop."""
+        for _ in range(n):
+            await step(0)
+        return n
+
+    def model(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if isinstance(messages[-1], ToolResultMessage):
+            return AiMessage(text="done")
+        return AiMessage(
+            tool_calls=[
+                ToolCall(id=f"c{i}", name="steps", arguments=json.dumps({"n": i % 4}))
+                for i in range(12)
+            ]
+        )
+
+    polls = 0
+    real_sleep = asyncio.sleep
+
+    async def counting(delay: float, *args: Any, **kwargs: Any) -> Any:
+        nonlocal polls
+        polls += delay == 0
+        return await real_sleep(delay, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "sleep", counting)
+    results = [
+        event.execution.result.value
+        async for event in ToolService([steps]).astream(FunctionModel(model), "go")
+        if isinstance(event, ToolResultEvent)
+    ]
+    assert sorted(results) == sorted(i % 4 for i in range(12))
+    assert results[:3] == [0, 0, 0]  # in the order they finished
+    assert polls == 0

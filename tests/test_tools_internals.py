@@ -644,3 +644,22 @@ def test_usage_limit_exceeded_is_the_deprecated_name_of_usage_limit_exceeded_err
     assert "UsageLimitExceeded" not in agentforge_typed.__all__
     with pytest.raises(AttributeError, match="no attribute 'UsageLimitExceed'"):
         agentforge_typed.UsageLimitExceed  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_the_loops_fast_constructors_build_what_the_classes_build() -> None:
+    from dataclasses import fields
+    from datetime import datetime, timezone
+
+    from agentforge_typed import ToolContext, ToolExecution, ToolExecutionResult
+    from agentforge_typed._records import new_execution
+    from agentforge_typed.tools._base import _CONTEXT_FIELDS, run_context
+
+    assert _CONTEXT_FIELDS == tuple(f.name for f in fields(ToolContext))
+    values = ({"user": "ada"}, "c1", "lookup", 2, "conv", print, True, "yes", list)
+    made, built = run_context(*values), ToolContext(*values)
+    assert made == built and repr(made) == repr(built)
+    assert [getattr(made, name) for name in _CONTEXT_FIELDS] == list(values)
+    call = ToolCall(id="c1", name="lookup", arguments="{}")
+    now = datetime.now(timezone.utc)
+    result = ToolExecutionResult(text="ok")
+    assert new_execution(call, result, now, now) == ToolExecution(call, result, now, now)

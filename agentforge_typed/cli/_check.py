@@ -32,7 +32,7 @@ from ..providers._dialects import (
 from ..providers._profiles import ModelProfile
 from ..tools._base import ToolLike
 from ..tools._function import Tool
-from ..tools._returns import content_kinds
+from ..tools._returns import content_kinds, returns_untyped_content
 from ._declare import declaration
 from ._target import Target, display_path, source_location, tools_of
 
@@ -137,6 +137,18 @@ def _returned_kinds(tool: ToolLike) -> frozenset[ContentKind]:
     return content_kinds(tool._signature.return_annotation)
 
 
+def _returns(tool: ToolLike, kinds: Iterable[str]) -> str:
+    """`returns image parts`; for a `ToolReturn`, whose content is not typed by kind, that it may
+    return any."""
+    if _untyped(tool):
+        return "may return parts of any kind (a ToolReturn's content is not typed by kind)"
+    return f"returns {_kinds(kinds)} parts"
+
+
+def _untyped(tool: ToolLike) -> bool:
+    return isinstance(tool, Tool) and returns_untyped_content(tool._signature.return_annotation)
+
+
 def _kinds(kinds: Iterable[str]) -> str:
     return ", ".join(sorted(kinds))
 
@@ -151,7 +163,7 @@ def _lint(tool: ToolLike, dialects: Sequence[str], at: _Reporter) -> None:
     if kinds and "openai" in dialects:
         at.warning(
             "tool-result-content",
-            f"returns {_kinds(kinds)} parts: Chat Completions tool messages carry text only, so "
+            f"{_returns(tool, kinds)}: Chat Completions tool messages carry text only, so "
             "they are sent in a user message after the tool results (adaptation "
             "`tool_result_content`)",
         )
@@ -261,6 +273,8 @@ def _lint_profile_content(tool: ToolLike, profile: ModelProfile, where: str, at:
     unsent = _returned_kinds(tool) - profile.tool_result_content
     if not unsent:
         return
+    if _untyped(tool):
+        where += " (for the parts a ToolReturn may hold)"
     if profile.policy_for("tool_result_content") == "error":
         at.error(
             "profile-content",

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from ..providers._dialects import DIALECTS
 from ._options import positive_float, positive_int
-from ._target import deps_named, load_object, load_target
+from ._target import load_object, load_target
 from ._text import printable
 
 __all__ = ["UsageError", "add_parser", "evaluate"]
@@ -103,7 +103,8 @@ def add_parser(commands: Any, target_help: str, model_help: str) -> argparse.Arg
         "--deps",
         metavar="SPEC",
         help="what tools receive as ToolContext.deps: module:attribute, or an attribute of "
-        "TARGET's module (default: TARGET's module attribute `deps`, if it has one)",
+        "TARGET's module (default: TARGET's module attribute `deps`, if it has one); a function "
+        "or class of no arguments is called for them",
     )
     parser.add_argument(
         "--output-type",
@@ -167,7 +168,7 @@ def evaluate(args: argparse.Namespace) -> int:
     from ..evals import CasesError, EvalReport, EvalSetupError, arun_eval, compare, load_cases
     from ..evals._run import case_reports
     from ..providers._registry import get_model
-    from ._target import model_secrets, refuse_missing_deps
+    from ._target import model_secrets, run_deps
 
     earlier = None
     if args.compare is not None:
@@ -192,9 +193,7 @@ def evaluate(args: argparse.Namespace) -> int:
             raise UsageError(str(exc)) from None
         loaded = load_target(args.target)
         target = loaded.service()
-        deps = deps_named(loaded, args.deps)
-        if deps is None:
-            refuse_missing_deps(target.tools)
+        deps = run_deps(loaded, args.deps, target.tools, target.deps_type)
     if args.tag:
         cases = [case for case in cases if set(case.tags) & set(args.tag)]
         if not cases:

@@ -32,7 +32,12 @@ from ._mcp import UsageError as _McpUsageError
 from ._mcp import add_parser as _add_mcp
 from ._options import positive_float, positive_int
 from ._serve import add_parser as _add_serve
-from ._target import TargetError, deps_named, load_target, model_secrets, refuse_missing_deps
+from ._target import (
+    TargetError,
+    load_target,
+    model_secrets,
+    run_deps,
+)
 from ._text import printable, printable_json
 
 if TYPE_CHECKING:
@@ -127,7 +132,8 @@ def _parser() -> argparse.ArgumentParser:
         "--deps",
         metavar="SPEC",
         help="what tools receive as ToolContext.deps: module:attribute, or an attribute of "
-        "TARGET's module (default: TARGET's module attribute `deps`, if it has one)",
+        "TARGET's module (default: TARGET's module attribute `deps`, if it has one); a function "
+        "or class of no arguments is called for them",
     )
     run.add_argument(
         "--json", action="store_true", help="print the whole ToolChatResult as JSON instead"
@@ -286,10 +292,9 @@ def _run(args: argparse.Namespace) -> int:
     service = target.service()
     if args.max_rounds is not None:
         service.max_round_trips = args.max_rounds
-    deps = deps_named(target, args.deps)
     selection = _selection(service, args.tools, args.group)
-    if deps is None:
-        refuse_missing_deps([t for t in service.tools if selection is None or t.name in selection])
+    selected = [t for t in service.tools if selection is None or t.name in selection]
+    deps = run_deps(target, args.deps, selected, service.deps_type)
     try:
         model = get_model(args.model)
         fallbacks = [get_model(name) for name in args.fallback or ()]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ..loop._registry import is_tool, tools_from
 from ..loop._service import ToolService
 from ..tools._base import ToolLike
-from ..tools._signature import needing_deps
+from ..tools._signature import deps_accepted, needing_deps, type_name
 
 if TYPE_CHECKING:
     from .._transport._redaction import Redactor
@@ -34,6 +34,7 @@ __all__ = [
     "load_target",
     "model_secrets",
     "refuse_missing_deps",
+    "run_deps",
     "source_location",
     "tools_of",
 ]
@@ -269,3 +270,42 @@ def refuse_missing_deps(tools: Sequence[ToolLike]) -> None:
             f"{', '.join(needy)} need{'s' if len(needy) == 1 else ''} deps, and none are given: "
             "pass --deps module:attribute, or define `deps` in TARGET's module"
         )
+
+
+def run_deps(
+    target: Target, spec: str | None, tools: Sequence[ToolLike], deps_type: Any = None
+) -> Any:
+    """The deps a run of `tools` gets: what `--deps` names (see `deps_named`), called when it is a
+    function or class of no arguments (a factory) rather than deps the tools take as they are.
+
+    Raises:
+        TargetError: No deps for tools that need them; a factory that fails; deps that are not
+            the `X` of a tool's `ToolContext[X]` (or an instance of the service's `deps_type`):
+            each call would fail inside the tool.
+    """
+    value = deps_named(target, spec)
+    if value is None:
+        refuse_missing_deps(tools)
+        return None
+    expected = [(f"{t.name} takes ToolContext[{{}}]", getattr(t, "deps_type", Any)) for t in tools]
+    if deps_type is not None:
+        expected.append(("the service's deps_type is {}", deps_type))
+    expected = [(says, wanted) for says, wanted in expected if wanted is not Any]
+    named = f"--deps {spec}" if spec is not None else "TARGET's module attribute `deps`"
+    takes_as_is = bool(expected) and all(deps_accepted(w, type(value)) for _, w in expected)
+    if callable(value) and not takes_as_is:
+        try:
+            value = value()
+        except Exception as exc:  # the factory's own failure, said in one line
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise TargetError(
+                f"{named}: calling the factory failed: {type(exc).__name__}"
+                + (f": {reason}" if reason else "")
+            ) from None
+        named += " (called)"
+    for says, wanted in expected:
+        if not deps_accepted(wanted, type(value)):
+            raise TargetError(
+                f"{named} gave {type_name(type(value))}, but {says.format(type_name(wanted))}"
+            )
+    return value

@@ -8,16 +8,20 @@ imports this module only, never a name with an underscore."""
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, cast
 
-from .._records import ToolExecution, ToolExecutionResult
+from .._records import ToolExecution, ToolExecutionResult, new_execution
 from .._request import ChatRequest
 from .._response import ChatResponse
 from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
+from ._events import ToolLoopEvent
+from ._progress import ProgressSink
 from ._results import ToolChatResult
 from ._run import Planned, Run, RunOptions, conversation
 
@@ -36,6 +40,7 @@ __all__ = [
     "aexecute",
     "asettle",
     "asettle_at",
+    "astream_calls",
     "batches",
     "cancel_unfinished",
     "conversation",
@@ -106,6 +111,47 @@ async def settle_batch(run: Run, batch: Sequence[Planned], execute: Execute) -> 
         raise
 
 
+async def astream_calls(
+    run: Run,
+    planned: Sequence[Planned],
+    progress: ProgressSink,
+    signal: asyncio.Event,
+    settled: dict[int, ToolExecution],
+) -> AsyncGenerator[ToolLoopEvent, None]:
+    """Settle a round's calls as `achat` does (`batches`), recording each execution in `settled`
+    by its position in the round, and yield, as they happen, the progress the calls report and
+    each call's result event as soon as it finishes (its progress first).
+
+    `signal` wakes the stream: set when a call finishes and (from any thread, through the
+    progress sink's `wake`) when one reports progress; nothing polls.
+    """
+    import asyncio  # loaded by then; not at import, for blocking programs
+
+    finished: deque[asyncio.Future[tuple[int, ToolExecution]]] = deque()
+
+    def done(task: asyncio.Future[tuple[int, ToolExecution]]) -> None:
+        finished.append(task)
+        signal.set()
+
+    for batch in batches(planned, run.service.parallel):
+        started = [asyncio.ensure_future(asettle_at(run, plan)) for plan in batch]
+        for task in started:
+            task.add_done_callback(done)
+        try:
+            for _ in started:
+                while not finished:
+                    await signal.wait()
+                    signal.clear()
+                    for event in progress.take():
+                        yield event
+                for event in progress.take():
+                    yield event
+                index, settled[index] = finished.popleft().result()
+                yield run.result_event(planned[index], settled[index])
+        finally:
+            await cancel_unfinished(started)
+
+
 async def cancel_unfinished(tasks: Sequence[asyncio.Future[Any]]) -> None:
     # When one call of a round raises (a policy or hook) or the run is cancelled, the others must
     # not keep running unobserved after the run has ended: cancel them and wait for their cleanup.
@@ -151,8 +197,8 @@ async def asettle_at(run: Run, plan: Planned) -> tuple[int, ToolExecution]:
     return plan.index, await asettle(run, plan)
 
 
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
+_now: Callable[[], datetime] = functools.partial(datetime.now, timezone.utc)
+"""The time now, in UTC (a partial: no Python frame, as it is called twice per call)."""
 
 
 def _crashed(exc: BaseException) -> ToolExecutionResult:
@@ -172,7 +218,7 @@ def execute(plan: Planned) -> ToolExecution:
             result = _crashed(exc)
     elif result.content:  # an external result's links, as its tool's `content_urls` allows
         result = links_checked(result, getattr(plan.tool, "content_urls", "https"))
-    return ToolExecution(plan.call, result, started, _now())
+    return new_execution(plan.call, result, started, _now())
 
 
 async def aexecute(plan: Planned) -> ToolExecution:
@@ -186,4 +232,4 @@ async def aexecute(plan: Planned) -> ToolExecution:
             result = _crashed(exc)
     elif result.content:
         result = await alinks_checked(result, getattr(plan.tool, "content_urls", "https"))
-    return ToolExecution(plan.call, result, started, _now())
+    return new_execution(plan.call, result, started, _now())

@@ -53,6 +53,6 @@ class ToolChatResult(Generic[OutputT]):
         frozen dataclass sets each field through `object.__setattr__`, which made building the
         result cost a twentieth of a short run; nothing else differs (there is no
         `__post_init__`)."""
-        result = cls.__new__(cls)
-        result.__dict__.update(fields)
+        result = object.__new__(cls)
+        object.__setattr__(result, "__dict__", fields)  # the keywords' own new dict
         return result

@@ -40,7 +40,7 @@ from .._records import (
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import NO_USAGE, ChatResponse, FinishReason, TokenUsage
 from ..providers import _tracing as model_tracing
-from ..tools._base import ReturnBehavior, ToolContext, ToolLike, is_external, may_wait
+from ..tools._base import ReturnBehavior, ToolContext, ToolLike, is_external, may_wait, run_context
 from ..tools._budget import DEFAULT_MAX_RESULT_CHARS, ContentFit, fit_result, within_budget
 from ..tools._invoke import invoke
 from ..tools._outcomes import reraise_uncontained
@@ -326,6 +326,7 @@ class Run:
                 approved=decided.approved,
                 answer=decided.answer,
                 by=_by_person(decided.result, decided.approved),
+                waiting=True,
             )
             for i, decided in enumerate(resuming)
         ]
@@ -513,13 +514,15 @@ class Run:
         approved: bool = False,
         answer: Any = None,
         by: CallDecision | None = None,
+        waiting: bool = False,
     ) -> Planned:
         """The one decision on a call, in the documented order (`_decisions`): selection, a
-        person's decision, the rules, the tool's own policy, the guardrails, the hook."""
+        person's decision, the rules, the tool's own policy, the guardrails, the hook.
+        `waiting`: a call the history waits on (resumed), not one the model just made."""
         service = self.service
         attempt = self.failures.get(call.name, 0) + 1
         progress = None if self.progress is None else self.progress.reporter(call)
-        context: ToolContext[Any] = ToolContext(
+        context = run_context(
             self.deps,
             call.id,
             call.name,
@@ -539,12 +542,13 @@ class Run:
             names = list(service._tools) if self.offer is None else self.offer.names()
             answer = service.unknown_tool_handler and service.unknown_tool_handler(call, names)
             if answer is None:
+                if waiting and call.name in service._tools:
+                    raise UnknownToolError(
+                        call.name, names, message=_not_offered(call, names, approved)
+                    )
                 reason = None
                 if call.name in service._tools:
-                    reason = (
-                        f"{call.name!r} is registered but this run's tools= does not offer it; "
-                        "a call the history waits on runs only when offered: include it"
-                    )
+                    reason = f"{call.name!r} is registered but this run's tools= does not offer it"
                 raise UnknownToolError(call.name, names, reason)
             return Planned(
                 index, call, context, None, as_result(answer, "unknown_tool"), _SELECTION
@@ -1137,3 +1141,15 @@ def _output_spec(output_type: TypeForm[Any] | OutputSpec[Any] | None) -> OutputS
     if output_type is None or isinstance(output_type, OutputSpec):
         return output_type
     return OutputSpec(output_type)
+
+
+def _not_offered(call: ToolCall, offered: Sequence[str], approved: bool) -> str:
+    """Why a call the history waits on cannot run: this run's `tools=` leaves its tool out."""
+    name = shown_name(call.name)
+    what = "was approved" if approved else "waits in the history"
+    return (
+        f"call {shown_name(call.id)!r} to {name!r} {what}, but this run's tools= does not offer "
+        f"{name!r} (it offers: {', '.join(offered) or 'none'}); a call the history waits on runs "
+        f"only when its tool is offered: include {name!r} in tools="
+        + (", or deny the call" if approved else "")
+    )

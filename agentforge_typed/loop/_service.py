@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncGenerator, Generator, Iterable
-from typing import TYPE_CHECKING, Any, overload
+from contextlib import aclosing
+from typing import Any, overload
 
 from typing_extensions import TypeForm, TypeVar, Unpack
 
@@ -20,7 +21,12 @@ from .._records import ToolExecution
 from .._request import ChatRequestParameters
 from ..tools._base import DepsT
 from ..tools._function import Tool
-from ._drivers import adrive, aexecute, asettle_at, batches, cancel_unfinished, execute
+from ._drivers import (
+    adrive,
+    aexecute,
+    astream_calls,
+    execute,
+)
 from ._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent
 from ._output import OutputSpec
 from ._registry import ToolRegistry
@@ -30,10 +36,6 @@ from ._stream import RoundReader, no_events
 from ._subrun import DEFAULT_MAX_DEPTH, sub_run_tool
 
 logger = logging.getLogger("agentforge_typed")
-
-if TYPE_CHECKING:
-    import asyncio
-
 
 __all__ = ["ToolService"]
 
@@ -452,10 +454,10 @@ class ToolService(ToolRegistry[DepsT]):
         import asyncio  # loaded by then; not at import, for blocking programs
 
         loop = asyncio.get_running_loop()
-        reported = asyncio.Event()
+        signal = asyncio.Event()  # a call finished, or reported progress
 
         def wake() -> None:  # tools may report from other threads (an MCP session's loop)
-            loop.call_soon_threadsafe(reported.set)
+            loop.call_soon_threadsafe(signal.set)
 
         with run:
             progress = run.stream_progress(wake)
@@ -475,35 +477,12 @@ class ToolService(ToolRegistry[DepsT]):
                 for plan in planned:
                     if not run.is_output(plan):
                         yield ToolCallEvent(plan.call)
-                # Results arrive in completion order and are recorded in the model's order;
-                # progress as it is reported, each call's before its result.
-                settled: dict[int, ToolExecution] = {}
-                for batch in batches(planned, self.parallel):
-                    started = [asyncio.ensure_future(asettle_at(run, plan)) for plan in batch]
-                    completed: list[asyncio.Future[Any]] = []  # in the order they finish
-                    for task in started:
-                        task.add_done_callback(completed.append)
-                    try:
-                        for _ in started:
-                            while not completed:
-                                running = [task for task in started if not task.done()]
-                                if not running:  # done: its callback runs at the next step
-                                    await asyncio.sleep(0)
-                                    continue
-                                woken = asyncio.ensure_future(reported.wait())
-                                await asyncio.wait(
-                                    {*running, woken}, return_when=asyncio.FIRST_COMPLETED
-                                )
-                                woken.cancel()
-                                reported.clear()
-                                for event in progress.take():
-                                    yield event
-                            for event in progress.take():
-                                yield event
-                            index, settled[index] = completed.pop(0).result()
-                            yield run.result_event(planned[index], settled[index])
-                    finally:
-                        await cancel_unfinished(started)
+                settled: dict[int, ToolExecution] = {}  # recorded in the model's order
+                async with aclosing(
+                    astream_calls(run, planned, progress, signal, settled)
+                ) as events:
+                    async for event in events:
+                        yield event
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                     break
             yield FinalResultEvent(await run.aresult())

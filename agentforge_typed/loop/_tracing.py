@@ -158,6 +158,9 @@ class RunTrace:
             },
         )
         self.context = trace.set_span_in_context(self.span)
+        self.noop = not self.span.get_span_context().is_valid
+        """Whether the tracer is a no-op one (no SDK configured): then no tool span is started,
+        and a model call of the run records its metrics but builds no span of its own."""
         self.model_call: ModelCall | None = None
         """The model call in flight, ended with the run if the run ends first (a stream closed
         early leaves the model's stream to the garbage collector)."""
@@ -181,6 +184,8 @@ class RunTrace:
         name is whatever the model wrote (its first and last characters, `shown_name`); so is a
         progress message (the tool's words).
         """
+        if self.noop:
+            return
         try:
             self._tool(execution, attempt, known, progress)
         except Exception:

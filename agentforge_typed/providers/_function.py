@@ -51,6 +51,11 @@ class FunctionModel:
     `fn` may be sync or async and returns an `AiMessage` (finish reason inferred: tool calls →
     `TOOL_EXECUTION`, else `STOP`) or a full `ChatResponse`. Streaming replays the same response
     as deltas, so `stream()` ends with exactly what `chat()` returns.
+
+    Args:
+        fn: The function.
+        name: The model's name, as spans (`gen_ai.request.model`), its `repr` and a
+            `FallbackModel`'s metadata show it: `FunctionModel('fn', name='primary')`.
     """
 
     def __init__(self, fn: ModelFunction, *, name: str = "function") -> None:
@@ -58,7 +63,10 @@ class FunctionModel:
         self.name = name
 
     def __repr__(self) -> str:
-        return f"FunctionModel({getattr(self.fn, '__name__', self.fn)!r})"
+        function = repr(getattr(self.fn, "__name__", self.fn))
+        if self.name == "function":
+            return f"FunctionModel({function})"
+        return f"FunctionModel({function}, name={self.name!r})"
 
     def _arguments(
         self, request: ChatRequest

@@ -70,6 +70,10 @@ class RunSpan(Protocol):
     """The OpenTelemetry context holding the run's span: a model call's span is its child."""
     model_call: ModelCall | None
     """The model call in flight, ended with the run if the run ends first."""
+    span: Span
+    """The run's span."""
+    noop: bool
+    """Whether the tracer is a no-op one: a model call of the run builds no span of its own."""
 
 
 loop_request: ContextVar[tuple[ChatRequest, RunSpan] | None] = ContextVar(
@@ -278,6 +282,15 @@ class ModelCall:
         }
         if model_name:
             self.base["gen_ai.request.model"] = model_name
+        loop = loop_request.get()
+        run = loop[1] if loop is not None and loop[0] is request else None
+        self.started = time.perf_counter()
+        self.ended = False
+        if run is not None:
+            run.model_call = self
+            if run.noop:  # no tracer: the metrics only, no span to build
+                self.span: Span = run.span
+                return
         attributes = dict(self.base)
         if parameters is not None:
             for field in ("temperature", "max_tokens", "top_p"):
@@ -288,17 +301,11 @@ class ModelCall:
                 attributes["gen_ai.request.stop_sequences"] = list(parameters.stop)
         if telemetry.include_content:
             attributes["gen_ai.input.messages"] = _messages_json(request.messages)
-        loop = loop_request.get()
-        run = loop[1] if loop is not None and loop[0] is request else None
-        self.started = time.perf_counter()
-        self.ended = False
-        self.span: Span = telemetry.tracer.start_span(
+        self.span = telemetry.tracer.start_span(
             f"chat {model_name}" if model_name else "chat",
             context=None if run is None else run.context,
             attributes=attributes,
         )
-        if run is not None:
-            run.model_call = self
 
     def end(self, response: ChatResponse | None, error: BaseException | None) -> None:
         if self.ended:

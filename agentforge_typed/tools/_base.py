@@ -34,6 +34,7 @@ __all__ = [
     "check_options",
     "is_external",
     "may_wait",
+    "run_context",
 ]
 
 DepsT = TypeVar("DepsT", default=None)
@@ -137,6 +138,50 @@ class ToolContext(Generic[DepsT]):
         # JSON keeps the two parts apart: ("a:b", "c") and ("a", "b:c") give different keys.
         parts = json.dumps([self.conversation_id, self.tool_call_id]).encode()
         return hashlib.sha256(parts).hexdigest()[:32]
+
+
+_CONTEXT_FIELDS = (
+    "deps",
+    "tool_call_id",
+    "tool_name",
+    "attempt",
+    "conversation_id",
+    "on_progress",
+    "may_pause",
+    "answer",
+    "run_scope",
+)
+"""`ToolContext`'s fields in order (a test keeps them so)."""
+(_deps, _call_id, _name, _attempt, _conversation, _progress, _may_pause, _answer, _scope) = (
+    getattr(ToolContext, name).__set__ for name in _CONTEXT_FIELDS
+)
+
+
+def run_context(
+    deps: Any,
+    tool_call_id: str,
+    tool_name: str,
+    attempt: int,
+    conversation_id: str | None,
+    on_progress: Any,
+    may_pause: bool,
+    answer: Any,
+    run_scope: Any,
+) -> ToolContext[Any]:
+    """`ToolContext(...)` of every field, as the loop builds one per call: equal to it, at half
+    the cost (a frozen dataclass's `__init__` sets each field through `object.__setattr__`; this
+    calls each slot's setter directly)."""
+    context: ToolContext[Any] = object.__new__(ToolContext)
+    _deps(context, deps)
+    _call_id(context, tool_call_id)
+    _name(context, tool_name)
+    _attempt(context, attempt)
+    _conversation(context, conversation_id)
+    _progress(context, on_progress)
+    _may_pause(context, may_pause)
+    _answer(context, answer)
+    _scope(context, run_scope)
+    return context
 
 
 class ToolExecutor(Protocol):

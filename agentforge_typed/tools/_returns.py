@@ -7,10 +7,14 @@ program plus parts for the model. Anything else is a value, rendered as text (`_
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import typing
+from collections import abc
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, cast, get_args, get_origin
+from types import UnionType
+from typing import Annotated, Any, Generic, Union, cast, get_args, get_origin
 
+import typing_extensions
 from typing_extensions import TypeVar
 
 from .._content import (
@@ -29,11 +33,17 @@ __all__ = [
     "ToolReturn",
     "as_parts",
     "content_kinds",
+    "returns_untyped_content",
     "returned_content",
     "value_annotation",
 ]
 
 ValueT = TypeVar("ValueT", default=Any)
+
+_ALIASES: tuple[type, ...] = (
+    typing_extensions.TypeAliasType,
+    *((typing.TypeAliasType,) if hasattr(typing, "TypeAliasType") else ()),  # Python 3.12+
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,15 +108,59 @@ def value_annotation(annotation: Any) -> Any:
 
 
 def content_kinds(annotation: Any) -> frozenset[ContentKind]:
-    """The kinds of parts beyond text a tool declared to return `annotation` may return: the
-    parts it names, inside unions, lists and tuples; every kind for a `ToolReturn`, whose content
-    is not typed by kind. What `agentforge-typed check` reads."""
-    if annotation is ToolReturn or get_origin(annotation) is ToolReturn:
+    """The kinds of parts beyond text a tool declared to return `annotation` may return: a part
+    (`-> ImageContent`), a list, tuple or sequence of text and parts, a union of those; every
+    kind for a `ToolReturn`, whose content is not typed by kind (`returns_untyped_content`).
+    Nothing for any other type (a `dict` of parts, a list of lists: rendered as text). What
+    `agentforge-typed check` reads."""
+    annotation = _unaliased(annotation)
+    origin = get_origin(annotation)
+    if annotation is ToolReturn or origin is ToolReturn:
         return CONTENT_KINDS
+    if origin in _UNIONS:
+        return _union(content_kinds(member) for member in get_args(annotation))
+    if origin in _PART_SEQUENCES:
+        return _union(_part_kinds(item) for item in get_args(annotation) if item is not ...)
+    return _part_kinds(annotation)
+
+
+def returns_untyped_content(annotation: Any) -> bool:
+    """Whether `annotation` is (or has in a union) a `ToolReturn`, whose content parts may be of
+    any kind."""
+    annotation = _unaliased(annotation)
+    origin = get_origin(annotation)
+    if annotation is ToolReturn or origin is ToolReturn:
+        return True
+    return origin in _UNIONS and any(returns_untyped_content(m) for m in get_args(annotation))
+
+
+_UNIONS: tuple[Any, ...] = (Union, UnionType)
+_PART_SEQUENCES: tuple[Any, ...] = (list, tuple, abc.Sequence)
+"""What a returned value that holds parts may be (`returned_content` takes lists and tuples)."""
+
+
+def _part_kinds(annotation: Any) -> frozenset[ContentKind]:
+    """The kinds of one part `annotation` may be (a part class, or a union with one)."""
+    annotation = _unaliased(annotation)
+    if get_origin(annotation) in _UNIONS:
+        return _union(_part_kinds(member) for member in get_args(annotation))
     if isinstance(annotation, type) and issubclass(annotation, BinaryContent):
         kind = annotation.model_fields["type"].default
         return frozenset((kind,)) if kind in CONTENT_KINDS else frozenset()
-    found: frozenset[ContentKind] = frozenset()
-    for argument in get_args(annotation):
-        found |= content_kinds(argument)
-    return found
+    return frozenset()
+
+
+def _union(kinds: Iterable[frozenset[ContentKind]]) -> frozenset[ContentKind]:
+    return frozenset().union(*kinds)
+
+
+def _unaliased(annotation: Any) -> Any:
+    """`annotation` without `Annotated[...]` and type aliases (`type Parts = ...`) around it."""
+    while True:
+        if get_origin(annotation) is Annotated:
+            annotation = get_args(annotation)[0]
+        elif isinstance(annotation, _ALIASES):
+            aliased: Any = annotation
+            annotation = aliased.__value__
+        else:
+            return annotation

@@ -29,7 +29,14 @@ from pydantic.errors import (
 )
 from pydantic.fields import FieldInfo
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
-from pydantic_core import CoreSchema, SchemaError, SchemaValidator, core_schema
+from pydantic_core import (
+    CoreSchema,
+    PydanticUndefined,
+    SchemaError,
+    SchemaValidator,
+    ValidationError,
+    core_schema,
+)
 
 from .._messages import shown_name
 from ._base import ToolContext
@@ -204,6 +211,7 @@ def inspect_function(
     arguments: dict[str, tuple[Any, Any]] = {}  # `fields`, by parameter name and without aliases
     renames: dict[str, str] = {}
     positional: list[str] = []
+    defaults: dict[str, Any] = {}  # by parameter name: the defaults given as values
     context_parameter: str | None = None
     deps_type: Any = Any
     for parameter in parameters:
@@ -247,6 +255,11 @@ def inspect_function(
             )
         if alias is not None:
             renames[parameter.name] = field_name
+        default = parameter.default
+        if isinstance(default, FieldInfo):
+            default = default.default
+        if default is not inspect.Parameter.empty and default is not PydanticUndefined:
+            defaults[parameter.name] = default
         doc = docstring.parameters.get(parameter.name)
         argument = _field(annotation, parameter, doc, None)
         arguments[parameter.name] = argument
@@ -276,6 +289,8 @@ def inspect_function(
         raise TypeError(_unsupported_type_message(label, arguments, error)) from exc
     except _UNSUPPORTED_TYPE_ERRORS as exc:
         raise TypeError(_unsupported_type_message(label, arguments, exc)) from exc
+    for parameter_name, default in defaults.items():
+        _check_default(validator, label, parameter_name, arguments[parameter_name][0], default)
     if _contains_context(nodes):
         # The model would fill it: a forged context. Find the parameter to name.
         for parameter_name, (annotation, _) in arguments.items():
@@ -305,6 +320,24 @@ def inspect_function(
         close_nested(model)
         signature.__dict__["_args_model"] = model
     return signature
+
+
+def _check_default(
+    validator: SchemaValidator, label: str, parameter: str, annotation: Any, default: Any
+) -> None:
+    """Raise `TypeError` when `default` is not a value of the parameter's own type (strictly: the
+    function would be called with it as it is, where the model's arguments are validated)."""
+    try:
+        validator.validate_assignment({}, parameter, default, strict=True)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        if typing.get_origin(annotation) is Annotated:
+            annotation = annotation.__origin__
+        raise TypeError(
+            f"{label}, parameter `{parameter}`: the default {default!r} does not fit the "
+            f"parameter's type `{type_name(annotation)}` ({error['msg']}); give a default of "
+            "that type"
+        ) from None
 
 
 def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:

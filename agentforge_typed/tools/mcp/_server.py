@@ -57,7 +57,8 @@ from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
 from ._results import OutputSchema, OutputType
-from ._session import MCPAuthorizationError, Refusal, Revision, describe, single
+from ._session import MCPAuthorizationError, Refusal, Revision, describe, is_connection_lost, single
+from ._stdio import StderrTail
 
 if TYPE_CHECKING:
     import httpx2
@@ -184,6 +185,8 @@ class MCPServer(ServerCalls["MCPTool"]):
 
     _redactor: Redactor = NO_SECRETS
     """What `repr`, the warnings, the errors and the results are kept free of (`http`'s)."""
+    _stderr: StderrTail | None = None
+    """A stdio server's stderr, whose end says why it did not start."""
 
     def __init__(
         self, connect: Connector, *, label: str, **options: Unpack[MCPServerOptions]
@@ -251,18 +254,21 @@ class MCPServer(ServerCalls["MCPTool"]):
             **options: See `MCPServerOptions`.
         """
 
+        stderr = StderrTail(errlog or sys.stderr)
+
         async def connect(stack: contextlib.AsyncExitStack[Any]) -> Streams:
             from mcp import StdioServerParameters, stdio_client
 
             parameters = StdioServerParameters(
                 command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
             )
-            streams = await stack.enter_async_context(
-                stdio_client(parameters, errlog=errlog or sys.stderr)
-            )
+            with stderr.open() as write:  # closed here once the process holds its copy
+                streams = await stack.enter_async_context(stdio_client(parameters, errlog=write))
             return streams[0], streams[1]
 
-        return cls(connect, label=" ".join([command, *args]), **options)
+        server = cls(connect, label=" ".join([command, *args]), **options)
+        server._stderr = stderr
+        return server
 
     @classmethod
     def http(
@@ -428,7 +434,10 @@ class MCPServer(ServerCalls["MCPTool"]):
 
     def _not_connected(self, exc: BaseException, mode: Literal["sync", "async"]) -> None:
         """Enter an optional server that failed to connect with no tools; raise for another."""
-        exc = self._explain(exc)
+        exc = self._explain(exc)  # over HTTP: the authorization refusal it stands for
+        if self._stderr is not None and _did_not_start(exc):
+            # Not a traceback through the SDK's task groups: the command and what it wrote.
+            exc = self._stderr.start_error(self.label, exc)
         if self.required or not isinstance(exc, Exception):
             raise self._redactor.clean(exc)
         logger.warning(
@@ -708,3 +717,11 @@ def _map_annotations(listed: Mapping[str, Any]) -> ToolAnnotations | None:
         idempotent=given.get("idempotentHint"),
         open_world=given.get("openWorldHint"),
     )
+
+
+def _did_not_start(exc: BaseException) -> bool:
+    """Whether a stdio server's connection failed as a process that could not be run, or that
+    ended before it initialized (not one that answered with an error, nor a timeout)."""
+    if isinstance(exc, TimeoutError) or not isinstance(exc, Exception):
+        return False
+    return isinstance(exc, OSError) or is_connection_lost(exc)
