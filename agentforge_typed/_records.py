@@ -180,8 +180,9 @@ class ToolExecution:
         return getattr(self.result, "pending", None)
 
 
-_CALL, _RESULT, _STARTED, _FINISHED = (
-    getattr(ToolExecution, name).__set__ for name in ("call", "result", "started_at", "finished_at")
+_CALL, _RESULT, _STARTED, _FINISHED, _DECISION, _GUARDRAILS = (
+    getattr(ToolExecution, name).__set__
+    for name in ("call", "result", "started_at", "finished_at", "decision", "guardrails")
 )
 
 
@@ -195,6 +196,8 @@ def new_execution(
     _RESULT(execution, result)
     _STARTED(execution, started_at)
     _FINISHED(execution, finished_at)
+    _DECISION(execution, ALLOWED)
+    _GUARDRAILS(execution, ())
     return execution
 
 
