@@ -26,6 +26,8 @@ logger = logging.getLogger("agentforge_typed")
 if TYPE_CHECKING:
     import asyncio
 
+    from ._persistence import StoredRun
+
 
 __all__ = [
     "Execute",
@@ -71,20 +73,26 @@ async def adrive(
     run: Run,
     request: Callable[[ChatRequest], Awaitable[ChatResponse]],
     execute: Execute,
+    stored: StoredRun | None = None,
 ) -> ToolChatResult[Any]:
     """The async loop over `run`: `request` answers each model call and `execute` runs each
     planned call. `achat` passes the model and the tools themselves; a durable driver passes
-    activities."""
-    with run:
+    activities. With `stored` (the run's hold on its stored conversation), the history is saved
+    before each batch runs and after each round, and when the run ends."""
+    async with run if stored is None else stored:
         while True:
             planned = run.resumed() or run.on_response(await request(await run.anext_request()))
             if planned is None:
                 return run.result()
             settled: list[ToolExecution] = []
             for batch in batches(planned, run.service.parallel):
+                if stored is not None:
+                    await stored.abefore(batch)
                 settled += await settle_batch(run, batch, execute)
             if run.finish_round(planned, settled):
                 return run.result()
+            if stored is not None:
+                await stored.aafter()
 
 
 async def settle_batch(run: Run, batch: Sequence[Planned], execute: Execute) -> list[ToolExecution]:

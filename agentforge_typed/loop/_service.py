@@ -32,6 +32,8 @@ logger = logging.getLogger("agentforge_typed")
 if TYPE_CHECKING:
     import asyncio
 
+    from ._persistence import StoredRun
+
 
 __all__ = ["ToolService"]
 
@@ -79,6 +81,12 @@ class ToolService(ToolRegistry[DepsT]):
             histories kept by a party that must not change them: a call changed since it was
             shown is refused even when its record was changed too. Never logged or recorded;
             `None` (default): plain SHA-256 digests.
+        store: Where conversations live between runs: a `ConversationStore` (`SQLiteStore`,
+            `PostgresStore`, `MemoryStore`), or a URL `store_from_url` reads
+            (`"sqlite:///conversations.db"`). A run given `conversation_id=` continues that
+            stored conversation, claimed for the run (`ConversationConflictError` while another
+            run holds it) and saved at every round boundary; see `agentforge_typed.stores`.
+            `None` (default): runs keep nothing.
     """
 
     # -- the loop ----------------------------------------------------------------------------
@@ -87,7 +95,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -99,7 +107,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -111,7 +119,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -123,7 +131,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -134,7 +142,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -146,7 +154,9 @@ class ToolService(ToolRegistry[DepsT]):
 
         Args:
             model: The model to converse with.
-            messages: The conversation so far (a string is one user message).
+            messages: The conversation so far (a string is one user message). With the
+                service's `store` and a `conversation_id`, the new input only, appended to the
+                stored history; `None` resumes the stored conversation (its paused calls).
             parameters: Request parameters; the registered tools are added to them.
             deps: What tools receive as `ToolContext.deps` (required when the service has a deps
                 type).
@@ -156,21 +166,31 @@ class ToolService(ToolRegistry[DepsT]):
                 `external_results`, `usage_limits`), documented on `RunOptions`.
         """
         self._refuse_in_event_loop("chat", "await service.achat(...)")
-        run = Run(self, model, messages, parameters, deps, output_type, options)
-        with run:
+        if self._store is None:
+            run, stored = Run(self, model, messages, parameters, deps, output_type, options), None
+        else:
+            from ._persistence import claimed
+
+            run, stored = claimed(self, model, messages, parameters, deps, output_type, options)
+        with run if stored is None else stored:
             while True:
                 planned = run.resumed() or run.on_response(model.chat(run.next_request()))
                 if planned is None:
                     return run.result()
-                settled = [run.settle(plan, execute(plan)) for plan in planned]
+                if stored is None:
+                    settled = [run.settle(plan, execute(plan)) for plan in planned]
+                else:  # each call saved as running before it runs
+                    settled = stored.settled(planned, execute)
                 if run.finish_round(planned, settled):
                     return run.result()
+                if stored is not None:
+                    stored.after()
 
     @overload
     async def achat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -182,7 +202,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -194,7 +214,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -206,7 +226,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -217,7 +237,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -226,14 +246,21 @@ class ToolService(ToolRegistry[DepsT]):
     ) -> ToolChatResult[Any]:
         """Async `chat`, with the same arguments: independent calls of a round run concurrently
         (`sequential` tools run alone, in order), and sync tools run in worker threads."""
-        run = Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
-        return await adrive(run, model.achat, aexecute)
+        if self._store is None:
+            run = Run(
+                self, model, messages, parameters, deps, output_type, options, asynchronous=True
+            )
+            return await adrive(run, model.achat, aexecute)
+        from ._persistence import aclaimed
+
+        run, stored = await aclaimed(self, model, messages, parameters, deps, output_type, options)
+        return await adrive(run, model.achat, aexecute, stored)
 
     @overload
     def stream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -245,7 +272,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -257,7 +284,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -269,7 +296,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -280,7 +307,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -292,8 +319,13 @@ class ToolService(ToolRegistry[DepsT]):
         and a `ToolResultEvent` after each call (an `OutputCallEvent` for a call of the output
         tool), and last a `FinalResultEvent`."""
         self._refuse_in_event_loop("stream", "async for event in service.astream(...)")
-        run = Run(self, model, messages, parameters, deps, output_type, options)
-        with run:
+        if self._store is None:
+            run, stored = Run(self, model, messages, parameters, deps, output_type, options), None
+        else:
+            from ._persistence import claimed
+
+            run, stored = claimed(self, model, messages, parameters, deps, output_type, options)
+        with run if stored is None else stored:
             progress = run.stream_progress()
             while True:
                 reader = RoundReader()
@@ -308,19 +340,25 @@ class ToolService(ToolRegistry[DepsT]):
                 for plan in planned:
                     if not run.is_output(plan):
                         yield ToolCallEvent(plan.call)
+                    if stored is not None:
+                        stored.before((plan,))
                     settled.append(run.settle(plan, execute(plan)))
                     # Blocking: what the call reported comes when it returns, before its result.
                     yield from progress.take()
                     yield run.result_event(plan, settled[-1])
                 if run.finish_round(planned, settled):
                     break
-            yield FinalResultEvent(run.result())
+                if stored is not None:
+                    stored.after()
+            result = run.result()
+        # After the run's end (its last save, its release): a consumer may stop at this event.
+        yield FinalResultEvent(result)
 
     @overload
     def astream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -332,7 +370,7 @@ class ToolService(ToolRegistry[DepsT]):
     def astream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -344,7 +382,7 @@ class ToolService(ToolRegistry[DepsT]):
     def astream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -356,7 +394,7 @@ class ToolService(ToolRegistry[DepsT]):
     def astream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -367,7 +405,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def astream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -376,7 +414,17 @@ class ToolService(ToolRegistry[DepsT]):
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`, with the same arguments: calls run as under `achat`, and each
         `ToolResultEvent` is yielded as soon as its call finishes."""
-        run = Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
+        stored: StoredRun | None = None
+        if self._store is None:
+            run = Run(
+                self, model, messages, parameters, deps, output_type, options, asynchronous=True
+            )
+        else:
+            from ._persistence import aclaimed
+
+            run, stored = await aclaimed(
+                self, model, messages, parameters, deps, output_type, options
+            )
         import asyncio  # loaded by then; not at import, for blocking programs
 
         loop = asyncio.get_running_loop()
@@ -385,7 +433,7 @@ class ToolService(ToolRegistry[DepsT]):
         def wake() -> None:  # tools may report from other threads (an MCP session's loop)
             loop.call_soon_threadsafe(reported.set)
 
-        with run:
+        async with run if stored is None else stored:
             progress = run.stream_progress(wake)
             while True:
                 reader = RoundReader()
@@ -405,6 +453,8 @@ class ToolService(ToolRegistry[DepsT]):
                 # progress as it is reported, each call's before its result.
                 settled: dict[int, ToolExecution] = {}
                 for batch in batches(planned, self.parallel):
+                    if stored is not None:
+                        await stored.abefore(batch)
                     started = [asyncio.ensure_future(asettle_at(run, plan)) for plan in batch]
                     completed: list[asyncio.Future[Any]] = []  # in the order they finish
                     for task in started:
@@ -432,4 +482,7 @@ class ToolService(ToolRegistry[DepsT]):
                         await cancel_unfinished(started)
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                     break
-            yield FinalResultEvent(run.result())
+                if stored is not None:
+                    await stored.aafter()
+            result = run.result()
+        yield FinalResultEvent(result)
