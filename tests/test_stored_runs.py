@@ -466,6 +466,82 @@ def test_a_run_whose_claim_was_lost_ends_with_the_conflict_and_saves_nothing_mor
     free(store)
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_last_save_that_fails_ends_the_run_with_its_error_carrying_the_history(
+    driver: str,
+) -> None:
+    # The answer outgrows the record's cap: the run had no error, so the save's is its error.
+    store = MemoryStore(max_record_bytes=2_000)
+    long_answer = FunctionModel(lambda messages, parameters: AiMessage(text="x" * 3_000))
+    with pytest.raises(ConversationStoreError, match="over max_record_bytes") as refused:
+        drive(driver, service(store), long_answer, "hi", conversation_id="c")
+    assert [m.role for m in refused.value.messages] == ["user", "assistant"]
+    loaded = store.load("c")
+    assert loaded is None or loaded.messages == ()  # nothing of the refused save was written
+    free(store)  # released all the same
+
+
+def _audit_down(execution: Any) -> None:
+    raise RuntimeError("audit down")
+
+
+@tool(sequential=True)
+def dump(order: int, context: ToolContext[None]) -> str:
+    """Dump an order's log.
+
+    Args:
+        order: The order number.
+    """
+    return f"log of {order}: " + "y" * 3_000
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_failed_run_whose_last_save_fails_keeps_its_own_error(
+    driver: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The save naming the call fits; the history with its result, which the failed run's last
+    # save holds, does not: the run's own error goes on (carrying that history), the save's is
+    # logged, and the stored conversation still names the call as running (its result unsaved).
+    store = MemoryStore(max_record_bytes=2_000)
+    runs = ToolService([dump], store=store, after_tool_call=_audit_down)
+    with pytest.raises(RuntimeError, match="audit down") as failed:
+        drive(driver, runs, Model(), "dump 1", conversation_id="c")
+    assert [m.role for m in failed.value.messages] == ["user", "assistant", "tool"]  # type: ignore[attr-defined]
+    assert "could not save the history of the failed run on conversation 'c'" in caplog.text
+    assert "over max_record_bytes=2,000" in caplog.text
+    stored = store.load("c")
+    assert stored is not None and stored.state == {"format": 1, "running": {"call_0": None}}
+    assert [m.role for m in stored.messages] == ["user", "assistant"]
+    free(store)
+
+
+class _Unreleasable(MemoryStore):
+    """A memory store whose releases fail (an unreachable database, say)."""
+
+    def release(self, claim: Any) -> None:
+        raise ConversationStoreError("the store is unreachable", claim.conversation_id)
+
+    async def arelease(self, claim: Any) -> None:
+        self.release(claim)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_a_release_that_fails_is_logged_and_the_claim_lapses(
+    driver: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = _Unreleasable(claim_ttl=1.0)
+    result = drive(driver, service(store), Model(), "hi", conversation_id="c")
+    assert result.text == "hello (1 messages)"
+    assert "could not release conversation 'c' (its claim lapses on its own)" in caplog.text
+    with pytest.raises(ConversationConflictError):  # still held, until its ttl passes
+        store.claim("c")
+    # A run that cannot start gives its claim back the same way, and says so.
+    caplog.clear()
+    with pytest.raises(ValueError, match="no stored history"):
+        drive(driver, service(store), Model(), None, conversation_id="empty")
+    assert "could not release conversation 'empty'" in caplog.text
+
+
 @pytest.mark.parametrize("closed_at", ["first event", "the final event"])
 def test_a_stream_releases_its_conversation_when_it_ends_or_is_closed(
     store: ConversationStore, closed_at: str
