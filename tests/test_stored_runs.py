@@ -184,10 +184,12 @@ def test_a_conversation_continues_from_its_stored_history(
     free(store)
 
 
+@pytest.mark.parametrize("nothing", [None, []], ids=["None", "empty"])
 @pytest.mark.parametrize("driver", DRIVERS)
 def test_a_paused_run_resumes_without_new_input_in_another_service_on_the_same_file(
-    tmp_path: Path, driver: str
+    tmp_path: Path, driver: str, nothing: list[ChatMessage] | None
 ) -> None:
+    # No new input is `None`, or no messages at all (a UI sends the new messages it has: none).
     url = f"sqlite:///{tmp_path / 'conversations.db'}"
     first_store = store_from_url(url)
     STORE.append(first_store)
@@ -202,7 +204,7 @@ def test_a_paused_run_resumes_without_new_input_in_another_service_on_the_same_f
         driver,
         service(later),
         model,
-        None,
+        nothing,
         conversation_id="c-17",
         approvals={pending.call.id: True},
     )
@@ -334,8 +336,10 @@ def test_messages_are_required_unless_a_stored_conversation_is_resumed(driver: s
 def test_resuming_a_conversation_with_no_history_is_refused(
     store: ConversationStore, driver: str
 ) -> None:
-    with pytest.raises(ValueError, match="conversation 'new' has no stored history to resume"):
-        drive(driver, service(store), Refusing(), None, conversation_id="new")
+    nothings: list[list[ChatMessage] | None] = [None, []]
+    for nothing in nothings:
+        with pytest.raises(ValueError, match="conversation 'new' has no stored history to resume"):
+            drive(driver, service(store), Refusing(), nothing, conversation_id="new")
     assert store.load("new") is None
     free(store, "new")
 

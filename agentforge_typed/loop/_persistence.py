@@ -154,8 +154,8 @@ def _started(
     options: RunOptions,
 ) -> tuple[list[ChatMessage], RunOptions]:
     """The history the run starts from — the stored one, its interrupted calls settled, plus
-    `messages` (the new input; `None` resumes) — and the run's options as that history needs
-    them. Raises before anything runs: `ConversationStoreError` for a state this version did
+    `messages` (the new input; `None` or none at all resumes) — and the run's options as that
+    history needs them. Raises before anything runs: `ConversationStoreError` for a state this version did
     not write, `ValueError` for new input while calls wait, or for nothing to run."""
     given = None if messages is None else conversation(messages)
     stored = lease.conversation
@@ -166,7 +166,7 @@ def _started(
     if interrupted:
         options = _settled(service, history, paused, interrupted, running, options)
         paused, unanswered = unanswered_calls(history)
-    if given is not None:
+    if given:
         if unanswered:
             raise ValueError(
                 f"conversation {_shown(stored.id)} waits on {_calls(unanswered)}: resume it "

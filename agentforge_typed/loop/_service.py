@@ -156,7 +156,8 @@ class ToolService(ToolRegistry[DepsT]):
             model: The model to converse with.
             messages: The conversation so far (a string is one user message). With the
                 service's `store` and a `conversation_id`, the new input only, appended to the
-                stored history; `None` resumes the stored conversation (its paused calls).
+                stored history; `None` (or no messages) resumes the stored conversation (its
+                paused calls).
             parameters: Request parameters; the registered tools are added to them.
             deps: What tools receive as `ToolContext.deps` (required when the service has a deps
                 type).
