@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -214,6 +216,18 @@ def test_a_paused_run_resumes_without_new_input_in_another_service_on_the_same_f
     stored = later.load("c-17")
     assert stored is not None and stored.messages == tuple(done.messages)
     later.close()
+
+
+def test_a_run_without_a_store_loads_no_store_machinery() -> None:
+    code = (
+        "import sys\n"
+        "from agentforge_typed import AiMessage, FunctionModel, ToolService\n"
+        "ToolService().chat(FunctionModel(lambda m, p: AiMessage(text='hi')), 'hi')\n"
+        "loaded = [m for m in ('agentforge_typed.stores', 'agentforge_typed.loop._persistence')\n"
+        "          if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
 def _key(conversation_id: str, call_id: str) -> str:
