@@ -240,7 +240,9 @@ class ConversationStoreError(AgentForgeError):
 class ConversationConflictError(ConversationStoreError):
     """Another run holds the conversation (its claim has not expired), or the conversation was
     saved, claimed or deleted since this run's claim read it. Raised at once, never after
-    waiting: nothing of this run has been sent or run on the conversation's behalf."""
+    waiting. Refused a claim, a run has sent and run nothing (and carries no history); refused a
+    save mid-run (its claim was lost), it ends there, carrying its history, and saves nothing
+    more."""
 
 
 class ModelRetry(Exception):  # noqa: N818 - a control-flow signal, not an error

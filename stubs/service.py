@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack, assert_type
 
+from agentforge_typed.stores import ConversationStore, MemoryStore
 from agentforge_typed import (
     AgentForgeError,
     AiMessage,
@@ -121,6 +122,25 @@ async def main() -> None:
     assert_type(ask(service, "hi", conversation_id="c", tools=["a"]), str | None)
     ask(service, "hi", conversation_idd="c")  # type: ignore[call-arg]
     ask(service, "hi", tools=7)  # type: ignore[arg-type]
+
+
+async def stored(model: FunctionModel) -> None:
+    # A store (or its URL): a run given a conversation id continues it, or resumes it with no new
+    # input; the result's type is the same as without a store.
+    service = ToolService(store=MemoryStore())
+    ToolService(store="sqlite:///conversations.db")
+    ToolService(store=7)  # type: ignore[arg-type]
+    assert_type(service.store, ConversationStore | None)
+    service.store = "memory:"
+    service.store = None
+    assert_type(service.chat(model, "Refund order 42", conversation_id="c-17"), ToolChatResult[None])
+    resumed = service.chat(model, conversation_id="c-17", approvals={"call_1": True})
+    assert_type(resumed, ToolChatResult[None])
+    assert_type(await service.achat(model, None, conversation_id="c-17"), ToolChatResult[None])
+    assert_type(service.chat(model, conversation_id="c-17", output_type=City).output, City)
+    assert_type(service.stream(model, conversation_id="c-17"), Generator[ToolLoopEvent[None], None, None])
+    assert_type(service.astream(model, conversation_id="c-17"), AsyncGenerator[ToolLoopEvent[None], None])
+    service.chat(model, conversation_id=17)  # type: ignore[call-overload]
 
 
 def ask(service: ToolService[None], prompt: str, **options: Unpack[RunOptions]) -> str | None:

@@ -97,6 +97,8 @@ assert_type(get_weather.max_result_chars, int | None)
 assert_type(get_weather.execute(call).full_text, str | None)
 tool(max_result_chars=10_000)
 tool(max_result_chars="10k")  # type: ignore[call-overload]
+tool(retry_safe=True, sequential=True)
+tool(retry_safe="yes")  # type: ignore[call-overload]
 get_weather.execute('{"city": "Paris"}')  # type: ignore[arg-type]
 
 tool(name="x", strict="yes")  # type: ignore[call-overload]

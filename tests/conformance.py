@@ -364,6 +364,7 @@ SERVICE_VALUES: Mapping[str, str] = {
     "blocking_in_event_loop": "a switch",
     "tool_search": "names to offer; the search is the package's own (`search_score`)",
     "digest_secret": "a key for the digests of paused calls",
+    "store": "where conversations live, used by runs given a conversation_id: the store axis",
 }
 """The `ToolService` options that hold values, not code of the program's own that the loop
 calls: every other keyword of `ToolService.__init__` is a hook (the `hook` axis)."""
@@ -771,7 +772,8 @@ _NO_NETWORK = (
 )
 _UNDER_PROVIDER = (
     "reads only through a provider's HttpShell, whose caps and total_timeout the provider axis "
-    "checks; it prints each event as it arrives, and Ctrl-C ends it (exit status 130)"
+    "checks (and, with --store, a store, whose caps and timeout the store axis checks); it "
+    "prints each event as it arrives, and Ctrl-C ends it (exit status 130)"
 )
 CLI.register(
     "probe",

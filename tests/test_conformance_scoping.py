@@ -21,12 +21,15 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+import postgres_server
 import pytest
 
 pytest.importorskip("mcp")
 
-from conformance import assert_covers
+import store_support
+from conformance import STORE, Surface, assert_covers
 from loop_drivers import DRIVERS, drive
+from store_support import Opener
 from test_mcp import FIXTURE_SERVER
 from test_mcp import errlog as errlog  # the fixture
 
@@ -47,6 +50,10 @@ from agentforge_typed import (
 )
 from agentforge_typed.tools._scope import _REGISTRY
 from agentforge_typed.tools.mcp._session import Revision
+
+# The fixtures these tests share (see `store_support`, `postgres_server`).
+opener = store_support.opener
+postgres = postgres_server.postgres
 
 KEY_META = "example.com/idempotency-key"
 
@@ -226,6 +233,56 @@ def test_two_conversations_at_a_handshake_revision_never_cross(errlog: TextIO, d
                 answered(driver, service, user)
     assert (ada.last.text, bob.last.text) == (said(ada), said(bob))
     never_crossed(ada, bob)
+
+
+class StoredUser(User):
+    """A user whose conversation lives in the service's store: each step sends only the new
+    message, or only the decision, under the conversation's id."""
+
+    def step(self, carried: bool | None = None, answer: str = "") -> tuple[Any, dict[str, Any]]:
+        _, options = super().step(carried, answer)
+        options["conversation_id"] = f"conversation of {self.name}"
+        return (f"I am {self.name}" if carried is None else None), options
+
+
+def restarted() -> None:
+    """Forget what this process keeps between runs, as a restart would: only the store knows."""
+    for drop in _REGISTRY.clear():
+        drop()
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("surface", STORE.each("scoped"))
+def test_two_stored_conversations_on_one_store_never_cross(
+    errlog: TextIO, driver: str, opener: Opener, surface: Surface[Any]
+) -> None:
+    """The stateless interleaving with one store behind the shared service, and a restart
+    before each step: the questions, answers (bare ones too: the stored pause records the
+    question) and keys of each conversation stay its own, in its own record."""
+    ada, bob = StoredUser("Ada"), StoredUser("Bob")
+    store = opener()
+    with server(errlog, "newest") as mcp:
+        service = ToolService([mcp], store=store)
+        both(driver, service, (ada, ada.step()), (bob, bob.step()))
+        restarted()
+        one(driver, service, ada, ada.step(carried=False, answer="Ada"))
+        restarted()
+        one(driver, service, bob, bob.step(carried=False, answer="Bob"))
+        restarted()
+        both(
+            driver,
+            service,
+            (bob, bob.step(carried=False, answer="Bob, again")),
+            (ada, ada.step(carried=True, answer="Ada, again")),
+        )
+    assert (ada.last.text, bob.last.text) == (said(ada), said(bob))
+    never_crossed(ada, bob)
+    for user, other in ((ada, bob), (bob, ada)):
+        stored = store.load(f"conversation of {user.name}")
+        assert stored is not None and stored.messages == tuple(user.last.messages)
+        record = repr(stored)
+        assert other.name not in record
+        assert not any(key in record for key in other.keys)
 
 
 COVERED = {*DRIVERS, "temporal"}

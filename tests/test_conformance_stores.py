@@ -36,20 +36,24 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
 from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import postgres_server
 import pytest
 import store_support
+import store_worker
 from conformance import STORE, Surface, assert_linear, assert_registered
+from loop_drivers import DRIVERS, drive
 from store_support import HISTORY, Opener, history, raw
 from store_worker import history as worker_history
 from test_conformance_secrets import KEY, _Echo
 
 from agentforge_typed import (
+    AiMessage,
     ChatMessage,
     ModelError,
     OpenAIChatModel,
+    ToolResultMessage,
     ToolService,
     UserMessage,
     tool,
@@ -103,12 +107,12 @@ def test_one_claim_wins_among_threads(opener: Opener, surface: Surface[Any]) -> 
 class Worker:
     """A `store_worker.py` process and the JSON lines it prints."""
 
-    def __init__(self, *arguments: str) -> None:
+    def __init__(self, *arguments: str, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
             [sys.executable, str(TESTS / "store_worker.py"), *arguments],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            env=ENV,
+            env=ENV if env is None else env,
         )
         self._buffer = b""
 
@@ -242,6 +246,153 @@ def test_a_holder_killed_mid_save_leaves_its_last_save_whole(
     saved = claim.conversation.state["saved"]
     assert saved >= 100 and claim.version == saved
     assert claim.conversation.messages == tuple(worker_history(saved))
+
+
+# -- once, through runs --------------------------------------------------------------------------
+
+
+def _ledger(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _wait_for(path: Path, line: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any(line in entry for entry in _ledger(path)):
+        assert time.monotonic() < deadline, (line, _ledger(path))
+        time.sleep(0.01)
+
+
+def _paused(opener: Opener, ledger: Path, ttl: float = 1.0) -> str:
+    """Start the conversation `c` in this process: `note` runs, `refund` waits for approval.
+    The id of the refund call."""
+    store_worker._configure(str(ledger), 0.0, "test")
+    result = store_worker.service(opener(claim_ttl=ttl)).chat(
+        store_worker.MODEL, "refund 42", conversation_id="c"
+    )
+    (pending,) = result.pending
+    return pending.call.id
+
+
+@pytest.fixture
+def in_test() -> Iterator[None]:
+    """What this process's runs of `store_worker`'s tools write goes nowhere after the test."""
+    yield
+    store_worker._configure("", 0.0, "test")
+    store_worker.LEDGER = None
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("surface", PROCESSES)
+def test_one_of_several_workers_runs_an_approved_call(
+    opener: Opener, surface: Surface[Any], driver: str, tmp_path: Path, in_test: None
+) -> None:
+    """Three worker processes resume one paused conversation with its approval at once, under
+    `driver`: one runs the approved call (for longer than the claim's ttl) and the model after
+    it; the others get `ConversationConflictError` before any model call or tool, and so does a
+    run arriving while the winner is inside the call, at once."""
+    ledger, go, ttl = tmp_path / "ledger", tmp_path / "go", 1.0
+    call_id = _paused(opener, ledger, ttl)
+    assert _ledger(ledger) == ["test model", "test note before refund"]
+    arguments = [
+        ["resume", opener.url, "c", driver, str(go), str(ledger), call_id, "2.5", str(ttl), f"w{n}"]
+        for n in range(3)
+    ]
+    with workers(*arguments) as racing:
+        for worker in racing:
+            assert worker.line() == {"step": "ready"}
+        go.touch()
+        _wait_for(ledger, "refund 42")
+        inside = time.monotonic()
+        here = store_worker.service(opener(claim_ttl=ttl))
+        approvals = {call_id: True}
+        for moment in (0.0, ttl + 0.5):  # at once, and past the ttl: the winner renews its claim
+            time.sleep(max(0.0, inside + moment - time.monotonic()))
+            asked = time.monotonic()
+            with pytest.raises(ConversationConflictError) as refused:
+                here.chat(store_worker.MODEL, conversation_id="c", approvals=approvals)
+            assert time.monotonic() - asked < 1.0
+            assert refused.value.messages == ()  # it had nothing: it ran nothing
+        lines = [worker.line(timeout=60) for worker in racing]
+        assert sorted(line["step"] for line in lines) == ["conflict", "conflict", "done"], lines
+        assert [worker.finish() for worker in racing] == [0, 0, 0]
+    (done,) = [line for line in lines if line["step"] == "done"]
+    winner = f"w{lines.index(done)}"
+    assert done["text"] == "noted before refund | refund 42 done"
+    written = _ledger(ledger)
+    assert written[:2] == ["test model", "test note before refund"]
+    assert [line.split()[:2] for line in written[2:]] == [[winner, "refund"], [winner, "model"]]
+    stored = opener().load("c")
+    assert stored is not None and stored.state == {"format": 1, "running": {}}
+    assert isinstance(stored.messages[-1], AiMessage) and stored.messages[-1].text == done["text"]
+
+
+CRASHES = {
+    "charge": ("charge 42", None),
+    "resend": ("resend 42", None),
+    "approved refund": ("refund 42", "refund"),
+}
+"""What the killed worker runs: its prompt, and the call it resumes with an approval (the
+conversation first paused on it here)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crash", list(CRASHES))
+@pytest.mark.parametrize("driver", DRIVERS)
+@pytest.mark.parametrize("surface", PROCESSES)
+def test_a_worker_killed_inside_a_call_loses_nothing_that_finished(
+    opener: Opener, surface: Surface[Any], driver: str, crash: str, tmp_path: Path, in_test: None
+) -> None:
+    """`kill -9` a worker inside a call, under `driver`; the conversation's next run (here,
+    under the same driver, once the dead worker's claim lapses) never runs again a call whose
+    result was saved (`note`); the interrupted call runs again only where that is safe (`resend`,
+    retry-safe, with the same idempotency key), else the model reads that it was interrupted."""
+    ledger, ttl = tmp_path / "ledger", 1.0
+    prompt, approved = CRASHES[crash]
+    env = dict(ENV)
+    if approved:
+        env["APPROVE"] = _paused(opener, ledger, ttl)
+    name = prompt.split()[0]
+    worker = Worker("start", opener.url, "c", driver, str(ledger), prompt, str(ttl), "w", env=env)
+    try:
+        _wait_for(ledger, f"w {name} 42")
+        worker.kill()
+    finally:
+        if worker.process.returncode is None:
+            worker.kill()
+    killed = time.monotonic()
+    store_worker._configure(str(ledger), 0.0, "test")
+    here = store_worker.service(opener(claim_ttl=ttl))
+    # The retry of the request the worker was running: the same decision, if it had one.
+    options: dict[str, Any] = {"approvals": {env["APPROVE"]: True}} if approved else {}
+    while True:
+        try:
+            result = drive(driver, here, store_worker.MODEL, None, conversation_id="c", **options)
+            break
+        except ConversationConflictError as refused:
+            assert refused.messages == ()
+            assert time.monotonic() - killed < ttl + 5, "the dead worker's claim never lapsed"
+            time.sleep(0.05)
+    written = _ledger(ledger)
+    (started,) = [line for line in written if line.startswith(f"w {name} 42")]
+    key = started.split()[-1]
+    assert sum("note" in line for line in written) == 1  # saved: never run again
+    if name == "resend":
+        assert written[-2:] == [f"test resend 42 {key}", "test model"]
+        assert result.text is not None and result.text.endswith("resend 42 done")
+    else:
+        assert written[-1] == "test model"  # the model, told; the call never ran again
+        assert sum(f"{name} 42" in line for line in written) == 1
+        (interrupted,) = [
+            m for m in result.messages if isinstance(m, ToolResultMessage) and m.is_error
+        ]
+        assert interrupted.tool_name == name
+        assert "interrupted: may or may not have taken effect" in interrupted.text
+        assert result.text is not None and result.text.endswith(interrupted.text)
+    assert result.pending == ()
+    stored = opener().load("c")
+    assert stored is not None and stored.state == {"format": 1, "running": {}}
+    assert stored.messages == tuple(result.messages)
 
 
 # -- bounded -------------------------------------------------------------------------------------
@@ -421,9 +572,43 @@ def _hidden(texts: list[str] | list[bytes], where: str) -> None:
             assert not found, (where, text[:300])
 
 
+class _CallsThenEchoes(_Echo):
+    """Answers the first request of a run with a call of `lookup` (the key in a header), every
+    other one as `_Echo` does (401, the key in its status line, a header and its body)."""
+
+    answered: ClassVar[int] = 0
+
+    def do_POST(self) -> None:
+        type(self).answered += 1
+        if type(self).answered % 2 == 0:
+            super().do_POST()
+            return
+        sent = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+        function = {"name": "lookup", "arguments": '{"order": 42}'}
+        call = {"index": 0, "id": "call_1", "type": "function", "function": function}
+        if sent.get("stream"):
+            chunks = [
+                {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]},
+                {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+            ]
+            body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+            body, kind = body + b"data: [DONE]\n\n", "text/event-stream"
+        else:
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+            body, kind = json.dumps({"choices": [choice]}).encode(), "application/json"
+        self.send_response(200)
+        self.send_header("content-type", kind)
+        self.send_header("content-length", str(len(body)))
+        self.send_header("x-echo", KEY)
+        self.end_headers()
+        self.wfile.write(body)
+
+
 @pytest.fixture
 def echo_server() -> Iterator[str]:
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Echo) as server:
+    _CallsThenEchoes.answered = 0
+    with ThreadingHTTPServer(("127.0.0.1", 0), _CallsThenEchoes) as server:
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -443,28 +628,35 @@ def lookup(order: int) -> str:
     return f"order {order}: shipped"
 
 
+@pytest.mark.parametrize("driver", DRIVERS)
 @pytest.mark.parametrize("surface", STORE.each("secret"))
 def test_the_key_reaches_nothing_a_store_writes_or_shows(
     opener: Opener,
     surface: Surface[Any],
+    driver: str,
     echo_server: str,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A run whose model holds the fixture key fails against a server echoing it; its history
-    and error are saved as a run saves them. Neither the rows (the database files, read raw),
-    nor a listing, a load, an error or a log line holds the key."""
+    """Runs of a service with a store, whose model holds the fixture key, against a server that
+    echoes it: each run's model calls a tool (the key in the answer's headers), then fails (the
+    key in the error's status line, header and body), and saves what its error carries; a
+    second run continues the conversation and fails the same way. Neither the rows (the
+    database files, read raw), nor a listing, a load, an error or a log line holds the key."""
     caplog.set_level(logging.DEBUG)
     model = OpenAIChatModel("m", api_key=KEY, base_url=echo_server, max_retries=0)
-    with pytest.raises(ModelError) as failed:
-        ToolService([lookup]).chat(model, "Where is order 42?")
     store = opener()
-    claim = store.save(
-        store.claim("c"),
-        [*failed.value.messages, UserMessage(content="and now?")],
-        {"error": str(failed.value), "repr": repr(failed.value)},
-    )
-    shown: list[str] = [repr(store), repr(store.load("c")), repr(store.list())]
+    service = ToolService([lookup], store=store)
+    shown: list[str] = []
+    for prompt in ("Where is order 42?", "and now?"):
+        with pytest.raises(ModelError) as failed:
+            drive(driver, service, model, prompt, conversation_id="c")
+        shown += [str(failed.value), repr(failed.value)]
+    stored = store.load("c")
+    assert stored is not None and stored.messages == failed.value.messages
+    assert [m.role for m in stored.messages] == ["user", "assistant", "tool"] * 2
+    claim = store.claim("c")
+    shown += [repr(store), repr(store.load("c")), repr(store.list())]
     operations: list[Callable[[], object]] = [
         lambda: store.claim("c"),
         lambda: store.save(claim, [UserMessage(content="x" * 100)] * 100_000),

@@ -223,3 +223,97 @@ def test_ids_are_found_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[st
     with raw(f"sqlite:///{path}") as execute:
         keys = execute("SELECT key FROM agentforge_conversations")
     assert keys == [(hashlib.sha256(b"other").digest(),)]
+
+
+# -- run --store URL --conversation ID -----------------------------------------------------------
+
+SHOP = '''
+from agentforge_typed import tool
+
+
+@tool(requires_approval=True)
+def refund(order: int) -> str:
+    """Refund an order.
+
+    Args:
+        order: The order number.
+    """
+    return f"refunded {order}"
+'''
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> str:
+    """A TARGET whose one tool waits for approval (the fake model calls it on each message)."""
+    (tmp_path / "shop.py").write_text(SHOP)
+    return f"{tmp_path / 'shop.py'}:refund"
+
+
+def _running(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["run", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_run_continues_a_stored_conversation_and_resumes_it_paused(
+    shop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run pauses (exit status 3) and says how to resume; another, with no PROMPT, approves
+    the call; a third continues the conversation and its call is denied with a reason."""
+    url = f"sqlite:///{tmp_path / 'conversations.db'}"
+    stored = ["--store", url, "--conversation", "c-17"]
+    status, out, _ = _running(capsys, shop, "Refund order 42", *stored)
+    assert status == 3
+    assert "refund (fake_call_1, approval)" in out
+    assert out.splitlines()[-1] == (
+        "== resume: run again with --conversation c-17 and --approve CALL or --deny "
+        "CALL[=REASON] for each paused call"
+    )
+    status, out, _ = _running(capsys, shop, *stored, "--approve", "fake_call_1")
+    assert status == 0 and "<- refund" in out and "refunded 1" in out
+    status, out, _ = _running(capsys, shop, "And order 43", *stored, "--json")
+    assert status == 3 and json.loads(out)["pending"][0]["call"]["id"] == "fake_call_2"
+    status, out, _ = _running(capsys, shop, *stored, "--deny", "fake_call_2=not today")
+    assert status == 0 and "The user denied the call to `refund`: not today" in out
+    store = store_from_url(url)
+    conversation = store.load("c-17")
+    store.close()
+    assert conversation is not None
+    assert [m.role for m in conversation.messages] == ["user", "assistant", "tool", "assistant"] * 2
+    assert conversation.messages[0] == UserMessage(content="Refund order 42")
+
+
+def test_run_refuses_what_cannot_be_resumed_in_one_line(
+    shop: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"sqlite:///{tmp_path / 'conversations.db'}"
+    stored = ["--store", url, "--conversation", "c-17"]
+    refusals = [
+        ([*stored], "conversation 'c-17' has no stored history to resume"),
+        (["hi", "--conversation", "c-17"], "--conversation needs --store URL"),
+        (["hi", "--store", url], "--store needs --conversation ID"),
+        (["hi", "--approve", "x"], "--approve and --deny decide the paused calls"),
+        ([], "PROMPT is required"),
+        ([*stored, "--approve", "x", "--deny", "x"], "call 'x' is both approved and denied"),
+        (["hi", "--store", "redis://h", "--conversation", "c"], "--store: a 'redis' URL"),
+    ]
+    for argv, problem in refusals:
+        status, _, err = _running(capsys, shop, *argv)
+        line = _one_line_failure(status, err, expected=2)
+        assert problem in line, (argv, line)
+    assert _running(capsys, shop, "Refund order 42", *stored)[0] == 3
+    for argv, problem in [
+        ([*stored, "--approve", "nope"], "no pending call has the id(s) 'nope'"),
+        (["more", *stored], "conversation 'c-17' waits on call 'fake_call_1'"),
+    ]:
+        status, _, err = _running(capsys, shop, *argv)
+        assert problem in _one_line_failure(status, err, expected=2)
+    held = store_from_url(url)
+    claim = held.claim("c-17")
+    status, _, err = _running(capsys, shop, *stored, "--approve", "fake_call_1")
+    line = _one_line_failure(status, err)
+    assert line.startswith(
+        "agentforge-typed: ConversationConflictError: conversation 'c-17' is held"
+    )
+    held.release(claim)
+    held.close()

@@ -55,6 +55,7 @@ from agentforge_typed import (
     ToolFailed,
     ToolService,
 )
+from agentforge_typed.stores import MemoryStore
 from agentforge_typed.temporal import (
     ActivityOptions,
     TemporalToolService,
@@ -656,6 +657,17 @@ def test_names_and_options_are_checked_when_built() -> None:
     durable = TemporalToolService(service, FakeModel(), name="x")
     names = [activity.__temporal_activity_definition.name for activity in durable.activities]  # type: ignore[attr-defined]
     assert names == ["x.model", "x.tool.pay"]
+
+
+async def test_a_service_with_a_store_is_refused_not_ignored() -> None:
+    # A durable run's conversation is the workflow's history: a store would be silently unused.
+    with pytest.raises(ValueError, match=r"workflow's history, not in a ConversationStore"):
+        TemporalToolService(ToolService([support.pay], store=MemoryStore()), FakeModel(), name="x")
+    service = ToolService([support.pay])
+    durable = TemporalToolService(service, FakeModel(), name="x")
+    service.store = MemoryStore()  # given one later: refused when a run starts, before anything
+    with pytest.raises(ValueError, match=r"pass a ToolService without store="):
+        await durable.chat("hello", conversation_id="c-1")
 
 
 def test_the_activities_do_not_change_the_callers_model() -> None:

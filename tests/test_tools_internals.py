@@ -41,6 +41,7 @@ def test_tool_options_are_declared_once_and_shared_by_tool_and_the_decorator() -
         "extra_arguments",
         "requires_approval",
         "external",
+        "retry_safe",
         "max_result_chars",
         "content_urls",
         "annotations",

@@ -10,7 +10,6 @@ of docs/design/stores.md); until then they are expected to fail, and say why.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -34,14 +33,6 @@ from agentforge_typed import (
 )
 from agentforge_typed.stores import MemoryStore
 from agentforge_typed.ui import create_app
-
-WIRED = "store" in inspect.signature(ToolService.__init__).parameters
-pytestmark = pytest.mark.xfail(
-    not WIRED,
-    reason="ToolService(store=...) and astream(..., conversation_id=...) keeping the "
-    "conversation land with the loop's side of the stores (docs/design/stores.md)",
-    raises=(TypeError, AssertionError, ValueError),
-)
 
 THREAD = "stored-thread-0123456789"
 

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING
 
 from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
+from .._records import Approval
 from .._request import ChatRequestParameters
+from ..loop._run import RunOptions
 from ..loop._service import ToolService
 from ..loop._toolsets import GROUP_PREFIX, resolve
 from ..providers._dialects import DIALECTS, SchemaDialectError
@@ -57,6 +59,11 @@ _MODEL_HELP = (
     "(e.g. llamacpp:gemma-3); keys and base URLs come from OPENAI_API_KEY / "
     "OPENAI_BASE_URL, ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL, GEMINI_API_KEY (or "
     "GOOGLE_API_KEY) / GOOGLE_GEMINI_BASE_URL, <SERVER>_API_KEY / <SERVER>_BASE_URL"
+)
+
+
+_STORE_FORMS = (
+    "sqlite:///path.db (sqlite:////absolute/path.db), postgresql://user@host/db, or memory:"
 )
 
 
@@ -105,7 +112,13 @@ def _parser() -> argparse.ArgumentParser:
         "answer, token usage and timing.",
     )
     run.add_argument("target", metavar="TARGET", help=_TARGET_HELP)
-    run.add_argument("prompt", metavar="PROMPT", help="the user message")
+    run.add_argument(
+        "prompt",
+        metavar="PROMPT",
+        nargs="?",
+        help="the user message (optional with --conversation: without it, the stored "
+        "conversation resumes, its paused calls decided by --approve and --deny)",
+    )
     run.add_argument("--model", default="fake", help=_MODEL_HELP)
     run.add_argument(
         "--fallback",
@@ -149,6 +162,30 @@ def _parser() -> argparse.ArgumentParser:
         metavar="NAME",
         action="append",
         help="offer the tools of this group of a ToolService TARGET (repeatable)",
+    )
+    run.add_argument(
+        "--store",
+        metavar="URL",
+        help=f"where conversations are kept (with --conversation): {_STORE_FORMS}",
+    )
+    run.add_argument(
+        "--conversation",
+        metavar="ID",
+        help="continue the stored conversation ID (with --store): its history, then PROMPT; "
+        "saved at every round and when the run pauses or ends",
+    )
+    run.add_argument(
+        "--approve",
+        metavar="CALL",
+        action="append",
+        help="approve the paused call CALL of the conversation (repeatable)",
+    )
+    run.add_argument(
+        "--deny",
+        metavar="CALL[=REASON]",
+        action="append",
+        help="deny the paused call CALL of the conversation, with a REASON the model reads "
+        "(repeatable)",
     )
     run.set_defaults(handler=_run)
 
@@ -238,13 +275,7 @@ def _parser() -> argparse.ArgumentParser:
         "kept in a store. Exit status 1 when the store refuses a record (too large, corrupt, "
         "a newer schema) or fails, or when there is no such conversation.",
     )
-    conversations.add_argument(
-        "--store",
-        required=True,
-        metavar="URL",
-        help="sqlite:///path.db (sqlite:////absolute/path.db), postgresql://user@host/db, or "
-        "memory:",
-    )
+    conversations.add_argument("--store", required=True, metavar="URL", help=_STORE_FORMS)
     conversations.add_argument(
         "--timeout",
         type=positive_float,
@@ -303,26 +334,79 @@ def _run(args: argparse.Namespace) -> int:
     redactor = model_secrets([model, *fallbacks])
     if fallbacks:
         model = FallbackModel(model, *fallbacks)
-    messages: list[ChatMessage] = []
+    approvals = _decisions(args)
+    given: list[ChatMessage] = []
     if args.system:
-        messages.append(SystemMessage(text=args.system))
-    messages.append(UserMessage(content=args.prompt))
+        given.append(SystemMessage(text=args.system))
+    if args.prompt is not None:
+        given.append(UserMessage(content=args.prompt))
+    elif args.conversation is None:
+        raise _UsageError("PROMPT is required (without --conversation, there is nothing to resume)")
+    messages = given or None  # none: the stored conversation resumes
     parameters = None
     if args.max_tokens is not None:
         parameters = ChatRequestParameters(max_tokens=args.max_tokens)
+    options: RunOptions = {"tools": selection, "conversation_id": args.conversation}
+    if approvals:
+        options["approvals"] = approvals
+    _stored(service, args)
     try:
         if args.json:
-            result = service.chat(model, messages, parameters, deps=deps, tools=selection)
+            result = service.chat(model, messages, parameters, deps=deps, **options)
             print(result_json(result, redactor))
         else:
-            events = service.stream(model, messages, parameters, deps=deps, tools=selection)
+            events = service.stream(model, messages, parameters, deps=deps, **options)
             result = LiveDisplay(sys.stdout, redactor).show(events, time.perf_counter())
     except AgentForgeError as exc:
         sys.stdout.flush()
         shown = printable(redactor.replace(str(exc)))
         print(f"agentforge-typed: {type(exc).__name__}: {shown}", file=sys.stderr)
         return 1
+    except ValueError as exc:  # a decision on no paused call, new input while calls wait, ...
+        if args.conversation is None:
+            raise
+        raise _UsageError(printable(redactor.replace(str(exc)))) from None
+    finally:
+        if service.store is not None and args.store is not None:
+            service.store.close()
+    if result.pending and args.conversation is not None and not args.json:
+        print(
+            f"== resume: run again with --conversation {printable(args.conversation)} and "
+            "--approve CALL or --deny CALL[=REASON] for each paused call"
+        )
     return PAUSED if result.pending else 0
+
+
+def _stored(service: ToolService, args: argparse.Namespace) -> None:
+    """Give `service` the store `--store` names, for the conversation `--conversation` names (a
+    ToolService TARGET may bring its own store instead)."""
+    if args.conversation is None:
+        if args.store is not None:
+            raise _UsageError("--store needs --conversation ID (the conversation to continue)")
+        if args.approve or args.deny:
+            raise _UsageError("--approve and --deny decide the paused calls of a --conversation")
+        return
+    if args.store is None:
+        if service.store is None:
+            raise _UsageError("--conversation needs --store URL (where conversations are kept)")
+        return
+    from ..stores import store_from_url
+
+    try:
+        service.store = store_from_url(args.store)
+    except (ValueError, ImportError) as exc:
+        raise _UsageError(f"--store: {exc}") from None
+
+
+def _decisions(args: argparse.Namespace) -> dict[str, Approval]:
+    """The decisions `--approve` and `--deny` give, by call id."""
+    decisions: dict[str, Approval] = {call_id: True for call_id in args.approve or ()}
+    for denial in args.deny or ():
+        call_id, equals, reason = denial.partition("=")
+        if call_id in decisions:
+            raise _UsageError(f"call {printable(call_id)!r} is both approved and denied")
+        decisions[call_id] = reason if equals and reason else False
+    return decisions
 
 
 def _selection(

@@ -179,6 +179,15 @@ class _Desk:
         return holders[0]
 
 
+def _refuse_store(service: ToolService) -> None:
+    if service.store is not None:
+        raise ValueError(
+            "a TemporalToolService's runs keep their conversation in the workflow's history, not "
+            "in a ConversationStore: pass a ToolService without store= (the workflow's id names "
+            "the conversation; ToolService(store=...) is for chat, achat, stream and astream)"
+        )
+
+
 class TemporalToolService:
     """A `ToolService` and a `ChatModel` made durable: `chat` runs the loop inside a workflow,
     each model call and each tool body as an activity.
@@ -213,8 +222,10 @@ class TemporalToolService:
             server's payload limit.
 
     Raises:
-        ValueError: `name` is not 1-100 letters, digits, `_` or `-`, or `tool_options` names a
-            tool that is not registered.
+        ValueError: `name` is not 1-100 letters, digits, `_` or `-`, `tool_options` names a
+            tool that is not registered, or `service` has a `store`: a durable run's
+            conversation lives in the workflow's history (a store's I/O has no place in
+            workflow code), so such a service is refused rather than its store ignored.
     """
 
     def __init__(
@@ -235,6 +246,7 @@ class TemporalToolService:
                 f"name must be 1-100 letters, digits, '_' or '-' (it prefixes activity names), "
                 f"got {name!r}"
             )
+        _refuse_store(service)
         self.service = service
         self.model = model
         self.name = name
@@ -382,6 +394,7 @@ class TemporalToolService:
             AgentForgeError: as `ToolService.achat`; `AgentForgePlugin` makes it fail the
                 workflow rather than retry the workflow task.
         """
+        _refuse_store(self.service)  # given one since this durable service was built
         if not workflow.in_workflow():
             raise RuntimeError(
                 "TemporalToolService.chat runs inside a Temporal workflow; outside one, use "

@@ -52,6 +52,7 @@ __all__ = [
     "ApprovalState",
     "Decided",
     "PausedCall",
+    "paused_record",
     "with_digest",
 ]
 
@@ -455,6 +456,14 @@ def _record(pending: PendingCall, arguments: str | None) -> dict[str, Any]:
     paused = PausedCall(pending.reason, pending.digest, pending.elicitation, own)
     recorded: dict[str, Any] = _adapters()[0].dump_python(paused, mode="json", exclude_none=True)
     return recorded
+
+
+def paused_record(message: AiMessage | None) -> dict[str, PausedCall]:
+    """What `message` records of the calls it paused on (`PAUSED_CALLS`), by call id; empty
+    when it records none. Raises `ValueError` for a malformed record."""
+    if message is None or PAUSED_CALLS not in message.attributes:
+        return {}
+    return _recorded(message)
 
 
 def _recorded(message: AiMessage) -> dict[str, PausedCall]:

@@ -30,6 +30,8 @@ logger = logging.getLogger("agentforge_typed")
 if TYPE_CHECKING:
     import asyncio
 
+    from ._persistence import StoredRun
+
 
 __all__ = [
     "Execute",
@@ -76,11 +78,13 @@ async def adrive(
     run: Run,
     request: Callable[[ChatRequest], Awaitable[ChatResponse]],
     execute: Execute,
+    stored: StoredRun | None = None,
 ) -> ToolChatResult[Any]:
     """The async loop over `run`: `request` answers each model call and `execute` runs each
     planned call. `achat` passes the model and the tools themselves; a durable driver passes
-    activities."""
-    with run:
+    activities. With `stored` (the run's hold on its stored conversation), the history is saved
+    before each batch runs and after each round, and when the run ends."""
+    async with run if stored is None else stored:
         while True:
             planned = run.resumed() or run.on_response(
                 await run.answer(request, await run.anext_request())
@@ -89,9 +93,13 @@ async def adrive(
                 return await run.aresult() if run.service.guardrails is not None else run.result()
             settled: list[ToolExecution] = []
             for batch in batches(planned, run.service.parallel):
+                if stored is not None:
+                    await stored.abefore(batch)
                 settled += await settle_batch(run, batch, execute)
             if run.finish_round(planned, settled):
                 return await run.aresult() if run.service.guardrails is not None else run.result()
+            if stored is not None:
+                await stored.aafter()
 
 
 async def settle_batch(run: Run, batch: Sequence[Planned], execute: Execute) -> list[ToolExecution]:
@@ -117,13 +125,15 @@ async def astream_calls(
     progress: ProgressSink,
     signal: asyncio.Event,
     settled: dict[int, ToolExecution],
+    stored: StoredRun | None = None,
 ) -> AsyncGenerator[ToolLoopEvent, None]:
     """Settle a round's calls as `achat` does (`batches`), recording each execution in `settled`
     by its position in the round, and yield, as they happen, the progress the calls report and
     each call's result event as soon as it finishes (its progress first).
 
     `signal` wakes the stream: set when a call finishes and (from any thread, through the
-    progress sink's `wake`) when one reports progress; nothing polls.
+    progress sink's `wake`) when one reports progress; nothing polls. With `stored`, the history
+    is saved before each batch runs, naming its calls.
     """
     import asyncio  # loaded by then; not at import, for blocking programs
 
@@ -134,6 +144,8 @@ async def astream_calls(
         signal.set()
 
     for batch in batches(planned, run.service.parallel):
+        if stored is not None:
+            await stored.abefore(batch)
         started = [asyncio.ensure_future(asettle_at(run, plan)) for plan in batch]
         for task in started:
             task.add_done_callback(done)

@@ -9,7 +9,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from typing_extensions import Self
 
@@ -31,6 +31,9 @@ from ._toolsets import Offer, PrepareTools, ToolSearch, ToolSelection, add_to_gr
 from ._usage import UsageLimits
 
 logger = logging.getLogger("agentforge_typed")
+
+if TYPE_CHECKING:
+    from ..stores import ConversationStore
 
 
 __all__ = [
@@ -106,6 +109,7 @@ class ToolRegistry(Generic[DepsT]):
         digest_secret: str | bytes | None = None,
         guardrails: Sequence[Guardrail[Any]] | None = None,
         rules: Sequence[CallRule] | None = None,
+        store: ConversationStore | str | None = None,
     ) -> None:
         if max_round_trips < 1:
             raise ValueError("max_round_trips must be at least 1")
@@ -129,6 +133,7 @@ class ToolRegistry(Generic[DepsT]):
             check_rules(self.rules, None)
         self._digests = CallDigests(digest_secret)
         """The digests of paused calls (the secret lives only inside it)."""
+        self._store = _as_store(store)
         self._tools: dict[str, ToolLike] = {}
         self._watched: list[_Watched] = []
         """The registered sources whose tools may change (`tools_version`)."""
@@ -147,6 +152,16 @@ class ToolRegistry(Generic[DepsT]):
 
     def __repr__(self) -> str:
         return f"ToolService(tools={list(self._tools)!r})"
+
+    @property
+    def store(self) -> ConversationStore | None:
+        """Where the runs given a `conversation_id` keep their conversation (`None`: nowhere);
+        set it to a `ConversationStore` or a store URL."""
+        return self._store
+
+    @store.setter
+    def store(self, store: ConversationStore | str | None) -> None:
+        self._store = _as_store(store)
 
     # -- registration ------------------------------------------------------------------------
 
@@ -372,6 +387,22 @@ class ToolRegistry(Generic[DepsT]):
         merged = ChatRequestParameters().merge(user)
         merged = merged.model_copy(update={"tools": tuple(specifications) or None})
         return output.request_parameters(merged) if output and output.native else merged
+
+
+def _as_store(store: ConversationStore | str | None) -> ConversationStore | None:
+    """`store=`: a `ConversationStore`, or a URL `store_from_url` reads (the stores load only
+    for a service that has one)."""
+    if store is None:
+        return None
+    from ..stores import ConversationStore, store_from_url
+
+    if isinstance(store, str):
+        return store_from_url(store)
+    if not isinstance(store, ConversationStore):
+        raise TypeError(
+            f"store must be a ConversationStore or a store URL, not {type(store).__name__}"
+        )
+    return store
 
 
 def is_tool(value: object) -> bool:

@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from ._approval import ApprovalState, Decided
     from ._tracing import RunTrace
 
-__all__ = ["Planned", "Run", "RunOptions", "as_result", "conversation"]
+__all__ = ["Planned", "Run", "RunOptions", "as_result", "conversation", "result_message"]
 
 
 class RunOptions(TypedDict, total=False):
@@ -88,7 +88,8 @@ class RunOptions(TypedDict, total=False):
     a name or group that is not registered is a `ValueError` before any model call."""
     conversation_id: str | None
     """The id tools see as `ToolContext.conversation_id` and traces record; a random one by
-    default."""
+    default. With a service `store`, the stored conversation the run continues (its history
+    first, then the new input; none to resume it), saved at every round boundary."""
     approvals: Mapping[str, Approval] | None
     """Decisions on the calls awaiting approval that the history ends with, by tool call id
     (`True`, `False`, a reason to deny, or `Approved(arguments=...)`); a decision on a call that
@@ -175,7 +176,7 @@ class Run:
         self,
         service: ToolRegistry[Any],
         model: object,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None,
         parameters: ChatRequestParameters | None,
         deps: Any,
         output_type: TypeForm[Any] | OutputSpec[Any] | None,
@@ -829,6 +830,14 @@ class Run:
                 self.progress = ProgressSink(stream=False, record=True)
         return self
 
+    async def __aenter__(self) -> Run:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: object
+    ) -> None:
+        self.__exit__(kind, error, traceback)
+
     def stream_progress(self, wake: Callable[[], None] | None = None) -> ProgressSink:
         """Keep the calls' progress for a streaming driver (which yields `take()`), waking it
         with `wake` at each report."""
@@ -895,19 +904,7 @@ class Run:
 
     def _record(self, execution: ToolExecution) -> None:
         """Answer an executed call with its result: text, and any content beyond text."""
-        call, result = execution.call, execution.result
-        if not result.content:
-            self._answer(call, result.text, result.is_error)
-            return
-        self.messages.append(
-            ToolResultMessage(
-                tool_call_id=call.id,
-                tool_name=call.name,
-                text=result.text,
-                content=result.content,
-                is_error=result.is_error,
-            )
-        )
+        self.messages.append(result_message(execution))
 
     def _apply_policy(self, plan: Planned, result: ToolExecutionResult) -> ToolExecutionResult:
         service, kind, tool = self.service, result.error_kind, plan.tool
@@ -1029,6 +1026,23 @@ def _not_coroutine(value: object) -> object:
     return value
 
 
+def result_message(execution: ToolExecution) -> ToolResultMessage:
+    """The message that answers an executed call in the history: its text, and any content
+    beyond text."""
+    call, result = execution.call, execution.result
+    if not result.content:
+        return ToolResultMessage(
+            tool_call_id=call.id, tool_name=call.name, text=result.text, is_error=result.is_error
+        )
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        text=result.text,
+        content=result.content,
+        is_error=result.is_error,
+    )
+
+
 def _owner(given: str | None, paused: AiMessage | None) -> str:
     """The run's conversation id: the one given, else the one recorded on the message whose calls
     it resumes, else a new random one. A given id that differs from the recorded one is refused:
@@ -1118,11 +1132,16 @@ def _returns_now(planned: Sequence[Planned], executions: Sequence[ToolExecution]
     return not any(e.failed for e in executions)
 
 
-def conversation(messages: str | Iterable[ChatMessage]) -> list[ChatMessage]:
+def conversation(messages: str | Iterable[ChatMessage] | None) -> list[ChatMessage]:
     """The caller's messages as a new list: a string is one user message; anything that is not a
     message is refused here, before any model call."""
     if isinstance(messages, str):
         return [UserMessage(content=messages)]
+    if messages is None:
+        raise TypeError(
+            "messages is required: a run resumes without new input only from a stored "
+            "conversation (ToolService(store=...) and conversation_id=...)"
+        )
     if not isinstance(messages, (list, tuple)) and not isinstance(messages, Iterable):
         raise TypeError(
             f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"

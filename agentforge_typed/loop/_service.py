@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, Generator, Iterable
 from contextlib import aclosing
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from typing_extensions import TypeForm, TypeVar, Unpack
 
@@ -36,6 +36,10 @@ from ._stream import RoundReader, no_events
 from ._subrun import DEFAULT_MAX_DEPTH, sub_run_tool
 
 logger = logging.getLogger("agentforge_typed")
+
+if TYPE_CHECKING:
+    from ._persistence import StoredRun
+
 
 __all__ = ["ToolService"]
 
@@ -89,6 +93,12 @@ class ToolService(ToolRegistry[DepsT]):
             output raises `GuardrailError`; a blocked call or result is an error the model reads.
         rules: `CallRule`s deciding whether each call runs, waits for approval or is refused;
             the first that matches decides (the order of the whole decision: `CallDecision`).
+        store: Where conversations live between runs: a `ConversationStore` (`SQLiteStore`,
+            `PostgresStore`, `MemoryStore`), or a URL `store_from_url` reads
+            (`"sqlite:///conversations.db"`). A run given `conversation_id=` continues that
+            stored conversation, claimed for the run (`ConversationConflictError` while another
+            run holds it) and saved at every round boundary; see `agentforge_typed.stores`.
+            `None` (default): runs keep nothing.
     """
 
     # -- a run as a tool -----------------------------------------------------------------------
@@ -161,7 +171,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -173,7 +183,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -185,7 +195,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -197,7 +207,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -208,7 +218,7 @@ class ToolService(ToolRegistry[DepsT]):
     def chat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -220,7 +230,10 @@ class ToolService(ToolRegistry[DepsT]):
 
         Args:
             model: The model to converse with.
-            messages: The conversation so far (a string is one user message).
+            messages: The conversation so far (a string is one user message). With the
+                service's `store` and a `conversation_id`, the new input only, appended to the
+                stored history; `None` (or no messages) resumes the stored conversation (its
+                paused calls).
             parameters: Request parameters; the registered tools are added to them.
             deps: What tools receive as `ToolContext.deps` (required when the service has a deps
                 type).
@@ -230,21 +243,31 @@ class ToolService(ToolRegistry[DepsT]):
                 `external_results`, `usage_limits`), documented on `RunOptions`.
         """
         self._refuse_in_event_loop("chat", "await service.achat(...)")
-        run = Run(self, model, messages, parameters, deps, output_type, options)
-        with run:
+        if self._store is None:
+            run, stored = Run(self, model, messages, parameters, deps, output_type, options), None
+        else:
+            from ._persistence import claimed
+
+            run, stored = claimed(self, model, messages, parameters, deps, output_type, options)
+        with run if stored is None else stored:
             while True:
                 planned = run.resumed() or run.on_response(model.chat(run.next_request()))
                 if planned is None:
                     return run.result()
-                settled = [run.settle(plan, execute(plan)) for plan in planned]
+                if stored is None:
+                    settled = [run.settle(plan, execute(plan)) for plan in planned]
+                else:  # each call saved as running before it runs
+                    settled = stored.settled(planned, execute)
                 if run.finish_round(planned, settled):
                     return run.result()
+                if stored is not None:
+                    stored.after()
 
     @overload
     async def achat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -256,7 +279,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -268,7 +291,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -280,7 +303,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -291,7 +314,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def achat(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -300,14 +323,21 @@ class ToolService(ToolRegistry[DepsT]):
     ) -> ToolChatResult[Any]:
         """Async `chat`, with the same arguments: independent calls of a round run concurrently
         (`sequential` tools run alone, in order), and sync tools run in worker threads."""
-        run = Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
-        return await adrive(run, model.achat, aexecute)
+        if self._store is None:
+            run = Run(
+                self, model, messages, parameters, deps, output_type, options, asynchronous=True
+            )
+            return await adrive(run, model.achat, aexecute)
+        from ._persistence import aclaimed
+
+        run, stored = await aclaimed(self, model, messages, parameters, deps, output_type, options)
+        return await adrive(run, model.achat, aexecute, stored)
 
     @overload
     def stream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -319,7 +349,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -331,7 +361,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -343,7 +373,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -354,7 +384,7 @@ class ToolService(ToolRegistry[DepsT]):
     def stream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -366,8 +396,13 @@ class ToolService(ToolRegistry[DepsT]):
         and a `ToolResultEvent` after each call (an `OutputCallEvent` for a call of the output
         tool), and last a `FinalResultEvent`."""
         self._refuse_in_event_loop("stream", "async for event in service.astream(...)")
-        run = Run(self, model, messages, parameters, deps, output_type, options)
-        with run:
+        if self._store is None:
+            run, stored = Run(self, model, messages, parameters, deps, output_type, options), None
+        else:
+            from ._persistence import claimed
+
+            run, stored = claimed(self, model, messages, parameters, deps, output_type, options)
+        with run if stored is None else stored:
             progress = run.stream_progress()
             while True:
                 reader = RoundReader()
@@ -382,19 +417,25 @@ class ToolService(ToolRegistry[DepsT]):
                 for plan in planned:
                     if not run.is_output(plan):
                         yield ToolCallEvent(plan.call)
+                    if stored is not None:
+                        stored.before((plan,))
                     settled.append(run.settle(plan, execute(plan)))
                     # Blocking: what the call reported comes when it returns, before its result.
                     yield from progress.take()
                     yield run.result_event(plan, settled[-1])
                 if run.finish_round(planned, settled):
                     break
-            yield FinalResultEvent(run.result())
+                if stored is not None:
+                    stored.after()
+            result = run.result()
+        # After the run's end (its last save, its release): a consumer may stop at this event.
+        yield FinalResultEvent(result)
 
     @overload
     def astream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -406,7 +447,7 @@ class ToolService(ToolRegistry[DepsT]):
     def astream(
         self: ToolService[None],
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: None = None,
@@ -418,7 +459,7 @@ class ToolService(ToolRegistry[DepsT]):
     def astream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -430,7 +471,7 @@ class ToolService(ToolRegistry[DepsT]):
     def astream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: DepsT,
@@ -441,7 +482,7 @@ class ToolService(ToolRegistry[DepsT]):
     async def astream(
         self,
         model: ChatModel,
-        messages: str | Iterable[ChatMessage],
+        messages: str | Iterable[ChatMessage] | None = None,
         parameters: ChatRequestParameters | None = None,
         *,
         deps: Any = None,
@@ -450,7 +491,17 @@ class ToolService(ToolRegistry[DepsT]):
     ) -> AsyncGenerator[ToolLoopEvent, None]:
         """Async `stream`, with the same arguments: calls run as under `achat`, and each
         `ToolResultEvent` is yielded as soon as its call finishes."""
-        run = Run(self, model, messages, parameters, deps, output_type, options, asynchronous=True)
+        stored: StoredRun | None = None
+        if self._store is None:
+            run = Run(
+                self, model, messages, parameters, deps, output_type, options, asynchronous=True
+            )
+        else:
+            from ._persistence import aclaimed
+
+            run, stored = await aclaimed(
+                self, model, messages, parameters, deps, output_type, options
+            )
         import asyncio  # loaded by then; not at import, for blocking programs
 
         loop = asyncio.get_running_loop()
@@ -459,7 +510,7 @@ class ToolService(ToolRegistry[DepsT]):
         def wake() -> None:  # tools may report from other threads (an MCP session's loop)
             loop.call_soon_threadsafe(signal.set)
 
-        with run:
+        async with run if stored is None else stored:
             progress = run.stream_progress(wake)
             while True:
                 reader = RoundReader()
@@ -479,10 +530,13 @@ class ToolService(ToolRegistry[DepsT]):
                         yield ToolCallEvent(plan.call)
                 settled: dict[int, ToolExecution] = {}  # recorded in the model's order
                 async with aclosing(
-                    astream_calls(run, planned, progress, signal, settled)
+                    astream_calls(run, planned, progress, signal, settled, stored)
                 ) as events:
                     async for event in events:
                         yield event
                 if run.finish_round(planned, [settled[i] for i in range(len(planned))]):
                     break
-            yield FinalResultEvent(await run.aresult())
+                if stored is not None:
+                    await stored.aafter()
+            result = await run.aresult()
+        yield FinalResultEvent(result)

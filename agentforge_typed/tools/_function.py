@@ -89,6 +89,11 @@ class ToolOptions(TypedDict, total=False):
     external: bool
     """The program executes the tool elsewhere: a run pauses on its calls for their results
     (default `False`)."""
+    retry_safe: bool
+    """A call interrupted while it ran (its process died) may run again: the tool has no effect
+    a second run repeats, or it passes `ToolContext.idempotency_key` (the same for the call
+    again) to what it calls. A stored run then runs such a call again; any other interrupted
+    call's result is an error the model reads (default `False`)."""
     max_result_chars: int | None
     """The most characters of a result's text the model reads (at least 100); a longer text keeps
     its head and tail around a marker saying how many were cut. Default `None`: the
@@ -140,6 +145,7 @@ class Tool(Generic[P, R]):
         requires_approval: Whether a `ToolService` run pauses on its calls for a person's
             decision: a bool, or a sync or async `(call, context) -> bool` per call.
         external: The program runs it elsewhere: a run pauses on its calls for their results.
+        retry_safe: Whether a stored run runs a call interrupted by a crash again.
         max_result_chars: Its own result budget (characters the model reads of a result), or
             `None` for the service's (else the default, 100,000).
         content_urls: Which links the parts it returns may carry (`"https"`, `"http"`, `"any"`).
@@ -186,6 +192,7 @@ class Tool(Generic[P, R]):
     deps_type: Any
     requires_approval: ApprovalPolicy
     external: bool
+    retry_safe: bool
     max_result_chars: int | None
     content_urls: ContentURLs
     cache: ResultCache | None
@@ -246,6 +253,7 @@ class Tool(Generic[P, R]):
         self.deps_type = signature.deps_type
         self.requires_approval = options.get("requires_approval", False)
         self.external = options.get("external", False)
+        self.retry_safe = options.get("retry_safe", False)
         self.max_result_chars = check_max_result_chars(options.get("max_result_chars"))
         self._max_result = (
             DEFAULT_MAX_RESULT_CHARS if self.max_result_chars is None else self.max_result_chars

@@ -77,6 +77,8 @@ class SchemaTool(DeclaredTool):
         content_urls: Which links the parts a handler returns may carry to the model's
             provider: `"https"` (the default: `https://` to public hosts only), `"http"`, or
             `"any"` (unchecked); a link it does not allow is left out, a note in its place.
+        retry_safe: A call interrupted while it ran (its process died) may run again (see
+            `ToolOptions.retry_safe`); default `False`.
 
     Raises:
         ValueError: When `specification.parameters` is not a valid JSON Schema, or
@@ -96,6 +98,7 @@ class SchemaTool(DeclaredTool):
         requires_approval: ApprovalPolicy = False,
         max_result_chars: int | None = None,
         content_urls: ContentURLs = "https",
+        retry_safe: bool = False,
     ) -> None:
         self._arguments = SchemaArguments(
             specification.parameters, tool_name=specification.name, extra_arguments=extra_arguments
@@ -121,6 +124,8 @@ class SchemaTool(DeclaredTool):
         )
         self.content_urls = check_content_urls(content_urls)
         """Which links the parts a handler returns may carry (see `ContentURLs`)."""
+        self.retry_safe = retry_safe
+        """Whether a stored run runs a call interrupted by a crash again."""
 
     def __repr__(self) -> str:
         return f"SchemaTool({self.name!r})"
