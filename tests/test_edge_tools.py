@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Annotated, Any, Optional
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 from typing_extensions import TypeAliasType, TypedDict
 
@@ -385,6 +385,17 @@ def test_a_default_that_violates_its_own_type_is_refused_naming_the_parameter() 
         "be greater than or equal to 1)"
     ) in decoration_error(page)
     assert "parameter `count`: the default 'many' does not fit" in decoration_error(fill)
+
+
+def test_a_default_its_own_validator_fails_on_otherwise_is_left_to_the_call() -> None:
+    def odd(value: str) -> str:
+        raise KeyError("the program's validator")
+
+    @tool
+    def lookup(key: Annotated[str, AfterValidator(odd)] = "") -> str:
+        return key
+
+    assert lookup.name == "lookup"  # decorated: the default is not refused for what it raised
 
 
 def test_defaults_of_their_own_type_are_accepted() -> None:

@@ -10,6 +10,7 @@ of docs/design/stores.md); until then they are expected to fail, and say why.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -171,7 +172,10 @@ def test_a_client_that_leaves_mid_stream_gives_the_conversation_back() -> None:
                     with pytest.raises(ConversationConflictError):
                         store.claim(THREAD)  # the run holds it while it streams
 
-        asyncio.run(leave_mid_stream())
+        # On a thread of its own: the module's browser (Playwright's sync API) may hold this
+        # thread's event loop.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            pool.submit(asyncio.run, leave_mid_stream()).result()
         deadline = time.monotonic() + 30
         while True:
             try:

@@ -233,10 +233,11 @@ class _Lazy(ui_support.StreamOnly):
 
 @pytest.mark.slow
 def test_a_thousand_slow_readers_hold_the_runs_back_and_leaving_ends_them() -> None:
-    # Each answer is 1 MiB; a reader that reads nothing holds its run back once the buffers
+    # Each answer is 4 MiB; a reader that reads nothing holds its run back once the buffers
     # between them (the socket's, uvicorn's, the stream's four chunks) are full: what the model
-    # made for it is bounded by those, not by the answer.
-    readers, size = 1000, 1024 * 1024
+    # made for it is bounded by those (about 0.5 to 0.6 MiB here, with the kernel's), not by the
+    # answer.
+    readers, size = 1000, 4 * 1024 * 1024
     model = _Lazy(size)
     app = create_app(ToolService(), model, send_timeout=600)
     with ui_support.served(app) as url:

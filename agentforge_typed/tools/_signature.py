@@ -338,6 +338,10 @@ def _check_default(
             f"parameter's type `{type_name(annotation)}` ({error['msg']}); give a default of "
             "that type"
         ) from None
+    except Exception:
+        # A validator of the program's own failed on the default some other way: that is for the
+        # call to report (as an execution error the model reads), not a reason to refuse the tool.
+        return
 
 
 def _object_schema(json_schema: JsonSchemaValue) -> JsonSchemaValue:
