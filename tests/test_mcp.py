@@ -229,11 +229,12 @@ async def test_server_killed_mid_session_async(pid_file: Path, errlog: TextIO) -
 
 
 def test_dies_mid_call_and_slow_calls_time_out(errlog: TextIO) -> None:
-    with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog, timeout=1) as server:
+    # Room for a loaded machine: the call that dies must not time out first.
+    with MCPServer.stdio(sys.executable, [FIXTURE_SERVER], errlog=errlog, timeout=3) as server:
         tools = by_name(server)
         assert (tools["add"].execute(call("add", {"a": 2, "b": 3}), CONTEXT)).text == "5"
-        slow = tools["slow"].execute(call("slow", {"seconds": 5}), CONTEXT)
-        assert (slow.error_kind, slow.text) == ("timeout", "Tool `slow` timed out after 1 seconds.")
+        slow = tools["slow"].execute(call("slow", {"seconds": 10}), CONTEXT)
+        assert (slow.error_kind, slow.text) == ("timeout", "Tool `slow` timed out after 3 seconds.")
         # A timeout does not break the session.
         assert tools["add"].execute(call("add", {"a": 1, "b": 1}), CONTEXT).text == "2"
         died = tools["die"].execute(call("die", {}), CONTEXT)
@@ -248,10 +249,10 @@ def test_dies_mid_call_and_slow_calls_time_out(errlog: TextIO) -> None:
 
 async def test_dies_mid_call_async(errlog: TextIO) -> None:
     async with MCPServer.stdio(
-        sys.executable, [FIXTURE_SERVER], errlog=errlog, timeout=1
+        sys.executable, [FIXTURE_SERVER], errlog=errlog, timeout=3
     ) as server:
         tools = by_name(server)
-        slow = await tools["slow"].aexecute(call("slow", {"seconds": 5}), CONTEXT)
+        slow = await tools["slow"].aexecute(call("slow", {"seconds": 10}), CONTEXT)
         assert slow.error_kind == "timeout"
         died = await tools["die"].aexecute(call("die", {}), CONTEXT)
         assert "the connection to the MCP server was lost during the call" in died.text
@@ -308,7 +309,7 @@ def start_http_server(port: int) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # a loaded machine starts Python slowly
     while True:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()

@@ -177,7 +177,7 @@ def test_reconnection_waits_longer_after_each_failed_attempt(
     )
     monkeypatch.setattr(_connection, "RECONNECT_FIRST_DELAY", 0.5)
     monkeypatch.setattr(_connection, "RECONNECT_MAX_DELAY", 1.0)
-    with MCPServer.stdio(sys.executable, ["-c", code], errlog=errlog, connect_timeout=5) as server:
+    with MCPServer.stdio(sys.executable, ["-c", code], errlog=errlog) as server:
         add = by_name(server)["add"]
         broken.touch()
         kill(pid_file)

@@ -64,6 +64,19 @@ def test_a_server_that_never_answers_discover_costs_the_probe_then_gets_the_hand
         assert echo.text == "echo: hi"
 
 
+def test_a_server_slow_to_start_answers_the_probe_late_and_is_probed_again(
+    errlog: TextIO, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its late answer to `server/discover` makes the connection stateless, so the handshake that
+    # follows the probe's timeout is refused: the client probes again instead of failing.
+    monkeypatch.setattr(mcp.client.session, "DISCOVER_TIMEOUT_SECONDS", 0.5)
+    slow = f"import runpy, sys, time; time.sleep(2); sys.argv = [{FIXTURE_SERVER!r}]; "
+    slow += f"runpy.run_path({FIXTURE_SERVER!r}, run_name='__main__')"
+    with MCPServer.stdio(sys.executable, ["-c", slow], errlog=errlog) as server:
+        assert server.protocol_version == LATEST_VERSION
+        assert by_name(server)["add"].execute(call("add", {"a": 1, "b": 2}), CONTEXT).text == "3"
+
+
 def test_connect_timeout_bounds_a_server_that_never_answers_discover(errlog: TextIO) -> None:
     ignoring = [OLD_SERVER, "--ignore-discover"]
     started = time.monotonic()

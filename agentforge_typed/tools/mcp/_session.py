@@ -155,20 +155,36 @@ async def negotiate(session: ClientSession, revision: Revision) -> None:
     `"newest"` probes `server/discover`, the stateless revision's entry (2026-07-28 in SDK 2.3),
     and adopts the newest revision both sides list; a server that does not answer it with one
     (it does not know the method, or lists only revisions of the handshake era) gets the
-    `initialize` handshake instead. `"handshake"`, and SDK releases without `discover`, go
-    straight to the handshake.
+    `initialize` handshake instead. One that answered the probe after it timed out (a server
+    slow to start) refuses the handshake, and is probed again. `"handshake"`, and SDK releases
+    without `discover`, go straight to the handshake.
     """
     discover = getattr(session, "discover", None)
-    if revision == "newest" and discover is not None:
-        from mcp.shared.exceptions import MCPError
-        from pydantic import ValidationError
+    if revision != "newest" or discover is None:
+        await session.initialize()
+        return
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import REQUEST_TIMEOUT, UNSUPPORTED_PROTOCOL_VERSION
+    from pydantic import ValidationError
 
-        try:
-            await discover()
-            return
-        except (MCPError, ValidationError, RuntimeError) as exc:
-            logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
-    await session.initialize()
+    try:
+        await discover()
+        return
+    except MCPError as exc:
+        timed_out = exc.code == REQUEST_TIMEOUT
+        logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
+    except (ValidationError, RuntimeError) as exc:
+        timed_out = False
+        logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
+    try:
+        await session.initialize()
+    except MCPError as exc:
+        # A server still starting when the probe timed out (the SDK waits 10 s) answered it
+        # late: the connection now serves the stateless revision and refuses the handshake.
+        if not (timed_out and exc.code == UNSUPPORTED_PROTOCOL_VERSION):
+            raise
+        logger.debug("MCP server: answered server/discover late; asking again")
+        await discover()
 
 
 async def call_tool(
