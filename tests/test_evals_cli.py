@@ -465,9 +465,14 @@ def test_ctrl_c_writes_what_finished(tmp_path: Path) -> None:
         deadline = time.monotonic() + 30
         while len(server["requests"]) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert len(server["requests"]) == 2, "the second case never reached the server"
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=30)
+        try:
+            assert len(server["requests"]) == 2, "the second case never reached the server"
+            process.send_signal(signal.SIGINT)
+            stdout, stderr = process.communicate(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
     assert process.returncode == 130, stderr
     report = EvalReport.load(out)
     assert report.interrupted and [c.id for c in report.cases] == ["c0"]

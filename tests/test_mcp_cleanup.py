@@ -186,7 +186,7 @@ class Waiting:
         return in_memory(served, label="waiting", revision="handshake", **options)
 
 
-async def until(condition: Any, within: float = 5.0) -> None:
+async def until(condition: Any, within: float = 30.0) -> None:
     deadline = time.monotonic() + within
     while not condition():
         assert time.monotonic() < deadline, "timed out"

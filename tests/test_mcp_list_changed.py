@@ -262,7 +262,7 @@ def test_a_lost_subscription_is_opened_again_and_the_tools_listed_again(
     ), message
 
 
-def wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> None:
+def wait_until(condition: Callable[[], bool], seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while not condition():
         assert time.monotonic() < deadline, "not within 10 s"

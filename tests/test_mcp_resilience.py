@@ -210,7 +210,7 @@ def test_reconnect_false_fails_every_later_call(pid_file: Path, errlog: TextIO) 
     )
 
 
-def wait_for(path: Path, text: str, seconds: float = 10.0) -> None:
+def wait_for(path: Path, text: str, seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if path.exists() and path.read_text() == text:
@@ -276,7 +276,7 @@ def http_server() -> Iterator[HttpServer]:
         server.kill()
 
 
-def wait_for_message(caplog: pytest.LogCaptureFixture, ending: str, seconds: float = 10.0) -> None:
+def wait_for_message(caplog: pytest.LogCaptureFixture, ending: str, seconds: float = 30.0) -> None:
     deadline = time.monotonic() + seconds
     while not any(message.endswith(ending) for message in caplog.messages):
         assert time.monotonic() < deadline, f"no log message ends with {ending!r}"
