@@ -1,4 +1,5 @@
-"""What every test of the suite runs under."""
+"""The signals every process of the suite takes (a pytest plugin: `-p suite_signals` in
+pyproject's addopts)."""
 
 from __future__ import annotations
 
