@@ -23,8 +23,12 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .._records import CallDecision
+import pydantic_core
+
+from .._messages import ToolCall
+from .._records import CallDecision, PendingResult, ToolExecutionResult
 from ..tools._base import ToolLike
+from ..tools._outcomes import reraise_uncontained
 
 __all__ = ["Annotation", "CallRule", "RuleOutcome", "check_rules", "first_match"]
 
@@ -200,3 +204,43 @@ def _declares(tool: ToolLike, annotation: Annotation) -> bool:
     if annotation == "idempotent":
         return read_only or hints.idempotent is True
     return hints.open_world is not False
+
+
+# -- the decisions the run records ------------------------------------------------------------
+
+SELECTION = CallDecision("refused", "selection")
+HOOK_ANSWERED = CallDecision("allowed", "before_tool_call")
+HOOK_REFUSED = CallDecision("refused", "before_tool_call")
+APPROVED = CallDecision("allowed", "approval")
+DENIED = CallDecision("refused", "approval")
+ANSWERED = CallDecision("allowed", "external")
+ASKED = CallDecision("asked", "requires_approval")
+WAITS = CallDecision("asked", "external")
+
+
+def by_person(result: ToolExecutionResult | None, approved: bool) -> CallDecision | None:
+    """The decision a resumed call's caller made: approved, denied, answered (an external
+    result), or `None` (undecided: the call is decided again)."""
+    if result is None:
+        return APPROVED if approved else None
+    if type(result) is PendingResult:
+        return ASKED
+    return DENIED if result.error_kind == "denied" else ANSWERED
+
+
+def held_by(held: ToolExecutionResult) -> CallDecision:
+    pending = getattr(held, "pending", None)
+    return WAITS if pending is not None and pending.reason == "external" else ASKED
+
+
+def validated(tool: ToolLike | None, call: ToolCall) -> tuple[bool, Any]:
+    """The call's validated arguments (the tool's `validate_arguments`, else the decoded JSON),
+    or `(False, None)` when they are invalid: such a call fails validation, and nothing runs."""
+    validate = getattr(tool, "validate_arguments", None)
+    try:
+        if validate is None:
+            return True, pydantic_core.from_json(call.arguments or "{}")
+        return True, validate(call.arguments)
+    except BaseException as exc:
+        reraise_uncontained(exc)
+        return False, None

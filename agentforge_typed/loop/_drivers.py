@@ -20,10 +20,11 @@ from .._records import ToolExecution, ToolExecutionResult, new_execution
 from .._request import ChatRequest
 from .._response import ChatResponse
 from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
+from ._conversation import conversation
 from ._events import ToolLoopEvent
 from ._progress import ProgressSink
 from ._results import ToolChatResult
-from ._run import Planned, Run, RunOptions, conversation
+from ._run import Planned, Run, RunOptions
 
 logger = logging.getLogger("agentforge_typed")
 

@@ -12,6 +12,7 @@ drivers only await the checks the run hands them. Two ready ones: `redact_secret
 
 from __future__ import annotations
 
+import inspect
 import math
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
@@ -23,7 +24,8 @@ from .._messages import ChatMessage, ToolCall, shown_name
 from .._records import GuardrailOutcome, ToolExecution, ToolExecutionResult
 from ..tools._base import ToolContext, ToolLike
 from ..tools._budget import cut_result
-from ..tools._invoke import is_async_callable
+from ..tools._invoke import invoke, is_async_callable
+from ..tools._outcomes import reraise_uncontained
 
 __all__ = [
     "Block",
@@ -445,3 +447,36 @@ def max_cost_per_call(
         return None
 
     return Guardrail(name, "call", guard)
+
+
+GUARDING = ToolExecutionResult("Awaiting the call guardrails.")
+"""The placeholder of a call whose guardrails include an async one (`Run.aadmit`)."""
+
+
+def checked(guardrail: Guardrail[Any], subject: Any) -> tuple[object, BaseException | None]:
+    """`guardrail`'s answer on `subject` under a blocking run (an async check on a loop of its
+    own), or the exception its check raised."""
+    try:
+        if guardrail.is_async:
+            return invoke(guardrail.check, (subject,), is_async=True), None
+        return _not_coroutine(guardrail.check(subject)), None
+    except BaseException as exc:
+        reraise_uncontained(exc)
+        return None, exc
+
+
+async def achecked(guardrail: Guardrail[Any], subject: Any) -> tuple[object, BaseException | None]:
+    """`checked` under an async run: an async check is awaited."""
+    try:
+        if guardrail.is_async:
+            return await guardrail.check(subject), None  # type: ignore[misc]
+        return _not_coroutine(guardrail.check(subject)), None
+    except BaseException as exc:
+        reraise_uncontained(exc)
+        return None, exc
+
+
+def _not_coroutine(value: object) -> object:
+    if inspect.iscoroutine(value):
+        value.close()  # never awaited: `judge` blocks on it, naming what it is
+    return value

@@ -52,8 +52,9 @@ from .._records import (
 )
 from .._request import ChatRequestParameters
 from ._approval import ApprovalState, PausedCall, paused_record
+from ._conversation import conversation, result_message
 from ._output import OutputSpec
-from ._run import Planned, Run, RunOptions, conversation, result_message
+from ._run import Planned, Run, RunOptions
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -5,26 +5,23 @@ Every driver runs the same `Run`, so the loop's rules exist once."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-import pydantic_core
 from typing_extensions import TypedDict, TypeForm
 
 from .._exceptions import (
     AgentForgeError,
     ArgumentProblem,
     GuardrailError,
-    ModelError,
     ToolArgumentsError,
     ToolExecutionError,
     ToolLoopLimitError,
     UnknownToolError,
 )
-from .._identity import CallIds, random_id, recorded_conversation
+from .._identity import CallIds
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
 from .._records import (
     ALLOWED,
@@ -42,22 +39,40 @@ from .._response import NO_USAGE, ChatResponse, FinishReason, TokenUsage
 from ..providers import _tracing as model_tracing
 from ..tools._base import ReturnBehavior, ToolContext, ToolLike, is_external, may_wait, run_context
 from ..tools._budget import DEFAULT_MAX_RESULT_CHARS, ContentFit, fit_result, within_budget
-from ..tools._invoke import invoke
-from ..tools._outcomes import reraise_uncontained
+from ._conversation import (
+    carry,
+    conversation,
+    not_awaitable,
+    owner,
+    refuse_cut_off,
+    result_message,
+)
 from ._cost import priced
-from ._decisions import check_rules, first_match
+from ._decisions import (
+    HOOK_ANSWERED,
+    HOOK_REFUSED,
+    SELECTION,
+    by_person,
+    check_rules,
+    first_match,
+    held_by,
+    validated,
+)
 from ._events import OutputCallEvent, ToolResultEvent
 from ._guardrails import (
+    GUARDING,
     Block,
     CallCheck,
     Guardrail,
     Redact,
     RunOutput,
+    achecked,
+    checked,
     guarded_result,
     judge,
     refused_call,
 )
-from ._history import MESSAGE_TYPES, aprocess, is_message, process
+from ._history import aprocess, process
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
 from ._registry import ToolRegistry
@@ -219,7 +234,7 @@ class Run:
         """The input guardrails declared `concurrent`, run alongside the first model call."""
         self.deps = deps
         paused, waiting = unanswered_calls(self.messages)
-        self.conversation_id = _owner(options.get("conversation_id"), paused)
+        self.conversation_id = owner(options.get("conversation_id"), paused)
         self.scopes: list[Scope] = []
         """The run's `Scope` once a call asked for it (`ToolContext.scope`): what its calls keep
         beyond themselves, removed when it ends."""
@@ -326,7 +341,7 @@ class Run:
                 decided=decided.result,
                 approved=decided.approved,
                 answer=decided.answer,
-                by=_by_person(decided.result, decided.approved),
+                by=by_person(decided.result, decided.approved),
                 waiting=True,
             )
             for i, decided in enumerate(resuming)
@@ -339,7 +354,7 @@ class Run:
         guards = self.service.guardrails
         if guards is not None and guards.input and self.round_trips == 0:
             for guardrail in guards.input:
-                self._stop_on("input", guardrail, *_checked(guardrail, self.messages))
+                self._stop_on("input", guardrail, *checked(guardrail, self.messages))
         parameters = self._next_parameters()
         processors = self.service.history_processors
         return self._request(
@@ -354,7 +369,7 @@ class Run:
                 if guardrail.concurrent:
                     self.concurrent += (guardrail,)
                     continue
-                self._stop_on("input", guardrail, *await _achecked(guardrail, self.messages))
+                self._stop_on("input", guardrail, *await achecked(guardrail, self.messages))
         parameters = self._next_parameters()
         processors = self.service.history_processors
         messages = await aprocess(processors, self.messages) if processors else self.messages
@@ -381,7 +396,7 @@ class Run:
 
     async def _acheck_input(self, checks: Sequence[Guardrail[Any]]) -> None:
         for guardrail in checks:
-            self._stop_on("input", guardrail, *await _achecked(guardrail, self.messages))
+            self._stop_on("input", guardrail, *await achecked(guardrail, self.messages))
 
     async def _alongside(
         self, answer: Awaitable[ChatResponse], checks: Sequence[Guardrail[Any]]
@@ -479,7 +494,7 @@ class Run:
             self.usage += response.token_usage
         self.messages.append(message)
         if response.finish_reason is FinishReason.LENGTH and self.open_calls:
-            _refuse_cut_off(self.open_calls)
+            refuse_cut_off(self.open_calls)
         if self.limits is not None:
             self.limits.check_tokens(self.usage)
             self.tool_calls += len(self.open_calls)
@@ -551,13 +566,11 @@ class Run:
                 if call.name in service._tools:
                     reason = f"{call.name!r} is registered but this run's tools= does not offer it"
                 raise UnknownToolError(call.name, names, reason)
-            return Planned(
-                index, call, context, None, as_result(answer, "unknown_tool"), _SELECTION
-            )
+            return Planned(index, call, context, None, as_result(answer, "unknown_tool"), SELECTION)
         decision = by or ALLOWED
         if service.rules and not approved and tool is not self.output:
             ruled = first_match(
-                service.rules, tool, call.name, service._groups, lambda: _validated(tool, call)
+                service.rules, tool, call.name, service._groups, lambda: validated(tool, call)
             )
             if ruled is not None:
                 decision = ruled
@@ -577,7 +590,7 @@ class Run:
             and may_wait(tool)
             and (held := self.approval.hold(call, context, tool)) is not None
         ):
-            return Planned(index, call, context, tool, held, _held_by(held))
+            return Planned(index, call, context, tool, held, held_by(held))
         plan = Planned(index, call, context, tool, None, decision)
         if service.guardrails is None and service.before_tool_call is None:
             return plan  # the common case: nothing more to decide
@@ -589,13 +602,13 @@ class Run:
         guards, tool = self.service.guardrails, plan.tool
         if guards is not None and guards.call and tool is not None and tool is not self.output:
             if self.asynchronous and guards.any_async["call"]:
-                plan.preset = _GUARDING
+                plan.preset = GUARDING
                 return plan
-            valid, arguments = _validated(tool, plan.call)
+            valid, arguments = validated(tool, plan.call)
             if valid:
-                checked = CallCheck(plan.call, arguments, plan.context, tool)
+                subject = CallCheck(plan.call, arguments, plan.context, tool)
                 for guardrail in guards.call:
-                    if self._blocked(plan, guardrail, *_checked(guardrail, checked)):
+                    if self._blocked(plan, guardrail, *checked(guardrail, subject)):
                         return plan
         return self._before(plan)
 
@@ -604,18 +617,18 @@ class Run:
         guards = self.service.guardrails
         assert guards is not None and plan.tool is not None
         plan.preset = None
-        valid, arguments = _validated(plan.tool, plan.call)
+        valid, arguments = validated(plan.tool, plan.call)
         if valid:
-            checked = CallCheck(plan.call, arguments, plan.context, plan.tool)
+            subject = CallCheck(plan.call, arguments, plan.context, plan.tool)
             for guardrail in guards.call:
-                if self._blocked(plan, guardrail, *await _achecked(guardrail, checked)):
+                if self._blocked(plan, guardrail, *await achecked(guardrail, subject)):
                     return plan
         return self._before(plan)
 
     @staticmethod
     def guarding(plan: Planned) -> bool:
         """Whether `plan` waits for its call guardrails (`aadmit`)."""
-        return plan.preset is _GUARDING
+        return plan.preset is GUARDING
 
     def _blocked(
         self, plan: Planned, guardrail: Guardrail[Any], verdict: object, error: BaseException | None
@@ -635,7 +648,7 @@ class Run:
     def _before(self, plan: Planned) -> Planned:
         before = self.service.before_tool_call
         if before is not None and not self.async_before:
-            answer = _not_awaitable(before(plan.call, plan.context), "before_tool_call")
+            answer = not_awaitable(before(plan.call, plan.context), "before_tool_call")
             if answer is not None:
                 self.answered(plan, answer)
         return plan
@@ -644,7 +657,7 @@ class Run:
     def answered(plan: Planned, answer: ToolExecutionResult | str) -> None:
         """Take the `before_tool_call` hook's answer for `plan` instead of running it."""
         plan.preset = result = as_result(answer, None)
-        plan.decision = _HOOK_REFUSED if result.is_error else _HOOK_ANSWERED
+        plan.decision = HOOK_REFUSED if result.is_error else HOOK_ANSWERED
 
     def is_output(self, plan: Planned) -> bool:
         """Whether `plan` calls the structured-output tool rather than a registered tool."""
@@ -668,9 +681,7 @@ class Run:
         if guards is not None and guards.result and not self.asynchronous:
             if self._guarded(plan, execution):
                 for guardrail in guards.result:
-                    execution = self._redacted(
-                        execution, guardrail, *_checked(guardrail, execution)
-                    )
+                    execution = self._redacted(execution, guardrail, *checked(guardrail, execution))
         # The result budget first: hooks, traces and the history see the text the model reads.
         budget = self.service.max_result_chars
         if budget is not None or len(execution.result.text) > DEFAULT_MAX_RESULT_CHARS:
@@ -700,7 +711,7 @@ class Run:
             stamped = with_digest(execution.result, self.conversation_id, self.service._digests)
             execution = self.finished[plan.index] = replace(execution, result=stamped)
         if self.service.after_tool_call is not None and not self.async_after:
-            _not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
+            not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
         return execution
 
     async def aguard_result(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
@@ -709,7 +720,7 @@ class Run:
         if guards is None or not guards.result or not self._guarded(plan, execution):
             return execution
         for guardrail in guards.result:
-            execution = self._redacted(execution, guardrail, *await _achecked(guardrail, execution))
+            execution = self._redacted(execution, guardrail, *await achecked(guardrail, execution))
         return execution
 
     def _guarded(self, plan: Planned, execution: ToolExecution) -> bool:
@@ -775,7 +786,7 @@ class Run:
         if final is not None:
             assert self.service.guardrails is not None
             for guardrail in self.service.guardrails.output:
-                self._stop_on("output", guardrail, *await _achecked(guardrail, final))
+                self._stop_on("output", guardrail, *await achecked(guardrail, final))
         return self.result()
 
     def _fitted(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
@@ -856,7 +867,7 @@ class Run:
             self.trace.end(error, self.usage)
 
     def fail(self, error: Exception) -> None:
-        """Attach the run so far to `error` (see `_carry`). Every call of an unfinished round is
+        """Attach the run so far to `error` (see `carry`). Every call of an unfinished round is
         answered (those that did not complete with an error result saying so), so the messages
         can be resumed."""
         for index, call in enumerate(self.open_calls):
@@ -871,7 +882,7 @@ class Run:
                 self.executions.append(execution)
                 self._record(execution)
         self.open_calls = ()
-        _carry(
+        carry(
             error,
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),
@@ -941,7 +952,7 @@ class Run:
         if final is not None:
             assert self.service.guardrails is not None
             for guardrail in self.service.guardrails.output:
-                self._stop_on("output", guardrail, *_checked(guardrail, final))
+                self._stop_on("output", guardrail, *checked(guardrail, final))
         if self.scopes:
             self.scopes[0].close(finished=True)
         return ToolChatResult._of(
@@ -957,165 +968,9 @@ class Run:
         )
 
 
-_SELECTION = CallDecision("refused", "selection")
-_HOOK_ANSWERED = CallDecision("allowed", "before_tool_call")
-_HOOK_REFUSED = CallDecision("refused", "before_tool_call")
-_APPROVED = CallDecision("allowed", "approval")
-_DENIED = CallDecision("refused", "approval")
-_ANSWERED = CallDecision("allowed", "external")
-_ASKED = CallDecision("asked", "requires_approval")
-_WAITS = CallDecision("asked", "external")
-_GUARDING = ToolExecutionResult("Awaiting the call guardrails.")
-"""The placeholder of a call whose guardrails include an async one (`Run.aadmit`)."""
-
-
-def _by_person(result: ToolExecutionResult | None, approved: bool) -> CallDecision | None:
-    """The decision a resumed call's caller made: approved, denied, answered (an external
-    result), or `None` (undecided: the call is decided again)."""
-    if result is None:
-        return _APPROVED if approved else None
-    if type(result) is PendingResult:
-        return _ASKED
-    return _DENIED if result.error_kind == "denied" else _ANSWERED
-
-
-def _held_by(held: ToolExecutionResult) -> CallDecision:
-    pending = getattr(held, "pending", None)
-    return _WAITS if pending is not None and pending.reason == "external" else _ASKED
-
-
-def _validated(tool: ToolLike | None, call: ToolCall) -> tuple[bool, Any]:
-    """The call's validated arguments (the tool's `validate_arguments`, else the decoded JSON),
-    or `(False, None)` when they are invalid: such a call fails validation, and nothing runs."""
-    validate = getattr(tool, "validate_arguments", None)
-    try:
-        if validate is None:
-            return True, pydantic_core.from_json(call.arguments or "{}")
-        return True, validate(call.arguments)
-    except BaseException as exc:
-        reraise_uncontained(exc)
-        return False, None
-
-
-def _checked(guardrail: Guardrail[Any], subject: Any) -> tuple[object, BaseException | None]:
-    """`guardrail`'s answer on `subject` under a blocking run (an async check on a loop of its
-    own), or the exception its check raised."""
-    try:
-        if guardrail.is_async:
-            return invoke(guardrail.check, (subject,), is_async=True), None
-        return _not_coroutine(guardrail.check(subject)), None
-    except BaseException as exc:
-        reraise_uncontained(exc)
-        return None, exc
-
-
-async def _achecked(guardrail: Guardrail[Any], subject: Any) -> tuple[object, BaseException | None]:
-    """`_checked` under an async run: an async check is awaited."""
-    try:
-        if guardrail.is_async:
-            return await guardrail.check(subject), None  # type: ignore[misc]
-        return _not_coroutine(guardrail.check(subject)), None
-    except BaseException as exc:
-        reraise_uncontained(exc)
-        return None, exc
-
-
-def _not_coroutine(value: object) -> object:
-    if inspect.iscoroutine(value):
-        value.close()  # never awaited: `judge` blocks on it, naming what it is
-    return value
-
-
-def result_message(execution: ToolExecution) -> ToolResultMessage:
-    """The message that answers an executed call in the history: its text, and any content
-    beyond text."""
-    call, result = execution.call, execution.result
-    if not result.content:
-        return ToolResultMessage(
-            tool_call_id=call.id, tool_name=call.name, text=result.text, is_error=result.is_error
-        )
-    return ToolResultMessage(
-        tool_call_id=call.id,
-        tool_name=call.name,
-        text=result.text,
-        content=result.content,
-        is_error=result.is_error,
-    )
-
-
-def _owner(given: str | None, paused: AiMessage | None) -> str:
-    """The run's conversation id: the one given, else the one recorded on the message whose calls
-    it resumes, else a new random one. A given id that differs from the recorded one is refused:
-    the paused calls, their questions and their idempotency keys belong to that conversation."""
-    recorded = recorded_conversation(paused)
-    if not given:
-        return recorded or random_id()
-    if recorded is not None and recorded != given:
-        raise ValueError(
-            f"the history's pending calls belong to conversation {recorded!r}, not "
-            f"{given!r}; resume them with conversation_id={recorded!r} (or without one)"
-        )
-    return given
-
-
-_CARRIED = "_agentforge_carried"
-"""The history attributes a run set on an exception of the program's own."""
-
-
-def _carry(error: Exception, **history: Any) -> None:
-    """Set the run's history (`messages`, `tool_executions`, `usage`) on `error`. An
-    `AgentForgeError` declares them; an exception of the program's own (a hook or handler that
-    raised, a model of its own that failed) propagates as it is and carries them too, unless it
-    has attributes of those names of its own, which are left as they are."""
-    carried = getattr(error, _CARRIED, ())
-    if not isinstance(error, AgentForgeError):
-        history = {
-            name: value
-            for name, value in history.items()
-            if name in carried or not hasattr(error, name)
-        }
-    try:
-        for name, value in history.items():
-            # `object.__setattr__`: a frozen dataclass exception takes them too.
-            object.__setattr__(error, name, value)
-        if not isinstance(error, AgentForgeError):
-            object.__setattr__(error, _CARRIED, tuple(history))
-    except (AttributeError, TypeError):  # an exception that takes no attributes at all
-        pass
-
-
 def _fit_unknown(parts: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[str, ...]]:
     """`Run.fit` until the model is asked for its own (never called)."""
     raise AssertionError("the model's fit_tool_content was not looked up")
-
-
-def _refuse_cut_off(calls: Sequence[ToolCall]) -> None:
-    """Raise `ModelError` for an answer cut off by the token limit in the middle of a call (its
-    arguments are not whole JSON): such a call is never executed, and the model could only guess
-    what it was told it did wrong. The calls of the answer are then answered as not completed, so
-    the history can be resumed (with a larger `max_tokens`)."""
-    for call in calls:
-        try:
-            pydantic_core.from_json(call.arguments or "{}")
-        except ValueError:
-            raise ModelError(
-                f"the answer was cut off by the token limit (finish_reason 'length') in the "
-                f"middle of the call to `{shown_name(call.name)}`, which was not executed; raise "
-                "max_tokens",
-                code="cut_off_tool_call",
-            ) from None
-
-
-def _not_awaitable(value: Any, hook: str) -> Any:
-    """`value`, unless a hook gave an awaitable where it is not awaited (a sync function that
-    returns a coroutine): a `TypeError` rather than a coroutine the loop would treat as an answer."""
-    if inspect.isawaitable(value):
-        if inspect.iscoroutine(value):
-            value.close()  # never awaited: no "coroutine was never awaited" warning
-        raise TypeError(
-            f"{hook} returned an awaitable; make it an async function (run under achat/astream)"
-        )
-    return value
 
 
 def _returns_now(planned: Sequence[Planned], executions: Sequence[ToolExecution]) -> bool:
@@ -1130,30 +985,6 @@ def _returns_now(planned: Sequence[Planned], executions: Sequence[ToolExecution]
         if behavior is ReturnBehavior.IMMEDIATE_IF_LAST and index != last:
             return False
     return not any(e.failed for e in executions)
-
-
-def conversation(messages: str | Iterable[ChatMessage] | None) -> list[ChatMessage]:
-    """The caller's messages as a new list: a string is one user message; anything that is not a
-    message is refused here, before any model call."""
-    if isinstance(messages, str):
-        return [UserMessage(content=messages)]
-    if messages is None:
-        raise TypeError(
-            "messages is required: a run resumes without new input only from a stored "
-            "conversation (ToolService(store=...) and conversation_id=...)"
-        )
-    if not isinstance(messages, (list, tuple)) and not isinstance(messages, Iterable):
-        raise TypeError(
-            f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
-        )
-    conversation = list(messages)
-    for position, message in enumerate(conversation):
-        if not is_message(message):
-            raise TypeError(
-                f"messages[{position}] is of type {type(message).__name__!r}, not a chat message"
-                f" ({', '.join(t.__name__ for t in MESSAGE_TYPES)})"
-            )
-    return conversation
 
 
 def _output_spec(output_type: TypeForm[Any] | OutputSpec[Any] | None) -> OutputSpec[Any] | None:
