@@ -97,6 +97,7 @@ from .loop._history import (
     drop_old_tool_results,
     keep_last_rounds,
 )
+from .loop._options import RunOptions
 from .loop._output import OutputSpec, OutputValidationError
 from .loop._registry import (
     AfterToolCall,
@@ -108,7 +109,6 @@ from .loop._registry import (
     list_available_tools,
 )
 from .loop._results import ToolChatResult
-from .loop._run import RunOptions
 from .loop._service import ToolService
 from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from .loop._usage import UsageLimitExceededError, UsageLimits

@@ -57,7 +57,7 @@ def test_every_driver_takes_the_one_option_list() -> None:
 
 def test_each_run_option_is_documented() -> None:
     """Every field carries a docstring, the drivers point to them, and the guide names it."""
-    source = (ROOT / "agentforge_typed" / "loop" / "_run.py").read_text(encoding="utf-8")
+    source = (ROOT / "agentforge_typed" / "loop" / "_options.py").read_text(encoding="utf-8")
     body = next(
         node.body
         for node in ast.parse(source).body

@@ -22,7 +22,7 @@ from .._exceptions import AgentForgeError
 from .._messages import ChatMessage, SystemMessage, UserMessage
 from .._records import Approval
 from .._request import ChatRequestParameters
-from ..loop._run import RunOptions
+from ..loop._options import RunOptions
 from ..loop._service import ToolService
 from ..loop._toolsets import GROUP_PREFIX, resolve
 from ..providers._dialects import DIALECTS, SchemaDialectError

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from typing_extensions import TypedDict, TypeForm
+from typing_extensions import TypeForm
 
 from .._exceptions import (
     AgentForgeError,
@@ -73,12 +73,12 @@ from ._guardrails import (
     refused_call,
 )
 from ._history import aprocess, process
+from ._options import RUN_OPTIONS, RunOptions
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
 from ._registry import ToolRegistry
 from ._results import ToolChatResult
-from ._toolsets import ToolSelection
-from ._usage import UsageLimits, exceeded_below, spent_below
+from ._usage import exceeded_below, spent_below
 
 logger = logging.getLogger("agentforge_typed")
 
@@ -88,35 +88,6 @@ if TYPE_CHECKING:
     from ._tracing import RunTrace
 
 __all__ = ["Planned", "Run", "RunOptions", "as_result", "conversation", "result_message"]
-
-
-class RunOptions(TypedDict, total=False):
-    """The options of one run that `chat`, `achat`, `stream` and `astream` take as keywords,
-    besides `deps` and `output_type`. Each may be left out or given as `None` (the default).
-
-    Type a wrapper's keywords with it to forward them unchanged:
-    `def ask(prompt: str, **options: Unpack[RunOptions]) -> str`.
-    """
-
-    tools: ToolSelection | None
-    """Narrow what this run offers: tool names, `"group:NAME"` groups, or a `ToolSearch`;
-    a name or group that is not registered is a `ValueError` before any model call."""
-    conversation_id: str | None
-    """The id tools see as `ToolContext.conversation_id` and traces record; a random one by
-    default. With a service `store`, the stored conversation the run continues (its history
-    first, then the new input; none to resume it), saved at every round boundary."""
-    approvals: Mapping[str, Approval] | None
-    """Decisions on the calls awaiting approval that the history ends with, by tool call id
-    (`True`, `False`, a reason to deny, or `Approved(arguments=...)`); a decision on a call that
-    is not pending is a `ValueError`."""
-    external_results: Mapping[str, Any] | None
-    """Results of the pending external calls the history ends with, by tool call id: a value
-    (converted like a tool's return value) or `ToolFailed("why")`."""
-    usage_limits: UsageLimits | None
-    """Caps for this run, replacing the service's `usage_limits`."""
-
-
-_RUN_OPTIONS = frozenset(RunOptions.__annotations__)
 
 
 def as_result(
@@ -199,10 +170,10 @@ class Run:
         *,
         asynchronous: bool = False,
     ) -> None:
-        if not _RUN_OPTIONS.issuperset(options):
+        if not RUN_OPTIONS.issuperset(options):
             # `**options` takes any keyword at run time: a misspelt `usage_limits` must not run
             # the conversation without its limits.
-            unknown = next(name for name in options if name not in _RUN_OPTIONS)
+            unknown = next(name for name in options if name not in RUN_OPTIONS)
             raise TypeError(
                 f"unexpected keyword argument {unknown!r}; a run takes deps, output_type, "
                 + ", ".join(RunOptions.__annotations__)
