@@ -353,6 +353,202 @@ async def test_the_key_never_leaves(
     _assert_hidden([span.to_json() for span in finished], f"{case}: a span")
 
 
+ECHOED = f"your key is {KEY}."
+"""A successful answer's text that holds the key (a server echoing what it was sent)."""
+PIECES = [ECHOED[i : i + 3] for i in range(0, len(ECHOED), 3)]
+"""The same text streamed in pieces of three characters: shorter than any fragment redacted, so
+only the whole answer can be cleaned."""
+SENT_TO = json.dumps({"to": KEY})
+
+
+def _echoing_answer() -> dict[str, httpx.Response]:
+    """A successful answer echoing the key in its text and in a call's arguments, in each wire's
+    shape: blocking, and streamed in small pieces with the call's arguments split too."""
+    halves = (SENT_TO[:9], SENT_TO[9:])
+    chunk = {"object": "chat.completion.chunk", "choices": []}
+    openai_stream = (
+        [
+            {**chunk, "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            for piece in PIECES
+        ]
+        + [
+            {
+                **chunk,
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            "tool_calls": [
+                                {
+                                    "index": 0,
+                                    **({"id": "c1", "type": "function"} if n == 0 else {}),
+                                    "function": {
+                                        **({"name": "send"} if n == 0 else {}),
+                                        "arguments": half,
+                                    },
+                                }
+                            ]
+                        },
+                        "finish_reason": None,
+                    }
+                ],
+            }
+            for n, half in enumerate(halves)
+        ]
+        + [{**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}]
+    )
+    message = {"type": "message", "id": "m", "role": "assistant", "status": "completed"}
+    output = [
+        {**message, "content": [{"type": "output_text", "text": ECHOED, "annotations": []}]},
+        {
+            "type": "function_call",
+            "id": "fc",
+            "call_id": "c1",
+            "name": "send",
+            "arguments": SENT_TO,
+        },
+    ]
+    completed = {"id": "r", "status": "completed", "output": output}
+    gemini_parts = [{"text": ECHOED}, {"functionCall": {"name": "send", "args": {"to": KEY}}}]
+    anthropic_blocks = [
+        {"type": "text", "text": ECHOED},
+        {"type": "tool_use", "id": "t", "name": "send", "input": {"to": KEY}},
+    ]
+    anthropic_stream: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "m", "content": [], "usage": {}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": p}}
+            for p in PIECES
+        ),
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "t", "name": "send", "input": {}},
+        },
+        *(
+            {
+                "type": "content_block_delta",
+                "index": 1,
+                "delta": {"type": "input_json_delta", "partial_json": half},
+            }
+            for half in halves
+        ),
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {}},
+        {"type": "message_stop"},
+    ]
+    return {
+        "openai": httpx.Response(
+            200,
+            json={
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {
+                            "role": "assistant",
+                            "content": ECHOED,
+                            "tool_calls": [
+                                {
+                                    "id": "c1",
+                                    "type": "function",
+                                    "function": {"name": "send", "arguments": SENT_TO},
+                                }
+                            ],
+                        },
+                        "finish_reason": "tool_calls",
+                    }
+                ]
+            },
+        ),
+        "openai-stream": _stream(
+            "".join(f"data: {json.dumps(c)}\n\n" for c in openai_stream).encode()
+            + b"data: [DONE]\n\n"
+        ),
+        "responses": httpx.Response(200, json=completed),
+        "responses-stream": _stream(
+            _events(
+                {"type": "response.created", "response": {"id": "r", "output": []}},
+                *(
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": "m",
+                        "output_index": 0,
+                        "content_index": 0,
+                        "delta": piece,
+                    }
+                    for piece in PIECES
+                ),
+                {"type": "response.completed", "response": completed},
+            )
+        ),
+        "anthropic": httpx.Response(
+            200,
+            json={
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "content": anthropic_blocks,
+                "stop_reason": "tool_use",
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+        ),
+        "anthropic-stream": _stream(_events(*anthropic_stream)),
+        "gemini": httpx.Response(
+            200,
+            json={
+                "candidates": [
+                    {"content": {"role": "model", "parts": gemini_parts}, "finishReason": "STOP"}
+                ]
+            },
+        ),
+        "gemini-stream": _stream(
+            "".join(
+                "data: "
+                + json.dumps({"candidates": [{"content": {"role": "model", "parts": [part]}}]})
+                + "\n\n"
+                for part in [*({"text": piece} for piece in PIECES), gemini_parts[1]]
+            ).encode()
+            + (
+                "data: "
+                + json.dumps({"candidates": [{"content": {"parts": []}, "finishReason": "STOP"}]})
+                + "\n\n"
+            ).encode()
+        ),
+    }
+
+
+@pytest.mark.parametrize("mode", ALL)
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_a_successful_answer_echoing_the_key_reaches_no_history(
+    provider: Surface[Any], mode: str, spans: InMemorySpanExporter
+) -> None:
+    """The answer a run keeps (its history, the stores, the spans, the next tool's arguments)
+    has the key replaced, in the text and in a call's arguments, blocking or streamed in pieces
+    too short to be recognised one by one."""
+
+    def answer() -> dict[str, httpx.Response]:
+        answers = _echoing_answer()
+        if mode in STREAMING:
+            return {
+                wire: answers[f"{wire}-stream"]
+                for wire in ("openai", "responses", "anthropic", "gemini")
+            }
+        return answers
+
+    model = _model(provider, answer)
+    response = await call(model, REQUEST, mode)
+    await _close(model)
+    message = response.ai_message
+    assert message.text == "your key is [redacted]."
+    assert [(c.name, json.loads(c.arguments)) for c in message.tool_calls] == [
+        ("send", {"to": "[redacted]"})
+    ]
+    _assert_hidden([response.model_dump_json()], f"{mode}: the answer")
+    _assert_hidden([span.to_json() for span in spans.get_finished_spans()], f"{mode}: a span")
+
+
 class _Echo(BaseHTTPRequestHandler):
     """Answers every request 401, echoing the key in its status line, a header and its body."""
 

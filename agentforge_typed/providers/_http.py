@@ -33,7 +33,8 @@ import pydantic_core
 
 from .._content import BinaryContent, ContentKind
 from .._exceptions import ModelError
-from .._model import StreamEvent
+from .._model import ResponseComplete, StreamEvent
+from .._response import ChatResponse
 from .._transport._exchange import Deadline, aread_body, bound, read_body
 from .._transport._redaction import Redactor
 from ._admission import (
@@ -299,7 +300,7 @@ class HttpShell:
                 whatever `parse` raises.
         """
         with self.redacting():
-            return parse(self._json(self._send(path, payload, stream=False)))
+            return parse(self.redactor.redact(self._json(self._send(path, payload, stream=False))))
 
     def stream(
         self, path: str, payload: Mapping[str, Any], parser: StreamParser
@@ -313,12 +314,12 @@ class HttpShell:
             events = self._events(path, payload)
             try:
                 for event in events:
-                    yield from parser.take(event)
+                    yield from map(self._redacted, parser.take(event))
                     if parser.done:
                         break
             finally:
                 events.close()
-            yield from parser.end()
+            yield from map(self._redacted, parser.end())
 
     def stream_sse(
         self, path: str, payload: Mapping[str, Any]
@@ -443,7 +444,7 @@ class HttpShell:
         """Async `post_json`."""
         with self.redacting():
             response, _ = await self._asend(path, payload, stream=False)
-            return parse(self._json(response))
+            return parse(self.redactor.redact(self._json(response)))
 
     async def astream(
         self, path: str, payload: Mapping[str, Any], parser: StreamParser
@@ -454,13 +455,13 @@ class HttpShell:
             try:
                 async for event in events:
                     for stream_event in parser.take(event):
-                        yield stream_event
+                        yield self._redacted(stream_event)
                     if parser.done:
                         break
             finally:
                 await events.aclose()
             for stream_event in parser.end():
-                yield stream_event
+                yield self._redacted(stream_event)
 
     async def astream_sse(
         self, path: str, payload: Mapping[str, Any]
@@ -716,6 +717,19 @@ class HttpShell:
         return ModelError(f"{self.provider} {what}: {type(exc).__name__}: {detail}")
 
     # -- the boundary -------------------------------------------------------------------------
+
+    def _redacted(self, event: StreamEvent) -> StreamEvent:
+        """`event`, and the whole answer a stream ends with redacted of the secrets (a server
+        that echoes the key puts it in the history, the stores and the next tool's arguments
+        otherwise). The deltas pass as they come: a key cut into pieces shorter than the
+        redactor's fragment is only whole in the answer."""
+        if type(event) is not ResponseComplete or not self.redactor:
+            return event
+        answer = event.response.model_dump(mode="json", by_alias=True)
+        redacted = self.redactor.redact(answer)
+        if redacted == answer:
+            return event
+        return ResponseComplete(response=ChatResponse.model_validate(redacted))
 
     @contextmanager
     def redacting(self) -> Iterator[None]:
