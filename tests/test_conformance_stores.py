@@ -765,9 +765,12 @@ def test_a_save_and_a_load_cost_linear_in_the_history(
         loaded = store.load("c")
         assert loaded is not None and len(loaded.messages) == size
 
+    # CPU time, which the machine's other work does not move, for the stores in this process; a
+    # server's work is in another process, so PostgreSQL is timed by the clock on the wall.
+    clock = time.perf_counter if surface.name == "PostgresStore" else time.process_time
     for attempt in range(3):
         try:
-            assert_linear(run, n, what=f"{surface.name} save and load")
+            assert_linear(run, n, what=f"{surface.name} save and load", clock=clock)
             return
         except AssertionError:
             if attempt == 2:

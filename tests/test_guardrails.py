@@ -579,9 +579,9 @@ def test_the_redactor_is_linear_on_hostile_text() -> None:
 
     def timed(n: int) -> float:
         text = ("4" * 18 + " ") * n + "sk-" * n + "password=" * n + "eyJ" * n
-        start = time.perf_counter()
+        start = time.process_time()
         _redact(text)
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     small, large = timed(2_000), timed(16_000)
     assert large < small * 8 * 4 + 0.05

@@ -199,8 +199,9 @@ async def test_a_hundred_cancelled_runs_leave_nothing_that_declines_later_questi
     waiting = Waiting()
     async with waiting.server() as server:
         service = ToolService([server])
+        # Long enough that no call ends before it is cancelled, however slowly the 101 start.
         runs = [
-            asyncio.ensure_future(service.achat(calls((f"c{i}", "wait", '{"seconds": 1}')), "go"))
+            asyncio.ensure_future(service.achat(calls((f"c{i}", "wait", '{"seconds": 60}')), "go"))
             for i in range(101)
         ]
         await until(lambda: waiting.started == 101)

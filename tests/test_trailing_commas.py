@@ -130,7 +130,7 @@ def test_hostile_text_after_a_trailing_comma_costs_linear_time(run: Any) -> None
     # Escaped quotes after an unterminated string: a scan that restarts at every quote is
     # quadratic (minutes here); a linear one takes milliseconds.
     raw = '{"note": "n", "ids": [1,], "x": "' + '\\"' * 100_000
-    started = time.perf_counter()
+    started = time.process_time()
     result = run(raw)
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
     assert result.is_error and result.repairs == ()
