@@ -549,6 +549,36 @@ async def test_a_successful_answer_echoing_the_key_reaches_no_history(
     _assert_hidden([span.to_json() for span in spans.get_finished_spans()], f"{mode}: a span")
 
 
+@pytest.mark.parametrize("mode", ALL)
+async def test_a_key_too_short_to_recognise_leaves_a_successful_answer_alone(mode: str) -> None:
+    """Under `FRAGMENT` characters a key could stand in any text (`api_key="k"` in a test): a
+    successful answer is searched only for the longer ones, errors for all."""
+    text = "ok: sk-test is what the docs use"
+    streamed = b"".join(
+        f"data: {json.dumps({'choices': [{'index': 0, 'delta': {'content': p}}]})}\n\n".encode()
+        for p in (text[:5], text[5:])
+    )
+    finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    streamed += f"data: {json.dumps(finish)}\n\ndata: [DONE]\n\n".encode()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content).get("stream"):
+            return _stream(streamed)
+        message = {"role": "assistant", "content": text}
+        return httpx.Response(200, json={"choices": [{"index": 0, "message": message}]})
+
+    transport = httpx.MockTransport(handler)
+    model = af.OpenAIChatModel(
+        "m",
+        api_key="sk-test",
+        http_client=httpx.Client(transport=transport),
+        async_http_client=httpx.AsyncClient(transport=transport),
+    )
+    response = await call(model, REQUEST, mode)
+    await model.aclose()
+    assert response.ai_message.text == text
+
+
 class _Echo(BaseHTTPRequestHandler):
     """Answers every request 401, echoing the key in its status line, a header and its body."""
 

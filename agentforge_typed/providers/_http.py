@@ -36,7 +36,7 @@ from .._exceptions import ModelError
 from .._model import ResponseComplete, StreamEvent
 from .._response import ChatResponse
 from .._transport._exchange import Deadline, aread_body, bound, read_body
-from .._transport._redaction import Redactor
+from .._transport._redaction import FRAGMENT, Redactor
 from ._admission import (
     DEFAULT_MAX_CONNECTIONS,
     SHARD_CONNECTIONS,
@@ -235,6 +235,9 @@ class HttpShell:
         self.redactor = Redactor(secrets)
         """What every error, and every log record of the HTTP libraries, is scrubbed of."""
         self.redactor.watch_logs()
+        self._answers = Redactor(s for s in self.redactor.secrets if len(s) >= FRAGMENT)
+        """What a successful answer is scrubbed of: the secrets long enough not to stand in a
+        model's text by chance (a test's `api_key="k"` would take every `k` out of it)."""
         # A client passed in keeps its own settings; its connections honour `total_timeout`.
         self._client = http_client if http_client is None else bound(http_client)
         self._owns_client = http_client is None
@@ -300,7 +303,7 @@ class HttpShell:
                 whatever `parse` raises.
         """
         with self.redacting():
-            return parse(self.redactor.redact(self._json(self._send(path, payload, stream=False))))
+            return parse(self._answers.redact(self._json(self._send(path, payload, stream=False))))
 
     def stream(
         self, path: str, payload: Mapping[str, Any], parser: StreamParser
@@ -444,7 +447,7 @@ class HttpShell:
         """Async `post_json`."""
         with self.redacting():
             response, _ = await self._asend(path, payload, stream=False)
-            return parse(self.redactor.redact(self._json(response)))
+            return parse(self._answers.redact(self._json(response)))
 
     async def astream(
         self, path: str, payload: Mapping[str, Any], parser: StreamParser
@@ -723,10 +726,10 @@ class HttpShell:
         that echoes the key puts it in the history, the stores and the next tool's arguments
         otherwise). The deltas pass as they come: a key cut into pieces shorter than the
         redactor's fragment is only whole in the answer."""
-        if type(event) is not ResponseComplete or not self.redactor:
+        if type(event) is not ResponseComplete or not self._answers:
             return event
         answer = event.response.model_dump(mode="json", by_alias=True)
-        redacted = self.redactor.redact(answer)
+        redacted = self._answers.redact(answer)
         if redacted == answer:
             return event
         return ResponseComplete(response=ChatResponse.model_validate(redacted))

@@ -494,14 +494,22 @@ class Tool(Generic[P, R]):
 
     def _cache_key(
         self,
-        cached: CachedCalls,
         fields: dict[str, Any],
+        repairs: tuple[str, ...],
         context: ToolContext[Any] | None,
         deps: Any,
-    ) -> str | None:
+    ) -> str | ToolExecutionResult | None:
+        """The call's key in the cache; `None` when the cache leaves the call alone, or the
+        failure result when making the key raised (all but the uncontained: see
+        `failure_result`)."""
+        cached = self._cached
+        assert cached is not None
         if context is not None:
             deps = context.deps
-        return cached.key(self.name, fields, getattr(context, "conversation_id", None), deps)
+        try:
+            return cached.key(self.name, fields, getattr(context, "conversation_id", None), deps)
+        except BaseException as exc:
+            return failure_result(self.name, exc, repairs)
 
     def _cached_run(
         self,
@@ -512,15 +520,13 @@ class Tool(Generic[P, R]):
         deps: Any,
     ) -> ToolExecutionResult:
         """`_run` of a cached tool: a hit, the identical call in flight, or the body."""
-        cached = self._cached
-        assert cached is not None
-        try:
-            key = self._cache_key(cached, fields, context, deps)
-        except BaseException as exc:  # all but the uncontained: see `failure_result`
-            return failure_result(self.name, exc, repairs)
+        key = self._cache_key(fields, repairs, context, deps)
         if key is None:
             return self._body(fields, repairs, call, context, deps)
-        return cached.run(
+        if not isinstance(key, str):
+            return key
+        assert self._cached is not None
+        return self._cached.run(
             key, self.name, repairs, lambda: self._body(fields, repairs, call, context, deps)
         )
 
@@ -533,15 +539,13 @@ class Tool(Generic[P, R]):
         deps: Any,
     ) -> ToolExecutionResult:
         """`_cached_run` for `aexecute`."""
-        cached = self._cached
-        assert cached is not None
-        try:
-            key = self._cache_key(cached, fields, context, deps)
-        except BaseException as exc:  # all but the uncontained: see `failure_result`
-            return failure_result(self.name, exc, repairs)
+        key = self._cache_key(fields, repairs, context, deps)
         if key is None:
             return await self._abody(fields, repairs, call, context, deps)
-        return await cached.arun(
+        if not isinstance(key, str):
+            return key
+        assert self._cached is not None
+        return await self._cached.arun(
             key, self.name, repairs, lambda: self._abody(fields, repairs, call, context, deps)
         )
 
