@@ -643,6 +643,8 @@ def _running(app: Any) -> int:
 async def test_events_are_framed_as_the_models_serialize_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    from ag_ui.core import ReasoningMessageContentEvent, TextMessageContentEvent, ToolCallArgsEvent
+
     from agentforge_typed.ui import _agui
 
     framed: list[Any] = []
@@ -652,7 +654,23 @@ async def test_events_are_framed_as_the_models_serialize_them(
         framed.append(event)
         return original(event)
 
+    # The deltas are written without their models: the same bytes as the models'.
+    models: dict[str, tuple[Any, str]] = {
+        "TEXT_MESSAGE_CONTENT": (TextMessageContentEvent, "message_id"),
+        "TOOL_CALL_ARGS": (ToolCallArgsEvent, "tool_call_id"),
+        "REASONING_MESSAGE_CONTENT": (ReasoningMessageContentEvent, "message_id"),
+    }
+    deltas: list[tuple[bytes, Any]] = []
+    original_delta = _agui._delta
+
+    def delta_spy(kind: str, key: str, owner: str, chunk: Any) -> bytes:
+        model, field = models[kind]
+        written = original_delta(kind, key, owner, chunk)
+        deltas.append((written, model(**{field: owner, "delta": chunk.text})))
+        return written
+
     monkeypatch.setattr(_agui, "_json", spy)
+    monkeypatch.setattr(_agui, "_delta", delta_spy)
     app = create_app(ui_support.service(), ui_support.model())
     async with client(app) as http:
         for text in ("think", "photo", "echo hi"):
@@ -660,9 +678,16 @@ async def test_events_are_framed_as_the_models_serialize_them(
         messages, [interrupt] = await paused(http)
         await agui_run(http, THREAD, messages, approve(interrupt, approved=True))
     kinds = {type(event).__name__ for event in framed}
-    assert {"RunFinishedEvent", "ReasoningMessageContentEvent", "ToolCallResultEvent"} <= kinds
+    assert {"RunFinishedEvent", "ToolCallResultEvent"} <= kinds
     for event in framed:
         assert original(event) == event.model_dump_json(by_alias=True).encode()
+    assert {type(model).__name__ for _, model in deltas} == {
+        "TextMessageContentEvent",
+        "ToolCallArgsEvent",
+        "ReasoningMessageContentEvent",
+    }
+    for written, model in deltas:
+        assert written == model.model_dump_json(by_alias=True).encode()
 
 
 async def test_a_stream_that_breaks_is_logged_and_ends(

@@ -30,7 +30,6 @@ from ag_ui.core import (
     Interrupt,
     ReasoningEncryptedValueEvent,
     ReasoningEndEvent,
-    ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
@@ -40,11 +39,9 @@ from ag_ui.core import (
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
-    TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
     TextPart,
-    ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
@@ -233,16 +230,18 @@ class AGUIRenderer:
         return b""
 
     def render(self, moments: Sequence[Moment]) -> bytes:
-        events: list[BaseEvent] = []
+        events: list[BaseEvent | bytes] = []
         for moment in moments:
             self._event(moment, events)
         return _frames(events)
 
-    def _event(self, moment: Moment, events: list[BaseEvent]) -> None:
+    def _event(self, moment: Moment, events: list[BaseEvent | bytes]) -> None:
+        # The deltas, most of a run's events, are written without building their models: a
+        # model costs ten times its JSON (`tests/test_ui.py` checks the bytes are the models').
         if isinstance(moment, TextChunk):
-            events.append(TextMessageContentEvent(message_id=moment.message_id, delta=moment.text))
+            events.append(_delta("TEXT_MESSAGE_CONTENT", "messageId", moment.message_id, moment))
         elif isinstance(moment, CallChunk):
-            events.append(ToolCallArgsEvent(tool_call_id=moment.call_id, delta=moment.text))
+            events.append(_delta("TOOL_CALL_ARGS", "toolCallId", moment.call_id, moment))
         elif isinstance(moment, TextStarted):
             events.append(TextMessageStartEvent(message_id=moment.message_id, role="assistant"))
         elif isinstance(moment, TextEnded):
@@ -252,7 +251,7 @@ class AGUIRenderer:
             events.append(ReasoningMessageStartEvent(message_id=moment.thinking_id))
         elif isinstance(moment, ThinkingChunk):
             events.append(
-                ReasoningMessageContentEvent(message_id=moment.thinking_id, delta=moment.text)
+                _delta("REASONING_MESSAGE_CONTENT", "messageId", moment.thinking_id, moment)
             )
         elif isinstance(moment, ThinkingEnded):
             events.append(ReasoningMessageEndEvent(message_id=moment.thinking_id))
@@ -315,8 +314,14 @@ class AGUIRenderer:
         )
 
 
-def _frames(events: Sequence[BaseEvent]) -> bytes:
-    return b"".join(b"data: " + _json(e) + b"\n\n" for e in events)
+def _frames(events: Sequence[BaseEvent | bytes]) -> bytes:
+    return b"".join(b"data: " + (e if isinstance(e, bytes) else _json(e)) + b"\n\n" for e in events)
+
+
+def _delta(kind: str, key: str, owner: str, chunk: TextChunk | CallChunk | ThinkingChunk) -> bytes:
+    """The JSON of a content event (`TEXT_MESSAGE_CONTENT`, `TOOL_CALL_ARGS`,
+    `REASONING_MESSAGE_CONTENT`) as its model writes it, without the model."""
+    return pydantic_core.to_json({"type": kind, key: owner, "delta": chunk.text})
 
 
 @functools.cache
