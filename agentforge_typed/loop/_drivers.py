@@ -22,9 +22,10 @@ from .._response import ChatResponse
 from ..tools._outcomes import alinks_checked, describe_exception, links_checked, reraise_uncontained
 from ._conversation import conversation
 from ._events import ToolLoopEvent
+from ._options import RunOptions
 from ._progress import ProgressSink
 from ._results import ToolChatResult
-from ._run import Planned, Run, RunOptions
+from ._run import Planned, Run
 
 logger = logging.getLogger("agentforge_typed")
 

@@ -53,8 +53,9 @@ from .._records import (
 from .._request import ChatRequestParameters
 from ._approval import ApprovalState, PausedCall, paused_record
 from ._conversation import conversation, result_message
+from ._options import RunOptions
 from ._output import OutputSpec
-from ._run import Planned, Run, RunOptions
+from ._run import Planned, Run
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from ._approval import ApprovalState, Decided
     from ._tracing import RunTrace
 
-__all__ = ["Planned", "Run", "RunOptions", "as_result", "conversation", "result_message"]
+__all__ = ["Planned", "Run", "as_result"]
 
 
 def as_result(

@@ -28,10 +28,11 @@ from ._drivers import (
     execute,
 )
 from ._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent
+from ._options import RunOptions
 from ._output import OutputSpec
 from ._registry import ToolRegistry
 from ._results import ToolChatResult
-from ._run import Run, RunOptions
+from ._run import Run
 from ._stream import RoundReader, no_events
 from ._subrun import DEFAULT_MAX_DEPTH, sub_run_tool
 

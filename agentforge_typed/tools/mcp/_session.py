@@ -170,11 +170,8 @@ async def negotiate(session: ClientSession, revision: Revision) -> None:
     try:
         await discover()
         return
-    except MCPError as exc:
-        timed_out = exc.code == REQUEST_TIMEOUT
-        logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
-    except (ValidationError, RuntimeError) as exc:
-        timed_out = False
+    except (MCPError, ValidationError, RuntimeError) as exc:
+        timed_out = isinstance(exc, MCPError) and exc.code == REQUEST_TIMEOUT
         logger.debug("MCP server: server/discover refused (%r); using initialize", exc)
     try:
         await session.initialize()
