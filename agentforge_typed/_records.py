@@ -9,6 +9,7 @@ a server carry them. Plain dataclasses, built on every call, so they stay cheap:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -30,6 +31,7 @@ __all__ = [
     "PendingCall",
     "PendingReason",
     "PendingResult",
+    "SubRunPause",
     "ToolExecution",
     "ToolExecutionResult",
     "ToolFailed",
@@ -290,6 +292,23 @@ class PendingCall:
     """A digest of the call as shown here (why it waits, its conversation, id, tool, arguments
     and question), also recorded in the history: a decision made with `approve()` or `answer()`
     carries it, and runs the call only if it is still this one."""
+    path: tuple[str, ...] = ()
+    """For a call inside a sub-run (`ToolService.as_tool`): the tools whose calls started it,
+    outermost first, as `SubRunEvent.path`; empty for the run's own call."""
+    call_ids: tuple[str, ...] = ()
+    """The ids of the calls of `path`, in the same order (the first is the run's own call)."""
+
+    @property
+    def key(self) -> str:
+        """What to decide it by in `approvals=` / `external_results=`: its call's id, prefixed
+        with `call_ids` for a call inside a sub-run (`"call_1/call_7"`)."""
+        return "/".join((*self.call_ids, self.call.id)) if self.call_ids else self.call.id
+
+    def inside(self, name: str, call_id: str) -> PendingCall:
+        """This call, waiting inside the sub-run that the call `call_id` of tool `name` started."""
+        return dataclasses.replace(
+            self, path=(name, *self.path), call_ids=(call_id, *self.call_ids)
+        )
 
     def approve(self, arguments: Mapping[str, Any] | None = None) -> Approved:
         """The approval of this call as shown (or with other `arguments`), carrying its digest.
@@ -333,6 +352,20 @@ class PendingResult(ToolExecutionResult):
     conversation never does."""
 
     pending: PendingCall | None = None
+    sub_run: SubRunPause | None = None
+    """For the call of a sub-run's tool (`ToolService.as_tool`): what the sub-run waits on."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubRunPause:
+    """A sub-run that paused: the calls it waits on, and its history when its service keeps none."""
+
+    pending: tuple[PendingCall, ...]
+    """The sub-run's own pending calls (their `key`s are the sub-run's)."""
+    messages: tuple[ChatMessage, ...] | None
+    """The sub-run's history at the pause; `None` when its service's store keeps it."""
+    digest: str | None = None
+    """The digest of the sub-run's call as it paused, set by the run that made the call."""
 
 
 def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:

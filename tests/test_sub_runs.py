@@ -242,37 +242,6 @@ async def test_cancelling_the_parent_cancels_the_sub_run() -> None:
     assert cancelled.is_set()
 
 
-def test_as_tool_refuses_a_service_whose_tools_may_wait() -> None:
-    @tool(requires_approval=True)
-    def pay(amount: int) -> str:
-        return "paid"
-
-    with pytest.raises(ValueError, match="pay may wait for a decision, and a sub-run cannot"):
-        ToolService(tools=[pay]).as_tool(adding(), name="h", description="d")
-
-
-def test_a_sub_run_that_pauses_anyway_answers_its_call_with_an_error() -> None:
-    @tool(requires_approval=True)
-    def pay(amount: int) -> str:
-        return "paid"
-
-    ran: list[int] = []
-
-    def paying(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
-        ran.append(1)
-        return AiMessage(tool_calls=[ToolCall(id="p", name="pay", arguments='{"amount": 5}')])
-
-    child_service = ToolService()
-    helper = child_service.as_tool(FunctionModel(paying), name="helper", description="Pays.")
-    child_service.register(pay)  # after as_tool: the sub-run pauses on its call
-    result = ToolService(tools=[helper]).chat(delegating("helper"), "go")
-    failed = result.tool_executions[0]
-    assert failed.failed
-    assert "paused on call 'p' (pay) for approval, and a sub-run cannot pause its parent" in (
-        failed.result.text
-    )
-
-
 def test_a_sub_run_s_conversation_is_its_parent_call_s_own() -> None:
     seen: list[str | None] = []
 

@@ -196,6 +196,15 @@ class ToolActivityResult(BaseModel):
     def of(cls, result: ToolExecutionResult) -> ToolActivityResult:
         """The travelling form of `result`."""
         if isinstance(result, PendingResult):
+            if result.sub_run is not None:
+                # The workflow cannot carry a sub-run's pause yet: the call inside did not run.
+                waiting = result.sub_run.pending[0]
+                text = (
+                    f"The sub-run paused on call {waiting.call.id!r} ({waiting.call.name}) for "
+                    f"{waiting.reason}, and a durable run cannot pause through a sub-run: that "
+                    "call did not run."
+                )
+                return cls(text=text, is_error=True, error_kind="execution")
             return cls(text=result.text, pending=result.pending)
         content = result.content
         value: Any = None

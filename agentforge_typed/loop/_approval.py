@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pydantic_core
 from pydantic import TypeAdapter, ValidationError
@@ -52,18 +53,36 @@ __all__ = [
     "ApprovalState",
     "Decided",
     "PausedCall",
+    "SUB_RUN",
+    "SubRunResume",
     "paused_record",
+    "waiting_keys",
     "with_digest",
 ]
 
 logger = logging.getLogger("agentforge_typed")
 
 
+SUB_RUN: Literal["sub_run"] = "sub_run"
+"""The recorded reason of a sub-run's call (`ToolService.as_tool`) that waits on calls inside
+it: `result.pending` names those, each with its `key`."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubRunResume:
+    """What resumes a paused sub-run, handed to its call (`ToolContext.answer`): its history when
+    the parent's record carries it, and the decisions on its own calls (keyed as in the sub-run)."""
+
+    messages: tuple[ChatMessage, ...] | None
+    approvals: dict[str, Approval]
+    external_results: dict[str, Any]
+
+
 @dataclass(frozen=True, slots=True)
 class PausedCall:
     """What a paused call waits for, as its message records it (`PAUSED_CALLS`)."""
 
-    reason: PendingReason
+    reason: PendingReason | Literal["sub_run"]
     digest: str
     """`PendingCall.digest` at the pause."""
     question: Elicitation | None = None
@@ -71,6 +90,9 @@ class PausedCall:
     arguments: str | None = None
     """The arguments the call paused with when they are not the message's (an approver's
     `Approved(arguments=...)` before the call asked a question)."""
+    messages: list[ChatMessage] | None = None
+    """For `"sub_run"`: the sub-run's history at the pause (`None`: its service's store keeps
+    it). The digest covers it."""
 
 
 @functools.cache
@@ -78,6 +100,19 @@ def _adapters() -> tuple[TypeAdapter[PausedCall], TypeAdapter[dict[str, PausedCa
     """The record's adapters, built at the first pause: a validator built at import would load
     pydantic's plugin registry for every program."""
     return TypeAdapter(PausedCall), TypeAdapter(dict[str, PausedCall])
+
+
+@functools.cache
+def _history() -> TypeAdapter[list[ChatMessage]]:
+    return TypeAdapter(list[ChatMessage])
+
+
+def covered(reason: str, messages: Sequence[ChatMessage] | None) -> Any:
+    """What a paused call's digest covers beside the call: for a sub-run's, its carried history
+    (a history held by the caller cannot change what the sub-run resumes from unnoticed)."""
+    if reason != SUB_RUN or messages is None:
+        return None
+    return hashlib.sha256(_history().dump_json(list(messages))).hexdigest()
 
 
 _GIVEN: dict[PendingReason, str] = {
@@ -102,8 +137,9 @@ class Decided:
     """The result decided for it (a denial, an external result), or `None` to run it."""
     approved: bool = False
     """Whether a person approved it: it runs without being held again."""
-    answer: ElicitationAnswer | None = None
-    """The user's answer to the question the call paused on, handed to the tool."""
+    answer: ElicitationAnswer | SubRunResume | None = None
+    """The user's answer to the question the call paused on, handed to the tool (for a sub-run's
+    call, what resumes its sub-run)."""
 
 
 _DEFERRED = PendingResult("Awaiting the approval policy.")
@@ -171,6 +207,11 @@ class ApprovalState:
         before the record (the reason is then inferred from the tool and the decision)."""
         self.keyed = False
         """Whether the service keys its digests: every decision needs a recorded pause then."""
+        self.routed: dict[Any, tuple[str, str]] = {}
+        """The decisions on calls inside paused sub-runs: each key's sub-run call, and the key
+        as the sub-run knows it."""
+        self.sub_runs: dict[str, PendingResult] = {}
+        """The calls of this round whose sub-runs paused, by call id."""
 
     # -- resuming ------------------------------------------------------------------------------
 
@@ -189,12 +230,16 @@ class ApprovalState:
             return calls
         ids = Counter(call.id for call in calls)
         decided = self.approvals.keys() | self.external_results.keys()
+        sub_runs = [c.id for c in calls if (p := self.paused.get(c.id)) and p.reason == SUB_RUN]
+        for key in decided if sub_runs else ():
+            self._route(key, sub_runs, key in ids)
         # `repr` before sorting: a caller's keys need not even be strings.
-        unknown = sorted(map(repr, decided - ids.keys()))
+        unknown = sorted(map(repr, decided - ids.keys() - self.routed.keys()))
         if unknown:
+            keys = waiting_keys(messages) if sub_runs else ids.keys()
             raise ValueError(
                 f"no pending call has the id(s) {', '.join(unknown)}; pending: "
-                f"{', '.join(sorted(map(repr, ids))) or 'none'}"
+                f"{', '.join(sorted(map(repr, keys))) or 'none'}"
             )
         # The loop gives every call it admits an id of its own; a history written elsewhere may
         # still end with two calls of one id, and one decision must never settle both.
@@ -206,6 +251,28 @@ class ApprovalState:
             )
         return calls
 
+    def _route(self, key: Any, sub_runs: Sequence[str], own: bool) -> None:
+        """Route a decision's `key` to the paused sub-run call whose id prefixes it; refuse a key
+        that names more than one call (`own`: one of the run's own; ids may hold `/`, and
+        nothing is guessed)."""
+        if not isinstance(key, str):
+            return
+        owners = [c for c in sub_runs if key.startswith(c + "/") and len(key) > len(c) + 1]
+        if len(owners) + own > 1:
+            raise ValueError(
+                f"the decision key {key!r} names a call in more than one place "
+                f"({', '.join(map(repr, owners))}); nothing ran"
+            )
+        if not owners:
+            return
+        inner = key[len(owners[0]) + 1 :]
+        carried = self.paused[owners[0]].messages
+        # A carried history tells what its sub-run waits on now, before anything runs (a stored
+        # one is checked by the sub-run as it resumes).
+        if carried is not None and inner not in waiting_keys(carried):
+            return
+        self.routed[key] = (owners[0], inner)
+
     def _as_paused(self, call: ToolCall, conversation_id: str, digests: CallDigests) -> ToolCall:
         """`call` as it paused, once its recorded digest is checked (`call` when none is)."""
         paused = self.paused.get(call.id)
@@ -213,7 +280,8 @@ class ApprovalState:
             return call
         if paused.arguments is not None:
             call = call.model_copy(update={"arguments": paused.arguments})
-        expected = digests.of(paused.reason, conversation_id, call, paused.question)
+        question = paused.question or covered(paused.reason, paused.messages)
+        expected = digests.of(paused.reason, conversation_id, call, question)
         if CallDigests.same(expected, paused.digest):
             return call
         recorded_keyed = paused.digest.startswith("hmac-")
@@ -249,8 +317,10 @@ class ApprovalState:
                 approval, ...), or made for another call (its digest).
             ToolArgumentsError: `Approved.arguments` that the tool does not accept.
         """
-        kind = self._kind(call)
         paused = self.paused.get(call.id)
+        if paused is not None and paused.reason == SUB_RUN:
+            return self._resume_sub_run(call, paused)
+        kind = self._kind(call)
         if paused is not None:
             if kind is None:
                 return _held_again(call, paused)
@@ -297,6 +367,26 @@ class ApprovalState:
         text = f"The user denied the call to `{shown_name(call.name)}`{reason}"
         return Decided(call, ToolExecutionResult.error(text, "denied"))
 
+    def _resume_sub_run(self, call: ToolCall, paused: PausedCall) -> Decided:
+        """A sub-run's call, run again to resume its sub-run with the decisions on its calls
+        (none: its calls are held again, and the run pauses on them again)."""
+        if call.id in self.approvals or call.id in self.external_results:
+            raise ValueError(
+                f"{named_call(call)} waits on calls inside its sub-run: decide those, by the keys "
+                "result.pending gives them; nothing ran"
+            )
+        approvals: dict[str, Approval] = {}
+        external: dict[str, Any] = {}
+        for key, (owner, inner) in self.routed.items():
+            if owner == call.id:
+                if key in self.approvals:
+                    approvals[inner] = self.approvals[key]
+                else:
+                    external[inner] = self.external_results[key]
+        messages = None if paused.messages is None else tuple(paused.messages)
+        resume = SubRunResume(messages, approvals, external)
+        return Decided(call, approved=True, answer=resume)
+
     def _kind(self, call: ToolCall) -> PendingReason | None:
         """The kind of the decision on `call`: what it answers (`None`: no decision)."""
         if call.id in self.external_results:
@@ -316,6 +406,7 @@ class ApprovalState:
     def _check(self, call: ToolCall, paused: PausedCall, kind: PendingReason) -> None:
         """Refuse a decision that does not answer what the recorded call waits for, or that was
         made for another call or question."""
+        assert paused.reason != SUB_RUN  # resumed apart (`_resume_sub_run`)
         if kind != paused.reason:
             raise ValueError(
                 f"{named_call(call)} waits for {WAITS_FOR[paused.reason]}, not {_GIVEN[kind]}: "
@@ -402,6 +493,10 @@ class ApprovalState:
             result = execution.result
             if isinstance(result, PendingResult) and result.pending is not None:
                 self.pending.append(result.pending)
+            elif isinstance(result, PendingResult) and result.sub_run is not None:
+                call = execution.call
+                self.pending += [p.inside(call.name, call.id) for p in result.sub_run.pending]
+                self.sub_runs[call.id] = result
             else:
                 ran.append(execution)
         return ran
@@ -412,7 +507,13 @@ class ApprovalState:
         attributes = message.attributes
         if self.pending:
             arguments = {call.id: call.arguments for call in message.tool_calls}
-            record = {p.call.id: _record(p, arguments.get(p.call.id)) for p in self.pending}
+            record = {
+                p.call.id: _record(p, arguments.get(p.call.id))
+                for p in self.pending
+                if not p.call_ids
+            }
+            for call_id, result in self.sub_runs.items():
+                record[call_id] = _sub_run_record(result)
             attributes = {**attributes, CONVERSATION_ID: conversation_id, PAUSED_CALLS: record}
         elif PAUSED_CALLS in attributes:
             attributes = {k: v for k, v in attributes.items() if k != PAUSED_CALLS}
@@ -433,16 +534,24 @@ class ApprovalState:
                 "the run paused again without calling the model: %d call(s) still wait for a "
                 "decision (%s); pass approvals= or external_results= for them",
                 len(self.pending),
-                ", ".join(repr(p.call.id) for p in self.pending),
+                ", ".join(repr(p.key) for p in self.pending),
             )
         return ChatResponse(ai_message=self.paused_on, finish_reason=FinishReason.TOOL_EXECUTION)
 
 
-def with_digest(result: PendingResult, conversation_id: str, digests: CallDigests) -> PendingResult:
-    """`result`, its pending call carrying the digest of what it shows (`PendingCall.digest`)."""
+def with_digest(
+    result: PendingResult, conversation_id: str, digests: CallDigests, call: ToolCall
+) -> PendingResult:
+    """`result`, its pending call carrying the digest of what it shows (`PendingCall.digest`);
+    a sub-run's (`call`'s), the digest of the call and the history it carries."""
     pending = result.pending
     if pending is None:
-        return result
+        paused = result.sub_run
+        if paused is None:
+            return result
+        question = covered(SUB_RUN, paused.messages)
+        digest = digests.of(SUB_RUN, conversation_id, call, question)
+        return dataclasses.replace(result, sub_run=dataclasses.replace(paused, digest=digest))
     digest = digests.of(pending.reason, conversation_id, pending.call, pending.elicitation)
     if pending.digest == digest:
         return result
@@ -456,6 +565,31 @@ def _record(pending: PendingCall, arguments: str | None) -> dict[str, Any]:
     paused = PausedCall(pending.reason, pending.digest, pending.elicitation, own)
     recorded: dict[str, Any] = _adapters()[0].dump_python(paused, mode="json", exclude_none=True)
     return recorded
+
+
+def waiting_keys(messages: Sequence[ChatMessage]) -> set[str]:
+    """The keys of the calls `messages` waits on (`PendingCall.key`): its unanswered calls', and
+    for a sub-run's call whose record carries its history, the calls inside that one's."""
+    message, calls = unanswered_calls(messages)
+    record = paused_record(message)
+    keys: set[str] = set()
+    for call in calls:
+        paused = record.get(call.id)
+        if paused is not None and paused.reason == SUB_RUN and paused.messages is not None:
+            keys.update(f"{call.id}/{key}" for key in waiting_keys(paused.messages))
+        else:
+            keys.add(call.id)
+    return keys
+
+
+def _sub_run_record(result: PendingResult) -> dict[str, Any]:
+    """The record of a sub-run's call that waits on calls inside it, in its JSON form."""
+    paused = result.sub_run
+    assert paused is not None and paused.digest is not None  # set by `with_digest`
+    messages = None if paused.messages is None else list(paused.messages)
+    record = PausedCall(SUB_RUN, paused.digest, messages=messages)
+    dumped: dict[str, Any] = _adapters()[0].dump_python(record, mode="json", exclude_none=True)
+    return dumped
 
 
 def paused_record(message: AiMessage | None) -> dict[str, PausedCall]:

@@ -679,7 +679,9 @@ class Run:
 
             if self._approval is None:
                 self._approval = ApprovalState(None, None, asynchronous=self.asynchronous)
-            stamped = with_digest(execution.result, self.conversation_id, self.service._digests)
+            stamped = with_digest(
+                execution.result, self.conversation_id, self.service._digests, execution.call
+            )
             execution = self.finished[plan.index] = replace(execution, result=stamped)
         if self.service.after_tool_call is not None and not self.async_after:
             not_awaitable(self.service.after_tool_call(execution), "after_tool_call")

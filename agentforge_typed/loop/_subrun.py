@@ -9,10 +9,13 @@ stream events come in the parent's stream as `SubRunEvent`s marked with their pa
 the parent cancels it (it is awaited inside the call); its conversation id is derived from the
 parent's and the call's, so nothing of it meets another conversation's; depth is bounded.
 
-A call inside a sub-run that would wait (for approval, an external result, an answer) cannot
-pause the parent yet: `as_tool` refuses a service with tools that may wait, and a sub-run that
-pauses anyway (a policy decided per call, an MCP server's question) answers its call with an
-error saying so (the call inside did not run).
+A call inside a sub-run that waits (for approval, an external result, an answer) pauses the
+parent: the sub-run's call waits (`PendingResult.sub_run`), the parent's `result.pending` names
+the calls inside with their path (`PendingCall.key`), and the message the parent paused on
+records the sub-run's history (`PAUSED_CALLS`, under its digest). Resuming the parent with
+decisions keyed so runs that call again, which resumes the sub-run from that history with them
+(`SubRunResume`). Where the caller cannot pause (a tool run directly), it answers its call with
+an error saying so (the call inside did not run).
 """
 
 from __future__ import annotations
@@ -23,9 +26,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from .._identity import random_id
+from .._messages import ToolCall
+from .._records import PendingResult, SubRunPause, ToolExecutionResult
 from .._response import TokenUsage
-from ..tools._base import ToolContext, may_wait
-from ..tools._function import Tool
+from ..tools._base import ToolContext
+from ..tools._function import Tool, _awaited
+from ..tools._outcomes import failure_result, success_result
+from ._approval import SubRunResume
 from ._events import FinalResultEvent, SubRunEvent
 from ._run import Run
 from ._usage import RunBudget
@@ -41,8 +48,42 @@ DEFAULT_MAX_DEPTH = 3
 
 
 class SubRunError(Exception):
-    """A sub-run could not give its call a result: too deep, or it paused on a call. Its call
-    is answered with an error the model reads."""
+    """A sub-run could not give its call a result: too deep, or it paused where its caller
+    cannot pause. Its call is answered with an error the model reads."""
+
+
+class SubRunTool(Tool[..., Any]):
+    """The tool behind `ToolService.as_tool`: its body a sub-run, its call waiting when the
+    sub-run pauses."""
+
+    async def aexecute(
+        self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None
+    ) -> ToolExecutionResult:
+        if not self._bound:
+            self._refuse_unbound()
+        try:
+            outcome = self._validator.validate(call.arguments)
+        except BaseException as exc:  # the argument types' own code raised
+            return failure_result(self.name, exc)
+        if outcome.arguments is None:
+            return outcome.error_result(self.name)
+        if context is None:
+            context = ToolContext(deps=deps, tool_call_id=call.id, tool_name=self.name)
+        try:
+            value = await self._function(outcome.arguments[0]["task"], context)
+        except BaseException as exc:  # all but the uncontained: see `failure_result`
+            return failure_result(self.name, exc, outcome.repairs)
+        if isinstance(value, SubRunPause):
+            return PendingResult(_WAITING, sub_run=value)
+        return success_result(value, outcome.repairs, self._convert, self._max_result)
+
+    def execute(
+        self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None
+    ) -> ToolExecutionResult:
+        return _awaited(self.aexecute(call, context, deps=deps))
+
+
+_WAITING = "Awaiting decisions on calls inside the sub-run."
 
 
 def sub_run_tool(
@@ -57,12 +98,6 @@ def sub_run_tool(
     """The tool behind `ToolService.as_tool` (see there)."""
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
         raise ValueError(f"max_depth must be a positive int, got {max_depth!r}")
-    waiting = sorted(tool.name for tool in service._tools.values() if may_wait(tool))
-    if waiting:
-        raise ValueError(
-            f"as_tool: {', '.join(waiting)} may wait for a decision, and a sub-run cannot pause "
-            "its parent run yet; run that service on its own, or without those tools"
-        )
 
     async def body(task: str, context: ToolContext[Any]) -> Any:
         return await _sub_run(service, model, task, context, output_type, max_depth)
@@ -77,7 +112,7 @@ def sub_run_tool(
         "conversation."
     )
     body.__qualname__ = body.__name__ = name
-    return Tool(body, name=name, description=description)
+    return SubRunTool(body, name=name, description=description)
 
 
 def _parent(context: ToolContext[Any]) -> Run | None:
@@ -131,15 +166,21 @@ async def _sub_run(
         )
         if parent.progress is not None and parent.progress.waiting is not None:
             sink = parent.progress
+    prompt: Any = task
+    resume = context.answer
+    if isinstance(resume, SubRunResume):
+        prompt = [] if resume.messages is None else list(resume.messages)
+        options["approvals"] = resume.approvals or None
+        options["external_results"] = resume.external_results or None
     try:
         if sink is None:
             result = await service.achat(
-                model, task, deps=context.deps, output_type=output_type, **options
+                model, prompt, deps=context.deps, output_type=output_type, **options
             )
         else:
             result = None
             stream = service.astream(
-                model, task, deps=context.deps, output_type=output_type, **options
+                model, prompt, deps=context.deps, output_type=output_type, **options
             )
             async with contextlib.aclosing(stream):
                 async for event in stream:
@@ -155,10 +196,13 @@ async def _sub_run(
     if budget is not None:
         budget.sub.usage += result.usage
     if result.pending:
+        if context.may_pause:
+            messages = None if service.store is not None else tuple(result.messages)
+            return SubRunPause(tuple(result.pending), messages)
         waiting = result.pending[0]
         raise SubRunError(
             f"the sub-run paused on call {waiting.call.id!r} ({waiting.call.name}) for "
-            f"{waiting.reason}, and a sub-run cannot pause its parent run yet: that call did "
-            "not run"
+            f"{waiting.reason}, and its caller cannot pause (it is not a ToolService run): "
+            "that call did not run"
         )
     return result.output if output_type is not None else (result.text or "")

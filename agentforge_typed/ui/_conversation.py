@@ -74,6 +74,19 @@ class Waiting:
     digest: str
     """The loop's digest of the call as shown: the interrupt's id, the approval's id."""
     question: Elicitation | None = None
+    call_ids: tuple[str, ...] = ()
+    """For a call inside a sub-run: the ids of the calls that started it, the thread's own first
+    (`PendingCall.call_ids`)."""
+
+    @property
+    def key(self) -> str:
+        """What the loop's decisions name it by (`PendingCall.key`)."""
+        return "/".join((*self.call_ids, self.call.id)) if self.call_ids else self.call.id
+
+    @property
+    def shown_call_id(self) -> str:
+        """The thread's own call it waits in: itself, or the call that started its sub-run."""
+        return self.call_ids[0] if self.call_ids else self.call.id
 
     @property
     def interrupt_id(self) -> str:
@@ -130,6 +143,17 @@ def _question() -> TypeAdapter[Elicitation]:
     return TypeAdapter(Elicitation)
 
 
+@functools.cache
+def _history() -> TypeAdapter[list[ChatMessage]]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(list[ChatMessage])
+
+
+_MAX_DEPTH = 8
+"""How deep the sub-runs' records are read (the loop's own bound is lower: `max_depth`)."""
+
+
 def shown(text: str, limit: int = 80) -> str:
     """A client's string as an error message quotes it: `repr`, cut to `limit` characters."""
     return repr(text if len(text) <= limit else text[:limit] + "...")
@@ -142,9 +166,11 @@ def checked_id(value: str, what: str) -> str:
     return value
 
 
-def waiting_calls(history: Sequence[ChatMessage]) -> list[Waiting]:
+def waiting_calls(history: Sequence[ChatMessage], within: tuple[str, ...] = ()) -> list[Waiting]:
     """The calls `history` waits on: those of its last tool-calling message that have no result
-    and that the loop recorded when the run paused on them."""
+    and that the loop recorded when the run paused on them; for a sub-run's call whose record
+    carries the sub-run's history, the calls inside it (`within`: the calls that started
+    `history`'s run, when it is a sub-run's)."""
     message, calls = unanswered_calls(history)
     if message is None:
         return []
@@ -157,6 +183,14 @@ def waiting_calls(history: Sequence[ChatMessage]) -> list[Waiting]:
         if not isinstance(entry, Mapping):
             continue
         reason, digest = entry.get("reason"), entry.get("digest")
+        inner = entry.get("messages")
+        if reason == "sub_run" and isinstance(inner, list) and len(within) < _MAX_DEPTH:
+            try:
+                carried = _history().validate_python(inner)
+            except ValidationError:
+                continue
+            waiting += waiting_calls(carried, (*within, call.id))
+            continue
         if reason not in ("approval", "external", "elicitation") or not isinstance(digest, str):
             continue
         arguments = entry.get("arguments")
@@ -167,7 +201,7 @@ def waiting_calls(history: Sequence[ChatMessage]) -> list[Waiting]:
             asked = None if question is None else _question().validate_python(question)
         except ValidationError:
             asked = None
-        waiting.append(Waiting(call, reason, digest, asked))
+        waiting.append(Waiting(call, reason, digest, asked, within))
     return waiting
 
 
@@ -256,7 +290,7 @@ def decisions(
         if answer.interrupt_id in seen:
             raise InputError(400, f"{shown(answer.interrupt_id, 40)} is answered twice")
         seen.add(answer.interrupt_id)
-        call_id = w.call.id
+        call_id = w.key
         if w.reason == "approval":
             if answer.status == "cancelled":
                 approvals[call_id] = False

@@ -329,7 +329,8 @@ class RunReader:
             self._reconcile(run.messages, out)
             usage = run.usage if run.usage.total_tokens else None
             waiting = tuple(
-                Waiting(p.call, p.reason, p.digest or "", p.elicitation) for p in run.pending
+                Waiting(p.call, p.reason, p.digest or "", p.elicitation, p.call_ids)
+                for p in run.pending
             )
             if waiting:
                 out.append(Asked(waiting))

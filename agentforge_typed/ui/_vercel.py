@@ -349,7 +349,8 @@ class VercelRenderer:
                 {
                     "type": "tool-approval-request",
                     "approvalId": waiting.interrupt_id,
-                    "toolCallId": call.id,
+                    # A call inside a sub-run is asked about on the call the client has.
+                    "toolCallId": waiting.shown_call_id,
                 }
             )
         elif waiting.reason == "elicitation" and waiting.question is not None:
