@@ -32,6 +32,7 @@ __all__ = [
     "PendingReason",
     "PendingResult",
     "SubRunPause",
+    "SubRunResume",
     "ToolExecution",
     "ToolExecutionResult",
     "ToolFailed",
@@ -366,6 +367,16 @@ class SubRunPause:
     """The sub-run's history at the pause; `None` when its service's store keeps it."""
     digest: str | None = None
     """The digest of the sub-run's call as it paused, set by the run that made the call."""
+
+
+@dataclass(frozen=True, slots=True)
+class SubRunResume:
+    """What resumes a paused sub-run, handed to its call (`ToolContext.answer`): its history when
+    the parent's record carries it, and the decisions on its own calls (keyed as in the sub-run)."""
+
+    messages: tuple[ChatMessage, ...] | None
+    approvals: dict[str, Approval]
+    external_results: dict[str, Any]
 
 
 def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:

@@ -614,6 +614,39 @@ class TwoRunsWorkflow:
         return [Outcome.of(result) for result in results]
 
 
+def _teller(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    """The sub-run's model: one transfer (it waits for approval), then what it read."""
+    if isinstance(messages[-1], ToolResultMessage):
+        return AiMessage(text=f"teller: {messages[-1].text}")
+    return AiMessage(tool_calls=[_call("t1", "transfer", '{"to":"bob","amount":250}')])
+
+
+def _bank(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    if isinstance(messages[-1], ToolResultMessage):
+        return AiMessage(text=f"bank: {messages[-1].text}")
+    return AiMessage(tool_calls=[_call("c1", "teller", '{"task":"send bob 250"}')])
+
+
+delegating = TemporalToolService(
+    ToolService(
+        [ToolService([transfer]).as_tool(FunctionModel(_teller), name="teller", description="d")]
+    ),
+    FunctionModel(_bank),
+    name="delegating",
+    deps_type=Ledger,
+)
+"""A durable loop whose one tool is a sub-run that waits for an approval."""
+
+
+@workflow.defn
+class SubRunWorkflow:
+    """Runs `delegating` once: its sub-run's transfer waits for a decision."""
+
+    @workflow.run
+    async def run(self, ledger: Ledger) -> Outcome:
+        return Outcome.of(await delegating.chat("send bob 250", deps=ledger))
+
+
 def _count(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
     return AiMessage(text=f"{len(messages)} messages.")
 

@@ -794,6 +794,48 @@ async def test_a_durable_run_waits_for_an_approval_and_an_external_result(
 
 
 @on_module_loop
+async def test_a_durable_run_pauses_on_a_call_inside_its_sub_run_and_resumes_it(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    ledger = support.Ledger(path=str(tmp_path / "ledger"))
+    async with Worker(
+        client,
+        task_queue=queue,
+        workflows=[support.SubRunWorkflow],
+        activities=support.delegating.activities,
+    ):
+        handle = await client.start_workflow(
+            support.SubRunWorkflow.run, ledger, id=f"sub-{uuid.uuid4()}", task_queue=queue
+        )
+        for _ in range(400):
+            with contextlib.suppress(WorkflowQueryFailedError, RPCError):
+                pending = await support.delegating.pending(handle)
+                if pending:
+                    break
+            await asyncio.sleep(0.025)
+        [waiting] = pending
+        assert (waiting.key, waiting.path, waiting.reason) == ("c1/t1", ("teller",), "approval")
+        assert support.entries(tmp_path / "ledger") == []
+        with pytest.raises(WorkflowUpdateFailedError) as refused:
+            await support.delegating.decide(handle, approvals={"c1/t2": True})
+        cause = refused.value.cause
+        assert isinstance(cause, ApplicationError)
+        assert "'c1/t2'" in cause.message and "'c1/t1'" in cause.message
+        await support.delegating.decide(handle, approvals={waiting.key: waiting.approve()})
+        outcome = await asyncio.wait_for(handle.result(), 30)
+    assert outcome.text == "bank: teller: sent 250 to bob"
+    assert support.entries(tmp_path / "ledger") == ["transfer bob 250"]
+    # The sub-run ran in the teller's activity twice: once to its pause, once from there.
+    assert [name for name, _ in await _activities(handle)] == [
+        "delegating.model",
+        "delegating.tool.teller",
+        "delegating.tool.teller",
+        "delegating.model",
+    ]
+
+
+@on_module_loop
 async def test_a_durable_run_denied_with_a_reason_tells_the_model(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:

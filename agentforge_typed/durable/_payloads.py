@@ -27,6 +27,8 @@ from .._records import (
     ErrorKind,
     PendingCall,
     PendingResult,
+    SubRunPause,
+    SubRunResume,
     ToolExecutionResult,
     ToolFailed,
 )
@@ -114,8 +116,9 @@ class ToolActivityInput(BaseModel):
     """The run's `deps`, as pydantic serialises them."""
     attempt: int = 1
     conversation_id: str | None = None
-    answer: ElicitationAnswer | None = None
-    """The user's answer to the question the call paused on, when the run resumes with one."""
+    answer: ElicitationAnswer | SubRunResume | None = None
+    """The user's answer to the question the call paused on, when the run resumes with one (for
+    a sub-run's call, what resumes its sub-run)."""
 
 
 DEFAULT_MAX_RESULT_BYTES = 2_000_000
@@ -189,6 +192,9 @@ class ToolActivityResult(BaseModel):
     pending: PendingCall | None = None
     """The call waits for the user's answer to the question it carries (an MCP elicitation):
     the run pauses on it."""
+    sub_run: SubRunPause | None = None
+    """The call's sub-run (`ToolService.as_tool`) waits on calls inside it: the run pauses on
+    them."""
     cached: bool = False
     """The result came from its tool's result cache (`ToolExecutionResult.cached`)."""
 
@@ -196,16 +202,7 @@ class ToolActivityResult(BaseModel):
     def of(cls, result: ToolExecutionResult) -> ToolActivityResult:
         """The travelling form of `result`."""
         if isinstance(result, PendingResult):
-            if result.sub_run is not None:
-                # The workflow cannot carry a sub-run's pause yet: the call inside did not run.
-                waiting = result.sub_run.pending[0]
-                text = (
-                    f"The sub-run paused on call {waiting.call.id!r} ({waiting.call.name}) for "
-                    f"{waiting.reason}, and a durable run cannot pause through a sub-run: that "
-                    "call did not run."
-                )
-                return cls(text=text, is_error=True, error_kind="execution")
-            return cls(text=result.text, pending=result.pending)
+            return cls(text=result.text, pending=result.pending, sub_run=result.sub_run)
         content = result.content
         value: Any = None
         value_from: Literal["text", "json", "part", "parts"] | None = None
@@ -235,8 +232,8 @@ class ToolActivityResult(BaseModel):
 
     def result(self) -> ToolExecutionResult:
         """The `ToolExecutionResult` the loop records."""
-        if self.pending is not None:
-            return PendingResult(self.text, pending=self.pending)
+        if self.pending is not None or self.sub_run is not None:
+            return PendingResult(self.text, pending=self.pending, sub_run=self.sub_run)
         value = self.value
         if self.value_from == "text":
             value = self.text

@@ -84,7 +84,7 @@ class _Waiting:
 
     def pause(self, pending: Sequence[PendingCall]) -> None:
         """The run waits on `pending`: those without a decision yet are open for one."""
-        waiting = {p.call.id: p for p in pending}
+        waiting = {p.key: p for p in pending}
         # A call that no longer waits (its policy let it run) keeps no stale decision.
         self.approvals = {k: v for k, v in self.approvals.items() if k in waiting}
         self.external_results = {k: v for k, v in self.external_results.items() if k in waiting}
@@ -157,11 +157,12 @@ class _Desk:
             raise ApplicationError(str(error), type=type(error).__name__) from None
 
     def decide(self, decisions: Decisions) -> list[str]:
-        """Hand each decision to its run; the ids of the calls still waiting for one."""
+        """Hand each decision to its run; the keys (`PendingCall.key`: a call's id, or its path
+        inside a sub-run) of the calls still waiting for one."""
         approvals, results = decisions.split()
         for call_id in [*approvals, *results]:
             self._holder(call_id).accept(call_id, approvals, results)
-        return [pending.call.id for pending in self.pending()]
+        return [pending.key for pending in self.pending()]
 
     def _holder(self, call_id: str) -> _Waiting:
         holders = [waiting for waiting in self.runs if call_id in waiting.undecided]
@@ -172,7 +173,7 @@ class _Desk:
                 "tell them apart"
             )
         if not holders:
-            waiting_ids = ", ".join(repr(p.call.id) for p in self.pending()) or "none"
+            waiting_ids = ", ".join(repr(p.key) for p in self.pending()) or "none"
             raise ValueError(
                 f"no call waits for a decision with the id {call_id!r}; waiting: {waiting_ids}"
             )
@@ -312,11 +313,11 @@ class TemporalToolService:
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
     ) -> list[str]:
-        """Send decisions on waiting calls, by call id, as `ToolService.chat` takes them; the
-        runs go on with them.
+        """Send decisions on waiting calls, by call id (`PendingCall.key` for a call inside a
+        sub-run), as `ToolService.chat` takes them; the runs go on with them.
 
         Returns:
-            The ids of the calls still waiting for a decision.
+            The keys of the calls still waiting for a decision (their ids, outside sub-runs).
 
         Raises:
             temporalio.client.WorkflowUpdateFailedError: The workflow refused the decisions, all

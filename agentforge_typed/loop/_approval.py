@@ -38,6 +38,7 @@ from .._records import (
     PendingCall,
     PendingReason,
     PendingResult,
+    SubRunResume,
     ToolExecution,
     ToolExecutionResult,
     ToolFailed,
@@ -54,7 +55,6 @@ __all__ = [
     "Decided",
     "PausedCall",
     "SUB_RUN",
-    "SubRunResume",
     "paused_record",
     "waiting_keys",
     "with_digest",
@@ -66,16 +66,6 @@ logger = logging.getLogger("agentforge_typed")
 SUB_RUN: Literal["sub_run"] = "sub_run"
 """The recorded reason of a sub-run's call (`ToolService.as_tool`) that waits on calls inside
 it: `result.pending` names those, each with its `key`."""
-
-
-@dataclass(frozen=True, slots=True)
-class SubRunResume:
-    """What resumes a paused sub-run, handed to its call (`ToolContext.answer`): its history when
-    the parent's record carries it, and the decisions on its own calls (keyed as in the sub-run)."""
-
-    messages: tuple[ChatMessage, ...] | None
-    approvals: dict[str, Approval]
-    external_results: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

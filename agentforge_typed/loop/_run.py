@@ -279,8 +279,9 @@ class Run:
     def check_decision(
         self, call_id: str, approvals: Mapping[str, Approval], external_results: Mapping[str, Any]
     ) -> None:
-        """Refuse the decision on `call_id` (in `approvals` or `external_results`) that `resume`
-        would refuse, without taking it: a durable run checks each decision as it arrives.
+        """Refuse the decision on `call_id` (in `approvals` or `external_results`; a call inside
+        a sub-run: its key) that `resume` would refuse, without taking it: a durable run checks
+        each decision as it arrives.
 
         Raises:
             ValueError, TypeError, ToolArgumentsError: As `resume` would.
@@ -288,8 +289,10 @@ class Run:
         from ._approval import ApprovalState
 
         state = ApprovalState(approvals, external_results, asynchronous=True)
-        for call in state.unanswered(self.messages, self.conversation_id, self.service._digests):
-            if call.id == call_id:
+        calls = state.unanswered(self.messages, self.conversation_id, self.service._digests)
+        owner = state.routed.get(call_id, (call_id,))[0]
+        for call in calls:
+            if call.id == owner:
                 state.decide(call, self.service._tools.get(call.name))
 
     def registered(self, tool: ToolLike) -> bool:

@@ -27,12 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._identity import random_id
 from .._messages import ToolCall
-from .._records import PendingResult, SubRunPause, ToolExecutionResult
+from .._records import PendingResult, SubRunPause, SubRunResume, ToolExecutionResult
 from .._response import TokenUsage
 from ..tools._base import ToolContext
 from ..tools._function import Tool, _awaited
 from ..tools._outcomes import failure_result, success_result
-from ._approval import SubRunResume
 from ._events import FinalResultEvent, SubRunEvent
 from ._run import Run
 from ._usage import RunBudget
