@@ -6,7 +6,7 @@
 - once: identical cached calls of one round (concurrent under `achat`/`astream`) run the body
   once.
 - scoped: two conversations interleaved on one shared service never see each other's cache
-  entries or sub-run conversations.
+  entries or sub-run conversations, and a paused sub-run resumes only in its own.
 - contained: a cache that raises is a miss (the call runs); a sub-run that fails is an error
   result its parent reads.
 
@@ -151,6 +151,39 @@ def test_scoped_cache_entries_and_sub_runs_never_cross_conversations(
     assert one.text == again.text != two.text
     # The conversation "one" again: everything served from its own entries.
     assert again.tool_executions[0].cached and "for one" not in (again.text or "")
+
+
+@pytest.mark.parametrize("driver", DRIVER.each("scoped"))
+def test_scoped_a_paused_sub_run_resumes_only_in_its_own_conversation(
+    driver: Surface[Any],
+) -> None:
+    paid: list[int] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        paid.append(amount)
+        return "paid"
+
+    helper = ToolService(tools=[pay]).as_tool(
+        rounds([ToolCall(id="p", name="pay", arguments='{"amount": 5}')]),
+        name="helper",
+        description="Pays.",
+    )
+    service = ToolService(tools=[helper])
+    model = rounds([ToolCall(id="h", name="helper", arguments='{"task": "pay"}')])
+    paused = driver.build(service, model, "go", conversation_id="one")
+    [pending] = paused.pending
+    # The history, its owner and the sub-run's record all name "one": another conversation's
+    # run refuses them, and nothing runs.
+    with pytest.raises(ValueError, match="belong to conversation 'one'"):
+        driver.build(
+            service, model, paused.messages, conversation_id="two", approvals={pending.key: True}
+        )
+    assert paid == []
+    done = driver.build(
+        service, model, paused.messages, conversation_id="one", approvals={pending.key: True}
+    )
+    assert paid == [5] and done.pending == ()
 
 
 # -- contained -----------------------------------------------------------------------------------
