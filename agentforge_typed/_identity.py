@@ -125,6 +125,13 @@ class CallIds:
             position += 1
         return message
 
+    def admit_id(self, call_id: str) -> str:
+        """The id `admit` gives a call the server named `call_id` (and takes it)."""
+        if call_id and call_id not in self._taken:
+            self._taken.add(call_id)
+            return call_id
+        return self._fresh(call_id or "call")
+
     def _renamed(self, message: AiMessage, start: int) -> AiMessage:
         """`message` with new ids for its calls from `start` on that need one (those before it
         are taken already)."""

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import json
 import os
 import resource
 import socket
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,10 +171,10 @@ def loop_alone(model_url: str, n: int) -> None:
                 return token in (event.result.text or "")
         return False
 
-    async def main() -> list[bool]:
-        return await asyncio.gather(*(one(i) for i in range(n)))
+    async def main(count: int = n) -> list[bool]:
+        return await asyncio.gather(*(one(i) for i in range(count)))
 
-    asyncio.run(main())  # warm up: validators, pools
+    asyncio.run(main(min(n, 50)))  # warm up: validators, pools
     cpu = time.process_time()
     done = asyncio.run(main())
     cpu_ms = (time.process_time() - cpu) * 1000 / n
@@ -324,7 +327,9 @@ async def _drive(url: str, variant: str, n: int) -> tuple[float, int, int, int]:
     return seconds, sum(e for _, e in outcomes), completed, n - completed
 
 
-def measure(variant: str, model_url: str, n: int, python: str) -> Row:
+@contextlib.contextmanager
+def started(variant: str, model_url: str, n: int, python: str) -> Iterator[tuple[int, str]]:
+    """A server of `variant`, warmed up: its pid and URL."""
     port = _free_port()
     command = [python, __file__, "--serve", variant, "--model-url", model_url, "--n", str(n)]
     server = subprocess.Popen([*command, "--port", str(port)], cwd=ROOT)
@@ -340,10 +345,7 @@ def measure(variant: str, model_url: str, n: int, python: str) -> Row:
                     raise RuntimeError(f"the {variant} server did not start") from None
                 time.sleep(0.05)
         asyncio.run(_drive(url, variant, min(n, 50)))  # warm up: imports, validators, pools
-        cpu = _cpu_seconds(server.pid)
-        seconds, events, completed, wrong = asyncio.run(_drive(url, variant, n))
-        cpu_ms = (_cpu_seconds(server.pid) - cpu) * 1000 / n
-        return Row(variant, n, seconds, cpu_ms, _peak_rss_mb(server.pid), events, completed, wrong)
+        yield server.pid, url
     finally:
         server.terminate()
         try:
@@ -351,6 +353,57 @@ def measure(variant: str, model_url: str, n: int, python: str) -> Row:
         except subprocess.TimeoutExpired:  # a server still busy with streams nobody reads
             server.kill()
             server.wait()
+
+
+def measure(variant: str, model_url: str, n: int, python: str) -> Row:
+    with started(variant, model_url, n, python) as (pid, url):
+        cpu = _cpu_seconds(pid)
+        seconds, events, completed, wrong = asyncio.run(_drive(url, variant, n))
+        cpu_ms = (_cpu_seconds(pid) - cpu) * 1000 / n
+        return Row(variant, n, seconds, cpu_ms, _peak_rss_mb(pid), events, completed, wrong)
+
+
+async def _together(
+    model_url: str, urls: dict[str, str], n: int
+) -> tuple[list[tuple[float, int, int, int]], str]:
+    """Drive every server at once, with the loop alone run beside them; what the loop printed."""
+    command = [__file__, "--loop", "--model-url", model_url, "--n", str(n)]
+    loop = await asyncio.create_subprocess_exec(
+        sys.executable, *command, stdout=asyncio.subprocess.PIPE, cwd=ROOT
+    )
+    drives = asyncio.gather(*(_drive(url, variant, n) for variant, url in urls.items()))
+    outcomes, (printed, _) = await asyncio.gather(drives, loop.communicate())
+    return list(outcomes), printed.decode()
+
+
+def side_by_side(model_url: str, n: int, turns: int) -> None:
+    """`bare`, `ag-ui` and `ai-sdk` served and driven at the same time, with the loop alone
+    beside them: whatever else the machine does falls on all four alike, so the protocol
+    layer (an endpoint's CPU less `bare`'s) is read within one turn. Prints each turn and the
+    median."""
+    variants = ("bare", "ag-ui", "ai-sdk")
+    shares: dict[str, list[float]] = {"ag-ui": [], "ai-sdk": []}
+    for turn in range(turns):
+        with contextlib.ExitStack() as stack:
+            servers = {
+                v: stack.enter_context(started(v, model_url, n, sys.executable)) for v in variants
+            }
+
+            before = {v: _cpu_seconds(pid) for v, (pid, _) in servers.items()}
+            urls = {v: url for v, (_, url) in servers.items()}
+            outcomes, printed = asyncio.run(_together(model_url, urls, n))
+            cpu = {v: (_cpu_seconds(pid) - before[v]) * 1000 / n for v, (pid, _) in servers.items()}
+        loop_ms = json.loads(printed.splitlines()[-1])["cpu_ms"]
+        wrong = sum(outcome[3] for outcome in outcomes)
+        line = ", ".join(f"{v} {cpu[v]:.2f}" for v in variants)
+        print(f"side by side, turn {turn + 1}: loop {loop_ms:.2f}, {line} ms/conv ({wrong} wrong)")
+        for v in shares:
+            shares[v].append((cpu[v] - cpu["bare"]) / loop_ms)
+    for v, each in shares.items():
+        print(
+            f"{v}: the protocol layer side by side, median of {turns} turns: "
+            f"{statistics.median(each):.0%} of the loop's (turns: {', '.join(f'{x:.0%}' for x in each)})"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -371,6 +424,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--only", choices=VARIANTS, action="append", help="measure only these servers"
+    )
+    parser.add_argument(
+        "--side-by-side",
+        type=int,
+        default=3,
+        metavar="TURNS",
+        help="turns of the three servers and the loop run at the same time (default: 3; 0: none)",
     )
     parser.add_argument("--serve", choices=VARIANTS, help=argparse.SUPPRESS)
     parser.add_argument("--loop", action="store_true", help=argparse.SUPPRESS)
@@ -419,16 +479,19 @@ def main(argv: list[str] | None = None) -> None:
                 FAILURES.clear()
                 if variant not in rows or row.cpu_ms < rows[variant].cpu_ms:
                     rows[variant] = row
-        print(HEADER)
-        for variant in variants:
-            print(rows[variant].line(rows.get("bare"), alone["cpu_ms"]))
-        if not args.peer_python:
-            print("| pydantic-ai | (no --peer-python given) |")
-        for variant, spent in alone["translation"].items():
-            print(
-                f"{variant}: the protocol's own translation, in process (no server): "
-                f"{spent:.2f} ms per conversation ({spent / alone['cpu_ms']:.0%} of the loop's)"
-            )
+        if rows:
+            print(HEADER)
+            for variant in variants:
+                print(rows[variant].line(rows.get("bare"), alone["cpu_ms"]))
+            if not args.peer_python:
+                print("| pydantic-ai | (no --peer-python given) |")
+            for variant, spent in alone["translation"].items():
+                print(
+                    f"{variant}: the protocol's own translation, in process (no server): "
+                    f"{spent:.2f} ms per conversation ({spent / alone['cpu_ms']:.0%} of the loop's)"
+                )
+        if args.side_by_side:
+            side_by_side(model_url, args.n, args.side_by_side)
     finally:
         model_server.terminate()
         model_server.wait(10)

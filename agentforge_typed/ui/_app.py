@@ -372,26 +372,16 @@ class _EventStream(Response):
         import asyncio
 
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue(maxsize=4)
+        channel = _Channel(loop)
         stopped = False
 
         async def produce() -> None:
-            finished = False
             try:
                 async for chunk in self.chunks:
-                    await queue.put(chunk)
-                await queue.put(None)
-                finished = True
+                    await channel.put(chunk)
             finally:
                 await self.chunks.aclose()
-                # Cut short (the client left, or a failure): the sender's last item, in place
-                # of what it has not taken yet.
-                while not finished:
-                    try:
-                        queue.put_nowait(None)
-                        finished = True
-                    except asyncio.QueueFull:
-                        queue.get_nowait()
+                channel.close()  # ended, or cut short (the client left, or a failure)
 
         def stop() -> None:
             nonlocal stopped
@@ -407,27 +397,31 @@ class _EventStream(Response):
         sender = asyncio.current_task()
         assert sender is not None
         stalled = False
+        sending_since: float | None = None
+        watchdog: asyncio.TimerHandle
 
-        def stall() -> None:
-            nonlocal stalled
-            stalled = True
-            sender.cancel()
+        def watch() -> None:
+            # One timer a stream, not one a write: it fires `send_timeout` after the write in
+            # progress began, or that long after the last look when none is.
+            nonlocal stalled, watchdog
+            now = loop.time()
+            if sending_since is not None and now - sending_since >= self.send_timeout:
+                stalled = True
+                sender.cancel()
+                return
+            began = now if sending_since is None else sending_since
+            watchdog = loop.call_at(began + self.send_timeout, watch)
+
+        watchdog = loop.call_later(self.send_timeout, watch)
 
         producer = asyncio.ensure_future(produce())
         watcher = asyncio.ensure_future(gone())
         try:
             start = {"type": "http.response.start", "status": 200, "headers": self.raw_headers}
             await send(start)
-            ended = False
-            while not ended and (body := await queue.get()) is not None:
-                # What else is ready goes in the same write (many clients, one event loop).
-                while not queue.empty():
-                    more = queue.get_nowait()
-                    if more is None:
-                        ended = True
-                        break
-                    body += more
-                deadline = loop.call_later(self.send_timeout, stall)
+            # What is ready goes in one write (many clients, one event loop).
+            while (body := await channel.take()) is not None:
+                sending_since = loop.time()
                 try:
                     await send({"type": "http.response.body", "body": body, "more_body": True})
                 except asyncio.CancelledError:
@@ -441,12 +435,13 @@ class _EventStream(Response):
                     )
                     return
                 finally:
-                    deadline.cancel()
+                    sending_since = None
             if not watcher.done():
                 # The run's end, or a failure outside the protocol: then the stream ends
                 # without its last event, which clients tell apart.
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
+            watchdog.cancel()
             watcher.cancel()
             stop()
             try:
@@ -457,6 +452,52 @@ class _EventStream(Response):
                     logger.error("a stream failed", exc_info=producer.exception())
             finally:
                 self.ended()
+
+
+class _Channel:
+    """A stream's chunks on their way from its run to its writes: the writer takes what is
+    ready at once, joined; the run waits while `limit` chunks wait to be taken."""
+
+    __slots__ = ("_loop", "_room", "_taker", "chunks", "closed", "limit")
+
+    def __init__(self, loop: Any, limit: int = 4) -> None:
+        self._loop = loop
+        self.limit = limit
+        self.chunks: list[bytes] = []
+        self.closed = False
+        self._taker: Any = None
+        self._room: Any = None
+
+    async def put(self, chunk: bytes) -> None:
+        while len(self.chunks) >= self.limit:
+            self._room = self._loop.create_future()
+            await self._room
+        self.chunks.append(chunk)
+        self._wake()
+
+    def close(self) -> None:
+        """No more chunks: the writer takes what is left, then ends."""
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        taker, self._taker = self._taker, None
+        if taker is not None and not taker.done():
+            taker.set_result(None)
+
+    async def take(self) -> bytes | None:
+        """What is ready, joined (waiting for some); `None` once closed and empty."""
+        while not self.chunks:
+            if self.closed:
+                return None
+            self._taker = self._loop.create_future()
+            await self._taker
+        body = b"".join(self.chunks)
+        self.chunks.clear()
+        room, self._room = self._room, None
+        if room is not None and not room.done():
+            room.set_result(None)
+        return body
 
 
 class _Guard:

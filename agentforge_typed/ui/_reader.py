@@ -460,21 +460,20 @@ class RunReader:
                 out.append(CallChunk(streamed.call_id, delta.arguments_delta))
         elif streamed.server_id is not None and streamed.name:
             name = "".join(streamed.name)
-            streamed.call_id = self._expected_id(streamed.server_id, name)
+            streamed.call_id = self._expected_id(streamed.server_id)
             current.announced[streamed.call_id] = streamed
             self._announced.add(streamed.call_id)
             out.append(CallStarted(streamed.call_id, name, self._parent(current, out)))
             if streamed.arguments:
                 out.append(CallChunk(streamed.call_id, "".join(streamed.arguments)))
 
-    def _expected_id(self, server_id: str, name: str) -> str:
+    def _expected_id(self, server_id: str) -> str:
         """The id the loop will give the call the server named `server_id` (`_identity`: the
         server's, unless the conversation has it already)."""
         if self._call_ids is None or self._diverged:
             taken: list[ChatMessage] = [*self.turn.history, AiMessage(tool_calls=self._loop_calls)]
             self._call_ids, self._diverged = CallIds(taken), False
-        probe = AiMessage(tool_calls=(ToolCall(id=server_id, name=name),))
-        return self._call_ids.admit(probe).tool_calls[0].id
+        return self._call_ids.admit_id(server_id)
 
     def _complete(self, current: _Round, response: ChatResponse, out: list[Moment]) -> None:
         message = response.ai_message

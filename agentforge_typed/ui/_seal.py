@@ -18,7 +18,7 @@ import hashlib
 import hmac
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -113,28 +113,33 @@ class Sealer:
 def _redacted(message: ChatMessage, redactor: Redactor) -> ChatMessage:
     """`message` with `redactor`'s secrets replaced in what the model and the tools wrote: its
     text, reasoning and calls' arguments, a result's text and text parts."""
+    # Copied only where a secret was found: most messages hold none.
+    update: dict[str, object] = {}
     if isinstance(message, AiMessage):
-        calls = tuple(
-            call.model_copy(update={"arguments": redactor.replace(call.arguments)})
-            for call in message.tool_calls
-        )
-        update: dict[str, object] = {"tool_calls": calls}
+        calls = tuple(_replaced(call, "arguments", redactor) for call in message.tool_calls)
+        if any(new is not old for new, old in zip(calls, message.tool_calls, strict=True)):
+            update["tool_calls"] = calls
         for field in ("text", "thinking"):
             value = getattr(message, field)
-            if value is not None:
-                update[field] = redactor.replace(value)
-        return message.model_copy(update=update)
-    if isinstance(message, ToolResultMessage):
+            if value is not None and (replaced := redactor.replace(value)) != value:
+                update[field] = replaced
+    elif isinstance(message, ToolResultMessage):
         content = tuple(
-            part.model_copy(update={"text": redactor.replace(part.text)})
-            if isinstance(part, TextContent)
-            else part
+            _replaced(part, "text", redactor) if isinstance(part, TextContent) else part
             for part in message.content
         )
-        return message.model_copy(
-            update={"text": redactor.replace(message.text), "content": content}
-        )
-    return message
+        if any(new is not old for new, old in zip(content, message.content, strict=True)):
+            update["content"] = content
+        if (text := redactor.replace(message.text)) != message.text:
+            update["text"] = text
+    return message.model_copy(update=update) if update else message
+
+
+def _replaced(model: Any, field: str, redactor: Redactor) -> Any:
+    """`model` with `redactor`'s secrets replaced in its `field` (itself when there are none)."""
+    value = getattr(model, field)
+    replaced = redactor.replace(value)
+    return model if replaced == value else model.model_copy(update={field: replaced})
 
 
 _ONLY_USER = (
