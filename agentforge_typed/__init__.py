@@ -113,7 +113,7 @@ from .loop._service import ToolService
 from .loop._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
 from .loop._usage import UsageLimitExceededError, UsageLimits
 from .tools._base import ApprovalPolicy, ReturnBehavior, ToolContext, ToolExecutor, ToolLike
-from .tools._cache import MemoryCache, ResultCache
+from .tools._cache import MemoryCache, ResultCache, StoreCache
 from .tools._function import Tool, tool
 from .tools._invoke import HandlerTimeoutError
 from .tools._returns import ToolReturn
@@ -296,6 +296,7 @@ __all__ = [
     "RunOutput",
     "SchemaDialectError",
     "SchemaTool",
+    "StoreCache",
     "StreamEvent",
     "SubRunEvent",
     "SystemMessage",

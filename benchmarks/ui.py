@@ -49,8 +49,14 @@ from scale import start_server  # noqa: E402  (the benchmarks are scripts, not a
 
 KEY = "sk-bench-0123456789abcdefghij"
 """The model server's key (it checks none): one a real deployment has, which the UI redacts."""
-VARIANTS = ("bare", "ag-ui", "ai-sdk", "pydantic-ai")
-PATHS = {"bare": "/ag-ui", "ag-ui": "/ag-ui", "ai-sdk": "/api/chat", "pydantic-ai": "/ag-ui"}
+VARIANTS = ("bare", "bare-stream", "ag-ui", "ai-sdk", "pydantic-ai")
+PATHS = {
+    "bare": "/ag-ui",
+    "bare-stream": "/ag-ui",
+    "ag-ui": "/ag-ui",
+    "ai-sdk": "/api/chat",
+    "pydantic-ai": "/ag-ui",
+}
 
 
 def _free_port() -> int:
@@ -92,6 +98,36 @@ def _bare_app(model_url: str) -> Any:
             if isinstance(event, FinalResultEvent):
                 text = event.result.text
         return JSONResponse({"text": text})
+
+    return Starlette(routes=[Route("/ag-ui", endpoint, methods=["POST"])])
+
+
+def _bare_stream_app(model_url: str) -> Any:
+    """The loop streamed with no protocol: one small SSE frame per event (a content delta's
+    text, the end, else the event's kind), by Starlette's own `StreamingResponse`."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import StreamingResponse
+    from starlette.routing import Route
+
+    from agentforge_typed import FinalResultEvent, TextDelta
+
+    service, model = _ours(model_url)
+
+    async def frames(prompt: str) -> Any:
+        async for event in service.astream(model, prompt):
+            if isinstance(event, TextDelta):
+                frame: dict[str, Any] = {"type": "TEXT_MESSAGE_CONTENT", "delta": event.text}
+            elif isinstance(event, FinalResultEvent):
+                frame = {"type": "RUN_FINISHED"}
+            else:
+                frame = {"type": type(event).__name__}
+            yield b"data: " + json.dumps(frame).encode() + b"\n\n"
+
+    async def endpoint(request: Request) -> StreamingResponse:
+        body = json.loads(await request.body())
+        stream = frames(body["messages"][-1]["content"])
+        return StreamingResponse(stream, media_type="text/event-stream")
 
     return Starlette(routes=[Route("/ag-ui", endpoint, methods=["POST"])])
 
@@ -141,6 +177,8 @@ def serve(variant: str, model_url: str, port: int, n: int) -> None:
 
     if variant == "bare":
         app = _bare_app(model_url)
+    elif variant == "bare-stream":
+        app = _bare_stream_app(model_url)
     elif variant == "pydantic-ai":
         app = _pydantic_ai_app(model_url)
     else:
@@ -381,8 +419,9 @@ def side_by_side(model_url: str, n: int, turns: int) -> None:
     beside them: whatever else the machine does falls on all four alike, so the protocol
     layer (an endpoint's CPU less `bare`'s) is read within one turn. Prints each turn and the
     median."""
-    variants = ("bare", "ag-ui", "ai-sdk")
-    shares: dict[str, list[float]] = {"ag-ui": [], "ai-sdk": []}
+    variants = ("bare", "bare-stream", "ag-ui", "ai-sdk")
+    shares: dict[str, list[float]] = {"bare-stream": [], "ag-ui": [], "ai-sdk": []}
+    over_stream: dict[str, list[float]] = {"ag-ui": [], "ai-sdk": []}
     for turn in range(turns):
         with contextlib.ExitStack() as stack:
             servers = {
@@ -399,11 +438,17 @@ def side_by_side(model_url: str, n: int, turns: int) -> None:
         print(f"side by side, turn {turn + 1}: loop {loop_ms:.2f}, {line} ms/conv ({wrong} wrong)")
         for v in shares:
             shares[v].append((cpu[v] - cpu["bare"]) / loop_ms)
+        for v in over_stream:
+            over_stream[v].append((cpu[v] - cpu["bare-stream"]) / loop_ms)
+
+    def shown(each: list[float]) -> str:
+        turns_ = ", ".join(f"{x:.0%}" for x in each)
+        return f"{statistics.median(each):.0%} of the loop's (turns: {turns_})"
+
     for v, each in shares.items():
-        print(
-            f"{v}: the protocol layer side by side, median of {turns} turns: "
-            f"{statistics.median(each):.0%} of the loop's (turns: {', '.join(f'{x:.0%}' for x in each)})"
-        )
+        print(f"{v} less bare, side by side, median of {turns} turns: {shown(each)}")
+    for v, each in over_stream.items():
+        print(f"{v} less bare-stream (the protocol alone): {shown(each)}")
 
 
 def main(argv: list[str] | None = None) -> None:

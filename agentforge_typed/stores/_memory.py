@@ -9,6 +9,7 @@ import json
 import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -73,6 +74,8 @@ class MemoryStore:
         self._records: dict[bytes, tuple[str, _Record]] = {}
         self._lock = threading.Lock()
         self._seq = 0
+        self._results: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
+        """The tools' cached results (`StoreCache`): value and expiry, least recently used first."""
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._records)} conversations)"
@@ -248,6 +251,44 @@ class MemoryStore:
 
     async def adelete_older_than(self, age: timedelta | float) -> int:
         return self.delete_older_than(age)
+
+    def get_result(self, key: str) -> bytes | None:
+        """The result kept under `key` (unexpired), marked as just used; `None` when none is."""
+        with self._lock:
+            kept = self._results.get(key)
+            if kept is None:
+                return None
+            if kept[1] <= time.time():
+                del self._results[key]
+                return None
+            self._results.move_to_end(key)
+            return kept[0]
+
+    async def aget_result(self, key: str) -> bytes | None:
+        """`get_result`, as a coroutine."""
+        return self.get_result(key)
+
+    def put_result(
+        self, key: str, value: bytes, *, ttl: float | None, max_entries: int, max_bytes: int
+    ) -> None:
+        """Keep `value` under `key` for `ttl` seconds (`None`: until evicted), then drop the
+        least recently used results past `max_entries` and `max_bytes` (and the expired)."""
+        now = time.time()
+        with self._lock:
+            results = self._results
+            results[key] = (value, float("inf") if ttl is None else now + ttl)
+            results.move_to_end(key)
+            for stale in [k for k, (_, until) in results.items() if until <= now]:
+                del results[stale]
+            size = sum(len(kept) for kept, _ in results.values())
+            while results and (len(results) > max_entries or size > max_bytes):
+                size -= len(results.popitem(last=False)[1][0])
+
+    async def aput_result(
+        self, key: str, value: bytes, *, ttl: float | None, max_entries: int, max_bytes: int
+    ) -> None:
+        """`put_result`, as a coroutine."""
+        self.put_result(key, value, ttl=ttl, max_entries=max_entries, max_bytes=max_bytes)
 
     def close(self) -> None:
         pass

@@ -21,6 +21,8 @@ from ._sql import Dialect, SQLStore
 __all__ = ["POSTGRES_MIGRATIONS", "PostgresStore"]
 
 _TABLE = "agentforge_conversations"
+_RESULTS = "agentforge_results"
+_EPOCH = "extract(epoch from statement_timestamp())::double precision"
 _NOW = "statement_timestamp()"
 _LOCK = 0x61_67_66_73
 """The advisory lock the migrations take (`agfs`): one process migrates, the others wait."""
@@ -49,6 +51,18 @@ POSTGRES_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"ALTER TABLE {_TABLE} ADD COLUMN size bigint NOT NULL DEFAULT 0",
         f"UPDATE {_TABLE} SET size = octet_length(messages) + octet_length(state)",
         f"CREATE INDEX agentforge_conversations_updated ON {_TABLE} (updated_at)",
+    ),
+    # 3: the tools' cached results (`StoreCache`), least recently used first out; times are
+    # the server's (seconds since the epoch).
+    (
+        f"""CREATE TABLE {_RESULTS} (
+            key text PRIMARY KEY,
+            value bytea NOT NULL,
+            size bigint NOT NULL,
+            expires_at double precision,
+            used_at double precision NOT NULL
+        )""",
+        f"CREATE INDEX agentforge_results_used ON {_RESULTS} (used_at)",
     ),
 )
 """The schema's forward migrations: `POSTGRES_MIGRATIONS[v]` takes a database from version `v`
@@ -89,6 +103,20 @@ POSTGRES = Dialect(
     delete_older=f"""DELETE FROM {_TABLE}
     WHERE updated_at < {_NOW} - %(age)s * interval '1 second'
     AND (holder IS NULL OR expires_at <= {_NOW})""",
+    result_get=f"""UPDATE {_RESULTS} SET used_at = {_EPOCH}
+    WHERE key = %(key)s AND (expires_at IS NULL OR expires_at > {_EPOCH}) RETURNING value""",
+    result_put=f"""INSERT INTO {_RESULTS} (key, value, size, expires_at, used_at)
+    VALUES (%(key)s, %(value)s, %(size)s, {_EPOCH} + %(ttl)s::double precision, {_EPOCH})
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, size = excluded.size,
+        expires_at = excluded.expires_at, used_at = excluded.used_at""",
+    result_evict=(
+        f"DELETE FROM {_RESULTS} WHERE expires_at <= {_EPOCH}",
+        f"""DELETE FROM {_RESULTS} WHERE key IN (SELECT key FROM {_RESULTS}
+            ORDER BY used_at DESC, key DESC OFFSET %(max_entries)s)""",
+        f"""DELETE FROM {_RESULTS} WHERE key IN (SELECT key FROM (SELECT key,
+            SUM(size) OVER (ORDER BY used_at DESC, key DESC) AS kept FROM {_RESULTS}) AS ranked
+            WHERE kept > %(max_bytes)s)""",
+    ),
     migrations=POSTGRES_MIGRATIONS,
     read_version="SELECT version FROM agentforge_schema",
     time=lambda value: value.astimezone(timezone.utc),

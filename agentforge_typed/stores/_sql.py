@@ -47,7 +47,7 @@ __all__ = ["SCHEMA_VERSION", "Dialect", "SQLStore"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema this version of the package writes (and reads up to)."""
 NO_CURSOR = 2**63 - 1
 
@@ -79,6 +79,13 @@ class Dialect:
     page: str
     delete: str
     delete_older: str
+    result_get: str
+    """A cached result by `key`, unexpired, marked used (`RETURNING value`)."""
+    result_put: str
+    """Keep `value` under `key` (`size`, `ttl`: `NULL` for none)."""
+    result_evict: tuple[str, ...]
+    """Drop the expired results, then the least recently used past `max_entries` and
+    `max_bytes`."""
     migrations: tuple[tuple[str, ...], ...]
     """`migrations[v]` takes the schema from version `v` to `v + 1` (`0`: an empty database)."""
     read_version: str
@@ -505,6 +512,56 @@ class SQLStore:
     async def adelete_older_than(self, age: timedelta | float) -> int:
         """`delete_older_than`, as a coroutine."""
         return await self._arun(self._expiring(age))
+
+    # -- the tools' cached results (`StoreCache`) -------------------------------------------------
+
+    def _getting(self, key: str) -> Callable[[Any], bytes | None]:
+        def get(connection: Any) -> bytes | None:
+            parameters = {"key": key, "now": self._now()}
+            rows = connection.execute(self.dialect.result_get, parameters).fetchall()
+            return bytes(rows[0][0]) if rows else None
+
+        return get
+
+    def _putting(
+        self, key: str, value: bytes, ttl: float | None, max_entries: int, max_bytes: int
+    ) -> Callable[[Any], None]:
+        def put(connection: Any) -> None:
+            parameters = {
+                "key": key,
+                "value": value,
+                "size": len(value),
+                "ttl": ttl,
+                "now": self._now(),
+                "max_entries": max_entries,
+                "max_bytes": max_bytes,
+            }
+            connection.execute(self.dialect.result_put, parameters)
+            for statement in self.dialect.result_evict:
+                connection.execute(statement, parameters)
+
+        return put
+
+    def get_result(self, key: str) -> bytes | None:
+        """The result kept under `key` (unexpired), marked as just used; `None` when none is."""
+        return self._run(self._getting(key))
+
+    async def aget_result(self, key: str) -> bytes | None:
+        """`get_result`, as a coroutine."""
+        return await self._arun(self._getting(key))
+
+    def put_result(
+        self, key: str, value: bytes, *, ttl: float | None, max_entries: int, max_bytes: int
+    ) -> None:
+        """Keep `value` under `key` for `ttl` seconds (`None`: until evicted), then drop the
+        least recently used results past `max_entries` and `max_bytes` (and the expired)."""
+        self._run(self._putting(key, value, ttl, max_entries, max_bytes))
+
+    async def aput_result(
+        self, key: str, value: bytes, *, ttl: float | None, max_entries: int, max_bytes: int
+    ) -> None:
+        """`put_result`, as a coroutine."""
+        await self._arun(self._putting(key, value, ttl, max_entries, max_bytes))
 
     def close(self) -> None:
         """Close the store's connections (those in use close when their operation ends)."""

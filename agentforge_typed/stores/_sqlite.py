@@ -24,6 +24,7 @@ from ._sql import Dialect, SQLStore
 __all__ = ["SQLITE_MIGRATIONS", "SQLiteStore"]
 
 _TABLE = "agentforge_conversations"
+_RESULTS = "agentforge_results"
 
 SQLITE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: the conversations and the schema version.
@@ -49,6 +50,17 @@ SQLITE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
         f"ALTER TABLE {_TABLE} ADD COLUMN size INTEGER NOT NULL DEFAULT 0",
         f"UPDATE {_TABLE} SET size = length(messages) + length(state)",
         f"CREATE INDEX agentforge_conversations_updated ON {_TABLE} (updated_at)",
+    ),
+    # 3: the tools' cached results (`StoreCache`), least recently used first out.
+    (
+        f"""CREATE TABLE {_RESULTS} (
+            key TEXT PRIMARY KEY,
+            value BLOB NOT NULL,
+            size INTEGER NOT NULL,
+            expires_at REAL,
+            used_at REAL NOT NULL
+        )""",
+        f"CREATE INDEX agentforge_results_used ON {_RESULTS} (used_at)",
     ),
 )
 """The schema's forward migrations: `SQLITE_MIGRATIONS[v]` takes a database from version `v` to
@@ -88,6 +100,20 @@ SQLITE = Dialect(
     delete=f"DELETE FROM {_TABLE} WHERE key = :key",
     delete_older=f"""DELETE FROM {_TABLE} WHERE updated_at < :now - :age
     AND (holder IS NULL OR expires_at <= :now)""",
+    result_get=f"""UPDATE {_RESULTS} SET used_at = :now
+    WHERE key = :key AND (expires_at IS NULL OR expires_at > :now) RETURNING value""",
+    result_put=f"""INSERT INTO {_RESULTS} (key, value, size, expires_at, used_at)
+    VALUES (:key, :value, :size, :now + :ttl, :now)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, size = excluded.size,
+        expires_at = excluded.expires_at, used_at = excluded.used_at""",
+    result_evict=(
+        f"DELETE FROM {_RESULTS} WHERE expires_at <= :now",
+        f"""DELETE FROM {_RESULTS} WHERE key IN (SELECT key FROM {_RESULTS}
+            ORDER BY used_at DESC, key DESC LIMIT -1 OFFSET :max_entries)""",
+        f"""DELETE FROM {_RESULTS} WHERE key IN (SELECT key FROM (SELECT key,
+            SUM(size) OVER (ORDER BY used_at DESC, key DESC) AS kept FROM {_RESULTS})
+            WHERE kept > :max_bytes)""",
+    ),
     migrations=SQLITE_MIGRATIONS,
     read_version="SELECT version FROM agentforge_schema",
     time=_time,

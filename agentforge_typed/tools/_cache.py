@@ -14,14 +14,16 @@ The cache is the program's own code (`ResultCache`): whatever it raises or retur
 A `get` that raises or returns something that is not a result is a miss, a `put` that raises
 keeps nothing; either is logged, and the call is answered as without a cache.
 
-The seam for a cache in a conversation store's database is `ResultCache` itself: its keys are
-hex digests and its values `ToolExecutionResult`s (a store-backed one keeps the travelling form a
-durable run uses, `durable._payloads.ToolActivityResult`).
+`StoreCache` keeps the results in a conversation store's database (`get_result`/`put_result`
+of `MemoryStore`, `SQLiteStore`, `PostgresStore`): shared by every process of the database and
+kept across restarts, as JSON (a value comes back as its JSON form). The async drivers await
+its `aget`/`aput` (the store's worker threads), never blocking the event loop.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import json
 import logging
@@ -42,6 +44,7 @@ __all__ = [
     "CachedCalls",
     "MemoryCache",
     "ResultCache",
+    "StoreCache",
     "cache_key",
     "cached_copy",
     "check_cache",
@@ -106,9 +109,7 @@ class MemoryCache:
     ) -> None:
         if ttl is not None:
             _check_ttl(ttl)
-        for name, bound in (("max_entries", max_entries), ("max_bytes", max_bytes)):
-            if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
-                raise ValueError(f"MemoryCache {name} must be a positive int, got {bound!r}")
+        _check_bounds("MemoryCache", max_entries, max_bytes)
         self.ttl, self.max_entries, self.max_bytes = ttl, max_entries, max_bytes
         self._entries: OrderedDict[str, tuple[ToolExecutionResult, float, int]] = OrderedDict()
         self._bytes = 0
@@ -156,6 +157,124 @@ class MemoryCache:
 
     def _remove(self, key: str) -> None:
         self._bytes -= self._entries.pop(key)[2]
+
+
+class StoreCache:
+    """A `ResultCache` in a conversation store's database (`MemoryStore`, `SQLiteStore`,
+    `PostgresStore`): shared by the processes that open the database, kept across restarts,
+    least recently used first out, each entry for `ttl` seconds.
+
+    A result is kept as JSON: its text, its value's JSON form (a hit gives that form: a model
+    comes back as a dict), its parts; one whose value has no JSON form is not kept. The async
+    drivers use `aget`/`aput`, run on the store's own threads.
+
+    Args:
+        store: The store whose database keeps the results (it has `get_result`/`put_result`).
+        ttl: Seconds a result is served (`None`: until evicted).
+        max_entries: The most results kept (default 1,024).
+        max_bytes: The most bytes of JSON kept (default 64 MiB); a larger result is not kept.
+
+    Raises:
+        TypeError: A store that cannot keep results.
+        ValueError: A bound that is not a positive number.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        ttl: float | None = None,
+        *,
+        max_entries: int = DEFAULT_MAX_CACHE_ENTRIES,
+        max_bytes: int = DEFAULT_MAX_CACHE_BYTES,
+    ) -> None:
+        if not callable(getattr(store, "get_result", None)) or not callable(
+            getattr(store, "put_result", None)
+        ):
+            raise TypeError(
+                f"StoreCache needs a store that keeps results (get_result/put_result), not "
+                f"{type(store).__name__}"
+            )
+        if ttl is not None:
+            _check_ttl(ttl)
+        _check_bounds("StoreCache", max_entries, max_bytes)
+        self.store, self.ttl = store, ttl
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+
+    def __repr__(self) -> str:
+        return f"StoreCache({self.store!r}, ttl={self.ttl!r})"
+
+    def get(self, key: str) -> ToolExecutionResult | None:
+        kept = self.store.get_result(key)
+        return None if kept is None else _decoded(kept)
+
+    def put(self, key: str, result: ToolExecutionResult) -> None:
+        encoded = _encoded(result)
+        if encoded is not None and len(encoded) <= self.max_bytes:
+            self.store.put_result(key, encoded, **self._bounds())
+
+    async def aget(self, key: str) -> ToolExecutionResult | None:
+        kept = await self.store.aget_result(key)
+        return None if kept is None else _decoded(kept)
+
+    async def aput(self, key: str, result: ToolExecutionResult) -> None:
+        encoded = _encoded(result)
+        if encoded is not None and len(encoded) <= self.max_bytes:
+            await self.store.aput_result(key, encoded, **self._bounds())
+
+    def _bounds(self) -> dict[str, Any]:
+        return {"ttl": self.ttl, "max_entries": self.max_entries, "max_bytes": self.max_bytes}
+
+
+@functools.cache
+def _parts() -> Any:
+    from pydantic import TypeAdapter
+
+    from .._content import Content
+
+    return TypeAdapter(list[Content])
+
+
+def _encoded(result: ToolExecutionResult) -> bytes | None:
+    """A successful result as a store keeps it (JSON); `None` when its value has no JSON form."""
+    whole = result.full_text
+    form: dict[str, Any] = {"text": result.text}
+    if whole is not None:
+        form["full_text"] = whole
+    if isinstance(result.value, str) and result.value == (result.text if whole is None else whole):
+        form["value_is_text"] = True
+    else:
+        try:
+            form["value"] = pydantic_core.to_jsonable_python(result.value)
+        except pydantic_core.PydanticSerializationError:
+            return None
+    if result.content:
+        form["content"] = _parts().dump_python(list(result.content), mode="json")
+        form["content_notes"] = list(result.content_notes)
+    return pydantic_core.to_json(form)
+
+
+def _decoded(kept: bytes) -> ToolExecutionResult:
+    """A kept result as the loop records it (raises `ValueError` for what is not one)."""
+    from ._budget import _ContentResult, _CutResult
+
+    form = pydantic_core.from_json(kept)
+    text, whole = form["text"], form.get("full_text")
+    if not isinstance(text, str) or not isinstance(whole, str | None):
+        raise ValueError("a kept result without its text")
+    value = (text if whole is None else whole) if form.get("value_is_text") else form.get("value")
+    if "content" in form:
+        parts = tuple(_parts().validate_python(form["content"]))
+        notes = tuple(str(note) for note in form.get("content_notes", ()))
+        return _ContentResult(text, value, False, None, (), None, whole, parts, parts, notes)
+    if whole is not None:
+        return _CutResult(text, value, False, None, (), None, whole)
+    return ToolExecutionResult(text, value)
+
+
+def _check_bounds(kind: str, max_entries: object, max_bytes: object) -> None:
+    for name, bound in (("max_entries", max_entries), ("max_bytes", max_bytes)):
+        if isinstance(bound, bool) or not isinstance(bound, int) or bound < 1:
+            raise ValueError(f"{kind} {name} must be a positive int, got {bound!r}")
 
 
 def _check_ttl(ttl: object) -> float:
@@ -225,6 +344,23 @@ def _contained_get(cache: ResultCache, key: str, tool: str) -> ToolExecutionResu
     except Exception:
         logger.warning("the result cache of tool %r raised on get: a miss", tool, exc_info=True)
         return None
+    return _usable(kept, tool)
+
+
+async def _acontained_get(cache: ResultCache, key: str, tool: str) -> ToolExecutionResult | None:
+    """`_contained_get`, awaiting the cache's `aget` when it has one."""
+    aget = getattr(cache, "aget", None)
+    if aget is None:
+        return _contained_get(cache, key, tool)
+    try:
+        kept = await aget(key)
+    except Exception:
+        logger.warning("the result cache of tool %r raised on get: a miss", tool, exc_info=True)
+        return None
+    return _usable(kept, tool)
+
+
+def _usable(kept: object, tool: str) -> ToolExecutionResult | None:
     if kept is None or (isinstance(kept, ToolExecutionResult) and not kept.is_error):
         return kept
     logger.warning("the result cache of tool %r returned %s: a miss", tool, type(kept).__name__)
@@ -234,6 +370,20 @@ def _contained_get(cache: ResultCache, key: str, tool: str) -> ToolExecutionResu
 def _contained_put(cache: ResultCache, key: str, result: ToolExecutionResult, tool: str) -> None:
     try:
         cache.put(key, result)
+    except Exception:
+        logger.warning("the result cache of tool %r raised on put", tool, exc_info=True)
+
+
+async def _acontained_put(
+    cache: ResultCache, key: str, result: ToolExecutionResult, tool: str
+) -> None:
+    """`_contained_put`, awaiting the cache's `aput` when it has one."""
+    aput = getattr(cache, "aput", None)
+    if aput is None:
+        _contained_put(cache, key, result, tool)
+        return
+    try:
+        await aput(key, result)
     except Exception:
         logger.warning("the result cache of tool %r raised on put", tool, exc_info=True)
 
@@ -285,6 +435,9 @@ class CachedCalls:
     ) -> None:
         if isinstance(outcome, ToolExecutionResult) and not outcome.is_error:
             _contained_put(self.cache, key, outcome, tool)
+        self._settle(key, flight, outcome)
+
+    def _settle(self, key: str, flight: concurrent.futures.Future[Any], outcome: Any) -> None:
         with self.lock:
             if self.flights.get(key) is flight:
                 del self.flights[key]
@@ -330,7 +483,7 @@ class CachedCalls:
         import asyncio
 
         while True:
-            kept = _contained_get(self.cache, key, tool)
+            kept = await _acontained_get(self.cache, key, tool)
             if kept is not None:
                 return cached_copy(kept, repairs)
             flight, first = self._join(key)
@@ -343,8 +496,10 @@ class CachedCalls:
             outcome: Any = _ABANDONED
             try:
                 outcome = result = await body()
+                if not result.is_error:
+                    await _acontained_put(self.cache, key, result, tool)
             finally:
-                self._land(key, flight, outcome, tool)
+                self._settle(key, flight, outcome)
             return result
 
 
