@@ -7,7 +7,9 @@ process (a conversation is one request whose stream must end with the run's end 
 token):
 
 - `bare`: the loop (`ToolService.astream`) behind a plain endpoint answering one small JSON body:
-  the loop and the HTTP serving, no protocol.
+  the loop and the HTTP serving, no streaming, no protocol.
+- `bare-stream`: the loop streamed with no protocol, one small SSE frame per event (Starlette's
+  `StreamingResponse`): what streaming itself costs.
 - `ag-ui`, `ai-sdk`: `agentforge_typed.ui`'s endpoints (`POST /ag-ui`, `POST /api/chat`).
 - `pydantic-ai`: pydantic-ai's AG-UI adapter (`AGUIAdapter.dispatch_request`) on an `Agent` with
   the same tool and model server (run from `--peer-python`, a Python that has
@@ -15,11 +17,20 @@ token):
 
 And `loop`: the same conversations through `astream` in one process with no server at all, the
 loop's own CPU per conversation. The protocol layer's CPU is `ag-ui` (or `ai-sdk`) less `bare`,
-per conversation; its target is at most 20% of `loop`'s. The loop and each server run `--repeat` times, in
-turns, and keeps its best (least CPU) run: the server's CPU is read from `/proc`, and other work
-on a shared machine moves it by tens of percent between runs.
+per conversation; its target is at most 20% of `loop`'s. Read three ways:
 
-    python benchmarks/ui.py [--n 1000] [--repeat 2] [--peer-python /path/to/python]
+- in turns (`--repeat`): each server alone, in turn, its best (least CPU) run kept — with its
+  wall time, events per second and peak memory. The server's CPU is read from `/proc`, and other
+  work on a shared machine moves it by tens of percent between runs: the differences of these
+  rows are noise-bound.
+- side by side (`--side-by-side`, the figure to read): `bare`, `bare-stream`, `ag-ui`, `ai-sdk`
+  and the loop alone run and driven at the same time, so whatever else the machine does falls on
+  all of them alike; the median over turns of each endpoint less `bare` (and less
+  `bare-stream`: the protocol alone).
+- the translation alone: each protocol's request parsing, event reading and rendering, the scrub
+  and the seals replayed over one recorded conversation in process (no server, no noise).
+
+    python benchmarks/ui.py [--n 1000] [--repeat 3] [--side-by-side 3] [--peer-python PY]
 """
 
 from __future__ import annotations

@@ -643,8 +643,6 @@ def _running(app: Any) -> int:
 async def test_events_are_framed_as_the_models_serialize_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ag_ui.core import ReasoningMessageContentEvent, TextMessageContentEvent, ToolCallArgsEvent
-
     from agentforge_typed.ui import _agui
 
     framed: list[Any] = []
@@ -654,23 +652,18 @@ async def test_events_are_framed_as_the_models_serialize_them(
         framed.append(event)
         return original(event)
 
-    # The deltas are written without their models: the same bytes as the models'.
-    models: dict[str, tuple[Any, str]] = {
-        "TEXT_MESSAGE_CONTENT": (TextMessageContentEvent, "message_id"),
-        "TOOL_CALL_ARGS": (ToolCallArgsEvent, "tool_call_id"),
-        "REASONING_MESSAGE_CONTENT": (ReasoningMessageContentEvent, "message_id"),
-    }
-    deltas: list[tuple[bytes, Any]] = []
-    original_delta = _agui._delta
+    # The events of ids and text are written without their models: the same bytes as the
+    # models' (built here from the same values, and validated).
+    plain: list[tuple[bytes, Any]] = []
+    original_plain = _agui._plain
 
-    def delta_spy(kind: str, key: str, owner: str, chunk: Any) -> bytes:
-        model, field = models[kind]
-        written = original_delta(kind, key, owner, chunk)
-        deltas.append((written, model(**{field: owner, "delta": chunk.text})))
+    def plain_spy(kind: Any, **values: Any) -> bytes:
+        written = original_plain(kind, **values)
+        plain.append((written, kind(**values)))
         return written
 
     monkeypatch.setattr(_agui, "_json", spy)
-    monkeypatch.setattr(_agui, "_delta", delta_spy)
+    monkeypatch.setattr(_agui, "_plain", plain_spy)
     app = create_app(ui_support.service(), ui_support.model())
     async with client(app) as http:
         for text in ("think", "photo", "echo hi"):
@@ -681,12 +674,22 @@ async def test_events_are_framed_as_the_models_serialize_them(
     assert {"RunFinishedEvent", "ToolCallResultEvent"} <= kinds
     for event in framed:
         assert original(event) == event.model_dump_json(by_alias=True).encode()
-    assert {type(model).__name__ for _, model in deltas} == {
+    assert {type(model).__name__ for _, model in plain} == {
+        "RunStartedEvent",
+        "TextMessageStartEvent",
         "TextMessageContentEvent",
+        "TextMessageEndEvent",
+        "ToolCallStartEvent",
         "ToolCallArgsEvent",
+        "ToolCallEndEvent",
+        "ReasoningStartEvent",
+        "ReasoningMessageStartEvent",
         "ReasoningMessageContentEvent",
+        "ReasoningMessageEndEvent",
+        "ReasoningEndEvent",
+        "ReasoningEncryptedValueEvent",
     }
-    for written, model in deltas:
+    for written, model in plain:
         assert written == model.model_dump_json(by_alias=True).encode()
 
 

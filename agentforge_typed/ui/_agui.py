@@ -30,6 +30,7 @@ from ag_ui.core import (
     Interrupt,
     ReasoningEncryptedValueEvent,
     ReasoningEndEvent,
+    ReasoningMessageContentEvent,
     ReasoningMessageEndEvent,
     ReasoningMessageStartEvent,
     ReasoningStartEvent,
@@ -39,9 +40,11 @@ from ag_ui.core import (
     RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     RunStartedEvent,
+    TextMessageContentEvent,
     TextMessageEndEvent,
     TextMessageStartEvent,
     TextPart,
+    ToolCallArgsEvent,
     ToolCallEndEvent,
     ToolCallResultEvent,
     ToolCallStartEvent,
@@ -216,15 +219,13 @@ class AGUIRenderer:
         self.run_id = run_id
 
     def start(self) -> bytes:
-        return _frames(
-            [
-                RunStartedEvent(
-                    thread_id=self.thread_id,
-                    run_id=self.run_id,
-                    protocol_version=PROTOCOL_VERSION,
-                )
-            ]
+        started = _plain(
+            RunStartedEvent,
+            thread_id=self.thread_id,
+            run_id=self.run_id,
+            protocol_version=PROTOCOL_VERSION,
         )
+        return _frames([started])
 
     def end(self) -> bytes:
         return b""
@@ -236,36 +237,44 @@ class AGUIRenderer:
         return _frames(events)
 
     def _event(self, moment: Moment, events: list[BaseEvent | bytes]) -> None:
-        # The deltas, most of a run's events, are written without building their models: a
-        # model costs ten times its JSON (`tests/test_ui.py` checks the bytes are the models').
+        # The events made of ids and text, most of a run's, are written without building their
+        # models: a model costs several times its JSON (`tests/test_ui.py` checks the bytes are
+        # the models').
         if isinstance(moment, TextChunk):
-            events.append(_delta("TEXT_MESSAGE_CONTENT", "messageId", moment.message_id, moment))
+            events.append(
+                _plain(TextMessageContentEvent, message_id=moment.message_id, delta=moment.text)
+            )
         elif isinstance(moment, CallChunk):
-            events.append(_delta("TOOL_CALL_ARGS", "toolCallId", moment.call_id, moment))
+            events.append(_plain(ToolCallArgsEvent, tool_call_id=moment.call_id, delta=moment.text))
         elif isinstance(moment, TextStarted):
-            events.append(TextMessageStartEvent(message_id=moment.message_id, role="assistant"))
+            events.append(
+                _plain(TextMessageStartEvent, message_id=moment.message_id, role="assistant")
+            )
         elif isinstance(moment, TextEnded):
-            events.append(TextMessageEndEvent(message_id=moment.message_id))
+            events.append(_plain(TextMessageEndEvent, message_id=moment.message_id))
         elif isinstance(moment, ThinkingStarted):
-            events.append(ReasoningStartEvent(message_id=moment.thinking_id))
-            events.append(ReasoningMessageStartEvent(message_id=moment.thinking_id))
+            events.append(_plain(ReasoningStartEvent, message_id=moment.thinking_id))
+            events.append(_plain(ReasoningMessageStartEvent, message_id=moment.thinking_id))
         elif isinstance(moment, ThinkingChunk):
             events.append(
-                _delta("REASONING_MESSAGE_CONTENT", "messageId", moment.thinking_id, moment)
+                _plain(
+                    ReasoningMessageContentEvent, message_id=moment.thinking_id, delta=moment.text
+                )
             )
         elif isinstance(moment, ThinkingEnded):
-            events.append(ReasoningMessageEndEvent(message_id=moment.thinking_id))
-            events.append(ReasoningEndEvent(message_id=moment.thinking_id))
+            events.append(_plain(ReasoningMessageEndEvent, message_id=moment.thinking_id))
+            events.append(_plain(ReasoningEndEvent, message_id=moment.thinking_id))
         elif isinstance(moment, CallStarted):
             events.append(
-                ToolCallStartEvent(
+                _plain(
+                    ToolCallStartEvent,
                     tool_call_id=moment.call_id,
                     tool_call_name=moment.name,
                     parent_message_id=moment.message_id,
                 )
             )
         elif isinstance(moment, CallReady):
-            events.append(ToolCallEndEvent(tool_call_id=moment.call_id))
+            events.append(_plain(ToolCallEndEvent, tool_call_id=moment.call_id))
         elif isinstance(moment, CallResult):
             events.append(
                 ToolCallResultEvent(
@@ -286,8 +295,11 @@ class AGUIRenderer:
             events.append(CustomEvent(name="agentforge.progress", value=value))
         elif isinstance(moment, Sealed):
             events.append(
-                ReasoningEncryptedValueEvent(
-                    subtype="message", entity_id=moment.message_id, encrypted_value=moment.token
+                _plain(
+                    ReasoningEncryptedValueEvent,
+                    subtype="message",
+                    entity_id=moment.message_id,
+                    encrypted_value=moment.token,
                 )
             )
         elif isinstance(moment, Paused):
@@ -318,18 +330,30 @@ def _frames(events: Sequence[BaseEvent | bytes]) -> bytes:
     return b"".join(b"data: " + (e if isinstance(e, bytes) else _json(e)) + b"\n\n" for e in events)
 
 
-def _delta(kind: str, key: str, owner: str, chunk: TextChunk | CallChunk | ThinkingChunk) -> bytes:
-    """The JSON of a content event (`TEXT_MESSAGE_CONTENT`, `TOOL_CALL_ARGS`,
-    `REASONING_MESSAGE_CONTENT`) as its model writes it, without the model."""
-    return pydantic_core.to_json({"type": kind, key: owner, "delta": chunk.text})
+def _plain(kind: type[BaseEvent], **values: Any) -> bytes:
+    """The JSON of the event `kind(**values)` as its model writes it (`model_dump_json(
+    by_alias=True)`), without building the model: for the events made of our own ids and text,
+    whose values need no validation."""
+    wire: dict[str, Any] = {}
+    for name, alias, omittable, default in _wire_fields(kind):
+        value = values.get(name, default)
+        if value is not None or not omittable:
+            wire[alias] = value
+    return pydantic_core.to_json(wire)
 
 
 @functools.cache
-def _wire_fields(kind: type[BaseEvent]) -> tuple[tuple[str, str, bool], ...]:
-    """Each field of an event class: its name, its name on the wire, and whether it is left out
-    when `None` (an optional field without a value, as the models' own serializer does)."""
+def _wire_fields(kind: type[BaseEvent]) -> tuple[tuple[str, str, bool, Any], ...]:
+    """Each field of an event class: its name, its name on the wire, whether it is left out
+    when `None` (an optional field without a value, as the models' own serializer does), and
+    its default."""
     return tuple(
-        (name, field.alias or name, not field.is_required() and field.default is None)
+        (
+            name,
+            field.alias or name,
+            not field.is_required() and field.default is None,
+            None if field.is_required() else field.default,
+        )
         for name, field in kind.model_fields.items()
     )
 
@@ -339,7 +363,7 @@ def _json(event: BaseEvent) -> bytes:
     a Python wrap serializer on every event; this reads their fields once per class
     (`tests/test_ui.py` checks it writes the same bytes for every event a run sends)."""
     wire: dict[str, Any] = {}
-    for name, alias, omittable in _wire_fields(type(event)):
+    for name, alias, omittable, _ in _wire_fields(type(event)):
         value = getattr(event, name)
         if value is not None or not omittable:
             wire[alias] = value
