@@ -252,6 +252,17 @@ def test_a_sub_run_whose_service_has_a_store_resumes_from_it() -> None:
     assert paid == [5] and resumed.text == "read: done: paid 5"
 
 
+def test_a_stored_parent_resumes_its_sub_run_from_the_store() -> None:
+    paid: list[int] = []
+    helper = paying_service(paid).as_tool(payer(), name="helper", description="Pays.")
+    service, model = ToolService(tools=[helper], store=MemoryStore()), delegating("d0")
+    paused = service.chat(model, "pay five", conversation_id="c1")
+    assert [p.key for p in paused.pending] == ["d0/p"]
+    # Nothing but the conversation id and the decision: the history is the store's.
+    done = service.chat(model, [], conversation_id="c1", approvals={"d0/p": True})
+    assert paid == [5] and done.text == "read: done: paid 5"
+
+
 def test_a_sub_run_s_tool_run_outside_a_run_cannot_pause_and_says_so() -> None:
     paid: list[int] = []
     helper = paying_service(paid).as_tool(payer(), name="helper", description="Pays.")
