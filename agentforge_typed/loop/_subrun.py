@@ -53,33 +53,35 @@ class SubRunError(Exception):
 
 class SubRunTool(Tool[..., Any]):
     """The tool behind `ToolService.as_tool`: its body a sub-run, its call waiting when the
-    sub-run pauses."""
+    sub-run pauses (validated, and its context made, as any tool's)."""
 
-    async def aexecute(
-        self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None
+    async def _abody(
+        self,
+        fields: dict[str, Any],
+        repairs: tuple[str, ...],
+        call: ToolCall,
+        context: ToolContext[Any] | None,
+        deps: Any,
     ) -> ToolExecutionResult:
-        if not self._bound:
-            self._refuse_unbound()
-        try:
-            outcome = self._validator.validate(call.arguments)
-        except BaseException as exc:  # the argument types' own code raised
-            return failure_result(self.name, exc)
-        if outcome.arguments is None:
-            return outcome.error_result(self.name)
         if context is None:
             context = ToolContext(deps=deps, tool_call_id=call.id, tool_name=self.name)
         try:
-            value = await self._function(outcome.arguments[0]["task"], context)
+            value = await self._function(fields["task"], context)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
-            return failure_result(self.name, exc, outcome.repairs)
+            return failure_result(self.name, exc, repairs)
         if isinstance(value, SubRunPause):
             return PendingResult(_WAITING, sub_run=value)
-        return success_result(value, outcome.repairs, self._convert, self._max_result)
+        return success_result(value, repairs, self._convert, self._max_result)
 
-    def execute(
-        self, call: ToolCall, context: ToolContext[Any] | None = None, *, deps: Any = None
+    def _body(
+        self,
+        fields: dict[str, Any],
+        repairs: tuple[str, ...],
+        call: ToolCall,
+        context: ToolContext[Any] | None,
+        deps: Any,
     ) -> ToolExecutionResult:
-        return _awaited(self.aexecute(call, context, deps=deps))
+        return _awaited(self._abody(fields, repairs, call, context, deps))
 
 
 _WAITING = "Awaiting decisions on calls inside the sub-run."
