@@ -6,7 +6,7 @@ Every driver runs the same `Run`, so the loop's rules exist once."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +15,6 @@ from typing_extensions import TypeForm
 from .._exceptions import (
     AgentForgeError,
     ArgumentProblem,
-    GuardrailError,
     ToolArgumentsError,
     ToolExecutionError,
     ToolLoopLimitError,
@@ -61,14 +60,10 @@ from ._decisions import (
 from ._events import OutputCallEvent, ToolResultEvent
 from ._guardrails import (
     GUARDING,
-    Block,
     CallCheck,
     Guardrail,
-    Redact,
-    RunOutput,
     achecked,
     checked,
-    guarded_result,
     judge,
     refused_call,
 )
@@ -78,6 +73,7 @@ from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
 from ._registry import ToolRegistry
 from ._results import ToolChatResult
+from ._run_guards import RunGuards
 from ._usage import exceeded_below, spent_below
 
 logger = logging.getLogger("agentforge_typed")
@@ -118,7 +114,7 @@ class Planned:
         return self.tool is not None and self.tool.sequential
 
 
-class Run:
+class Run(RunGuards):
     """The state of one `chat` run, free of I/O."""
 
     __slots__ = (
@@ -127,7 +123,6 @@ class Run:
         "async_before",
         "asynchronous",
         "call_ids",
-        "concurrent",
         "conversation_id",
         "deps",
         "executions",
@@ -141,7 +136,6 @@ class Run:
         "offer",
         "open_calls",
         "output",
-        "output_checked",
         "output_value",
         "parameters",
         "progress",
@@ -200,9 +194,7 @@ class Run:
         if service.rules:
             check_rules(service.rules, service._groups)
         self.output_checked = False
-        """Whether the output guardrails passed the final answer (they run once)."""
-        self.concurrent: tuple[Guardrail[Any], ...] = ()
-        """The input guardrails declared `concurrent`, run alongside the first model call."""
+        self.concurrent = ()
         self.deps = deps
         paused, waiting = unanswered_calls(self.messages)
         self.conversation_id = owner(options.get("conversation_id"), paused)
@@ -359,63 +351,6 @@ class Run:
             return request(sent)
         checks, self.concurrent = self.concurrent, ()
         return self._alongside(request(sent), checks)
-
-    def streamed(self, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """`events`, the model's stream; with `concurrent` input guardrails, held back until they
-        allow the input (a block closes the stream and raises `GuardrailError`)."""
-        if not self.concurrent:
-            return events
-        checks, self.concurrent = self.concurrent, ()
-        return self._held(events, checks)
-
-    async def _acheck_input(self, checks: Sequence[Guardrail[Any]]) -> None:
-        for guardrail in checks:
-            self._stop_on("input", guardrail, *await achecked(guardrail, self.messages))
-
-    async def _alongside(
-        self, answer: Awaitable[ChatResponse], checks: Sequence[Guardrail[Any]]
-    ) -> ChatResponse:
-        import asyncio
-
-        model = asyncio.ensure_future(answer)
-        try:
-            await self._acheck_input(checks)
-        except BaseException:
-            model.cancel()
-            await asyncio.wait([model])
-            if not model.cancelled():
-                model.exception()  # retrieved: the block is what the run ends with
-            raise
-        return await model
-
-    async def _held(
-        self, events: AsyncIterator[Any], checks: Sequence[Guardrail[Any]]
-    ) -> AsyncIterator[Any]:
-        import asyncio
-
-        verdict = asyncio.ensure_future(self._acheck_input(checks))
-        held: list[Any] = []
-        try:
-            async for event in events:
-                if not verdict.done():
-                    held.append(event)
-                    continue
-                verdict.result()  # raises when the input was blocked
-                for waiting in held:
-                    yield waiting
-                held.clear()
-                yield event
-            await verdict
-            for waiting in held:
-                yield waiting
-        finally:
-            if not verdict.done():
-                verdict.cancel()
-            elif not verdict.cancelled():
-                verdict.exception()  # retrieved, whether it raised here or the stream closed first
-            close = getattr(events, "aclose", None)
-            if close is not None:
-                await close()
 
     def _next_parameters(self) -> ChatRequestParameters:
         if self.round_trips >= self.service.max_round_trips:
@@ -690,36 +625,6 @@ class Run:
             not_awaitable(self.service.after_tool_call(execution), "after_tool_call")
         return execution
 
-    async def aguard_result(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
-        """`execution` past the result guardrails, under an async run (before `settle`)."""
-        guards = self.service.guardrails
-        if guards is None or not guards.result or not self._guarded(plan, execution):
-            return execution
-        for guardrail in guards.result:
-            execution = self._redacted(execution, guardrail, *await achecked(guardrail, execution))
-        return execution
-
-    def _guarded(self, plan: Planned, execution: ToolExecution) -> bool:
-        """Whether the model reads `execution`'s result now (not a call that waits, nor the
-        output tool's, which the output guardrails check)."""
-        return type(execution.result) is not PendingResult and not self.is_output(plan)
-
-    def _redacted(
-        self,
-        execution: ToolExecution,
-        guardrail: Guardrail[Any],
-        verdict: object,
-        error: BaseException | None,
-    ) -> ToolExecution:
-        judged = judge(guardrail, verdict, error)
-        if judged is None:
-            return execution
-        assert isinstance(judged, Block | Redact)
-        guarded = guarded_result(execution, guardrail.name, judged, error)
-        if self.trace is not None:
-            self.trace.guardrail(guardrail.name, "result", guarded.guardrails[-1].action)
-        return guarded
-
     @staticmethod
     def _decided(execution: ToolExecution, decision: CallDecision) -> ToolExecution:
         """`execution` recording `decision` (and a call guardrail's block among its guardrails)."""
@@ -728,42 +633,6 @@ class Run:
             blocked = GuardrailOutcome(decision.rule[10:], "call", "blocked", decision.reason or "")
             outcomes = (blocked, *outcomes)
         return replace(execution, decision=decision, guardrails=outcomes)
-
-    def _stop_on(
-        self,
-        point: str,
-        guardrail: Guardrail[Any],
-        verdict: object,
-        error: BaseException | None,
-    ) -> None:
-        """Raise `GuardrailError` when `guardrail` blocks the run's input or output."""
-        judged = judge(guardrail, verdict, error)
-        if judged is None:
-            return
-        if self.trace is not None:
-            self.trace.guardrail(guardrail.name, point, "blocked")
-        raise GuardrailError(guardrail.name, point, judged.reason) from error
-
-    def _final(self) -> RunOutput | None:
-        """What the output guardrails check, once, when the run ends with an answer (not when
-        it pauses on calls that wait)."""
-        guards = self.service.guardrails
-        if guards is None or not guards.output or self.output_checked:
-            return None
-        self.output_checked = True
-        if self._approval is not None and self._approval.pending:
-            return None
-        text = self.responses[-1].ai_message.text if self.responses else None
-        return RunOutput(text, self.output_value, tuple(self.messages))
-
-    async def aresult(self) -> ToolChatResult[Any]:
-        """`result`, the output guardrails awaited (the async drivers)."""
-        final = self._final()
-        if final is not None:
-            assert self.service.guardrails is not None
-            for guardrail in self.service.guardrails.output:
-                self._stop_on("output", guardrail, *await achecked(guardrail, final))
-        return self.result()
 
     def _fitted(self, plan: Planned, execution: ToolExecution) -> ToolExecution:
         """`execution` with its content as the model takes it (its `fit_tool_content`), decided
