@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+from retry_waits import waiting
 
 from agentforge_typed import ChatModel, ChatRequest, ChatResponse, ResponseComplete, StreamEvent
 from agentforge_typed.providers._base import HttpModelOptions
@@ -32,22 +33,25 @@ class Recorder:
         return json.loads(self.requests[index].content)
 
 
-def mock_options(
-    handler: Callable[[httpx.Request], httpx.Response], sleeps: list[float] | None = None
-) -> HttpModelOptions:
-    """Options giving a provider sync and async clients served by `handler`, with its retry
-    waits recorded into `sleeps` instead of slept."""
+M = TypeVar("M")
+
+
+def mock_options(handler: Callable[[httpx.Request], httpx.Response]) -> HttpModelOptions:
+    """Options giving a provider sync and async clients served by `handler`."""
+    return {
+        "http_client": httpx.Client(transport=httpx.MockTransport(handler)),
+        "async_http_client": httpx.AsyncClient(transport=httpx.MockTransport(handler)),
+    }
+
+
+def recording(model: M, sleeps: list[float] | None = None) -> M:
+    """`model`, its retry waits recorded into `sleeps` instead of slept."""
     recorded = [] if sleeps is None else sleeps
 
     async def asleep(seconds: float) -> None:
         recorded.append(seconds)
 
-    return {
-        "http_client": httpx.Client(transport=httpx.MockTransport(handler)),
-        "async_http_client": httpx.AsyncClient(transport=httpx.MockTransport(handler)),
-        "sleep": recorded.append,
-        "asleep": asleep,
-    }
+    return waiting(model, recorded.append, asleep)
 
 
 def fixture_bytes(name: str) -> bytes:
@@ -114,14 +118,13 @@ class Server:
     def model(self, name: str = "gpt-4o-mini", **kwargs: Any) -> OpenAIChatModel:
         transport = httpx.MockTransport(self.handler)
         kwargs.setdefault("api_key", API_KEY)
-        return OpenAIChatModel(
+        model = OpenAIChatModel(
             name,
             http_client=httpx.Client(transport=transport),
             async_http_client=httpx.AsyncClient(transport=transport),
-            sleep=self.sleep,
-            asleep=self.asleep,
             **kwargs,
         )
+        return waiting(model, self.sleep, self.asleep)
 
 
 async def call(model: ChatModel, request: ChatRequest, mode: str) -> ChatResponse:

@@ -8,6 +8,7 @@ from typing import Any
 
 import httpx
 from openai_support import API_KEY, Server
+from retry_waits import waiting
 
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 
@@ -35,11 +36,10 @@ class ResponsesServer(Server):
     def model(self, name: str = "gpt-5-mini", **kwargs: Any) -> OpenAIResponsesModel:  # type: ignore[override]
         transport = httpx.MockTransport(self.handler)
         kwargs.setdefault("api_key", API_KEY)
-        return OpenAIResponsesModel(
+        model = OpenAIResponsesModel(
             name,
             http_client=httpx.Client(transport=transport),
             async_http_client=httpx.AsyncClient(transport=transport),
-            sleep=self.sleep,
-            asleep=self.asleep,
             **kwargs,
         )
+        return waiting(model, self.sleep, self.asleep)

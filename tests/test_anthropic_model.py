@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from anthropic_support import streamed_arguments, with_arguments
-from openai_support import Recorder, mock_options
+from openai_support import Recorder, mock_options, recording
 
 from agentforge_typed import (
     AnthropicChatModel,
@@ -64,7 +64,9 @@ def sse_response(chunks: list[bytes]) -> httpx.Response:
 
 def make(handler: Handler, sleeps: list[float] | None = None, **kwargs: Any) -> AnthropicChatModel:
     kwargs.setdefault("api_key", KEY)
-    return AnthropicChatModel("claude-sonnet-4-5", **mock_options(handler, sleeps), **kwargs)
+    return recording(
+        AnthropicChatModel("claude-sonnet-4-5", **mock_options(handler), **kwargs), sleeps
+    )
 
 
 def test_chat_sends_headers_and_default_max_tokens() -> None:

@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import TypeAdapter
+from retry_waits import waiting
 
 import agentforge_typed as af
 from agentforge_typed import ChatModel, ChatRequest, ModelError, UserMessage
@@ -282,12 +283,10 @@ def _model(provider: Surface[Any], answer: Callable[[], Answer]) -> ChatModel:
         "https://api.example.com/v1",
         KEY,
         max_retries=1,
-        sleep=lambda seconds: None,
-        asleep=asleep,
         http_client=httpx.Client(transport=transport),
         async_http_client=httpx.AsyncClient(transport=transport),
     )
-    return model
+    return waiting(model, lambda seconds: None, asleep)
 
 
 async def _close(model: object) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 from openai_support import API_KEY, ChunkedStream, Server, call, collect, sse_response
+from retry_waits import waiting
 
 from agentforge_typed import (
     AiMessage,
@@ -199,13 +200,13 @@ async def test_crlf_line_endings(mode: str) -> None:
 def anthropic(handler: Any) -> AnthropicChatModel:
     transport = httpx.MockTransport(handler)
     waits: list[float] = []
-    return AnthropicChatModel(
+    model = AnthropicChatModel(
         "claude-sonnet-4-5",
         api_key=API_KEY,
         http_client=httpx.Client(transport=transport),
         async_http_client=httpx.AsyncClient(transport=transport),
-        sleep=waits.append,
     )
+    return waiting(model, waits.append)
 
 
 def anthropic_sse(*events: dict[str, Any], eol: str = "\n") -> bytes:
@@ -282,3 +283,24 @@ def test_anthropic_http_200_non_json_body() -> None:
     model = anthropic(lambda request: httpx.Response(200, text="upstream connect error"))
     with pytest.raises(ModelError, match="malformed JSON"):
         model.chat(ChatRequest(messages=[UserMessage(content="hi")]))
+
+
+def test_the_former_wait_options_still_work_and_warn() -> None:
+    waits: list[float] = []
+    replies = iter([httpx.Response(503, text="busy")])
+
+    def flaky(request: httpx.Request) -> httpx.Response:
+        return next(replies, None) or httpx.Response(
+            200, json={"content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}
+        )
+
+    former: Any = {"sleep": waits.append}  # no longer an option mypy takes
+    with pytest.warns(DeprecationWarning, match=r"AnthropicChatModel\(sleep=...\) is deprecated"):
+        model = AnthropicChatModel(
+            "claude-sonnet-4-5",
+            api_key=API_KEY,
+            http_client=httpx.Client(transport=httpx.MockTransport(flaky)),
+            **former,
+        )
+    assert model.chat(ChatRequest(messages=[UserMessage(text="hi")])).ai_message.text == "ok"
+    assert len(waits) == 1

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from openai_support import ChunkedStream, Recorder, mock_options
+from openai_support import ChunkedStream, Recorder, mock_options, recording
 from pydantic import BaseModel
 
 from agentforge_typed import (
@@ -85,7 +85,7 @@ def make(
     **kwargs: Any,
 ) -> GeminiChatModel:
     kwargs.setdefault("api_key", KEY)
-    return GeminiChatModel("gemini-2.5-flash", **mock_options(handler, sleeps), **kwargs)
+    return recording(GeminiChatModel("gemini-2.5-flash", **mock_options(handler), **kwargs), sleeps)
 
 
 def test_chat_posts_to_generate_content_with_the_key_in_a_header() -> None:
