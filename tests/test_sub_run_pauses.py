@@ -245,7 +245,12 @@ def test_a_sub_run_whose_service_has_a_store_resumes_from_it() -> None:
     paused = service.chat(model, "pay five", conversation_id="c1")
     record = paused.messages[-1].attributes[PAUSED_CALLS]["d0"]  # type: ignore[union-attr]
     assert "messages" not in record  # the store keeps the sub-run's history
+    assert record["keys"] == ["p"]  # what it waits on, to refuse another key up front
     [pending] = paused.pending
+    with pytest.raises(
+        ValueError, match=r"no pending call has the id\(s\) 'd0/q'; pending: 'd0/p'"
+    ):
+        service.chat(model, paused.messages, conversation_id="c1", approvals={"d0/q": True})
     resumed = service.chat(
         model, paused.messages, conversation_id="c1", approvals={pending.key: pending.approve()}
     )

@@ -83,6 +83,8 @@ class PausedCall:
     messages: list[ChatMessage] | None = None
     """For `"sub_run"`: the sub-run's history at the pause (`None`: its service's store keeps
     it). The digest covers it."""
+    keys: list[str] | None = None
+    """For `"sub_run"` when its store keeps the history: the keys of the calls it waits on."""
 
 
 @functools.cache
@@ -256,10 +258,12 @@ class ApprovalState:
         if not owners:
             return
         inner = key[len(owners[0]) + 1 :]
-        carried = self.paused[owners[0]].messages
-        # A carried history tells what its sub-run waits on now, before anything runs (a stored
-        # one is checked by the sub-run as it resumes).
-        if carried is not None and inner not in waiting_keys(carried):
+        # What the sub-run waits on, checked before anything runs: from the history the record
+        # carries, or, when the sub-run's store keeps it, the keys recorded at the pause (the
+        # sub-run checks its own decisions again as it resumes).
+        paused = self.paused[owners[0]]
+        waits = waiting_keys(paused.messages) if paused.messages is not None else paused.keys
+        if waits is not None and inner not in waits:
             return
         self.routed[key] = (owners[0], inner)
 
@@ -565,8 +569,9 @@ def waiting_keys(messages: Sequence[ChatMessage]) -> set[str]:
     keys: set[str] = set()
     for call in calls:
         paused = record.get(call.id)
-        if paused is not None and paused.reason == SUB_RUN and paused.messages is not None:
-            keys.update(f"{call.id}/{key}" for key in waiting_keys(paused.messages))
+        if paused is not None and paused.reason == SUB_RUN:
+            inner = paused.keys if paused.messages is None else waiting_keys(paused.messages)
+            keys.update(f"{call.id}/{key}" for key in inner or ())
         else:
             keys.add(call.id)
     return keys
@@ -576,8 +581,11 @@ def _sub_run_record(result: PendingResult) -> dict[str, Any]:
     """The record of a sub-run's call that waits on calls inside it, in its JSON form."""
     paused = result.sub_run
     assert paused is not None and paused.digest is not None  # set by `with_digest`
-    messages = None if paused.messages is None else list(paused.messages)
-    record = PausedCall(SUB_RUN, paused.digest, messages=messages)
+    if paused.messages is None:
+        keys = [pending.key for pending in paused.pending]
+        record = PausedCall(SUB_RUN, paused.digest, keys=keys)
+    else:
+        record = PausedCall(SUB_RUN, paused.digest, messages=list(paused.messages))
     dumped: dict[str, Any] = _adapters()[0].dump_python(record, mode="json", exclude_none=True)
     return dumped
 
