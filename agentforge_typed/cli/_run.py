@@ -175,7 +175,7 @@ def result_json(result: ToolChatResult[Any], redactor: Redactor = NO_SECRETS) ->
     `redactor`'s secrets, its unprintable characters escaped (`printable_json`)."""
     document = {
         "text": result.text,
-        "output": None if result.pending else _dump(result.output),
+        "output": _dump(result.output),
         "returned_immediately": result.returned_immediately,
         "pending": [{"call": _dump(p.call), "reason": p.reason} for p in result.pending],
         "usage": _dump(result.usage),

@@ -459,11 +459,7 @@ async def _attempt(plan: _Plan, settings: _Settings, progress: _Progress) -> Non
     assert result is not None  # a case has at least one turn
     if case.expected_output is not None:
         got = (
-            (
-                None
-                if result.pending
-                else pydantic_core.to_jsonable_python(result.output, fallback=repr)
-            )
+            pydantic_core.to_jsonable_python(result.output, fallback=repr)
             if settings.output_type is not None
             else result.text
         )
