@@ -377,6 +377,9 @@ class SubRunResume:
     messages: tuple[ChatMessage, ...] | None
     approvals: dict[str, Approval]
     external_results: dict[str, Any]
+    failed: dict[str, str] = field(default_factory=dict)
+    """External calls that failed, with what the model reads (`ToolFailed`, apart: a durable
+    run's payload would read one back as a plain value)."""
 
 
 def pending_calls(messages: Sequence[ChatMessage]) -> list[ToolCall]:

@@ -17,15 +17,20 @@ from ui_support import agui_run, sse
 
 from agentforge_typed import (
     AiMessage,
+    Approved,
+    CallRule,
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
     PendingCall,
     SubRunEvent,
+    ToolArgumentsError,
     ToolCall,
+    ToolFailed,
     ToolResultEvent,
     ToolResultMessage,
     ToolService,
+    UserMessage,
     tool,
 )
 from agentforge_typed._identity import CONVERSATION_ID, PAUSED_CALLS
@@ -245,12 +250,15 @@ def test_a_sub_run_whose_service_has_a_store_resumes_from_it() -> None:
     paused = service.chat(model, "pay five", conversation_id="c1")
     record = paused.messages[-1].attributes[PAUSED_CALLS]["d0"]  # type: ignore[union-attr]
     assert "messages" not in record  # the store keeps the sub-run's history
-    assert record["keys"] == ["p"]  # what it waits on, to refuse another key up front
+    # What it waits on, recorded to check decisions against before anything runs.
+    assert [(p["call"]["id"], p["reason"]) for p in record["pending"]] == [("p", "approval")]
     [pending] = paused.pending
     with pytest.raises(
         ValueError, match=r"no pending call has the id\(s\) 'd0/q'; pending: 'd0/p'"
     ):
         service.chat(model, paused.messages, conversation_id="c1", approvals={"d0/q": True})
+    with pytest.raises(ValueError, match="waits for approval, not an external result"):
+        service.chat(model, paused.messages, conversation_id="c1", external_results={"d0/p": 1})
     resumed = service.chat(
         model, paused.messages, conversation_id="c1", approvals={pending.key: pending.approve()}
     )
@@ -283,6 +291,117 @@ def test_the_pending_call_s_key_is_its_id_outside_a_sub_run() -> None:
     pending = PendingCall(call, "approval")
     assert pending.key == "a/b"
     assert pending.inside("h", "x").key == "x/a/b"
+
+
+def test_a_decision_the_sub_run_would_refuse_is_refused_before_anything_of_the_run_runs() -> None:
+    paid: list[int] = []
+    ran: list[str] = []
+
+    @tool(requires_approval=True)
+    def own(x: int) -> str:
+        """The run's own call, waiting beside the sub-run."""
+        ran.append("own")
+        return "own ran"
+
+    helper = paying_service(paid).as_tool(payer(), name="helper", description="Pays.")
+    service = ToolService(tools=[own, helper])
+
+    def both(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if isinstance(messages[-1], ToolResultMessage):
+            return AiMessage(text="done")
+        return AiMessage(
+            tool_calls=[
+                ToolCall(id="o", name="own", arguments='{"x": 1}'),
+                ToolCall(id="d0", name="helper", arguments='{"task": "pay"}'),
+            ]
+        )
+
+    model = FunctionModel(both)
+    paused = service.chat(model, "go", conversation_id="c1")
+    assert sorted(p.key for p in paused.pending) == ["d0/p", "o"]
+    other = next(p for p in paused.pending if p.key == "o")
+    wrong: list[dict[str, Any]] = [
+        {"external_results": {"d0/p": "paid"}},  # another kind than the call waits for
+        {"approvals": {"d0/p": other.approve()}},  # the digest of another call
+        {"approvals": {"d0/p": Approved(arguments={"amount": "lots"})}},  # arguments refused
+    ]
+    for decisions in wrong:
+        approvals = {"o": True, **decisions.get("approvals", {})}
+        with pytest.raises((ValueError, ToolArgumentsError)):
+            service.chat(
+                model,
+                paused.messages,
+                conversation_id="c1",
+                approvals=approvals,
+                external_results=decisions.get("external_results"),
+            )
+    assert ran == [] and paid == []
+
+
+def test_a_sub_run_call_approved_with_other_arguments_resumes() -> None:
+    paid: list[int] = []
+    helper = paying_service(paid).as_tool(payer(), name="helper", description="Pays.")
+    rules = [CallRule.ask(["helper"])]
+    service, model = ToolService(tools=[helper], rules=rules), delegating("d0")
+    held = service.chat(model, "pay five", conversation_id="c1")
+    [asked] = held.pending
+    assert asked.key == "d0"
+    approved = {"d0": asked.approve({"task": "pay, but less"})}
+    paused = service.chat(model, held.messages, conversation_id="c1", approvals=approved)
+    assert [p.key for p in paused.pending] == ["d0/p"]
+    done = service.chat(model, paused.messages, conversation_id="c1", approvals={"d0/p": True})
+    assert paid == [5] and done.text == "read: done: paid 5"
+
+
+def test_an_external_call_inside_a_sub_run_failing_reaches_its_model_as_a_failure() -> None:
+    @tool(external=True)
+    def look(what: str) -> str:
+        """Looked up by the client."""
+        raise NotImplementedError
+
+    def looking(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        if isinstance(messages[-1], ToolResultMessage):
+            last = messages[-1]
+            return AiMessage(text=f"error={last.is_error}: {last.text}")
+        return AiMessage(tool_calls=[ToolCall(id="l", name="look", arguments='{"what": "x"}')])
+
+    helper = ToolService(tools=[look]).as_tool(
+        FunctionModel(looking), name="helper", description="Looks."
+    )
+    service, model = ToolService(tools=[helper]), delegating("d0")
+    paused = service.chat(model, "look", conversation_id="c1")
+    done = service.chat(
+        model,
+        paused.messages,
+        conversation_id="c1",
+        external_results={"d0/l": ToolFailed("the page did not load")},
+    )
+    assert done.text == "read: error=True: the page did not load"
+
+
+def test_a_resume_travels_to_a_durable_activity_with_its_failures_intact() -> None:
+    pytest.importorskip("temporalio")
+    from agentforge_typed._records import SubRunResume
+    from agentforge_typed.durable._payloads import ToolActivityInput
+
+    resume = SubRunResume((), {"p": Approved(digest="sha256:ab")}, {"x": {"a": 1}}, {"l": "no"})
+    sent = ToolActivityInput(call=ToolCall(id="d0", name="helper", arguments="{}"), answer=resume)
+    received = ToolActivityInput.model_validate_json(sent.model_dump_json())
+    assert received.answer == resume
+
+
+def test_records_nested_past_the_bound_are_refused() -> None:
+    from agentforge_typed.loop._approval import waiting_keys
+
+    history: list[ChatMessage] = [UserMessage(text="go")]
+    for depth in range(12):
+        call = ToolCall(id=f"d{depth}", name="helper", arguments="{}")
+        carried = [m.model_dump(mode="json") for m in history]
+        record = {call.id: {"reason": "sub_run", "digest": "sha256:00", "messages": carried}}
+        paused = AiMessage(tool_calls=[call], attributes={PAUSED_CALLS: record})
+        history = [UserMessage(text="go"), paused]
+    with pytest.raises(ValueError, match="nest paused sub-runs over 8 deep"):
+        waiting_keys(history)
 
 
 # -- through the UI ------------------------------------------------------------------------------

@@ -83,8 +83,9 @@ class PausedCall:
     messages: list[ChatMessage] | None = None
     """For `"sub_run"`: the sub-run's history at the pause (`None`: its service's store keeps
     it). The digest covers it."""
-    keys: list[str] | None = None
-    """For `"sub_run"` when its store keeps the history: the keys of the calls it waits on."""
+    pending: list[PendingCall] | None = None
+    """For `"sub_run"` when its store keeps the history: the calls it waits on (their keys the
+    sub-run's), to check a decision against before anything runs."""
 
 
 @functools.cache
@@ -202,7 +203,7 @@ class ApprovalState:
         self.routed: dict[Any, tuple[str, str]] = {}
         """The decisions on calls inside paused sub-runs: each key's sub-run call, and the key
         as the sub-run knows it."""
-        self.sub_runs: dict[str, PendingResult] = {}
+        self.sub_runs: dict[str, tuple[PendingResult, ToolCall]] = {}
         """The calls of this round whose sub-runs paused, by call id."""
 
     # -- resuming ------------------------------------------------------------------------------
@@ -262,8 +263,11 @@ class ApprovalState:
         # carries, or, when the sub-run's store keeps it, the keys recorded at the pause (the
         # sub-run checks its own decisions again as it resumes).
         paused = self.paused[owners[0]]
-        waits = waiting_keys(paused.messages) if paused.messages is not None else paused.keys
-        if waits is not None and inner not in waits:
+        if paused.messages is not None:
+            waits = waiting_keys(paused.messages)
+        else:
+            waits = {p.key for p in paused.pending or ()}
+        if inner not in waits:
             return
         self.routed[key] = (owners[0], inner)
 
@@ -313,7 +317,7 @@ class ApprovalState:
         """
         paused = self.paused.get(call.id)
         if paused is not None and paused.reason == SUB_RUN:
-            return self._resume_sub_run(call, paused)
+            return self._resume_sub_run(call, paused, tool, conversation_id)
         kind = self._kind(call)
         if paused is not None:
             if kind is None:
@@ -361,9 +365,22 @@ class ApprovalState:
         text = f"The user denied the call to `{shown_name(call.name)}`{reason}"
         return Decided(call, ToolExecutionResult.error(text, "denied"))
 
-    def _resume_sub_run(self, call: ToolCall, paused: PausedCall) -> Decided:
+    def _resume_sub_run(
+        self,
+        call: ToolCall,
+        paused: PausedCall,
+        tool: ToolLike | None,
+        conversation_id: str | None,
+    ) -> Decided:
         """A sub-run's call, run again to resume its sub-run with the decisions on its calls
-        (none: its calls are held again, and the run pauses on them again)."""
+        (none: its calls are held again, and the run pauses on them again). The decisions are
+        checked here, as the sub-run will check them, before anything of the run runs."""
+        check = getattr(tool, "check_resume", None)
+        if check is None:
+            raise ValueError(
+                f"{named_call(call)} is recorded as waiting on a sub-run, and its tool is not "
+                "one (ToolService.as_tool); nothing ran"
+            )
         if call.id in self.approvals or call.id in self.external_results:
             raise ValueError(
                 f"{named_call(call)} waits on calls inside its sub-run: decide those, by the keys "
@@ -377,9 +394,40 @@ class ApprovalState:
                     approvals[inner] = self.approvals[key]
                 else:
                     external[inner] = self.external_results[key]
+        check(call, conversation_id, paused, approvals, external)
         messages = None if paused.messages is None else tuple(paused.messages)
-        resume = SubRunResume(messages, approvals, external)
+        failed = {k: v.message for k, v in external.items() if isinstance(v, ToolFailed)}
+        results = {k: v for k, v in external.items() if k not in failed}
+        resume = SubRunResume(messages, approvals, results, failed)
         return Decided(call, approved=True, answer=resume)
+
+    def check_recorded(self, waits: Sequence[PendingCall]) -> None:
+        """Refuse a decision that does not answer what a recorded call waits for, or that carries
+        the digest of another call (a sub-run kept by its store: its recorded calls)."""
+        recorded = {p.key: p for p in waits}
+        for key in (*self.approvals, *self.external_results):
+            pending = recorded.get(key)
+            if pending is None:
+                raise ValueError(f"no pending call has the id {key!r}; nothing ran")
+            decision = self.approvals.get(key)
+            if key in self.external_results:
+                kind: PendingReason = "external"
+            else:
+                kind = "elicitation" if isinstance(decision, ElicitationAnswer) else "approval"
+            if kind != pending.reason:
+                raise ValueError(
+                    f"{named_call(pending.call)} waits for {WAITS_FOR[pending.reason]}, not "
+                    f"{_GIVEN[kind]}: {_HOW[pending.reason]}; nothing was sent"
+                )
+            carried = (
+                decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
+            )
+            if carried is not None and pending.digest is not None:
+                if not CallDigests.same(carried, pending.digest):
+                    raise ValueError(
+                        f"{named_call(pending.call)} is not the call the decision was made for: "
+                        "it changed since it was shown (its digest differs); nothing was sent"
+                    )
 
     def _kind(self, call: ToolCall) -> PendingReason | None:
         """The kind of the decision on `call`: what it answers (`None`: no decision)."""
@@ -490,7 +538,7 @@ class ApprovalState:
             elif isinstance(result, PendingResult) and result.sub_run is not None:
                 call = execution.call
                 self.pending += [p.inside(call.name, call.id) for p in result.sub_run.pending]
-                self.sub_runs[call.id] = result
+                self.sub_runs[call.id] = (result, call)
             else:
                 ran.append(execution)
         return ran
@@ -506,8 +554,8 @@ class ApprovalState:
                 for p in self.pending
                 if not p.call_ids
             }
-            for call_id, result in self.sub_runs.items():
-                record[call_id] = _sub_run_record(result)
+            for call_id, (result, call) in self.sub_runs.items():
+                record[call_id] = _sub_run_record(result, call, arguments.get(call_id))
             attributes = {**attributes, CONVERSATION_ID: conversation_id, PAUSED_CALLS: record}
         elif PAUSED_CALLS in attributes:
             attributes = {k: v for k, v in attributes.items() if k != PAUSED_CALLS}
@@ -561,31 +609,47 @@ def _record(pending: PendingCall, arguments: str | None) -> dict[str, Any]:
     return recorded
 
 
-def waiting_keys(messages: Sequence[ChatMessage]) -> set[str]:
+MAX_SUB_RUN_RECORDS = 8
+"""How deep a history's records of paused sub-runs are read (the loop's own bound is lower:
+`as_tool`'s `max_depth`); a deeper one is refused."""
+
+
+def waiting_keys(messages: Sequence[ChatMessage], depth: int = 0) -> set[str]:
     """The keys of the calls `messages` waits on (`PendingCall.key`): its unanswered calls', and
-    for a sub-run's call whose record carries its history, the calls inside that one's."""
+    for a sub-run's call, the calls inside it."""
+    if depth > MAX_SUB_RUN_RECORDS:
+        raise ValueError(
+            f"the history's records nest paused sub-runs over {MAX_SUB_RUN_RECORDS} deep; "
+            "nothing ran"
+        )
     message, calls = unanswered_calls(messages)
     record = paused_record(message)
     keys: set[str] = set()
     for call in calls:
         paused = record.get(call.id)
         if paused is not None and paused.reason == SUB_RUN:
-            inner = paused.keys if paused.messages is None else waiting_keys(paused.messages)
-            keys.update(f"{call.id}/{key}" for key in inner or ())
+            if paused.messages is None:
+                inner = {p.key for p in paused.pending or ()}
+            else:
+                inner = waiting_keys(paused.messages, depth + 1)
+            keys.update(f"{call.id}/{key}" for key in inner)
         else:
             keys.add(call.id)
     return keys
 
 
-def _sub_run_record(result: PendingResult) -> dict[str, Any]:
-    """The record of a sub-run's call that waits on calls inside it, in its JSON form."""
+def _sub_run_record(result: PendingResult, call: ToolCall, arguments: str | None) -> dict[str, Any]:
+    """The record of a sub-run's call that waits on calls inside it, in its JSON form (with the
+    arguments it ran with when an approver's are not the message's: the digest covers them)."""
     paused = result.sub_run
     assert paused is not None and paused.digest is not None  # set by `with_digest`
+    own = None if call.arguments == arguments else call.arguments
     if paused.messages is None:
-        keys = [pending.key for pending in paused.pending]
-        record = PausedCall(SUB_RUN, paused.digest, keys=keys)
+        pending = list(paused.pending)
+        record = PausedCall(SUB_RUN, paused.digest, arguments=own, pending=pending)
     else:
-        record = PausedCall(SUB_RUN, paused.digest, messages=list(paused.messages))
+        messages = list(paused.messages)
+        record = PausedCall(SUB_RUN, paused.digest, arguments=own, messages=messages)
     dumped: dict[str, Any] = _adapters()[0].dump_python(record, mode="json", exclude_none=True)
     return dumped
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._identity import random_id
 from .._messages import ToolCall
-from .._records import PendingResult, SubRunPause, SubRunResume, ToolExecutionResult
+from .._records import PendingResult, SubRunPause, SubRunResume, ToolExecutionResult, ToolFailed
 from .._response import TokenUsage
 from ..tools._base import ToolContext
 from ..tools._function import Tool, _awaited
@@ -54,6 +54,37 @@ class SubRunError(Exception):
 class SubRunTool(Tool[..., Any]):
     """The tool behind `ToolService.as_tool`: its body a sub-run, its call waiting when the
     sub-run pauses (validated, and its context made, as any tool's)."""
+
+    sub_service: Any
+    """The service the sub-run runs."""
+
+    def check_resume(
+        self,
+        call: ToolCall,
+        conversation_id: str | None,
+        paused: Any,
+        approvals: dict[str, Any],
+        external_results: dict[str, Any],
+    ) -> None:
+        """Refuse, before anything of the parent runs, the decisions on the calls inside the
+        sub-run that it would refuse as it resumes (see `ApprovalState.decide`): its recorded
+        history's calls, or, when its store keeps it, the calls recorded at the pause.
+
+        Raises:
+            ValueError, TypeError, ToolArgumentsError: As the sub-run's resume would.
+        """
+        from ._approval import ApprovalState
+
+        state = ApprovalState(approvals, external_results, asynchronous=True)
+        if paused.messages is None:
+            state.check_recorded(paused.pending or ())
+            return
+        if conversation_id is None:  # no run to derive the sub-run's conversation from
+            return
+        service = self.sub_service
+        child = sub_conversation(conversation_id, self.name, call.id)
+        for inner in state.unanswered(list(paused.messages), child, service._digests):
+            state.decide(inner, service._tools.get(inner.name), child)
 
     async def _abody(
         self,
@@ -113,7 +144,9 @@ def sub_run_tool(
         "conversation."
     )
     body.__qualname__ = body.__name__ = name
-    return SubRunTool(body, name=name, description=description)
+    tool = SubRunTool(body, name=name, description=description)
+    tool.sub_service = service
+    return tool
 
 
 def _parent(context: ToolContext[Any]) -> Run | None:
@@ -127,12 +160,13 @@ def _conversation(context: ToolContext[Any]) -> str:
     resumed parent's), apart for any other."""
     if context.conversation_id is None:
         return random_id()
-    parts = [
-        "agentforge-subrun/1",
-        context.conversation_id,
-        context.tool_name,
-        context.tool_call_id,
-    ]
+    return sub_conversation(context.conversation_id, context.tool_name, context.tool_call_id)
+
+
+def sub_conversation(conversation_id: str, tool_name: str, call_id: str) -> str:
+    """The conversation id of the sub-run that the call `call_id` of tool `tool_name` started in
+    the conversation `conversation_id`."""
+    parts = ["agentforge-subrun/1", conversation_id, tool_name, call_id]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:32]
 
 
@@ -171,8 +205,9 @@ async def _sub_run(
     resume = context.answer
     if isinstance(resume, SubRunResume):
         prompt = [] if resume.messages is None else list(resume.messages)
+        failed = {key: ToolFailed(message) for key, message in resume.failed.items()}
         options["approvals"] = resume.approvals or None
-        options["external_results"] = resume.external_results or None
+        options["external_results"] = {**resume.external_results, **failed} or None
     try:
         if sink is None:
             result = await service.achat(

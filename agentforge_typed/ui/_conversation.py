@@ -24,6 +24,7 @@ from .._records import (
     Approved,
     Elicitation,
     ElicitationAnswer,
+    PendingCall,
     PendingReason,
     ToolFailed,
     unanswered_calls,
@@ -183,13 +184,8 @@ def waiting_calls(history: Sequence[ChatMessage], within: tuple[str, ...] = ()) 
         if not isinstance(entry, Mapping):
             continue
         reason, digest = entry.get("reason"), entry.get("digest")
-        inner = entry.get("messages")
-        if reason == "sub_run" and isinstance(inner, list) and len(within) < _MAX_DEPTH:
-            try:
-                carried = _history().validate_python(inner)
-            except ValidationError:
-                continue
-            waiting += waiting_calls(carried, (*within, call.id))
+        if reason == "sub_run" and len(within) < _MAX_DEPTH:
+            waiting += _inside(entry, (*within, call.id))
             continue
         if reason not in ("approval", "external", "elicitation") or not isinstance(digest, str):
             continue
@@ -203,6 +199,28 @@ def waiting_calls(history: Sequence[ChatMessage], within: tuple[str, ...] = ()) 
             asked = None
         waiting.append(Waiting(call, reason, digest, asked, within))
     return waiting
+
+
+def _inside(entry: Mapping[str, Any], within: tuple[str, ...]) -> list[Waiting]:
+    """The calls a paused sub-run's record says it waits on: from the history it carries, or
+    the calls recorded when its store keeps the history."""
+    try:
+        if isinstance(entry.get("messages"), list):
+            return waiting_calls(_history().validate_python(entry["messages"]), within)
+        recorded = _recorded_calls().validate_python(entry.get("pending") or [])
+    except ValidationError:
+        return []
+    return [
+        Waiting(p.call, p.reason, p.digest or "", p.elicitation, (*within, *p.call_ids))
+        for p in recorded
+    ]
+
+
+@functools.cache
+def _recorded_calls() -> TypeAdapter[list[PendingCall]]:
+    from pydantic import TypeAdapter
+
+    return TypeAdapter(list[PendingCall])
 
 
 def checked(

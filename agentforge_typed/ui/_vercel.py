@@ -195,7 +195,9 @@ def _user(message: UIMessage) -> ChatMessage:
 
 
 def _answers(message: UIMessage, waiting: Sequence[Waiting]) -> list[Answer]:
-    external = {w.call.id: w for w in waiting if w.reason == "external"}
+    # The client answers through the tool parts it has: the run's own calls (not those inside a
+    # sub-run, whose ids another call of the run may share).
+    external = {w.call.id: w for w in waiting if w.reason == "external" and not w.call_ids}
     answers = []
     for part in message.parts:
         kind = part.get("type")
