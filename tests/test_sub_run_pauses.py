@@ -466,3 +466,26 @@ async def test_a_sub_run_s_approval_round_trip_over_the_ai_sdk_stream() -> None:
         assert chunks[-1] == {"type": "finish", "finishReason": "stop"}
         assert ui_support.deleted == ["/tmp/x"]
     ui_support.deleted.clear()
+
+
+def test_a_key_inside_a_sub_run_s_carried_history_never_reaches_the_client() -> None:
+    from agentforge_typed._transport._redaction import Redactor
+    from agentforge_typed.ui._seal import Sealer
+
+    key = "sk-live-0123456789abcdefghij"
+    paid: list[int] = []
+
+    @tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        paid.append(amount)
+        return "paid"
+
+    def leaky(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+        call = ToolCall(id="p", name="pay", arguments='{"amount": 5}')
+        return AiMessage(text=f"using {key}", tool_calls=[call])
+
+    helper = ToolService(tools=[pay]).as_tool(FunctionModel(leaky), name="helper", description="d")
+    paused = ToolService(tools=[helper]).chat(delegating("d0"), "go", conversation_id="c1")
+    sealed = Sealer().seal("c1", paused.messages, Redactor([key]))
+    assert key not in sealed and "using " in sealed

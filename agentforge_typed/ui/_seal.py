@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from .._content import TextContent
+from .._identity import PAUSED_CALLS
 from .._messages import AiMessage, ChatMessage, ToolResultMessage
 from .._transport._redaction import NO_SECRETS, Redactor
 from ._errors import InputError
@@ -112,7 +113,8 @@ class Sealer:
 
 def _redacted(message: ChatMessage, redactor: Redactor) -> ChatMessage:
     """`message` with `redactor`'s secrets replaced in what the model and the tools wrote: its
-    text, reasoning and calls' arguments, a result's text and text parts."""
+    text, reasoning and calls' arguments, a result's text and text parts, and the histories of
+    paused sub-runs its record carries."""
     # Copied only where a secret was found: most messages hold none.
     update: dict[str, object] = {}
     if isinstance(message, AiMessage):
@@ -123,6 +125,11 @@ def _redacted(message: ChatMessage, redactor: Redactor) -> ChatMessage:
             value = getattr(message, field)
             if value is not None and (replaced := redactor.replace(value)) != value:
                 update[field] = replaced
+        paused = message.attributes.get(PAUSED_CALLS)
+        if paused is not None and (record := redactor.redact(paused)) != paused:
+            # A paused sub-run's history, carried in the record: redacted too. Its digest then
+            # no longer matches, and the resume is refused: a key never reaches the client.
+            update["attributes"] = {**message.attributes, PAUSED_CALLS: record}
     elif isinstance(message, ToolResultMessage):
         content = tuple(
             _replaced(part, "text", redactor) if isinstance(part, TextContent) else part
