@@ -489,3 +489,25 @@ def test_a_key_inside_a_sub_run_s_carried_history_never_reaches_the_client() -> 
     paused = ToolService(tools=[helper]).chat(delegating("d0"), "go", conversation_id="c1")
     sealed = Sealer().seal("c1", paused.messages, Redactor([key]))
     assert key not in sealed and "using " in sealed
+
+
+def test_the_ai_sdk_stream_takes_a_tool_output_only_for_the_run_s_own_call() -> None:
+    # The run waits on its own external call `call_1` and, inside the sub-run of `d1`, on
+    # another whose id is `call_1` too: the client's output for its tool part `call_1` answers
+    # the run's own call, never the one inside the sub-run (which has no part on the client).
+    from agentforge_typed.ui._conversation import Waiting
+    from agentforge_typed.ui._vercel import UIMessage, _answers
+
+    own = Waiting(ToolCall(id="call_1", name="open_page"), "external", "sha256:own")
+    inner = Waiting(ToolCall(id="call_1", name="look"), "external", "sha256:inner", None, ("d1",))
+    part = {
+        "type": "tool-open_page",
+        "toolCallId": "call_1",
+        "state": "output-available",
+        "output": "the page",
+    }
+    message = UIMessage(id="m", role="assistant", parts=[part])
+    for waiting in ([own, inner], [inner, own]):
+        [answer] = _answers(message, waiting)
+        assert (answer.interrupt_id, answer.payload) == ("sha256:own", {"result": "the page"})
+    assert _answers(message, [inner]) == []
