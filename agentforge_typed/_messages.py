@@ -198,6 +198,13 @@ ChatMessage = Annotated[
 """Any message of a conversation, discriminated on `role`."""
 
 
+@functools.cache
+def history_adapter() -> TypeAdapter[list[ChatMessage]]:
+    """The one adapter of a whole history (`list[ChatMessage]`), built at first use: what the
+    stores, the seals, the records of paused sub-runs and the traces read and write."""
+    return TypeAdapter(list[ChatMessage])
+
+
 MAX_NAME_CHARS = 200
 """The most characters of a tool name sent by a model (or listed by an MCP server) that any text
 quotes: an error, a result the model reads, a log line, a span, the CLI's display. A longer one

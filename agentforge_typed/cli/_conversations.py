@@ -10,7 +10,14 @@ import json
 from datetime import datetime
 from typing import Any
 
-from .._messages import AiMessage, ChatMessage, CustomMessage, ToolResultMessage, UserMessage
+from .._messages import (
+    AiMessage,
+    ChatMessage,
+    CustomMessage,
+    ToolResultMessage,
+    UserMessage,
+    history_adapter,
+)
 from ..stores import Conversation, ConversationInfo, ConversationPage
 from ._text import printable
 
@@ -69,9 +76,7 @@ def page_lines(page: ConversationPage) -> list[str]:
 
 def conversation_json(conversation: Conversation) -> str:
     """A stored conversation as JSON: its record, the history as the store keeps it."""
-    from pydantic import TypeAdapter
-
-    messages = TypeAdapter(list[ChatMessage]).dump_python(list(conversation.messages), mode="json")
+    messages = history_adapter().dump_python(list(conversation.messages), mode="json")
     payload = {
         "id": conversation.id,
         "version": conversation.version,

@@ -28,7 +28,7 @@ import pydantic_core
 from pydantic import TypeAdapter, ValidationError
 
 from .._identity import CONVERSATION_ID, PAUSED_CALLS, CallDigests
-from .._messages import AiMessage, ChatMessage, ToolCall, shown_name
+from .._messages import AiMessage, ChatMessage, ToolCall, history_adapter, shown_name
 from .._records import (
     WAITS_FOR,
     Approval,
@@ -95,17 +95,12 @@ def _adapters() -> tuple[TypeAdapter[PausedCall], TypeAdapter[dict[str, PausedCa
     return TypeAdapter(PausedCall), TypeAdapter(dict[str, PausedCall])
 
 
-@functools.cache
-def _history() -> TypeAdapter[list[ChatMessage]]:
-    return TypeAdapter(list[ChatMessage])
-
-
 def covered(reason: str, messages: Sequence[ChatMessage] | None) -> Any:
     """What a paused call's digest covers beside the call: for a sub-run's, its carried history
     (a history held by the caller cannot change what the sub-run resumes from unnoticed)."""
     if reason != SUB_RUN or messages is None:
         return None
-    return hashlib.sha256(_history().dump_json(list(messages))).hexdigest()
+    return hashlib.sha256(history_adapter().dump_json(list(messages))).hexdigest()
 
 
 _GIVEN: dict[PendingReason, str] = {

@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._exceptions import ModelError
-from .._messages import ChatMessage
+from .._messages import ChatMessage, history_adapter
 from .._model import ResponseComplete, StreamEvent
 from .._request import ChatRequest, ChatRequestParameters
 from .._response import ChatResponse
@@ -27,7 +27,6 @@ from .._response import ChatResponse
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram
     from opentelemetry.trace import Span, Tracer
-    from pydantic import TypeAdapter
 
 __all__ = [
     "MAX_RESPONSE_MODELS",
@@ -388,16 +387,8 @@ def failed(span: Span, error: BaseException) -> str:
     return kind
 
 
-@functools.cache
-def _messages_adapter() -> TypeAdapter[list[ChatMessage]]:
-    # Built on first use (with `include_content`), not when the package is imported.
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(list[ChatMessage])
-
-
 def _messages_json(messages: Sequence[ChatMessage]) -> str:
-    return _messages_adapter().dump_json(list(messages)).decode()
+    return history_adapter().dump_json(list(messages)).decode()
 
 
 def _model_name(model: Any) -> str | None:

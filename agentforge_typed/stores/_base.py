@@ -10,7 +10,6 @@ processes never both write the conversation and no update is lost.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
@@ -27,10 +26,11 @@ from .._messages import (
     SystemMessage,
     ToolResultMessage,
     UserMessage,
+    history_adapter,
 )
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter
+    pass
 
 __all__ = [
     "DEFAULT_CLAIM_TTL",
@@ -255,14 +255,6 @@ class ConversationStore(Protocol):
 # -- the codec -----------------------------------------------------------------------------------
 
 
-@functools.cache
-def _history() -> TypeAdapter[list[ChatMessage]]:
-    # Built on first use, not when the package is imported.
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(list[ChatMessage])
-
-
 @dataclass(frozen=True, slots=True)
 class Encoded:
     """A conversation as a store writes it."""
@@ -287,7 +279,7 @@ def encode(
     for message in history:
         if type(message) not in _MESSAGE_TYPES and not isinstance(message, _MESSAGE_TYPES):
             raise TypeError(f"messages must be ChatMessages, not {type(message).__name__}")
-    body = _history().dump_json(history)
+    body = history_adapter().dump_json(history)
     if not isinstance(state, Mapping):
         raise TypeError(f"state must be a JSON object (a mapping), not {type(state).__name__}")
     try:
@@ -321,7 +313,7 @@ def decode(
     # The larger of the two: a row may have been written behind the store's back.
     check_size(conversation_id, max(size, len(messages) + len(state)), max_record_bytes)
     try:
-        history = _history().validate_json(messages)
+        history = history_adapter().validate_json(messages)
     except ValueError as exc:
         raise _corrupt(conversation_id, "its history", exc) from None
     try:

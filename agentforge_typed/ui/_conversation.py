@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 
 from .._content import BinaryContent, Content
-from .._messages import AiMessage, ChatMessage, SystemMessage, ToolCall, ToolResultMessage
+from .._messages import (
+    AiMessage,
+    ChatMessage,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    history_adapter,
+)
 from .._records import (
     Approval,
     Approved,
@@ -144,13 +151,6 @@ def _question() -> TypeAdapter[Elicitation]:
     return TypeAdapter(Elicitation)
 
 
-@functools.cache
-def _history() -> TypeAdapter[list[ChatMessage]]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(list[ChatMessage])
-
-
 _MAX_DEPTH = 8
 """How deep the sub-runs' records are read (the loop's own bound is lower: `max_depth`)."""
 
@@ -206,7 +206,7 @@ def _inside(entry: Mapping[str, Any], within: tuple[str, ...]) -> list[Waiting]:
     the calls recorded when its store keeps the history."""
     try:
         if isinstance(entry.get("messages"), list):
-            return waiting_calls(_history().validate_python(entry["messages"]), within)
+            return waiting_calls(history_adapter().validate_python(entry["messages"]), within)
         recorded = _recorded_calls().validate_python(entry.get("pending") or [])
     except ValidationError:
         return []

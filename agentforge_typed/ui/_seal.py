@@ -13,7 +13,6 @@ message without one, one made for another thread, or one changed by a single byt
 from __future__ import annotations
 
 import base64
-import functools
 import hashlib
 import hmac
 import os
@@ -24,12 +23,12 @@ from pydantic import ValidationError
 
 from .._content import TextContent
 from .._identity import PAUSED_CALLS
-from .._messages import AiMessage, ChatMessage, ToolResultMessage
+from .._messages import AiMessage, ChatMessage, ToolResultMessage, history_adapter
 from .._transport._redaction import NO_SECRETS, Redactor
 from ._errors import InputError
 
 if TYPE_CHECKING:
-    from pydantic import TypeAdapter
+    pass
 
 __all__ = ["MIN_SECRET_BYTES", "Sealer"]
 
@@ -39,13 +38,6 @@ MIN_SECRET_BYTES = 16
 _PREFIX = "af1."
 _PURPOSE = b"agentforge-ui-seal/1\x00"
 _MAC_CHARS = 43  # 32 bytes, base64url without padding
-
-
-@functools.cache
-def _history() -> TypeAdapter[list[ChatMessage]]:
-    from pydantic import TypeAdapter
-
-    return TypeAdapter(list[ChatMessage])
 
 
 class Sealer:
@@ -83,7 +75,7 @@ class Sealer:
         replaced in their texts first (the client holds what the token carries)."""
         if redactor:
             messages = [_redacted(message, redactor) for message in messages]
-        payload = _history().dump_json(list(messages))
+        payload = history_adapter().dump_json(list(messages))
         return f"{_PREFIX}{self._sign(thread_id, payload)}.{payload.decode()}"
 
     def open(self, thread_id: str, token: object, what: str) -> list[ChatMessage]:
@@ -106,7 +98,7 @@ class Sealer:
                 "another thread, or sealed before the server restarted with another secret)",
             )
         try:
-            return _history().validate_json(body)
+            return history_adapter().validate_json(body)
         except ValidationError:  # sealed by this key, so ours: a newer or older server's shape
             raise InputError(400, f"{what} holds messages this server cannot read") from None
 
