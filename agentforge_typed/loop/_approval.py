@@ -198,6 +198,8 @@ class ApprovalState:
         self.routed: dict[Any, tuple[str, str]] = {}
         """The decisions on calls inside paused sub-runs: each key's sub-run call, and the key
         as the sub-run knows it."""
+        self._inside: dict[str, set[str]] = {}
+        """What each paused sub-run waits on (its keys), read once from its record."""
         self.sub_runs: dict[str, tuple[PendingResult, ToolCall]] = {}
         """The calls of this round whose sub-runs paused, by call id."""
 
@@ -257,14 +259,16 @@ class ApprovalState:
         # What the sub-run waits on, checked before anything runs: from the history the record
         # carries, or, when the sub-run's store keeps it, the keys recorded at the pause (the
         # sub-run checks its own decisions again as it resumes).
-        paused = self.paused[owners[0]]
-        if paused.messages is not None:
-            waits = waiting_keys(paused.messages)
-        else:
-            waits = {p.key for p in paused.pending or ()}
-        if inner not in waits:
+        if inner not in self._waiting_inside(owners[0]):
             return
         self.routed[key] = (owners[0], inner)
+
+    def _waiting_inside(self, call_id: str) -> set[str]:
+        """The keys of the calls the sub-run of the paused call `call_id` waits on (read once)."""
+        waits = self._inside.get(call_id)
+        if waits is None:
+            waits = self._inside[call_id] = _inner_keys(self.paused[call_id])
+        return waits
 
     def _as_paused(self, call: ToolCall, conversation_id: str, digests: CallDigests) -> ToolCall:
         """`call` as it paused, once its recorded digest is checked (`call` when none is)."""
@@ -313,7 +317,7 @@ class ApprovalState:
         paused = self.paused.get(call.id)
         if paused is not None and paused.reason == SUB_RUN:
             return self._resume_sub_run(call, paused, tool, conversation_id)
-        kind = self._kind(call)
+        kind = self._kind(call.id)
         if paused is not None:
             if kind is None:
                 return _held_again(call, paused)
@@ -404,39 +408,24 @@ class ApprovalState:
             pending = recorded.get(key)
             if pending is None:
                 raise ValueError(f"no pending call has the id {key!r}; nothing ran")
-            decision = self.approvals.get(key)
-            if key in self.external_results:
-                kind: PendingReason = "external"
-            else:
-                kind = "elicitation" if isinstance(decision, ElicitationAnswer) else "approval"
-            if kind != pending.reason:
-                raise ValueError(
-                    f"{named_call(pending.call)} waits for {WAITS_FOR[pending.reason]}, not "
-                    f"{_GIVEN[kind]}: {_HOW[pending.reason]}; nothing was sent"
-                )
-            carried = (
-                decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
-            )
-            if carried is not None and pending.digest is not None:
-                if not CallDigests.same(carried, pending.digest):
-                    raise ValueError(
-                        f"{named_call(pending.call)} is not the call the decision was made for: "
-                        "it changed since it was shown (its digest differs); nothing was sent"
-                    )
+            kind = self._kind(key)
+            assert kind is not None  # `key` is decided
+            self._refuse_other(pending.call, key, pending.reason, pending.digest or "", kind)
 
-    def _kind(self, call: ToolCall) -> PendingReason | None:
-        """The kind of the decision on `call`: what it answers (`None`: no decision)."""
-        if call.id in self.external_results:
+    def _kind(self, key: str) -> PendingReason | None:
+        """The kind of the decision keyed `key` (a call's id): what it answers (`None`: no
+        decision)."""
+        if key in self.external_results:
             return "external"
-        if call.id not in self.approvals:
+        if key not in self.approvals:
             return None
-        decision = self.approvals[call.id]
+        decision = self.approvals[key]
         if isinstance(decision, ElicitationAnswer):
             return "elicitation"
         if isinstance(decision, bool | str | Approved):
             return "approval"
         raise TypeError(
-            f"approval for {call.id!r} must be True, False, a reason, Approved(...) or "
+            f"approval for {key!r} must be True, False, a reason, Approved(...) or "
             f"ElicitationAnswer(...), not {type(decision).__name__}"
         )
 
@@ -444,18 +433,8 @@ class ApprovalState:
         """Refuse a decision that does not answer what the recorded call waits for, or that was
         made for another call or question."""
         assert paused.reason != SUB_RUN  # resumed apart (`_resume_sub_run`)
-        if kind != paused.reason:
-            raise ValueError(
-                f"{named_call(call)} waits for {WAITS_FOR[paused.reason]}, not {_GIVEN[kind]}: "
-                f"{_HOW[paused.reason]}; nothing was sent"
-            )
+        self._refuse_other(call, call.id, paused.reason, paused.digest, kind)
         decision = self.approvals.get(call.id)
-        carried = decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
-        if carried is not None and not CallDigests.same(carried, paused.digest):
-            raise ValueError(
-                f"{named_call(call)} is not the call the decision was made for: it changed since it "
-                "was shown (its digest differs); nothing was sent"
-            )
         if (
             isinstance(decision, ElicitationAnswer)
             and decision.question is not None
@@ -465,6 +444,24 @@ class ApprovalState:
             raise ValueError(
                 f"the answer for {named_call(call)} answers another question than the one the call "
                 f"waits on ({paused.question.message!r}); nothing was sent"
+            )
+
+    def _refuse_other(
+        self, call: ToolCall, key: str, reason: PendingReason, digest: str, kind: PendingReason
+    ) -> None:
+        """Refuse the decision keyed `key` on `call`, recorded as waiting for `reason` with
+        `digest`, when it is of another kind or carries another call's digest."""
+        if kind != reason:
+            raise ValueError(
+                f"{named_call(call)} waits for {WAITS_FOR[reason]}, not {_GIVEN[kind]}: "
+                f"{_HOW[reason]}; nothing was sent"
+            )
+        decision = self.approvals.get(key)
+        carried = decision.digest if isinstance(decision, Approved | ElicitationAnswer) else None
+        if carried is not None and not CallDigests.same(carried, digest):
+            raise ValueError(
+                f"{named_call(call)} is not the call the decision was made for: it changed since it "
+                "was shown (its digest differs); nothing was sent"
             )
 
     def _check_unrecorded(self, call: ToolCall) -> None:
@@ -623,14 +620,18 @@ def waiting_keys(messages: Sequence[ChatMessage], depth: int = 0) -> set[str]:
     for call in calls:
         paused = record.get(call.id)
         if paused is not None and paused.reason == SUB_RUN:
-            if paused.messages is None:
-                inner = {p.key for p in paused.pending or ()}
-            else:
-                inner = waiting_keys(paused.messages, depth + 1)
-            keys.update(f"{call.id}/{key}" for key in inner)
+            keys.update(f"{call.id}/{key}" for key in _inner_keys(paused, depth + 1))
         else:
             keys.add(call.id)
     return keys
+
+
+def _inner_keys(paused: PausedCall, depth: int = 1) -> set[str]:
+    """The keys of the calls a paused sub-run waits on: from the history its record carries,
+    or the calls recorded when its store keeps the history."""
+    if paused.messages is None:
+        return {p.key for p in paused.pending or ()}
+    return waiting_keys(paused.messages, depth)
 
 
 def _sub_run_record(result: PendingResult, call: ToolCall, arguments: str | None) -> dict[str, Any]:
