@@ -94,8 +94,7 @@ class SubRunTool(Tool[..., Any]):
         context: ToolContext[Any] | None,
         deps: Any,
     ) -> ToolExecutionResult:
-        if context is None:
-            context = ToolContext(deps=deps, tool_call_id=call.id, tool_name=self.name)
+        context = self._context(call, context, deps)  # made when none is given: `body` takes one
         try:
             value = await self._function(fields["task"], context)
         except BaseException as exc:  # all but the uncontained: see `failure_result`
