@@ -185,16 +185,18 @@ class HttpModelOptions(ParameterDefaults, total=False):
     included, before the stream is refused with `ModelError`; default 256 MiB."""
 
 
-_SHELL_OPTIONS = frozenset(HttpModelOptions.__annotations__) - frozenset(
-    ParameterDefaults.__annotations__
-) | {"sleep", "asleep"}
-"""The options the `HttpShell` takes; `sleep`/`asleep`, the retries' waits, only from code
-written against them when they were options (a test's hooks now: `retry_waits`)."""
+_TEST_HOOKS = frozenset({"sleep", "asleep"})
+"""The retries' waits: options once, a test's hooks now (`retry_waits`); still honoured from
+code written against them."""
+_SHELL_OPTIONS = (
+    frozenset(HttpModelOptions.__annotations__) - frozenset(ParameterDefaults.__annotations__)
+) | _TEST_HOOKS
+"""The options the `HttpShell` takes."""
 
 
 def _warn_test_hooks(owner: str, options: Mapping[str, Any]) -> None:
     """Warn of the former options `sleep`/`asleep` (still honoured): test hooks."""
-    hooks = sorted(options.keys() & {"sleep", "asleep"})
+    hooks = sorted(options.keys() & _TEST_HOOKS)
     if hooks:
         warnings.warn(
             f"{owner}({'=..., '.join(hooks)}=...) is deprecated: how a retry waits is a test's "
