@@ -233,7 +233,7 @@ class CallDigests:
         (`question`: the question it waits on, a dataclass or its JSON form)."""
         covered = pydantic_core.to_json(
             ["agentforge-call/1", reason, conversation_id, call.id, call.name, call.arguments]
-            + ([] if question is None else [question])
+            + ([] if question is None else [_question_form(question)])
         )
         if self._mac is None:
             return "sha256:" + hashlib.sha256(covered).hexdigest()
@@ -247,3 +247,15 @@ class CallDigests:
         import hmac
 
         return hmac.compare_digest(one.encode(), other.encode())
+
+
+_LATER_QUESTION_FIELDS = ("url", "elicitation_id")
+"""Fields a question gained after digests were first kept: covered only when set, so that a
+pause recorded before them still resumes."""
+
+
+def _question_form(question: Any) -> Any:
+    form = pydantic_core.to_jsonable_python(question)
+    if isinstance(form, dict) and any(form.get(name, 0) is None for name in _LATER_QUESTION_FIELDS):
+        form = {k: v for k, v in form.items() if not (k in _LATER_QUESTION_FIELDS and v is None)}
+    return form

@@ -231,7 +231,8 @@ class ToolFailed:
 
 @dataclass(frozen=True, slots=True)
 class Elicitation:
-    """A question a tool asked the user during a call (an MCP server's `elicitation/create`)."""
+    """A question a tool asked the user during a call (an MCP server's `elicitation/create`):
+    a form to fill in (`schema`), or a page to go through (`url`)."""
 
     message: str
     """What to show the user."""
@@ -244,6 +245,12 @@ class Elicitation:
     can give it. `None` for a question asked mid-call, which only this process can answer."""
     state: str | None = None
     """The server's opaque state to send back with the answer (with `key`)."""
+    url: str | None = None
+    """A URL-mode question's page (an `http`/`https` URL): show it to the user, who completes
+    the question there, out of band; `schema` is then empty and the answer carries no content
+    (`"accept"`: the user opened it and went through it). `None` for a form question."""
+    elicitation_id: str | None = None
+    """The server's id of a URL-mode question."""
 
     def answer(
         self,

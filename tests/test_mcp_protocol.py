@@ -1,8 +1,8 @@
 """What the MCP client says of itself and how it reads what the 2025-11-25 revision allows, each
 against a real server built with the official SDK: its `clientInfo` and elicitation capability
-(form questions only), every form of question the revision defines posed (multi-select enums,
-SEP-1330), schema defaults filled into an accepted answer (SEP-1034), task-only tools left out
-with a warning, and a server's HTTP 401/403 read as an `MCPAuthorizationError` naming it."""
+(form and URL-mode questions), every form of question the revision defines posed (multi-select enums,
+SEP-1330), schema defaults filled into an accepted answer (SEP-1034), task-only tools of a server
+that takes no tasks left out with a warning, and a server's HTTP 401/403 read as an `MCPAuthorizationError` naming it."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def said(text: str | None) -> Any:
 
 
 @REVISIONS
-async def test_the_client_names_itself_and_offers_form_questions_only(revision: Revision) -> None:
+async def test_the_client_names_itself_and_offers_form_and_url_questions(revision: Revision) -> None:
     async def list_tools(context: Any, params: Any) -> ListToolsResult:
         return ListToolsResult(tools=[Tool(name="who", input_schema={"type": "object"})])
 
@@ -113,7 +113,7 @@ async def test_the_client_names_itself_and_offers_form_questions_only(revision: 
         result = await by_name(server)["who"].aexecute(call("who", {}), CONTEXT)
     assert json.loads(result.text) == {
         "client": ["agentforge-typed", "0.1.0"],
-        "elicitation": {"form": {}},  # the SDK's default adds "url": {}, which is never answered
+        "elicitation": {"form": {}, "url": {}},
     }
 
 
@@ -167,7 +167,7 @@ async def test_a_default_the_schema_refuses_makes_the_answer_an_error() -> None:
             await service.achat(asks(), paused.messages, approvals={"c1": ElicitationAnswer({})})
 
 
-async def test_a_task_only_tool_is_left_out_with_a_warning(
+async def test_a_task_only_tool_of_a_server_taking_no_tasks_is_left_out_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     async def list_tools(context: Any, params: Any) -> ListToolsResult:
@@ -187,7 +187,8 @@ async def test_a_task_only_tool_is_left_out_with_a_warning(
             assert list(by_name(server)) == ["optional"]
     assert (
         "MCP server tasks: tool 'research' skipped: it can only be called as a task "
-        "(execution.taskSupport is 'required'), which this client does not do"
+        "(execution.taskSupport is 'required'), and the server does not say it takes tools/call "
+        "as one"
     ) in caplog.messages
 
 

@@ -120,6 +120,13 @@ EXTERNAL_SCHEMA: dict[str, Any] = {
 }
 """What an external call's resume payload is: `{"result": value}` or `{"error": "why"}`."""
 
+NO_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {},
+    "additionalProperties": False,
+}
+"""What a URL-mode question's resume payload is: nothing (the user answers at its `url`)."""
+
 _REASONS = {"approval": "tool_call", "elicitation": "input_required"}
 
 
@@ -410,13 +417,16 @@ def _interrupt(waiting: Waiting) -> Interrupt:
         "arguments": _arguments(call.arguments),
         "digest": waiting.digest,
     }
-    if waiting.reason == "elicitation" and waiting.question is not None:
+    question = waiting.question
+    if waiting.reason == "elicitation" and question is not None:
+        if question.url is not None:  # answered at the page: resolved with no payload
+            metadata["url"] = question.url
         return Interrupt(
             id=waiting.interrupt_id,
             reason="input_required",
-            message=waiting.question.message,
+            message=question.message,
             tool_call_id=call.id,
-            response_schema=dict(waiting.question.schema),
+            response_schema=dict(question.schema) if question.url is None else NO_ANSWER_SCHEMA,
             metadata=metadata,
         )
     if waiting.reason == "external":

@@ -322,6 +322,15 @@ def decisions(
             if answer.status == "cancelled":
                 approvals[call_id] = ElicitationAnswer(None, "cancel", w.question, w.digest)
                 continue
+            if w.question is not None and w.question.url is not None:
+                if answer.payload not in (None, {}):
+                    raise InputError(
+                        422,
+                        f"{shown(w.interrupt_id, 40)} is answered at its URL: resolve it with "
+                        "no payload once done",
+                    )
+                approvals[call_id] = ElicitationAnswer(None, "accept", w.question, w.digest)
+                continue
             if not isinstance(answer.payload, dict):
                 raise InputError(
                     422, f"the answer to {shown(w.interrupt_id, 40)} must be a JSON object"

@@ -362,6 +362,8 @@ class VercelRenderer:
                 "message": waiting.question.message,
                 "schema": dict(waiting.question.schema),
             }
+            if waiting.question.url is not None:  # answered at the page: `{}` once done
+                data["url"] = waiting.question.url
             chunks.append({"type": QUESTION_PART, "id": waiting.interrupt_id, "data": data})
         # An external call waits in `input-available` for the client's `addToolOutput`.
 

@@ -25,7 +25,8 @@ from .._outcomes import execution_error_result, failure_result, timeout_result
 from ._connection import Connection, Held, ListedTool, SessionHolder
 from ._questions import MAX_INPUT_ROUNDS, Flight, OpenCall, Resend, scope_of
 from ._results import OutputSchema, OutputType, amap_call_result
-from ._session import call_tool, describe, is_connection_lost
+from ._session import call_tool, describe, is_connection_lost, url_required
+from ._tasks import call_as_task
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -49,6 +50,7 @@ class RemoteTool(ListedTool, Protocol):
 
     remote_name: str
     output_schema: OutputSchema | None
+    as_task: bool
 
     @property
     def name(self) -> str: ...
@@ -156,11 +158,12 @@ class ServerCalls(SessionHolder[CallT]):
             resend = resumed
         live = connection.live
         opened = None
-        if scope is not None and live is not None and resend is None:
+        if scope is not None and live is not None:
             opened = self._desk.open(call, scope)
         if opened is None or scope is None or live is None:
             return await self._call(connection, tool, call, arguments, context, None, resend)
-        live.owner.start_soon(self._call_apart, opened, connection, tool, call, arguments, context)
+        send = (opened, connection, tool, call, arguments, context, resend)
+        live.owner.start_soon(self._call_apart, *send)
         return await self._desk.next(call, opened, scope)
 
     async def _call_apart(
@@ -171,6 +174,7 @@ class ServerCalls(SessionHolder[CallT]):
         call: ToolCall,
         arguments: dict[str, Any],
         context: ToolContext[Any],
+        resend: Resend | None,
     ) -> None:
         import anyio
 
@@ -178,7 +182,7 @@ class ServerCalls(SessionHolder[CallT]):
             with anyio.CancelScope() as stop:
                 opened.started(stop)
                 opened.outcome = await self._call(
-                    connection, tool, call, arguments, context, opened
+                    connection, tool, call, arguments, context, opened, resend
                 )
             if stop.cancelled_caught:
                 opened.outcome = execution_error_result(
@@ -290,14 +294,35 @@ class ServerCalls(SessionHolder[CallT]):
 
         delay = _STATE_ONLY_FIRST_DELAY
         for _ in range(MAX_INPUT_ROUNDS + 1):
-            result = await call_tool(
-                session,
-                send.tool.remote_name,
-                send.arguments,
-                progress=send.progress,
-                meta=send.meta,
-                resend=resend,
-            )
+            try:
+                if send.tool.as_task:
+                    result = await call_as_task(
+                        session,
+                        send.tool.remote_name,
+                        send.arguments,
+                        progress=send.progress,
+                        meta=send.meta,
+                    )
+                else:
+                    result = await call_tool(
+                        session,
+                        send.tool.remote_name,
+                        send.arguments,
+                        progress=send.progress,
+                        meta=send.meta,
+                        resend=resend,
+                    )
+            except Exception as exc:
+                required = url_required(exc)
+                if required is None:
+                    raise
+                return self._desk.required(
+                    send.call,
+                    send.tool.name,
+                    required,
+                    scope=send.scope if send.may_pause else None,
+                    cannot=_cannot_pause(send),
+                )
             if result.get("resultType") != "input_required":
                 return result
             step = self._desk.settle(

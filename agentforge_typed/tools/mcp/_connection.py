@@ -31,6 +31,7 @@ from ._session import (
     open_session,
     single,
 )
+from ._tasks import offers_tasks
 
 if TYPE_CHECKING:
     import anyio
@@ -238,7 +239,7 @@ class SessionHolder(Generic[ToolT]):
 
     async def _list(self, session: ClientSession) -> list[ToolT]:
         listed = await list_tools(session, self.max_tools, self.label)
-        return await self._usable_tools(listed)
+        return await self._usable_tools(listed, tasks=offers_tasks(session))
 
     def _on_message(self, live: Live[ToolT], message: Any) -> None:
         """Runs in the session's receive loop: `notifications/tools/list_changed` sent on the
@@ -403,6 +404,7 @@ class SessionHolder(Generic[ToolT]):
             logger.warning("MCP server %s: reconnected", self.label)
             return held
 
-    async def _usable_tools(self, listing: list[dict[str, Any]]) -> list[ToolT]:
-        """The tools of a listing, built by the server's own kind (`MCPServer`)."""
+    async def _usable_tools(self, listing: list[dict[str, Any]], *, tasks: bool) -> list[ToolT]:
+        """The tools of a listing, built by the server's own kind (`MCPServer`); `tasks`: whether
+        task-only tools can be called."""
         raise NotImplementedError

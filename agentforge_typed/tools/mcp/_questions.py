@@ -30,12 +30,18 @@ still take). An answer that carries its question is checked against the one reme
 conversation's call, never silently replaced by it.
 
 An accepted answer that leaves out properties with a `default` in the requested schema gets
-those defaults (SEP-1034) before it is validated and sent. The client offers form questions only
-(not URL mode): the forms of property the specification allows are posed, single- and
-multi-select enums (SEP-1330) among them.
+those defaults (SEP-1034) before it is validated and sent. Every form of property the
+specification allows is posed, single- and multi-select enums (SEP-1330) among them.
+
+A URL-mode question (2025-11-25) asks the user to go through a page, out of band: the run pauses
+on it (`Elicitation.url`), and the answer carries no content. Asked mid-call, `"accept"` (the user
+went there) goes to the waiting request, and the server goes on. Asked by failing the call with
+`URLElicitationRequired` (-32042), the call is sent again once the user accepts (nothing waits on
+the server meanwhile); only the process that asked can do that, as for a question asked mid-call.
 
 Either way, what a server sends is bounded: a requested schema over `MAX_SCHEMA_CHARS`
-characters, a URL-mode question or a schema that is not an object of such properties is declined
+characters, a schema that is not an object of such properties, or a URL-mode question whose URL
+is not `http`/`https`, is over `MAX_URL_CHARS` characters or has no `elicitationId` is declined
 at once, a request state over `MAX_STATE_CHARS` characters, more than `MAX_INPUT_REQUESTS`
 questions at once or more than `MAX_INPUT_ROUNDS` rounds of `input_required` end the call with
 an error the model reads; a conversation keeps at most `_scope.MAX_ENTRIES` open calls and
@@ -46,15 +52,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import math
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 
-from ..._messages import ToolCall
+from ..._messages import ToolCall, shown_name
 from ..._records import (
     Elicitation,
     ElicitationAnswer,
@@ -77,6 +85,7 @@ __all__ = [
     "MAX_INPUT_ROUNDS",
     "MAX_SCHEMA_CHARS",
     "MAX_STATE_CHARS",
+    "MAX_URL_CHARS",
     "Desk",
     "Flight",
     "OpenCall",
@@ -95,6 +104,9 @@ MAX_INPUT_ROUNDS = 10
 """The most `input_required` results one call may answer with before it is an error."""
 MAX_INPUT_REQUESTS = 32
 """The most questions one `input_required` result may carry."""
+MAX_URL_CHARS = 2_048
+"""The longest URL a URL-mode question may send the user to."""
+_MAX_ELICITATION_ID_CHARS = 256
 _PRIMITIVES = frozenset({"string", "number", "integer", "boolean"})
 _GRACE = 1.0
 """Seconds an open call is kept beyond the time it may take once its question is given up."""
@@ -172,10 +184,13 @@ class Flight:
 
 @dataclass(frozen=True)
 class _Asked:
-    """A keyed question the run paused on: nothing waits for it here."""
+    """A keyed question the run paused on, or a URL-mode question a call failed for (`again`):
+    nothing waits for it here."""
 
     question: Elicitation
-    validator: SchemaArguments
+    validator: SchemaArguments | None
+    again: bool = False
+    """Accepted, the call is sent again as it was (the answer goes nowhere)."""
 
 
 @dataclass(frozen=True)
@@ -276,6 +291,8 @@ class Desk:
             differ = _differ(answer.question, asked.question)
             if differ:
                 return execution_error_result(tool_name, differ)
+            if asked.again:
+                return _again(tool_name, asked.question, answer)
         return _resend(tool_name, answer.question or (asked.question if asked else None), answer)
 
     def check(
@@ -294,12 +311,19 @@ class Desk:
             differ = _differ(answer.question, remembered[0])
             if differ:
                 raise ValueError(differ)
+        question = remembered[0] if remembered is not None else answer.question
+        if question is not None and question.url is not None:
+            if answer.content is not None:
+                raise ValueError(
+                    "the answer to a URL-mode question carries no content: the user answers it "
+                    "at its URL"
+                )
+            return
         if answer.action != "accept":
             if answer.content is not None:
                 raise ValueError(f"a {answer.action!r} answer carries no content")
             return
         validator = remembered[1] if remembered is not None else None
-        question = remembered[0] if remembered is not None else answer.question
         if validator is None and answer.question is not None:
             posed = _pose(
                 {"message": answer.question.message, "requestedSchema": answer.question.schema}
@@ -347,7 +371,7 @@ class Desk:
             if isinstance(posed, str):
                 logger.warning("MCP server %s: a question declined: %s", self.label, posed)
             elif may_pause:
-                question = Elicitation(posed[0].message, posed[0].schema, name, state)
+                question = dataclasses.replace(posed[0], key=name, state=state)
                 if scope is not None:  # for a bare answer (one that carries it needs none)
                     key = self._asked_key(call)
                     scope.put(key, _Asked(question, posed[1]), ttl=self.answer_timeout)
@@ -355,6 +379,43 @@ class Desk:
                 return _pending(call, question)
             responses[name] = {"action": "decline"}
         return Resend(responses, state)
+
+    def required(
+        self,
+        call: ToolCall,
+        tool_name: str,
+        data: Any,
+        *,
+        scope: Scope | None,
+        cannot: str,
+    ) -> ToolExecutionResult:
+        """What to do with a call the server failed with `URLElicitationRequired` (`data`: the
+        error's data): pause on the first of its URL-mode questions the user can go through (in
+        the conversation's `scope`), to send the call again once accepted; an error result when
+        the call cannot pause (`cannot` says why) or none can be posed."""
+        elicitations = data.get("elicitations") if isinstance(data, Mapping) else None
+        for params in (elicitations if isinstance(elicitations, list) else [])[:MAX_INPUT_REQUESTS]:
+            posed = _pose(params) if isinstance(params, Mapping) else "it is not an object"
+            if not isinstance(posed, str) and posed[0].url is None:
+                posed = "it is a form question, where only URL-mode ones may be"
+            if isinstance(posed, str):
+                logger.warning("MCP server %s: a question declined: %s", self.label, posed)
+                continue
+            if scope is None:
+                return execution_error_result(
+                    tool_name,
+                    "the server requires the user to go through a page first (a URL-mode "
+                    f"question), and the call cannot pause for it ({cannot})",
+                )
+            key = self._asked_key(call)
+            scope.put(key, _Asked(posed[0], None, again=True), ttl=self.answer_timeout)
+            scope.keep(key, ttl=self.answer_timeout)
+            return _pending(call, posed[0])
+        return execution_error_result(
+            tool_name,
+            "the server requires the user to go through a page first (a URL-mode question), "
+            "and sent none this client can show",
+        )
 
     def callback(self, flights: set[Flight]) -> Any:
         """The session's `elicitation_callback` (`flights`: the calls in flight on it), for
@@ -441,12 +502,27 @@ def _resend(
     return Resend({question.key: _reply(answer, question)}, question.state)
 
 
+def _again(
+    tool_name: str, question: Elicitation, answer: ElicitationAnswer
+) -> ToolExecutionResult | Resend:
+    """Send the call again once the user went through the page it failed for; an error result
+    when they did not."""
+    if answer.action == "accept":
+        return Resend({}, None)
+    done = "declined" if answer.action == "decline" else "dismissed"
+    return execution_error_result(
+        tool_name,
+        f"the call was not sent: the server required the user to go through a page first, "
+        f"and the user {done} it ({question.message!r})",
+    )
+
+
 def _differ(carried: Elicitation | None, remembered: Elicitation | None) -> str:
     """Why an answer's own question is not the one its call paused on (`""`: it is, or the
     answer carries none)."""
     if carried is None or remembered is None or carried == remembered:
         return ""
-    names = ("message", "schema", "key", "state")
+    names = ("message", "schema", "key", "state", "url", "elicitation_id")
     fields = [n for n in names if getattr(carried, n) != getattr(remembered, n)]
     verb = "differs" if len(fields) == 1 else "differ"
     return (
@@ -457,8 +533,8 @@ def _differ(carried: Elicitation | None, remembered: Elicitation | None) -> str:
 
 def _reply(answer: ElicitationAnswer, question: Elicitation | None) -> dict[str, Any]:
     """`answer` as the server reads it (an `ElicitResult`'s wire form): the content, its left
-    out defaults filled from `question`'s schema, only with an acceptance."""
-    if answer.action == "accept":
+    out defaults filled from `question`'s schema, only with an acceptance of a form."""
+    if answer.action == "accept" and (question is None or question.url is None):
         schema = question.schema if question is not None else {}
         return {"action": "accept", "content": filled(answer.content, schema)}
     return {"action": answer.action}
@@ -504,11 +580,14 @@ def filled(content: Mapping[str, Any] | None, schema: Mapping[str, Any]) -> dict
     return answer
 
 
-def _pose(params: Mapping[str, Any]) -> tuple[Elicitation, SchemaArguments] | str:
+def _pose(params: Mapping[str, Any]) -> tuple[Elicitation, SchemaArguments | None] | str:
     """A question the user can answer, from `elicitation/create` params (wire form), with its
     answers' validator; or why it is declined."""
-    if params.get("mode", "form") != "form":
-        return "only form questions are answered (not URL mode, which this client does not offer)"
+    mode = params.get("mode", "form")
+    if mode == "url":
+        return _pose_url(params)
+    if mode != "form":
+        return f"its mode {shown_name(str(mode))!r} is neither 'form' nor 'url'"
     schema = params.get("requestedSchema")
     if not isinstance(schema, dict):
         return "it has no requested schema"
@@ -524,3 +603,23 @@ def _pose(params: Mapping[str, Any]) -> tuple[Elicitation, SchemaArguments] | st
     except ValueError as exc:
         return str(exc)
     return Elicitation(str(params.get("message", "")), schema), validator
+
+
+def _pose_url(params: Mapping[str, Any]) -> tuple[Elicitation, None] | str:
+    """A URL-mode question the user can be shown; or why it is declined. Only `http` and
+    `https` URLs are shown: a page of another scheme (`javascript:`, `file:`) is never a link."""
+    url, elicitation_id = params.get("url"), params.get("elicitationId")
+    if not isinstance(url, str) or not url:
+        return "its URL is missing"
+    if len(url) > MAX_URL_CHARS:
+        return f"its URL has {len(url)} characters, over {MAX_URL_CHARS}"
+    parts = urllib.parse.urlsplit(url) if url.isprintable() and " " not in url else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"its URL {shown_name(url)!r} is not an http or https URL"
+    if (
+        not isinstance(elicitation_id, str)
+        or not 0 < len(elicitation_id) <= _MAX_ELICITATION_ID_CHARS
+    ):
+        return f"it has no elicitationId of at most {_MAX_ELICITATION_ID_CHARS} characters"
+    message = params.get("message")
+    return Elicitation(str(message or ""), {}, url=url, elicitation_id=elicitation_id), None

@@ -448,10 +448,11 @@ class MCPServer(ServerCalls["MCPTool"]):
         connection = Connection[MCPTool](None, mode, closed_reason="the MCP server did not connect")
         self._start(connection, lambda: None)
 
-    async def _usable_tools(self, listing: list[dict[str, Any]]) -> list[MCPTool]:
+    async def _usable_tools(self, listing: list[dict[str, Any]], *, tasks: bool) -> list[MCPTool]:
         """A tool for each one listed, except those whose name a provider would refuse, whose
-        `inputSchema` is refused, or whose name the listing repeats: each of those is skipped
-        with a warning, so that it does not cost the server's other tools.
+        `inputSchema` is refused, whose name the listing repeats, or that can only be called as
+        a task when the server takes none (`tasks`): each of those is skipped with a warning, so
+        that it does not cost the server's other tools.
 
         Building a tool checks its schema, which takes time: between tools the connect deadline
         is checked (a cancellation point), so that building counts against `connect_timeout`.
@@ -465,7 +466,7 @@ class MCPServer(ServerCalls["MCPTool"]):
             try:
                 if listed.get("name") in seen:
                     raise ValueError("the server lists a tool of that name already")
-                tool = MCPTool(self, listed)
+                tool = MCPTool(self, listed, tasks=tasks)
             except ValueError as exc:
                 name = shown_name(str(listed.get("name")))
                 logger.warning("MCP server %s: tool %r skipped: %s", self.label, name, exc)
@@ -534,20 +535,28 @@ class MCPTool(DeclaredTool):
     Its specification comes from the server's listing (name, description, `inputSchema`);
     arguments are validated against that schema locally, so invalid ones never reach the server.
 
+    A tool the server lists as task-only (`execution.taskSupport: "required"`) is called as a
+    task (`as_task`), when the server takes `tools/call` as one (`tasks`).
+
     Raises:
         ValueError: The name (with the server's `tool_prefix`) is one providers refuse, the
-            `inputSchema` is refused, or the tool can only be called as a task.
+            `inputSchema` is refused, or the tool can only be called as a task and the server
+            takes none.
     """
 
-    def __init__(self, server: MCPServer, listed: Mapping[str, Any]) -> None:
+    def __init__(
+        self, server: MCPServer, listed: Mapping[str, Any], *, tasks: bool = False
+    ) -> None:
         self.server = server
         self.remote_name: str = listed["name"]
         """The name the server knows the tool by (without `tool_prefix`)."""
         execution = listed.get("execution")
-        if isinstance(execution, Mapping) and execution.get("taskSupport") == "required":
+        self.as_task = isinstance(execution, Mapping) and execution.get("taskSupport") == "required"
+        """Whether its calls are sent as tasks (the tasks extension)."""
+        if self.as_task and not tasks:
             raise ValueError(
-                "it can only be called as a task (execution.taskSupport is 'required'), "
-                "which this client does not do"
+                "it can only be called as a task (execution.taskSupport is 'required'), and "
+                "the server does not say it takes tools/call as one"
             )
         name = check_tool_name(server.tool_prefix + self.remote_name)
         self._arguments = SchemaArguments(

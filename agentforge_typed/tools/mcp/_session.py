@@ -113,14 +113,14 @@ _CHALLENGE_PARAMETER = re.compile(rf'(?<![\w-])(error|scope)="([^"]{{0,{_MAX_PAR
 quadratically over a long run of word characters (a hostile challenge)."""
 
 Revision = Literal["newest", "handshake"]
+URL_ELICITATION_REQUIRED = -32042
 CONNECTION_CLOSED = -32000
 """JSON-RPC error code the SDK raises for requests on a closed connection."""
 
 
 def open_session(read: Any, write: Any, **callbacks: Any) -> ClientSession:
     """A `ClientSession` on the transport's streams that names this library as its client
-    (`clientInfo`) and offers form questions only: the SDK offers URL mode too once an
-    elicitation callback is set, which this client would then decline."""
+    (`clientInfo`); with an elicitation callback, it offers form and URL-mode questions."""
     from importlib.metadata import PackageNotFoundError, version
 
     from mcp.types import Implementation
@@ -130,23 +130,9 @@ def open_session(read: Any, write: Any, **callbacks: Any) -> ClientSession:
     except PackageNotFoundError:  # pragma: no cover - run from a checkout
         release = "0"
     info = Implementation(name="agentforge-typed", version=release)
-    session: ClientSession = _form_only_session()(read, write, client_info=info, **callbacks)
-    return session
-
-
-@functools.cache
-def _form_only_session() -> type[ClientSession]:
     from mcp import ClientSession
-    from mcp.types import ElicitationCapability, FormElicitationCapability
 
-    class FormOnly(ClientSession):
-        def _build_capabilities(self, version: str) -> Any:
-            capabilities = super()._build_capabilities(version)
-            if capabilities.elicitation is not None:
-                capabilities.elicitation = ElicitationCapability(form=FormElicitationCapability())
-            return capabilities
-
-    return FormOnly
+    return ClientSession(read, write, client_info=info, **callbacks)
 
 
 async def negotiate(session: ClientSession, revision: Revision) -> None:
@@ -201,7 +187,7 @@ async def call_tool(
     keywords: dict[str, Any] = {"progress_callback": progress, "meta": meta}
     if _knows_input_required():
         keywords["allow_input_required"] = True
-        if resend is not None:
+        if resend is not None and (resend.responses or resend.state is not None):
             from mcp.types import ElicitResult
 
             keywords["input_responses"] = {
@@ -263,6 +249,15 @@ def is_connection_lost(exc: Exception) -> bool:
         return True
     error = getattr(exc, "error", None)  # the SDK's `MCPError` / `McpError` carry `ErrorData`
     return getattr(error, "code", None) == CONNECTION_CLOSED
+
+
+def url_required(exc: Exception) -> Any:
+    """The error data of a call the server failed with `URLElicitationRequired` (-32042: URL-mode
+    questions to go through first), or `None` for any other failure."""
+    error = getattr(exc, "error", None)
+    if getattr(error, "code", None) != URL_ELICITATION_REQUIRED:
+        return None
+    return getattr(error, "data", None) or {}
 
 
 def single(exc: BaseException) -> BaseException:
