@@ -95,7 +95,9 @@ def said(text: str | None) -> Any:
 
 
 @REVISIONS
-async def test_the_client_names_itself_and_offers_form_and_url_questions(revision: Revision) -> None:
+async def test_the_client_names_itself_and_offers_form_and_url_questions(
+    revision: Revision,
+) -> None:
     async def list_tools(context: Any, params: Any) -> ListToolsResult:
         return ListToolsResult(tools=[Tool(name="who", input_schema={"type": "object"})])
 
