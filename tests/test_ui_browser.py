@@ -7,6 +7,7 @@ the module skips, saying how to install one. Screenshots go to `tests/artifacts/
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -34,6 +35,7 @@ pytestmark = pytest.mark.slow  # each test starts a browser
 browser = browser_support.browser
 ARTIFACTS = Path(__file__).parent / "artifacts"
 FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
+RAW_SERVER = str(Path(__file__).with_name("mcp_raw_server.py"))
 WAIT_MS = 30_000
 
 
@@ -172,3 +174,43 @@ def test_a_server_s_question_is_a_form(browser: Any) -> None:
                 page.assistant_says("The server heard: answer: accept Ada")
                 assert page.problems == []
                 page.close()
+
+
+def _goes(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
+    if isinstance(messages[-1], ToolResultMessage):
+        return AiMessage(text=f"The server heard: {messages[-1].text}")
+    return AiMessage(tool_calls=[ToolCall(id="q1", name="go", arguments="{}")])
+
+
+@pytest.mark.parametrize(
+    ("url", "link"),
+    [("https://auth.example.com/consent?flow=1", True), ("javascript:alert(1)", False)],
+)
+def test_a_server_s_url_question_is_a_link_and_a_done_button(
+    browser: Any, url: str, link: bool
+) -> None:
+    # The second URL never reaches the page as a question: the client declines it at once.
+    step = {"ask": {"mode": "url", "message": "Sign in", "url": url, "elicitationId": "e-1"}}
+    script = {"tools": [{"name": "go", "inputSchema": {"type": "object"}}], "calls": {"go": [step]}}
+    server = MCPServer.stdio(sys.executable, [RAW_SERVER, json.dumps(script)], revision="handshake")
+    with server as mcp:
+        app = create_app(ToolService([mcp]), FunctionModel(_goes))
+        with ui_support.served(app) as served:
+            page = Page(browser, served)
+            page.ask("sign me in")
+            if not link:
+                page.assistant_says('The server heard: {"action": "decline"}')
+                assert page.page.locator("main a").count() == 0
+                assert page.problems == []
+                page.close()
+                return
+            anchor = page.tool("go").locator('a[data-role="url"]')
+            anchor.wait_for()
+            assert anchor.inner_text() == url
+            assert anchor.get_attribute("href") == url
+            assert anchor.get_attribute("rel") == "noopener noreferrer"
+            page.shot("ui-url-question")
+            page.tool("go").locator('[data-action="done"]').click()
+            page.assistant_says('The server heard: {"action": "accept"}')
+            assert page.problems == []
+            page.close()
