@@ -16,6 +16,7 @@ import base64
 import gzip
 import json
 import re
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,10 @@ from agentforge_typed import (
     ToolService,
 )
 
-pytestmark = pytest.mark.slow  # each module starts Node servers
+pytestmark = [
+    pytest.mark.slow,  # Node servers
+    pytest.mark.skipif(sys.platform == "win32", reason="records the stdio wire through sh"),
+]
 
 ALWAYS = frozenset(
     {
