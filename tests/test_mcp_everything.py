@@ -2,8 +2,10 @@
 Node, from `tests/js`; fixtures in tests/everything_support.py), over stdio and streamable HTTP,
 through a `ToolService` run driven by a `FunctionModel`: which of its tools register for the
 capabilities the client offers, what the model reads of each kind of content, progress, a call
-cut off by its timeout, and its elicitation form (SEP-1330 multi-selects, SEP-1034 defaults) as a
-pause of the run that an `ElicitationAnswer` resumes.
+cut off by its timeout; and, each a pause of the run that an `ElicitationAnswer` resumes, its
+elicitation form (SEP-1330 multi-selects, SEP-1034 defaults), its URL-mode questions (asked
+mid-call, or by failing the call with -32042), and the question its task-only tool asks while it
+runs as a task.
 
 The server speaks the handshake revisions only (2025-11-25 and older): the client's probe of the
 stateless revision falls back to the handshake, where the server asks its questions mid-call.
@@ -36,6 +38,7 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     DocumentContent,
+    Elicitation,
     ElicitationAnswer,
     FileContent,
     FinalResultEvent,
@@ -83,9 +86,9 @@ NEVER = frozenset(
     }
 )
 """Listed only to a client offering sampling, roots, or tasks of its own requests."""
-OFFERED = ALWAYS | {FORM}
-"""What a `ToolService` offers the model of the server's tools, today: the client offers form
-elicitation only, and leaves task-only tools out."""
+OFFERED = ALWAYS | {FORM, URL_MODE, TASK_ONLY}
+"""What a `ToolService` offers the model of the server's tools: the client offers form and
+URL-mode elicitation, and calls task-only tools as tasks."""
 HISTORY: TypeAdapter[list[ChatMessage]] = TypeAdapter(list[ChatMessage])
 
 
@@ -129,8 +132,8 @@ def test_every_tool_the_server_lists_for_our_capabilities_is_offered_to_the_mode
     ToolService([everything_mcp.server]).chat(FunctionModel(look), "what can you do?")
     assert sorted(offered) == sorted(OFFERED)
     assert not OFFERED & NEVER  # no sampling, roots or client-side tasks offered
-    # Each listed tool's inputSchema was accepted: only the task-only tool was skipped.
-    assert set(skipped_tools(everything_mcp.warnings)) == {TASK_ONLY}
+    # Each listed tool's inputSchema was accepted: none was skipped.
+    assert skipped_tools(everything_mcp.warnings) == {}
     tools = {tool.name: tool for tool in everything_mcp.server.tools()}
     echo = tools["echo"].specification
     assert (echo.description, echo.parameters["required"]) == (
@@ -151,20 +154,6 @@ def test_every_tool_the_server_lists_for_our_capabilities_is_offered_to_the_mode
         destructive=False,
         idempotent=False,
         open_world=False,
-    )
-
-
-def test_url_mode_and_task_only_tools_are_left_out_today(everything_mcp: Entered) -> None:
-    """The client offers form elicitation only (not URL mode), and does not call tools as tasks:
-    the server lists no `trigger-url-elicitation`, and `simulate-research-query` is skipped
-    with a warning. Once URL mode and the tasks extension land, both are offered: flip this
-    test (and `OFFERED`) into one that asserts they register and work end to end."""
-    names = {tool.name for tool in everything_mcp.server.tools()}
-    assert URL_MODE not in names
-    assert TASK_ONLY not in names
-    assert skipped_tools(everything_mcp.warnings)[TASK_ONLY] == (
-        "it can only be called as a task (execution.taskSupport is 'required'), which this "
-        "client does not do"
     )
 
 
@@ -358,6 +347,34 @@ def test_a_call_over_its_timeout_is_cut_off_and_the_server_told(
         assert [m["params"]["requestId"] for m in cancelled] == [call["id"]]
 
 
+def test_a_task_whose_call_times_out_is_cancelled_on_the_server(
+    everything: Everything, tmp_path: Path
+) -> None:
+    # The research task takes 4 s (four stages of 1 s each, whatever it is asked).
+    wire = tmp_path / "wire.jsonl" if everything.transport == "stdio" else None
+    with everything.server(timeout=1.5, wire=wire) as server:
+        done = ToolService([server]).chat(calls(TASK_ONLY, {"topic": "tides"}), "research")
+        (execution,) = done.tool_executions
+        assert (execution.result.error_kind, execution.result.text) == (
+            "timeout",
+            f"Tool `{TASK_ONLY}` timed out after 1.5 seconds.",
+        )
+        after = model_reads(server, "echo", {"message": "still here"})
+        assert after.text == "Echo: still here"
+    if wire is not None:  # the task was created, then cancelled, on the wire
+        messages = sent(wire)
+        (created,) = [m for m in messages if m.get("params", {}).get("name") == TASK_ONLY]
+        assert (created["params"]["arguments"], created["params"]["task"]) == (
+            {"topic": "tides"},
+            {},
+        )
+        (cancel,) = [m for m in messages if m.get("method") == "tasks/cancel"]
+        assert re.fullmatch(r"[0-9a-f]{32}", cancel["params"]["taskId"])
+        polled = {m["params"]["taskId"] for m in messages if m.get("method") == "tasks/get"}
+        assert polled <= {cancel["params"]["taskId"]}
+        assert not [m for m in messages if m.get("method") == "tasks/result"]
+
+
 # -- elicitation ---------------------------------------------------------------------------------
 
 ANSWER = {
@@ -509,11 +526,11 @@ def recorded(
         yield server, wire
 
 
-def test_the_client_offers_form_elicitation_only(recorded: tuple[MCPServer, Path]) -> None:
-    """Flip with URL mode (`"url": {}`) and tasks, once they land."""
+def test_the_client_offers_form_and_url_mode_elicitation(recorded: tuple[MCPServer, Path]) -> None:
+    # Nothing else: no sampling, no roots, no tasks of the server's requests.
     server, wire = recorded
     (initialize,) = [m for m in sent(wire) if m.get("method") == "initialize"]
-    assert initialize["params"]["capabilities"] == {"elicitation": {"form": {}}}
+    assert initialize["params"]["capabilities"] == {"elicitation": {"form": {}, "url": {}}}
     assert initialize["params"]["clientInfo"]["name"] == "agentforge-typed"
     assert server.protocol_version == "2025-11-25"
 
@@ -528,3 +545,156 @@ def test_the_list_changes_the_server_announces_at_the_start_change_nothing(
     model_reads(everything_mcp.server, "echo", {"message": "a round"})  # a listing settles
     assert everything_mcp.server.tools_version == 1
     assert {tool.name for tool in everything_mcp.server.tools()} == OFFERED
+
+
+# -- URL-mode questions --------------------------------------------------------------------------
+
+
+def url_question(paused: ToolChatResult[Any]) -> Elicitation:
+    (pending,) = paused.pending
+    assert (pending.call.id, pending.reason) == ("c1", "elicitation")
+    assert pending.elicitation is not None
+    return pending.elicitation
+
+
+def test_a_url_question_asked_mid_call_pauses_the_run_and_the_user_s_word_resumes_it(
+    everything_mcp: Entered,
+) -> None:
+    arguments = {
+        "url": "https://example.com/consent?flow=mid-call",
+        "message": "Sign in to the example",
+        "elicitationId": "consent-1",
+    }
+    service = ToolService([everything_mcp.server])
+    paused = service.chat(calls(URL_MODE, arguments), "sign me in")
+    question = url_question(paused)
+    assert (question.message, question.url, question.elicitation_id) == (
+        "Sign in to the example",
+        "https://example.com/consent?flow=mid-call",
+        "consent-1",
+    )
+    assert (question.schema, question.key, question.state) == ({}, None, None)
+    went = ElicitationAnswer()  # the user went through the page: no content
+    done = service.chat(
+        calls(URL_MODE, arguments), round_trip(paused.messages), approvals={"c1": went}
+    )
+    assert elicited(done) == (
+        "✅ User completed the URL elicitation flow.\n"
+        "Elicitation ID: consent-1\n"
+        "URL: https://example.com/consent?flow=mid-call",
+        {"action": "accept"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("action", "said"),
+    [
+        ("decline", "❌ User declined to open the URL (Elicitation ID: consent-2)."),
+        ("cancel", "⚠️ User cancelled the URL elicitation (Elicitation ID: consent-2)."),
+    ],
+)
+def test_a_url_question_refused(everything_mcp: Entered, action: Any, said: str) -> None:
+    arguments = {"url": "https://example.com/consent?flow=refused", "elicitationId": "consent-2"}
+    service = ToolService([everything_mcp.server])
+    paused = service.chat(calls(URL_MODE, arguments), "sign me in")
+    assert url_question(paused).elicitation_id == "consent-2"
+    refusal = ElicitationAnswer(action=action)
+    done = service.chat(calls(URL_MODE, arguments), paused.messages, approvals={"c1": refusal})
+    assert elicited(done) == (said, {"action": action})
+
+
+PREREQUISITE = "Open this link to satisfy the prerequisite, then retry the request."
+"""What the server's URL-mode question says when it fails a call for it (-32042)."""
+
+
+def test_a_call_failed_for_a_url_question_is_sent_again_once_the_user_went_through_it(
+    everything_mcp: Entered,
+) -> None:
+    # The server fails the call with URLElicitationRequired (-32042), naming a page; sent again
+    # with the same arguments, it proceeds (and asks mid-call for the page it was given).
+    arguments = {
+        "url": "https://example.com/consent?flow=error-path",
+        "elicitationId": "consent-3",
+        "errorPath": True,
+    }
+    service = ToolService([everything_mcp.server])
+    paused = service.chat(calls(URL_MODE, arguments), "sign me in")
+    first = url_question(paused)
+    assert (first.message, first.url) == (PREREQUISITE, "https://modelcontextprotocol.io")
+    assert first.elicitation_id is not None
+    assert re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", first.elicitation_id)
+    went = ElicitationAnswer()
+    again = service.chat(
+        calls(URL_MODE, arguments), round_trip(paused.messages), approvals={"c1": went}
+    )
+    second = url_question(again)  # the call went again, and its server now asks mid-call
+    assert (second.url, second.elicitation_id) == (
+        "https://example.com/consent?flow=error-path",
+        "consent-3",
+    )
+    done = service.chat(
+        calls(URL_MODE, arguments), round_trip(again.messages), approvals={"c1": went}
+    )
+    assert elicited(done)[1] == {"action": "accept"}
+    assert elicited(done)[0].startswith("✅ User completed the URL elicitation flow.")
+
+
+def test_a_call_failed_for_a_url_question_the_user_declines_is_not_sent_again(
+    everything_mcp: Entered,
+) -> None:
+    arguments = {"url": "https://example.com/consent?flow=declined", "errorPath": True}
+    service = ToolService([everything_mcp.server])
+    paused = service.chat(calls(URL_MODE, arguments), "sign me in")
+    assert url_question(paused).message == PREREQUISITE
+    refusal = ElicitationAnswer(action="decline")
+    done = service.chat(calls(URL_MODE, arguments), paused.messages, approvals={"c1": refusal})
+    (execution,) = done.tool_executions
+    assert execution.result.is_error
+    assert execution.result.text == (
+        f"Tool `{URL_MODE}` failed: the call was not sent: the server required the user to go "
+        f"through a page first, and the user declined it ({PREREQUISITE!r})"
+    )
+
+
+# -- task-only tools -----------------------------------------------------------------------------
+
+
+def test_a_task_only_tool_runs_as_a_task_and_its_question_pauses_the_run(
+    everything_mcp: Entered,
+) -> None:
+    # Called as a task: created, polled at the server's interval (1 s), its result fetched; the
+    # question the task asks (it went `input_required`) comes on that `tasks/result`. The
+    # research takes four stages of 1 s each.
+    arguments = {"topic": "python", "ambiguous": True}
+    service = ToolService([everything_mcp.server])
+    paused = service.chat(calls(TASK_ONLY, arguments), "research python")
+    (pending,) = paused.pending
+    assert (pending.call.id, pending.reason) == ("c1", "elicitation")
+    question = pending.elicitation
+    assert question is not None
+    assert question.message == (
+        'The research query "python" could have multiple interpretations. Please clarify what '
+        "you're looking for:"
+    )
+    assert question.schema["required"] == ["interpretation"]
+    assert question.schema["properties"]["interpretation"]["oneOf"] == [
+        {"const": "programming", "title": "Python programming language"},
+        {"const": "snake", "title": "Python snake species"},
+        {"const": "comedy", "title": "Monty Python comedy group"},
+    ]
+    answer = ElicitationAnswer({"interpretation": "snake"})
+    done = service.chat(
+        calls(TASK_ONLY, arguments), round_trip(paused.messages), approvals={"c1": answer}
+    )
+    assert done.pending == ()
+    (execution,) = done.tool_executions
+    assert not execution.result.is_error
+    report = execution.result.text
+    assert report.startswith(
+        "# Research Report: python (snake)\n\n"
+        "## Research Parameters\n"
+        "- **Topic**: python\n"
+        "- **Clarification**: snake\n"
+    )
+    assert "3. Status progressed: `working` → `input_required` → `working` → `completed`" in report
+    assert 'After receiving clarification ("snake"), the task resumed processing' in report
