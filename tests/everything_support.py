@@ -9,10 +9,12 @@ its own server process; over streamable HTTP one process serves the module (each
 tests share (for the tests that leave nothing behind on the session), with the warnings logged
 while it was entered.
 
-The server is hostile to its host: over HTTP it binds every interface, and its `get-env` tool
-returns its whole environment. It is therefore started with an environment of its port alone
-(stdio: the MCP SDK's default, a handful of variables such as PATH and HOME), and stopped at
-teardown. A test module using these fixtures imports them and `node`:
+The server is unsafe to its host: over HTTP it listens on every interface, with no
+authorization; its `get-env` tool returns its whole environment, and `gzip-file-as-resource`
+fetches any URL it is given. It is therefore started with an environment of its own (`ENV`, and
+over HTTP its port; stdio adds the MCP SDK's default, a handful of variables such as PATH and
+HOME), which lets it fetch from no host (`data:` URIs only); over HTTP, `tests/js/loopback.cjs`
+makes it listen on 127.0.0.1 alone; and it is stopped at teardown. A test module using these fixtures imports them and `node`:
 
 ```python
 from everything_support import everything as everything  # the fixtures
@@ -52,6 +54,11 @@ TRANSPORTS: tuple[Transport, ...] = ("stdio", "http")
 
 EVERYTHING = JS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
 INDEX = EVERYTHING / "index.js"
+LOOPBACK = JS / "loopback.cjs"
+"""Preloaded into the HTTP server: its `listen(port)` listens on 127.0.0.1 only."""
+ENV = {"GZIP_ALLOWED_DOMAINS": "invalid"}
+"""The server's environment (but for the HTTP server's port): `gzip-file-as-resource` fetches
+only from hosts under `invalid`, a name that never resolves (RFC 6761), so from none."""
 STARTUP_SECONDS = 60.0
 """How long the HTTP server may take to listen (Node starts slowly on a loaded machine)."""
 STARTS = 3
@@ -84,11 +91,11 @@ def stdio_server(
     `Everything.server`."""
     errlog = _Dropped()
     if wire is None:
-        return MCPServer.stdio(str(node), [str(INDEX), "stdio"], errlog=errlog, **options)
+        return MCPServer.stdio(str(node), [str(INDEX), "stdio"], ENV, errlog=errlog, **options)
     # `tee` between the client and the server: what the client wrote, as the server read it.
     script = 'tee -a "$0" | exec "$1" "$2" stdio'
     args = ["-c", script, str(wire), str(node), str(INDEX)]
-    return MCPServer.stdio("sh", args, errlog=errlog, **options)
+    return MCPServer.stdio("sh", args, ENV, errlog=errlog, **options)
 
 
 class _Dropped(io.StringIO):
@@ -117,17 +124,17 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def http_everything(node: Path) -> Iterator[str]:
-    """The everything server over streamable HTTP, on a free port, with an environment of its
-    port alone; yields its endpoint (`http://127.0.0.1:PORT/mcp`) once it listens, and stops it
-    on leaving."""
+    """The everything server over streamable HTTP, on a free port of 127.0.0.1, with `ENV` and
+    its port for environment; yields its endpoint (`http://127.0.0.1:PORT/mcp`) once it listens,
+    and stops it on leaving."""
     failures: list[str] = []
     for _ in range(STARTS):
         port = _free_port()
         with tempfile.TemporaryFile() as errors:
             process = subprocess.Popen(
-                [str(node), str(INDEX), "streamableHttp"],
+                [str(node), "--require", str(LOOPBACK), str(INDEX), "streamableHttp"],
                 cwd=JS,
-                env={"PORT": str(port)},
+                env={**ENV, "PORT": str(port)},
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,  # a line per request: never read, never blocks
                 stderr=errors,

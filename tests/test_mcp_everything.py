@@ -15,10 +15,12 @@ the session (a question it asks is answered before it ends)."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import re
 import sys
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -166,12 +168,38 @@ def test_tools_needing_sampling_or_roots_are_not_listed(everything_mcp: Entered)
 def test_the_server_process_sees_only_the_environment_it_was_given(
     everything_mcp: Entered,
 ) -> None:
-    # `get-env` returns the server's whole environment: the fixtures scrub it.
+    # `get-env` returns the server's whole environment: the fixtures give it its own.
     shown = json.loads(model_reads(everything_mcp.server, "get-env").text)
+    assert shown["GZIP_ALLOWED_DOMAINS"] == "invalid"
     if everything_mcp.transport == "http":
-        assert set(shown) == {"PORT"}
-    else:  # the MCP SDK's default environment for a stdio server
-        assert set(shown) <= {"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"}
+        assert set(shown) == {"GZIP_ALLOWED_DOMAINS", "PORT"}
+    else:  # and the MCP SDK's default environment for a stdio server
+        assert set(shown) - {"GZIP_ALLOWED_DOMAINS"} <= {
+            *("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"),
+        }
+
+
+def listening(port: int) -> set[str]:
+    """The local addresses (hex, as /proc/net/tcp* write them) listening on `port`."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(FileNotFoundError), open(table) as lines:
+            for line in list(lines)[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, _, hex_port = local.partition(":")
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    found.add(address)
+    return found
+
+
+@pytest.mark.parametrize("everything", ["http"], indirect=True)
+def test_the_http_server_listens_on_loopback_only(everything: Everything) -> None:
+    if not Path("/proc/net/tcp").exists():
+        pytest.skip("reads the listening sockets from /proc/net")
+    assert everything.url is not None
+    port = urllib.parse.urlsplit(everything.url).port
+    assert port is not None
+    assert listening(port) == {"0100007F"}  # 127.0.0.1; not 0.0.0.0 nor ::
 
 
 # -- content -------------------------------------------------------------------------------------
@@ -292,6 +320,15 @@ def test_a_compressed_file_as_a_file_part_or_a_link(everything_mcp: Entered) -> 
     assert embedded.text == f"[file: application/gzip, {len(part.data)} bytes]"
     linked = model_reads(everything_mcp.server, GZIP, {**given, "outputType": "resourceLink"})
     assert (linked.text, linked.content) == ("[resource: demo://resource/session/hello.txt.gz]", ())
+
+
+def test_the_server_fetches_from_no_host(everything_mcp: Entered) -> None:
+    refused = model_reads(everything_mcp.server, GZIP, {"data": "https://example.com/a.txt"})
+    assert (refused.is_error, refused.text) == (
+        True,
+        "Error processing file https://example.com/a.txt: Domain example.com is not in the "
+        "allowed domains list.",
+    )
 
 
 def test_a_tool_error_the_server_reports_is_what_the_model_reads(everything_mcp: Entered) -> None:
