@@ -14,6 +14,7 @@ the session (a question it asks is answered before it ends)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import gzip
@@ -410,6 +411,29 @@ def test_a_task_whose_call_times_out_is_cancelled_on_the_server(
         polled = {m["params"]["taskId"] for m in messages if m.get("method") == "tasks/get"}
         assert polled <= {cancel["params"]["taskId"]}
         assert not [m for m in messages if m.get("method") == "tasks/result"]
+
+
+async def test_a_run_cancelled_mid_call_tells_the_server(
+    everything: Everything, tmp_path: Path
+) -> None:
+    # The run's task is cancelled (here by `wait_for`) while a call waits on the server, then
+    # while a task-only tool's task runs (its research takes 4 s).
+    wire = tmp_path / "wire.jsonl" if everything.transport == "stdio" else None
+    async with everything.server(wire=wire) as server:
+        service = ToolService([server])
+        long, research = calls(LONG, {"duration": 3, "steps": 3}), calls(TASK_ONLY, {"topic": "x"})
+        for model, seconds in ((long, 0.7), (research, 1.5)):  # the task made (at once) by then
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(service.achat(model, "go"), seconds)
+        after = await service.achat(calls("echo", {"message": "still here"}), "go")
+        assert after.text == "the tool said: Echo: still here"
+    if wire is not None:
+        messages = sent(wire)
+        (call,) = [m for m in messages if m.get("params", {}).get("name") == LONG]
+        cancelled = [m for m in messages if m.get("method") == "notifications/cancelled"]
+        assert [m["params"]["requestId"] for m in cancelled] == [call["id"]]
+        (cancel,) = [m for m in messages if m.get("method") == "tasks/cancel"]
+        assert re.fullmatch(r"[0-9a-f]{32}", cancel["params"]["taskId"])
 
 
 # -- elicitation ---------------------------------------------------------------------------------
