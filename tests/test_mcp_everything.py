@@ -1,11 +1,12 @@
-"""The MCP client against the reference "everything" server (`@modelcontextprotocol/server-everything`,
-Node, from `tests/js`; fixtures in tests/everything_support.py), over stdio and streamable HTTP,
-through a `ToolService` run driven by a `FunctionModel`: which of its tools register for the
-capabilities the client offers, what the model reads of each kind of content, progress, a call
-cut off by its timeout; and, each a pause of the run that an `ElicitationAnswer` resumes, its
-elicitation form (SEP-1330 multi-selects, SEP-1034 defaults), its URL-mode questions (asked
-mid-call, or by failing the call with -32042), and the question its task-only tool asks while it
-runs as a task.
+"""The MCP client against the reference "everything" server
+(`@modelcontextprotocol/server-everything`, Node, from `tests/js`; fixtures in
+tests/everything_support.py), over stdio and streamable HTTP, through a `ToolService` run driven
+by a `FunctionModel`: which of its tools register for the capabilities the client offers, what
+the model reads of each kind of content, progress, a call cut off by its timeout or by a
+cancelled run (the server told); and, each a pause of the run that an `ElicitationAnswer`
+resumes, its elicitation form (SEP-1330 multi-selects, SEP-1034 defaults), its URL-mode
+questions (asked mid-call, or by failing the call with -32042), and the question its task-only
+tool asks while it runs as a task.
 
 The server speaks the handshake revisions only (2025-11-25 and older): the client's probe of the
 stateless revision falls back to the handshake, where the server asks its questions mid-call.
