@@ -713,7 +713,7 @@ def test_a_call_failed_for_a_url_question_the_user_declines_is_not_sent_again(
     (execution,) = done.tool_executions
     assert execution.result.is_error
     assert execution.result.text == (
-        f"Tool `{URL_MODE}` failed: the call was not sent: the server required the user to go "
+        f"Tool `{URL_MODE}` failed: the call was not sent again: the server required the user to go "
         f"through a page first, and the user declined it ({PREREQUISITE!r})"
     )
 

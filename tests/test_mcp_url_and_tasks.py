@@ -225,7 +225,7 @@ def test_a_call_whose_url_question_is_refused_is_not_sent_again(
         answer = ElicitationAnswer(action=action)  # type: ignore[arg-type]
         result = service.chat(calls(), paused.messages, approvals={"c1": answer})
     assert said(result) == (
-        "Tool `go` failed: the call was not sent: the server required the user to go through a "
+        "Tool `go` failed: the call was not sent again: the server required the user to go through a "
         f"page first, and the user {done} it ('Connect first')"
     )
     assert len(raw.requests("tools/call")) == 1

@@ -77,7 +77,7 @@ async def _round_trip_over_ag_ui(mode: str, http: httpx.AsyncClient) -> None:
         assert interrupt["metadata"]["url"] == URL
         assert interrupt["responseSchema"] == NO_ANSWER_SCHEMA
         events = await agui_run(http, THREAD, messages, resolved(interrupt))
-        expected = {"action": "accept"}
+        expected: dict[str, Any] = {"action": "accept"}
     else:
         assert "url" not in interrupt["metadata"]
         assert interrupt["responseSchema"] == NAME

@@ -512,7 +512,7 @@ def _again(
     done = "declined" if answer.action == "decline" else "dismissed"
     return execution_error_result(
         tool_name,
-        f"the call was not sent: the server required the user to go through a page first, "
+        f"the call was not sent again: the server required the user to go through a page first, "
         f"and the user {done} it ({question.message!r})",
     )
 
