@@ -3,7 +3,9 @@ the hostile and edge cases an SDK-built server will not send: URL-mode questions
 `URLElicitationRequired` errors, tasks in any status.
 
 The script:
-- `"tools"`: the tools listed (`tools/list`'s `tools`);
+- `"tools"`: the tools listed (`tools/list`'s `tools`); `"listings"`: the tools of the first
+  listings, one per `tools/list`, before `"tools"`; with `"changed_after_listing"`, each of them
+  is followed at once by `notifications/tools/list_changed`;
 - `"capabilities"`: the server's capabilities (default: tools and tasks for `tools/call`);
 - `"calls"`: per tool name, what a `tools/call` does, a list of steps taken one per call (the
   last one repeats): `{"error": {...}}` answers that JSON-RPC error; `{"ask": params}` sends
@@ -26,6 +28,7 @@ CAPABILITIES = SCRIPT.get(
     "capabilities", {"tools": {}, "tasks": {"cancel": {}, "requests": {"tools": {"call": {}}}}}
 )
 CALLS: dict[str, list[dict[str, Any]]] = SCRIPT.get("calls", {})
+LISTINGS: list[list[dict[str, Any]]] = SCRIPT.get("listings", [])
 TAKEN: dict[str, int] = {}
 POLLED: dict[str, int] = {}
 TASKS: dict[str, dict[str, Any]] = {}
@@ -114,7 +117,11 @@ def main() -> None:
             }
             send({"id": request_id, "result": result})
         elif method == "tools/list":
-            send({"id": request_id, "result": {"tools": TOOLS}})
+            changed = bool(LISTINGS) and SCRIPT.get("changed_after_listing")
+            listed = LISTINGS.pop(0) if LISTINGS else TOOLS
+            send({"id": request_id, "result": {"tools": listed}})
+            if changed:
+                send({"method": "notifications/tools/list_changed"})
         elif method == "tools/call":
             call(request_id, params)
         elif method in ("tasks/get", "tasks/result", "tasks/cancel"):

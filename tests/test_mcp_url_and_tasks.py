@@ -411,3 +411,16 @@ def test_a_task_only_tool_of_a_server_taking_no_tasks_is_left_out(
     with raw.server() as mcp:
         assert [t.name for t in mcp.tools()] == ["go"]
     assert any("tool 'research' skipped" in w for w in warnings)
+
+
+def test_a_change_announced_right_after_the_first_listing_is_listed(tmp_path: Path) -> None:
+    # The notification reaches the client while its first session is still being handed over.
+    script = {"listings": [[TOOL]], "changed_after_listing": True}
+    raw = Raw(tmp_path, {}, tools=[TOOL, {**TOOL, "name": "added"}], **script)
+    with raw.server() as mcp:
+        for _ in range(200):
+            if [t.name for t in mcp.tools()] == ["go", "added"]:
+                break
+            time.sleep(0.025)
+        assert [t.name for t in mcp.tools()] == ["go", "added"]
+    assert len(raw.requests("tools/list")) == 2

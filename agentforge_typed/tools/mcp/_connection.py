@@ -340,9 +340,12 @@ class SessionHolder(Generic[ToolT]):
                 await anyio.sleep(max(0.0, live.relisted_at + RELIST_INTERVAL - time.monotonic()))
                 live.relist_again = False
                 live.relisted_at = time.monotonic()
-                # None while the first session connects: its own listing comes after this.
                 held: Held[ToolT] | None = getattr(live, "held", None)
-                if held is not None and held.usable():
+                if held is None:
+                    # The first session is still being handed over: its listing may have been
+                    # answered before the change, so list again once it is.
+                    live.relist_again = True
+                elif held.usable():
                     try:
                         with anyio.fail_after(self.connect_timeout):
                             live.adopt(await self._list(held.session))
