@@ -188,10 +188,18 @@ def test_import_defers_what_a_program_may_not_use() -> None:
         "httpx",
         "jsonschema",
         "agentforge_typed.providers.openai",
+        "agentforge_typed.providers._dialects",
+        "agentforge_typed.loop._tracing",
+        "agentforge_typed.tools._http",
+        "agentforge_typed.tools.mcp._server",
+        "agentforge_typed.serving._server",
         "agentforge_typed.cli",
     ]
     code = (
+        # The public homes load their names on first use too.
         "import sys, agentforge_typed\n"
+        "import agentforge_typed.loop, agentforge_typed.providers, agentforge_typed.serving\n"
+        "import agentforge_typed.tools\n"
         f"loaded = [m for m in {deferred!r} if m in sys.modules]\n"
         "assert not loaded, loaded\n"
         "from agentforge_typed import OpenAIChatModel, HttpTool\n"
