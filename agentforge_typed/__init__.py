@@ -295,8 +295,9 @@ if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above 
     def __getattr__(name: str) -> Any:
         if name in _DEPRECATED:
             new, module = _DEPRECATED[name]
+            home = f", from agentforge_typed{_MOVED[new]}" if new in _MOVED else ""
             warnings.warn(
-                f"agentforge_typed.{name} is deprecated: use {new} (the same class)",
+                f"agentforge_typed.{name} is deprecated: use {new} (the same class{home})",
                 DeprecationWarning,
                 stacklevel=2,
             )

@@ -143,6 +143,17 @@ def test_every_name_the_top_level_lists_off_its_all_has_a_home() -> None:
     assert listed == moved
 
 
+def test_a_deprecated_name_says_where_its_replacement_lives() -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"use ArgumentProblem \(the same class, from "
+        r"agentforge_typed\.tools\)",
+    ):
+        agentforge_typed.ArgumentError  # noqa: B018
+    with pytest.warns(DeprecationWarning, match=r"use UsageLimitExceededError \(the same class\)"):
+        agentforge_typed.UsageLimitExceeded  # noqa: B018
+
+
 def test_no_name_is_exported_from_two_public_homes() -> None:
     seen: dict[str, str] = dict.fromkeys(agentforge_typed.__all__, "agentforge_typed")
     for module_name in PUBLIC_MODULES:
