@@ -37,7 +37,8 @@ from pydantic import TypeAdapter
 sys.path.insert(0, str(Path(__file__).parent))
 from dispatch import OrderArgs, SearchArgs, WeatherArgs, get_weather, place_order, search
 
-from agentforge_typed import SchemaTool, ToolService, ToolSpecification, tool
+from agentforge_typed import ToolService, tool
+from agentforge_typed.tools import SchemaTool, ToolSpecification
 
 WORKLOADS: list[tuple[str, Callable[..., Any], type]] = [
     ("2 params", get_weather, WeatherArgs),

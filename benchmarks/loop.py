@@ -29,9 +29,9 @@ from agentforge_typed import (
     ToolResultMessage,
     ToolService,
     UserMessage,
-    instrument,
     tool,
 )
+from agentforge_typed.loop import instrument
 
 CALL = AiMessage(tool_calls=[ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')])
 ANSWER = AiMessage(text="5")

@@ -25,7 +25,8 @@ import time
 from collections.abc import Callable
 from functools import partial
 
-from agentforge_typed import ChatResponse, ResponseComplete
+from agentforge_typed import ChatResponse
+from agentforge_typed.providers import ResponseComplete
 from agentforge_typed.providers._base import StreamParser
 from agentforge_typed.providers._gemini_wire import GeminiStreamAccumulator
 from agentforge_typed.providers._openai_wire import StreamAccumulator

@@ -13,9 +13,9 @@ from agentforge_typed import (
     ChatRequest,
     ChatResponse,
     OpenAIChatModel,
-    StreamEvent,
     UserMessage,
 )
+from agentforge_typed.providers import StreamEvent
 
 anthropic = AnthropicChatModel(
     "claude-sonnet-4-5",

@@ -17,15 +17,14 @@ from agentforge_typed import (
     ElicitationAnswer,
     FunctionModel,
     PendingCall,
-    PendingReason,
-    SchemaTool,
     ToolCall,
     ToolContext,
     ToolFailed,
     ToolService,
-    ToolSpecification,
     tool,
 )
+from agentforge_typed.loop import PendingReason
+from agentforge_typed.tools import SchemaTool, ToolSpecification
 
 
 def over_100(call: ToolCall, context: ToolContext[Any]) -> bool:

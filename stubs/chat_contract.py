@@ -14,14 +14,11 @@ from agentforge_typed import (
     ChatRequest,
     ChatRequestParameters,
     ChatResponse,
-    FinishReason,
     FunctionModel,
-    StreamEvent,
-    TokenUsage,
     ToolCall,
-    ToolChoice,
     UserMessage,
 )
+from agentforge_typed.providers import FinishReason, StreamEvent, TokenUsage, ToolChoice
 
 
 def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:

@@ -13,18 +13,20 @@ from typing_extensions import assert_type
 from agentforge_typed import (
     AiMessage,
     FunctionModel,
-    MemoryCache,
-    ResultCache,
-    SubRunEvent,
     Tool,
-    ToolAnnotations,
     ToolExecution,
-    ToolExecutionResult,
     ToolLoopEvent,
     ToolService,
     tool,
 )
-from agentforge_typed.tools import ToolOptions
+from agentforge_typed.loop import SubRunEvent
+from agentforge_typed.tools import (
+    MemoryCache,
+    ResultCache,
+    ToolAnnotations,
+    ToolExecutionResult,
+    ToolOptions,
+)
 
 
 @tool(cache=60, annotations=ToolAnnotations(read_only=True))

@@ -14,17 +14,21 @@ from agentforge_typed import (
     ImageContent,
     MCPServer,
     OpenAIChatModel,
-    SchemaTool,
     TextContent,
     Tool,
     ToolCall,
     ToolResultMessage,
     ToolReturn,
-    ToolSpecification,
     UserMessage,
     tool,
 )
-from agentforge_typed.tools import MAX_CONTENT_BYTES, MAX_CONTENT_PARTS, ContentURLs
+from agentforge_typed.tools import (
+    MAX_CONTENT_BYTES,
+    MAX_CONTENT_PARTS,
+    ContentURLs,
+    SchemaTool,
+    ToolSpecification,
+)
 
 image = ImageContent(data=b"\x89PNG", media_type="image/png")
 assert_type(image.data, bytes | None)

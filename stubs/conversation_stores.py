@@ -10,7 +10,6 @@ from typing import Any
 from typing_extensions import assert_type
 
 from agentforge_typed import AgentForgeError, ChatMessage, UserMessage
-from agentforge_typed import ConversationConflictError as TopLevelConflict
 from agentforge_typed.stores import (
     DEFAULT_CLAIM_TTL,
     DEFAULT_MAX_RECORD_BYTES,
@@ -18,6 +17,7 @@ from agentforge_typed.stores import (
     SCHEMA_VERSION,
     Claim,
     Conversation,
+    ConversationConflictError as TopLevelConflict,
     ConversationConflictError,
     ConversationInfo,
     ConversationPage,

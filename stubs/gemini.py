@@ -7,15 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 from typing_extensions import assert_type
 
-from agentforge_typed import (
-    ChatModel,
-    ChatRequest,
-    ChatResponse,
-    GeminiChatModel,
-    StreamEvent,
-    UserMessage,
-)
-from agentforge_typed.providers import MAX_GEMINI_SCHEMA_CHARS
+from agentforge_typed import ChatModel, ChatRequest, ChatResponse, GeminiChatModel, UserMessage
+from agentforge_typed.providers import MAX_GEMINI_SCHEMA_CHARS, StreamEvent
 
 gemini = GeminiChatModel(
     "gemini-2.5-flash",

@@ -7,19 +7,17 @@ from typing import Any, Literal
 
 from typing_extensions import assert_type
 
-from agentforge_typed import (
+from agentforge_typed import ChatMessage, ToolExecution, ToolService
+from agentforge_typed.loop import (
     Block,
     CallCheck,
     CallDecision,
     CallRule,
-    ChatMessage,
     Guardrail,
     GuardrailError,
     GuardrailOutcome,
     Redact,
     RunOutput,
-    ToolExecution,
-    ToolService,
     call_guardrail,
     input_guardrail,
     max_cost_per_call,

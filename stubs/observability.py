@@ -13,14 +13,13 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
-    TokenUsage,
-    Instrumentation,
     ToolChatResult,
     ToolService,
     UsageLimitExceededError,
     UsageLimits,
-    instrument,
 )
+from agentforge_typed.loop import Instrumentation, instrument
+from agentforge_typed.providers import TokenUsage
 from opentelemetry.sdk.trace import TracerProvider
 
 

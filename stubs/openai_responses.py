@@ -7,14 +7,8 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 from typing_extensions import assert_type
 
-from agentforge_typed import (
-    ChatModel,
-    ChatRequest,
-    ChatResponse,
-    OpenAIResponsesModel,
-    StreamEvent,
-    UserMessage,
-)
+from agentforge_typed import ChatModel, ChatRequest, ChatResponse, OpenAIResponsesModel, UserMessage
+from agentforge_typed.providers import StreamEvent
 
 responses = OpenAIResponsesModel(
     "gpt-5-mini",

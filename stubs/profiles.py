@@ -7,13 +7,8 @@ from typing import Literal
 
 from typing_extensions import assert_type
 
-from agentforge_typed import (
-    ChatModel,
-    ModelProfile,
-    OpenAIChatModel,
-    UnsupportedFeatureError,
-    get_model,
-)
+from agentforge_typed import ChatModel, OpenAIChatModel, get_model
+from agentforge_typed.providers import ModelProfile, UnsupportedFeatureError
 
 profile = ModelProfile(name="local", tool_choice={"auto"}, policy={"tool_choice": "error"})
 assert_type(profile.policy_for("tool_choice"), Literal["adapt", "error"])

@@ -9,29 +9,32 @@ from typing import Any
 from typing_extensions import assert_type
 
 from agentforge_typed import (
-    AfterToolCall,
     AiMessage,
-    ArgumentsErrorHandler,
-    BeforeToolCall,
     ChatMessage,
     ChatRequestParameters,
     ChatResponse,
-    Dialect,
-    ErrorKind,
-    ExecutionErrorHandler,
     FunctionModel,
-    HandlerTimeoutError,
-    MCPTool,
-    ModelFunction,
     ToolArgumentsError,
     ToolCall,
     ToolContext,
     ToolExecution,
+    ToolService,
+    tool,
+)
+from agentforge_typed.loop import (
+    AfterToolCall,
+    ArgumentsErrorHandler,
+    BeforeToolCall,
+    ExecutionErrorHandler,
+    UnknownToolHandler,
+)
+from agentforge_typed.providers import Dialect, ModelFunction
+from agentforge_typed.tools import (
+    ErrorKind,
+    HandlerTimeoutError,
+    MCPTool,
     ToolExecutionResult,
     ToolLike,
-    ToolService,
-    UnknownToolHandler,
-    tool,
 )
 
 

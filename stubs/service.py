@@ -9,7 +9,6 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field
 from typing_extensions import Unpack, assert_type
 
-from agentforge_typed.stores import ConversationStore, MemoryStore
 from agentforge_typed import (
     AgentForgeError,
     AiMessage,
@@ -18,23 +17,25 @@ from agentforge_typed import (
     ChatRequestParameters,
     FinalResultEvent,
     FunctionModel,
-    HistoryProcessor,
-    HistoryProcessorError,
-    OutputSpec,
     RunOptions,
-    TokenUsage,
     ToolChatResult,
     ToolContext,
     ToolExecution,
     ToolLoopEvent,
-    ToolProgressEvent,
-    ToolContext,
     ToolService,
     UserMessage,
-    drop_old_tool_results,
-    keep_last_rounds,
     tool,
 )
+from agentforge_typed.loop import (
+    HistoryProcessor,
+    HistoryProcessorError,
+    OutputSpec,
+    ToolProgressEvent,
+    drop_old_tool_results,
+    keep_last_rounds,
+)
+from agentforge_typed.providers import TokenUsage
+from agentforge_typed.stores import ConversationStore, MemoryStore
 
 
 class City(BaseModel):
@@ -237,7 +238,8 @@ def history_processors() -> None:
 
 def fallback_models() -> None:
     """`FallbackModel` is a `ChatModel`; `fallback_on` takes a `ModelError`."""
-    from agentforge_typed import AllModelsFailedError, ChatModel, FallbackModel, ModelError
+    from agentforge_typed import ChatModel, FallbackModel, ModelError
+    from agentforge_typed.providers import AllModelsFailedError
 
     model = FallbackModel(FunctionModel(reply), FunctionModel(reply))
     usable: ChatModel = model

@@ -11,17 +11,16 @@ from typing import Any
 from starlette.applications import Starlette
 from typing_extensions import assert_type
 
-from agentforge_typed import (
-    ElicitationAnswer,
-    ToolContext,
+from agentforge_typed import ElicitationAnswer, ToolContext, ToolService, tool
+from agentforge_typed.serving import (
+    DepsScope,
+    HttpOptions,
     ToolServer,
-    ToolService,
+    ToolServerOptions,
     ask_client,
     ask_client_model,
     serve_mcp,
-    tool,
 )
-from agentforge_typed.serving import DepsScope, HttpOptions, ToolServerOptions
 
 
 @dataclass

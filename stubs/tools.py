@@ -10,18 +10,14 @@ from typing import Literal
 from pydantic import BaseModel
 from typing_extensions import assert_type
 
-from agentforge_typed import (
+from agentforge_typed import Tool, ToolArgumentsError, ToolCall, ToolContext, tool
+from agentforge_typed.tools import (
     HttpTool,
     ReturnBehavior,
-    Tool,
-    ToolArgumentsError,
-    ToolCall,
-    ToolContext,
     ToolExecutionResult,
+    ToolOptions,
     ToolSpecification,
-    tool,
 )
-from agentforge_typed.tools import ToolOptions
 from agentforge_typed.tools._base import ToolExecutor, ToolLike
 
 

@@ -12,21 +12,20 @@ from agentforge_typed import (
     ChatMessage,
     ChatRequestParameters,
     FunctionModel,
-    LocalRedirect,
-    MCPAuthorizationError,
     MCPServer,
-    MCPTool,
-    MCPToolFilter,
-    PrepareContext,
-    PrepareTools,
-    ToolAnnotations,
     ToolChatResult,
     ToolContext,
-    ToolSearch,
-    ToolSelection,
     ToolService,
-    ToolSpecification,
     tool,
+)
+from agentforge_typed.loop import PrepareContext, PrepareTools, ToolSearch, ToolSelection
+from agentforge_typed.tools import (
+    LocalRedirect,
+    MCPAuthorizationError,
+    MCPTool,
+    MCPToolFilter,
+    ToolAnnotations,
+    ToolSpecification,
 )
 
 

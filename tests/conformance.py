@@ -41,6 +41,7 @@ import pydantic_core
 import pytest
 
 import agentforge_typed as af
+import agentforge_typed.loop as af_loop
 import agentforge_typed.providers as providers
 from agentforge_typed import (
     ChatModel,
@@ -339,8 +340,8 @@ def history_steps() -> frozenset[str]:
         {"unsendable"}
         | {
             name
-            for name in af.__all__
-            if inspect.isfunction(value := getattr(af, name))
+            for name in af_loop.__all__
+            if inspect.isfunction(value := getattr(af_loop, name))
             and value.__module__ == "agentforge_typed.loop._history"
         }
     )
@@ -942,8 +943,8 @@ def _unsendable(messages: list[Any]) -> object:
 
 
 HISTORY.register("unsendable", _unsendable)
-HISTORY.register("keep_last_rounds", _processed(af.keep_last_rounds(10)))
-HISTORY.register("drop_old_tool_results", _processed(af.drop_old_tool_results(10)))
+HISTORY.register("keep_last_rounds", _processed(af_loop.keep_last_rounds(10)))
+HISTORY.register("drop_old_tool_results", _processed(af_loop.drop_old_tool_results(10)))
 
 
 @dataclass(frozen=True)

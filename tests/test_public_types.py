@@ -24,6 +24,8 @@ from agentforge_typed import (
     tool,
 )
 
+PUBLIC = ("loop", "providers", "serving", "stores", "tools")
+
 HOMES = {
     "AfterToolCall": "agentforge_typed.loop._registry",
     "ArgumentsErrorHandler": "agentforge_typed.loop._registry",
@@ -41,8 +43,15 @@ HOMES = {
 
 @pytest.mark.parametrize("name", sorted(HOMES))
 def test_public_surface_types_are_exported(name: str) -> None:
-    assert name in agentforge_typed.__all__
-    assert getattr(agentforge_typed, name) is getattr(importlib.import_module(HOMES[name]), name)
+    value = getattr(importlib.import_module(HOMES[name]), name)
+    public = [
+        module
+        for module in ("agentforge_typed", *(f"agentforge_typed.{sub}" for sub in PUBLIC))
+        if name in importlib.import_module(module).__all__
+    ]
+    assert len(public) == 1, public  # one documented home (docs/reference/api.md)
+    assert getattr(importlib.import_module(public[0]), name) is value
+    assert getattr(agentforge_typed, name) is value  # and still importable from the top
 
 
 async def test_a_timeout_result_carries_the_exported_timeout_error() -> None:

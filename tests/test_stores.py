@@ -618,7 +618,7 @@ def test_the_conflict_error_is_public_in_both_places() -> None:
 
     assert af.ConversationConflictError is stores.ConversationConflictError
     assert issubclass(af.ConversationConflictError, af.AgentForgeError)
-    assert "ConversationConflictError" in af.__all__
+    assert "ConversationConflictError" in stores.__all__
 
 
 def test_a_machine_without_postgresql_skips_with_the_install_line_and_fails_under_ci(

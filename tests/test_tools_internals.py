@@ -364,13 +364,14 @@ def test_run_sync_without_a_loop_runs_in_this_thread() -> None:
 
 def test_argument_problem_is_the_documented_name_of_the_argument_error_record() -> None:
     import agentforge_typed
-    from agentforge_typed import ArgumentProblem, ToolArgumentsError
+    from agentforge_typed import ToolArgumentsError
+    from agentforge_typed.tools import ArgumentProblem
 
     with pytest.warns(DeprecationWarning, match="ArgumentError is deprecated: use ArgumentProblem"):
         assert agentforge_typed.ArgumentError is ArgumentProblem
     assert "ArgumentError" not in agentforge_typed.__all__
     assert not issubclass(ArgumentProblem, BaseException)
-    assert "ArgumentProblem" in agentforge_typed.__all__
+    assert "ArgumentProblem" in agentforge_typed.tools.__all__
 
     @tool
     def f(n: int) -> int:

@@ -15,10 +15,20 @@
 A new kind implements `ToolLike` (usually by subclassing `DeclaredTool`) and builds its results
 with `_outcomes`, so the model reads the same texts whatever backs a tool.
 
-This module exports the plumbing a tool-kind author or a typed decorator wrapper needs
-(`DeclaredTool`, `ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`, the option records
-`ToolOptions` and `MCPServerOptions`, `ContentURLs`, and the caps `DEFAULT_MAX_RESULT_CHARS`,
-`MAX_CONTENT_BYTES` and `MAX_CONTENT_PARTS`); everyday names are exported from `agentforge_typed` itself.
+`tool`, `Tool`, `ToolContext`, `ToolReturn` and `MCPServer` are exported from `agentforge_typed`
+itself. This module is the public home (docs/reference/api.md) of the rest, each loaded on first
+use:
+
+- the other tool kinds: `SchemaTool`, `HttpTool`, and the MCP client's `MCPTool`,
+  `MCPToolFilter`, `LocalRedirect`, `MCPAuthorizationError`;
+- what a tool declares and returns: `ToolSpecification`, `ToolAnnotations`, `ReturnBehavior`,
+  `ApprovalPolicy`, `ToolExecutionResult`, `ErrorKind`, `ArgumentProblem`,
+  `HandlerTimeoutError`;
+- result caches: `ResultCache`, `MemoryCache`, `StoreCache`;
+- the plumbing a tool-kind author or a typed decorator wrapper needs: `DeclaredTool`,
+  `ToolDecorator`, `ToolExecutor`, `ToolLike`, `ToolSource`, the option records `ToolOptions` and
+  `MCPServerOptions`, `ContentURLs`, and the caps `DEFAULT_MAX_RESULT_CHARS`, `MAX_CONTENT_BYTES`
+  and `MAX_CONTENT_PARTS`.
 """
 
 from __future__ import annotations
@@ -27,44 +37,104 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._base import ContentURLs, DeclaredTool, ToolExecutor, ToolLike, ToolSource
+    from .._exceptions import ArgumentProblem
+    from .._records import ErrorKind, ToolExecutionResult
+    from .._request import ToolAnnotations, ToolSpecification
+    from ._base import (
+        ApprovalPolicy,
+        ContentURLs,
+        DeclaredTool,
+        ReturnBehavior,
+        ToolExecutor,
+        ToolLike,
+        ToolSource,
+    )
     from ._budget import DEFAULT_MAX_RESULT_CHARS, MAX_CONTENT_BYTES, MAX_CONTENT_PARTS
+    from ._cache import MemoryCache, ResultCache, StoreCache
     from ._function import ToolDecorator, ToolOptions
-    from .mcp._server import MCPServerOptions
+    from ._http import HttpTool
+    from ._invoke import HandlerTimeoutError
+    from ._schema_tool import SchemaTool
+    from .mcp._server import (
+        LocalRedirect,
+        MCPAuthorizationError,
+        MCPServerOptions,
+        MCPTool,
+        MCPToolFilter,
+    )
 
 __all__ = [
     "DEFAULT_MAX_RESULT_CHARS",
     "MAX_CONTENT_BYTES",
     "MAX_CONTENT_PARTS",
+    "ApprovalPolicy",
+    "ArgumentProblem",
     "ContentURLs",
     "DeclaredTool",
+    "ErrorKind",
+    "HandlerTimeoutError",
+    "HttpTool",
+    "LocalRedirect",
+    "MCPAuthorizationError",
     "MCPServerOptions",
+    "MCPTool",
+    "MCPToolFilter",
+    "MemoryCache",
+    "ResultCache",
+    "ReturnBehavior",
+    "SchemaTool",
+    "StoreCache",
+    "ToolAnnotations",
     "ToolDecorator",
+    "ToolExecutionResult",
     "ToolExecutor",
     "ToolLike",
     "ToolOptions",
     "ToolSource",
+    "ToolSpecification",
 ]
 
 # Loaded on first use: the core imports single modules of this package (e.g. the arguments-error
-# wording), which must not pull in every tool kind.
+# wording), which must not pull in every tool kind (nor MCP, httpx or jsonschema).
 _HOMES = {
-    "DEFAULT_MAX_RESULT_CHARS": "._budget",
-    "MAX_CONTENT_BYTES": "._budget",
-    "MAX_CONTENT_PARTS": "._budget",
-    "ContentURLs": "._base",
-    "DeclaredTool": "._base",
-    "MCPServerOptions": ".mcp._server",
-    "ToolDecorator": "._function",
-    "ToolOptions": "._function",
-    "ToolExecutor": "._base",
-    "ToolLike": "._base",
-    "ToolSource": "._base",
+    **dict.fromkeys(
+        ("DEFAULT_MAX_RESULT_CHARS", "MAX_CONTENT_BYTES", "MAX_CONTENT_PARTS"), "._budget"
+    ),
+    "ArgumentProblem": ".._exceptions",
+    **dict.fromkeys(("ErrorKind", "ToolExecutionResult"), ".._records"),
+    **dict.fromkeys(("ToolAnnotations", "ToolSpecification"), ".._request"),
+    **dict.fromkeys(
+        (
+            "ApprovalPolicy",
+            "ContentURLs",
+            "DeclaredTool",
+            "ReturnBehavior",
+            "ToolExecutor",
+            "ToolLike",
+            "ToolSource",
+        ),
+        "._base",
+    ),
+    **dict.fromkeys(("MemoryCache", "ResultCache", "StoreCache"), "._cache"),
+    **dict.fromkeys(("ToolDecorator", "ToolOptions"), "._function"),
+    "HttpTool": "._http",
+    "HandlerTimeoutError": "._invoke",
+    "SchemaTool": "._schema_tool",
+    **dict.fromkeys(
+        ("LocalRedirect", "MCPAuthorizationError", "MCPServerOptions", "MCPTool", "MCPToolFilter"),
+        ".mcp._server",
+    ),
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)
+if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
+
+    def __getattr__(name: str) -> Any:
+        home = _HOMES.get(name)
+        if home is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(home, __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

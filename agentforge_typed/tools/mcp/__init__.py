@@ -13,8 +13,9 @@
 - `_auth`: the tokens of an `auth=` flow kept out of everything shown; `LocalRedirect`, where a
   person's authorization comes back.
 
-Requires the `mcp` extra; the SDK is imported only when a server is entered. The public names are
-exported from `agentforge_typed` itself (`MCPServerOptions` from `agentforge_typed.tools`).
+Requires the `mcp` extra; the SDK is imported only when a server is entered. `MCPServer` is
+exported from `agentforge_typed` itself, the other names from `agentforge_typed.tools`, their
+public home.
 """
 
 from __future__ import annotations
