@@ -15,7 +15,7 @@ from .._exceptions import AgentForgeError, ModelError
 from .._identity import random_id, recorded_conversation
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
 from .._records import ToolExecution, ToolExecutionResult
-from ._history import MESSAGE_TYPES, is_message
+from ._history import EXACT_MESSAGE_TYPES, MESSAGE_TYPES, is_message
 
 
 def result_message(execution: ToolExecution) -> ToolResultMessage:
@@ -120,6 +120,8 @@ def conversation(messages: str | Iterable[ChatMessage] | None) -> list[ChatMessa
             f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
         )
     conversation = list(messages)
+    if EXACT_MESSAGE_TYPES.issuperset(map(type, conversation)):
+        return conversation  # the common case, one C-level pass
     for position, message in enumerate(conversation):
         if not is_message(message):
             raise TypeError(
