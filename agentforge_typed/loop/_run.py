@@ -525,11 +525,12 @@ class Run(RunGuards):
     def _context(self, call: ToolCall, answer: Any) -> ToolContext[Any]:
         """The `ToolContext` of `call` in this run (`answer`: the user's answer to the question
         it paused on)."""
+        name = call.name
         return run_context(
             self.deps,
             call.id,
-            call.name,
-            self.failures.get(call.name, 0) + 1,
+            name,
+            self.failures.get(name, 0) + 1,
             self.conversation_id,
             None if self.progress is None else self.progress.reporter(call),
             True,
@@ -638,9 +639,14 @@ class Run(RunGuards):
             progress = self.progress.recorded(plan.call.id) if self.progress else []
             known = plan.tool is not None
             self.trace.tool(execution, plan.context.attempt, known=known, progress=progress)
-        result = self._apply_policy(plan, execution.result)
-        if result is not execution.result:
-            execution = self.finished[plan.index] = replace(execution, result=result)
+        result = execution.result
+        if result.is_error:
+            result = self._apply_policy(plan, result)
+            if result is not execution.result:
+                execution = self.finished[plan.index] = replace(execution, result=result)
+        elif plan.preset is None and plan.tool is not None:
+            # The budget counts consecutive failures: slips far apart do not add up.
+            self.failures.pop(plan.tool.name, None)
         if type(execution.result) is PendingResult:
             # The call waits: it shows (and the history will record) the digest of what waits.
             # A tool that asked a question (an MCP elicitation) waits like a held call, and the
@@ -799,13 +805,11 @@ class Run(RunGuards):
         self.messages.append(result_message(execution))
 
     def _apply_policy(self, plan: Planned, result: ToolExecutionResult) -> ToolExecutionResult:
+        """The error policies on a failed call's `result` (a call the loop decided has none)."""
         service, kind, tool = self.service, result.error_kind, plan.tool
         if tool is None or plan.preset is not None:
             return result
-        if not result.is_error:
-            # The budget counts consecutive failures: slips far apart do not add up.
-            self.failures.pop(tool.name, None)
-        elif kind in ("arguments", "retry"):
+        if kind in ("arguments", "retry"):
             failures = self.failures[tool.name] = self.failures.get(tool.name, 0) + 1
             error = result.exception
             if kind == "arguments" and service.arguments_error_handler and tool is not self.output:
