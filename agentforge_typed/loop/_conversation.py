@@ -14,15 +14,15 @@ import pydantic_core
 from .._exceptions import AgentForgeError, ModelError
 from .._identity import random_id, recorded_conversation
 from .._messages import AiMessage, ChatMessage, ToolCall, ToolResultMessage, UserMessage, shown_name
-from .._records import ToolExecution
-from ._history import MESSAGE_TYPES, is_message
+from .._records import ToolExecution, ToolExecutionResult
+from ._history import EXACT_MESSAGE_TYPES, MESSAGE_TYPES, is_message
 
 
 def result_message(execution: ToolExecution) -> ToolResultMessage:
     """The message that answers an executed call in the history: its text, and any content
     beyond text."""
     call, result = execution.call, execution.result
-    if not result.content:
+    if type(result) is ToolExecutionResult or not result.content:  # a plain result has none
         return ToolResultMessage(
             tool_call_id=call.id, tool_name=call.name, text=result.text, is_error=result.is_error
         )
@@ -39,7 +39,7 @@ def owner(given: str | None, paused: AiMessage | None) -> str:
     """The run's conversation id: the one given, else the one recorded on the message whose calls
     it resumes, else a new random one. A given id that differs from the recorded one is refused:
     the paused calls, their questions and their idempotency keys belong to that conversation."""
-    recorded = recorded_conversation(paused)
+    recorded = None if paused is None else recorded_conversation(paused)
     if not given:
         return recorded or random_id()
     if recorded is not None and recorded != given:
@@ -120,6 +120,8 @@ def conversation(messages: str | Iterable[ChatMessage] | None) -> list[ChatMessa
             f"messages must be a string or an iterable of chat messages, not {type(messages).__name__}"
         )
     conversation = list(messages)
+    if EXACT_MESSAGE_TYPES.issuperset(map(type, conversation)):
+        return conversation  # the common case, one C-level pass
     for position, message in enumerate(conversation):
         if not is_message(message):
             raise TypeError(

@@ -48,6 +48,7 @@ __all__ = [
     "batches",
     "cancel_unfinished",
     "conversation",
+    "drive",
     "execute",
     "settle_batch",
 ]
@@ -74,6 +75,16 @@ def batches(planned: Sequence[Planned], parallel: bool) -> Iterator[list[Planned
         yield [plan]
     if batch:
         yield batch
+
+
+def drive(run: Run, request: Callable[[ChatRequest], ChatResponse]) -> ToolChatResult[Any]:
+    """The blocking loop over `run`, a run with nothing to resume and nothing stored (`chat`'s
+    common case): `request` answers each model call, and the planned calls run in turn."""
+    with run:
+        while (planned := run.on_response(request(run.next_request()))) is not None:
+            if run.finish_round(planned, [run.settle(plan, execute(plan)) for plan in planned]):
+                break
+        return run.result()
 
 
 async def adrive(

@@ -21,6 +21,7 @@ from .._exceptions import AgentForgeError
 from .._messages import AiMessage, ChatMessage, ToolResultMessage
 
 __all__ = [
+    "EXACT_MESSAGE_TYPES",
     "MESSAGE_TYPES",
     "HistoryProcessor",
     "HistoryProcessorError",
@@ -40,14 +41,14 @@ HistoryProcessor = Callable[
 
 MESSAGE_TYPES: tuple[type, ...] = get_args(get_args(ChatMessage)[0])
 """The classes of `ChatMessage`."""
-_EXACT_MESSAGE_TYPES = frozenset(MESSAGE_TYPES)
+EXACT_MESSAGE_TYPES = frozenset(MESSAGE_TYPES)
 
 
 def is_message(value: object) -> bool:
     """Whether `value` is a chat message."""
     # The exact-type test first: `isinstance` on pydantic classes costs several times more, and a
     # long history pays it per message.
-    return type(value) in _EXACT_MESSAGE_TYPES or isinstance(value, MESSAGE_TYPES)
+    return type(value) in EXACT_MESSAGE_TYPES or isinstance(value, MESSAGE_TYPES)
 
 
 class HistoryProcessorError(AgentForgeError):

@@ -138,6 +138,7 @@ class Run(RunGuards):
         "output",
         "output_value",
         "parameters",
+        "plain",
         "progress",
         "responses",
         "resuming",
@@ -164,7 +165,7 @@ class Run(RunGuards):
         *,
         asynchronous: bool = False,
     ) -> None:
-        if not RUN_OPTIONS.issuperset(options):
+        if options and not RUN_OPTIONS.issuperset(options):
             # `**options` takes any keyword at run time: a misspelt `usage_limits` must not run
             # the conversation without its limits.
             unknown = next(name for name in options if name not in RUN_OPTIONS)
@@ -179,30 +180,31 @@ class Run(RunGuards):
         """The model's `fit_tool_content` (`None`: it has none), looked up at the first result
         with content."""
         limits = options.get("usage_limits")
-        self.limits = service.usage_limits if limits is None else limits
+        self.limits = limits = service.usage_limits if limits is None else limits
         self.tool_calls = 0
         self.async_before, self.async_after = service._async_hooks(asynchronous)
-        self.messages = conversation(messages)
-        if not self.messages:
+        self.messages = messages = conversation(messages)
+        if not messages:
             raise ValueError("ToolService.chat needs at least one message")
-        self.output = output = _output_spec(output_type)
+        self.output = output = None if output_type is None else _output_spec(output_type)
         self.output_value: Any = None
         self.user_parameters = parameters
         self.generation = service._generation
         self.parameters = service._request_parameters(parameters, output)
-        service._check_deps(deps, selected=options.get("tools") is not None)
+        self.selection = selection = options.get("tools")
+        service._check_deps(deps, selected=selection is not None)
         if service.rules:
             check_rules(service.rules, service._groups)
         self.output_checked = False
         self.concurrent = ()
         self.deps = deps
-        paused, waiting = unanswered_calls(self.messages)
+        # A history that ends with the user's message waits on no call (the common case).
+        paused, waiting = (None, ()) if messages[-1].role == "user" else unanswered_calls(messages)
         self.conversation_id = owner(options.get("conversation_id"), paused)
         self.scopes: list[Scope] = []
         """The run's `Scope` once a call asked for it (`ToolContext.scope`): what its calls keep
         beyond themselves, removed when it ends."""
-        self.selection = options.get("tools")
-        self.offer = service._offer(self.selection, deps, self.conversation_id, self.messages)
+        self.offer = service._offer(selection, deps, self.conversation_id, messages)
         self.responses: list[ChatResponse] = []
         self.usage = NO_USAGE
         """The usage summed over `responses`, kept as they arrive."""
@@ -225,6 +227,20 @@ class Run(RunGuards):
         approvals, external_results = options.get("approvals"), options.get("external_results")
         if approvals or external_results or waiting:
             self.resume(approvals, external_results)
+        self.plain = (
+            limits is None
+            and output is None
+            and self.offer is None
+            and self._approval is None
+            and service.guardrails is None
+            and service.before_tool_call is None
+            and service.after_tool_call is None
+            and not service.history_processors
+            and not service.rules
+        )
+        """Whether nothing but the calls' tools decides this run (no limits, output type, tool
+        selection, approvals given or waited on, guardrails, hooks, history processors, rules,
+        nor tracing): checked once here, then each step takes its short way (`_plain_plan`)."""
 
     def scope(self) -> Scope:
         """The run's `Scope`, made when a call first asks for it (one, whichever thread asks:
@@ -317,6 +333,8 @@ class Run(RunGuards):
         """The request for the next model call, its messages through the service's history
         processors (an async one run to completion here: a blocking driver); raises past
         `max_round_trips`."""
+        if self.plain:  # nothing checks, processes or traces the messages
+            return ChatRequest.of(self.messages, self._next_parameters())
         guards = self.service.guardrails
         if guards is not None and guards.input and self.round_trips == 0:
             for guardrail in guards.input:
@@ -329,6 +347,8 @@ class Run(RunGuards):
 
     async def anext_request(self) -> ChatRequest:
         """`next_request` for the async drivers: an async history processor is awaited."""
+        if self.plain:
+            return ChatRequest.of(self.messages, self._next_parameters())
         guards = self.service.guardrails
         if guards is not None and guards.input and self.round_trips == 0:
             for guardrail in guards.input:
@@ -353,12 +373,12 @@ class Run(RunGuards):
         return self._alongside(request(sent), checks)
 
     def _next_parameters(self) -> ChatRequestParameters:
-        if self.round_trips >= self.service.max_round_trips:
-            raise ToolLoopLimitError(self.service.max_round_trips)
+        service, round_trips = self.service, self.round_trips
+        if round_trips >= service.max_round_trips:
+            raise ToolLoopLimitError(service.max_round_trips)
         if self.limits is not None:
-            self.limits.check_request(self.round_trips + 1)
-        self.round_trips += 1
-        service = self.service
+            self.limits.check_request(round_trips + 1)
+        self.round_trips = round_trips + 1
         # Between rounds, never during one: sources whose tools changed bring their new lists.
         if service._watched:
             service._refresh()
@@ -402,14 +422,15 @@ class Run(RunGuards):
         if response.token_usage is not None:
             self.usage += response.token_usage
         self.messages.append(message)
-        if response.finish_reason is FinishReason.LENGTH and self.open_calls:
+        if response.finish_reason is _LENGTH and self.open_calls:
             refuse_cut_off(self.open_calls)
         if self.limits is not None:
             self.limits.check_tokens(self.usage)
             self.tool_calls += len(self.open_calls)
             self.limits.check_tool_calls(self.tool_calls)
         if self.open_calls:
-            return [self._plan(i, call) for i, call in enumerate(self.open_calls)]
+            plan = self._plain_plan if self.plain else self._plan
+            return [plan(i, call) for i, call in enumerate(self.open_calls)]
         if self.output is None:
             return None
         return self._on_final_text(self.output, response.ai_message.text or "")
@@ -445,19 +466,7 @@ class Run(RunGuards):
         person's decision, the rules, the tool's own policy, the guardrails, the hook.
         `waiting`: a call the history waits on (resumed), not one the model just made."""
         service = self.service
-        attempt = self.failures.get(call.name, 0) + 1
-        progress = None if self.progress is None else self.progress.reporter(call)
-        context = run_context(
-            self.deps,
-            call.id,
-            call.name,
-            attempt,
-            self.conversation_id,
-            progress,
-            True,
-            answer,
-            self.scope,
-        )
+        context = self._context(call, answer)
         tool = service._tools.get(call.name) if self.offer is None else self.offer.lookup(call.name)
         if tool is None and self.output is not None and call.name == self.output.name:
             tool = self.output
@@ -504,6 +513,30 @@ class Run(RunGuards):
         if service.guardrails is None and service.before_tool_call is None:
             return plan  # the common case: nothing more to decide
         return self._admit(plan)
+
+    def _plain_plan(self, index: int, call: ToolCall) -> Planned:
+        """`_plan` under a plain run: a registered tool whose calls never wait runs (there is
+        nothing else to decide); any other call takes `_plan`."""
+        tool = self.service._tools.get(call.name)
+        if tool is None or may_wait(tool):
+            return self._plan(index, call)
+        return Planned(index, call, self._context(call, None), tool)
+
+    def _context(self, call: ToolCall, answer: Any) -> ToolContext[Any]:
+        """The `ToolContext` of `call` in this run (`answer`: the user's answer to the question
+        it paused on)."""
+        name = call.name
+        return run_context(
+            self.deps,
+            call.id,
+            name,
+            self.failures.get(name, 0) + 1,
+            self.conversation_id,
+            None if self.progress is None else self.progress.reporter(call),
+            True,
+            answer,
+            self.scope,
+        )
 
     def _admit(self, plan: Planned) -> Planned:
         """`plan`, allowed so far, past the call guardrails (an async one under an async run is
@@ -606,9 +639,14 @@ class Run(RunGuards):
             progress = self.progress.recorded(plan.call.id) if self.progress else []
             known = plan.tool is not None
             self.trace.tool(execution, plan.context.attempt, known=known, progress=progress)
-        result = self._apply_policy(plan, execution.result)
-        if result is not execution.result:
-            execution = self.finished[plan.index] = replace(execution, result=result)
+        result = execution.result
+        if result.is_error:
+            result = self._apply_policy(plan, result)
+            if result is not execution.result:
+                execution = self.finished[plan.index] = replace(execution, result=result)
+        elif plan.preset is None and plan.tool is not None:
+            # The budget counts consecutive failures: slips far apart do not add up.
+            self.failures.pop(plan.tool.name, None)
         if type(execution.result) is PendingResult:
             # The call waits: it shows (and the history will record) the digest of what waits.
             # A tool that asked a question (an MCP elicitation) waits like a held call, and the
@@ -655,9 +693,10 @@ class Run(RunGuards):
         # Only a call that `hold` answered, or a tool that asked a question (an MCP elicitation),
         # can wait, and either made the approval state: without it, every call ran.
         approval = self._approval
+        executions, messages = self.executions, self.messages
         for execution in settled if approval is None else approval.set_aside(settled):
-            self.executions.append(execution)
-            self._record(execution)
+            executions.append(execution)
+            messages.append(result_message(execution))
         self.open_calls = ()
         if approval is not None and (approval.pending or approval.paused_on is not None):
             self._record_pause(approval)
@@ -684,6 +723,7 @@ class Run(RunGuards):
             self.trace = run_trace(self.conversation_id)
             if self.trace is not None:
                 self.progress = ProgressSink(stream=False, record=True)
+                self.plain = False  # every step is traced
         return self
 
     async def __aenter__(self) -> Run:
@@ -736,8 +776,10 @@ class Run(RunGuards):
 
     def _total_usage(self) -> TokenUsage:
         """The run's usage, priced, with its sub-runs' (`ToolService.as_tool`)."""
-        usage = priced(self.model, self.responses, self.usage)
-        below = spent_below(self.limits)
+        usage = self.usage
+        if usage.total_tokens:  # a model that reports none is not priced
+            usage = priced(self.model, self.responses, usage)
+        below = None if self.limits is None else spent_below(self.limits)
         return usage if below is None else usage + below
 
     def _record_pause(self, approval: ApprovalState) -> None:
@@ -763,13 +805,11 @@ class Run(RunGuards):
         self.messages.append(result_message(execution))
 
     def _apply_policy(self, plan: Planned, result: ToolExecutionResult) -> ToolExecutionResult:
+        """The error policies on a failed call's `result` (a call the loop decided has none)."""
         service, kind, tool = self.service, result.error_kind, plan.tool
         if tool is None or plan.preset is not None:
             return result
-        if not result.is_error:
-            # The budget counts consecutive failures: slips far apart do not add up.
-            self.failures.pop(tool.name, None)
-        elif kind in ("arguments", "retry"):
+        if kind in ("arguments", "retry"):
             failures = self.failures[tool.name] = self.failures.get(tool.name, 0) + 1
             error = result.exception
             if kind == "arguments" and service.arguments_error_handler and tool is not self.output:
@@ -813,6 +853,10 @@ class Run(RunGuards):
         )
 
 
+_LENGTH = FinishReason.LENGTH  # a module global: an enum member's lookup costs more
+_TO_LLM, _IMMEDIATE_IF_LAST = ReturnBehavior.TO_LLM, ReturnBehavior.IMMEDIATE_IF_LAST
+
+
 def _fit_unknown(parts: Sequence[Any]) -> tuple[tuple[Any, ...], tuple[str, ...]]:
     """`Run.fit` until the model is asked for its own (never called)."""
     raise AssertionError("the model's fit_tool_content was not looked up")
@@ -824,10 +868,10 @@ def _returns_now(planned: Sequence[Planned], executions: Sequence[ToolExecution]
     must see it)."""
     last = len(planned) - 1
     for index, plan in enumerate(planned):
-        behavior = plan.tool.return_behavior if plan.tool is not None else ReturnBehavior.TO_LLM
-        if behavior is ReturnBehavior.TO_LLM:
+        behavior = plan.tool.return_behavior if plan.tool is not None else _TO_LLM
+        if behavior is _TO_LLM:
             return False
-        if behavior is ReturnBehavior.IMMEDIATE_IF_LAST and index != last:
+        if behavior is _IMMEDIATE_IF_LAST and index != last:
             return False
     return not any(e.failed for e in executions)
 

@@ -25,6 +25,7 @@ from ._drivers import (
     adrive,
     aexecute,
     astream_calls,
+    drive,
     execute,
 )
 from ._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent
@@ -245,7 +246,10 @@ class ToolService(ToolRegistry[DepsT]):
         """
         self._refuse_in_event_loop("chat", "await service.achat(...)")
         if self._store is None:
-            run, stored = Run(self, model, messages, parameters, deps, output_type, options), None
+            run = Run(self, model, messages, parameters, deps, output_type, options)
+            if not run.resuming:
+                return drive(run, model.chat)
+            stored = None
         else:
             from ._persistence import claimed
 

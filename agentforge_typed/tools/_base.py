@@ -311,7 +311,10 @@ def is_external(tool: ToolLike) -> bool:
 def may_wait(tool: ToolLike) -> bool:
     """Whether calls of `tool` may wait (it has an approval policy or is external); read from
     the tool on every call, as a policy may change after registration (an MCP server's)."""
-    return approval_policy(tool) is not False or is_external(tool)
+    # `approval_policy` and `is_external` inlined: the loop asks for every call.
+    return getattr(tool, "requires_approval", False) is not False or bool(
+        getattr(tool, "external", False)
+    )
 
 
 # The former names, for code written against them.
