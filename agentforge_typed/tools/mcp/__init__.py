@@ -11,7 +11,8 @@
 - `_session`: what this package asks of the SDK's `ClientSession`, whatever its revision, and
   how an HTTP refusal (401, 403) reads (`MCPAuthorizationError`);
 - `_auth`: the tokens of an `auth=` flow kept out of everything shown; `LocalRedirect`, where a
-  person's authorization comes back.
+  person's authorization comes back;
+- `_tokens`: where the flow keeps its tokens (`MemoryTokens`, `StoreTokens`).
 
 Requires the `mcp` extra; the SDK is imported only when a server is entered. The public names are
 exported from `agentforge_typed` itself (`MCPServerOptions` from `agentforge_typed.tools`).
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
         MCPServerOptions,
         MCPTool,
         MCPToolFilter,
+        MemoryTokens,
+        StoreTokens,
     )
 
 __all__ = [
@@ -39,6 +42,8 @@ __all__ = [
     "MCPServerOptions",
     "MCPTool",
     "MCPToolFilter",
+    "MemoryTokens",
+    "StoreTokens",
 ]
 
 

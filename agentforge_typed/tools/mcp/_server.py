@@ -59,6 +59,7 @@ from ._questions import Desk
 from ._results import OutputSchema, OutputType
 from ._session import MCPAuthorizationError, Refusal, Revision, describe, is_connection_lost, single
 from ._stdio import StderrTail
+from ._tokens import MemoryTokens, StoreTokens
 
 if TYPE_CHECKING:
     import httpx2
@@ -70,6 +71,8 @@ __all__ = [
     "MCPServerOptions",
     "MCPTool",
     "MCPToolFilter",
+    "MemoryTokens",
+    "StoreTokens",
 ]
 
 logger = logging.getLogger("agentforge_typed.mcp")
