@@ -21,30 +21,21 @@ def watch_tokens(auth: Any, found: Found) -> None:
     context: Any = getattr(auth, "context", None)
     storage = getattr(context, "storage", None)
     if storage is not None and not isinstance(storage, _Watched):
-        context.storage = _Watched(storage, found, context)
+        context.storage = _Watched(storage, found)
         # Tokens loaded before (a provider used for another server) are secrets too.
         _tokens(getattr(context, "current_tokens", None), found)
 
 
 class _Watched:
-    """A `TokenStorage` that tells `found` of each secret passing through it.
+    """A `TokenStorage` that tells `found` of each secret passing through it."""
 
-    It also dates the tokens the flow loads: the SDK takes a loaded token for valid until the
-    server refuses it (and then asks for a new authorization, a person's too), though the
-    storage says how long it has left (`expires_in`, as `MemoryTokens` and `StoreTokens` give
-    it): counted from the load, an expired token is refreshed with its refresh token first."""
-
-    def __init__(self, storage: Any, found: Found, context: Any = None) -> None:
+    def __init__(self, storage: Any, found: Found) -> None:
         self._storage = storage
         self._found = found
-        self._context = context
 
     async def get_tokens(self) -> Any:
         tokens = await self._storage.get_tokens()
         _tokens(tokens, self._found)
-        dated = getattr(self._context, "update_token_expiry", None)
-        if tokens is not None and getattr(tokens, "expires_in", None) is not None and dated:
-            dated(tokens)
         return tokens
 
     async def set_tokens(self, tokens: Any) -> None:

@@ -3,9 +3,7 @@ this process, and `StoreTokens`, in a conversation store's database under a name
 program's choosing (one per server and identity), kept across restarts.
 
 Both keep when each token was stored and give it back with the seconds it has left
-(`expires_in`), so that a flow loading it later (another provider, a restarted process) refreshes
-it once it has expired rather than sending it. The SDK is imported when a token is first read
-back, never at import.
+(`expires_in`). The SDK is imported when a token is first read back, never at import.
 """
 
 from __future__ import annotations
