@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -62,6 +62,10 @@ class Authority:
     """The `scope` of every authorization request."""
     refuse: bool = False
     """Whether the person refuses the next authorization."""
+    named: str | None = None
+    """The issuer its metadata names, when not its own."""
+    seen: list[str] = field(default_factory=list)
+    """The paths the MCP server was asked for, other than its endpoint."""
 
     def issued(self) -> list[str]:
         """Every secret it gave out: tokens and client secrets."""
@@ -93,7 +97,7 @@ def authorization_server(books: Authority) -> Any:
     async def metadata(request: Request) -> Response:
         return JSONResponse(
             {
-                "issuer": books.issuer,
+                "issuer": books.named or books.issuer,
                 "authorization_endpoint": f"{books.issuer}/authorize",
                 "token_endpoint": f"{books.issuer}/token",
                 "registration_endpoint": f"{books.issuer}/register",
@@ -139,21 +143,24 @@ def authorization_server(books: Authority) -> Any:
             return JSONResponse({"error": "invalid_grant"}, status_code=400)
         return JSONResponse(books.tokens(scopes))
 
+    prefix = urlsplit(books.issuer).path  # the routes under the issuer's path
     return Starlette(
         routes=[
-            Route("/as/.well-known/oauth-authorization-server", metadata),
-            Route("/.well-known/oauth-authorization-server/as", metadata),
-            Route("/as/register", register, methods=["POST"]),
-            Route("/as/authorize", authorize),
-            Route("/as/token", token, methods=["POST"]),
+            Route(f"{prefix}/.well-known/oauth-authorization-server", metadata),
+            Route(f"/.well-known/oauth-authorization-server{prefix}", metadata),
+            Route("/.well-known/oauth-authorization-server", metadata),
+            Route(f"{prefix}/register", register, methods=["POST"]),
+            Route(f"{prefix}/authorize", authorize),
+            Route(f"{prefix}/token", token, methods=["POST"]),
         ]
     )
 
 
-def resource_server(books: Authority, url: str) -> Any:
+def resource_server(books: Authority, url: str, legacy: Any = None) -> Any:
     """The MCP server, behind a bearer check: `read` needs `notes:read` (it echoes the token it
     was sent, as a careless server might), `publish` also `notes:write` (a 403
-    `insufficient_scope` otherwise)."""
+    `insufficient_scope` otherwise). With `legacy` (its authorization server's app), a
+    2025-03-26 server: no protected resource metadata, the authorization server on its origin."""
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
@@ -180,12 +187,17 @@ def resource_server(books: Authority, url: str) -> Any:
 
     served = Server("notes", on_list_tools=list_tools, on_call_tool=call_tool)
     app = served.streamable_http_app(
-        custom_starlette_routes=[Route("/.well-known/oauth-protected-resource/mcp", prm)]
+        custom_starlette_routes=[]
+        if legacy is not None
+        else [Route("/.well-known/oauth-protected-resource/mcp", prm)]
     )
 
     async def guarded(scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["path"] != "/mcp":
-            await app(scope, receive, send)
+            if scope["type"] == "http":
+                books.seen.append(scope["path"])
+            routed = legacy is not None and scope["type"] == "http"
+            await (legacy if routed else app)(scope, receive, send)
             return
         body, more = b"", True
         while more:
@@ -205,7 +217,9 @@ def resource_server(books: Authority, url: str) -> Any:
             challenge = (403, "insufficient_scope", " ".join(sorted(needed)))
         if challenge is not None:
             status, error, scopes = challenge
-            value = f'Bearer error="{error}", scope="{scopes}", resource_metadata="{prm_url}"'
+            value = f'Bearer error="{error}", scope="{scopes}"'
+            if legacy is None:
+                value += f', resource_metadata="{prm_url}"'
             await send(
                 {
                     "type": "http.response.start",
@@ -402,3 +416,127 @@ async def test_a_403_insufficient_scope_steps_up_to_the_union_of_the_scopes(
     kept = await tokens.get_tokens()
     assert kept is not None and books.scopes(kept.access_token) == {READ, WRITE}
     never_shown(books, read.text, published.text, caplog.text)
+
+
+# -- a 2025-03-26 server: no protected resource metadata -----------------------------------------
+
+
+@pytest.fixture
+def legacy() -> Iterator[Notes]:
+    """A 2025-03-26 MCP server: no protected resource metadata, its authorization server on its
+    own origin, under `/oauth`, its metadata at the origin's well-known URL."""
+    books = Authority()
+    port = free_port()
+    books.issuer = f"http://127.0.0.1:{port}/oauth"
+    url = f"http://127.0.0.1:{port}/mcp"
+    runner, thread = serve(resource_server(books, url, authorization_server(books)), port)
+    try:
+        yield Notes(url, books)
+    finally:
+        runner.should_exit = True
+        thread.join(10)
+
+
+async def test_a_2025_03_26_server_s_issuer_with_a_path_on_its_origin_is_accepted(
+    legacy: Notes,
+) -> None:
+    from agentforge_typed.stores import MemoryStore
+
+    tokens = StoreTokens(MemoryStore(), "legacy")
+    async with MCPServer.http(legacy.url, auth=provider(legacy, tokens)) as server:
+        read = await by_name(server)["read"].aexecute(call("read", {}), CONTEXT)
+    assert read.text == "read done with Bearer [redacted]"
+    assert legacy.books.grants == ["authorization_code"]
+    registered = await tokens.get_client_info()
+    assert registered is not None and registered.issuer == legacy.books.issuer
+
+
+async def test_a_2025_03_26_server_naming_an_issuer_on_another_origin_is_refused(
+    legacy: Notes,
+) -> None:
+    from agentforge_typed import MCPAuthorizationError
+    from agentforge_typed.stores import MemoryStore
+
+    elsewhere = f"http://127.0.0.1:{free_port()}/oauth"
+    legacy.books.named = elsewhere
+    origin = legacy.url.removesuffix("/mcp")
+    server = MCPServer.http(legacy.url, auth=provider(legacy, StoreTokens(MemoryStore(), "l")))
+    with pytest.raises(MCPAuthorizationError) as refused:
+        async with server:
+            pass
+    assert str(refused.value) == (
+        f"MCP server {legacy.url!r}: authorization failed: OAuthFlowError: Authorization server "
+        f"metadata issuer mismatch: {elsewhere} != {origin}"
+    )
+    assert legacy.books.authorizations == []
+
+
+@pytest.mark.parametrize("path", ["/oauth", "/as-other"])
+async def test_a_current_server_s_issuer_check_is_unchanged(notes: Notes, path: str) -> None:
+    from agentforge_typed import MCPAuthorizationError
+    from agentforge_typed.stores import MemoryStore
+
+    # Its protected resource metadata names the issuer; the metadata there names another one on
+    # the same origin.
+    origin = notes.books.issuer.removesuffix("/as")
+    notes.books.named = origin + path
+    server = MCPServer.http(notes.url, auth=provider(notes, StoreTokens(MemoryStore(), "n")))
+    with pytest.raises(MCPAuthorizationError) as refused:
+        async with server:
+            pass
+    assert str(refused.value).endswith(
+        f"OAuthFlowError: Authorization server metadata issuer mismatch: {origin}{path} != "
+        f"{notes.books.issuer}"
+    )
+    # The legacy path's reading ahead never ran: the MCP server was asked for its protected
+    # resource metadata alone.
+    assert notes.books.seen == ["/.well-known/oauth-protected-resource/mcp"]
+
+
+ORIGIN = ("http", "127.0.0.1", 8000)
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "named"),
+    [
+        (200, {"issuer": "http://127.0.0.1:8000/oauth"}, ["http://127.0.0.1:8000/oauth"]),
+        (200, {"issuer": "HTTP://127.0.0.1:8000/tenant/1/"}, ["http://127.0.0.1:8000/tenant/1/"]),
+        (200, {"issuer": "http://127.0.0.1:8000"}, []),  # the origin itself: the SDK's case
+        (200, {"issuer": "http://127.0.0.1:8000/"}, []),
+        (200, {"issuer": "http://127.0.0.1:8001/oauth"}, []),  # another port
+        (200, {"issuer": "https://127.0.0.1:8000/oauth"}, []),  # another scheme
+        (200, {"issuer": "http://evil.example/oauth"}, []),
+        (200, {"issuer": "http://127.0.0.1:99999/oauth"}, []),  # no port at all
+        (200, {"issuer": 7}, []),
+        (200, ["http://127.0.0.1:8000/oauth"], []),
+        (200, "not json", []),
+        (200, {"issuer": "http://127.0.0.1:8000/" + "o" * 70_000}, []),  # over the cap
+        (404, {"issuer": "http://127.0.0.1:8000/oauth"}, []),
+    ],
+)
+def test_only_an_issuer_with_a_path_on_the_server_s_origin_is_read_ahead(
+    status: int, body: Any, named: list[str]
+) -> None:
+    from agentforge_typed.tools.mcp._auth import _issuer_on
+
+    content = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    assert _issuer_on(ORIGIN, httpx2.Response(status, content=content)) == named
+
+
+def test_a_flow_of_another_kind_is_left_as_it_is_and_a_provider_is_wrapped_once() -> None:
+    from agentforge_typed.stores import MemoryStore
+    from agentforge_typed.tools.mcp._auth import accept_legacy_issuer
+
+    basic = httpx2.BasicAuth("u", "p")
+    accept_legacy_issuer(basic)
+    assert "async_auth_flow" not in vars(basic)
+    oauth = OAuthClientProvider(
+        "http://127.0.0.1:8000/mcp",
+        OAuthClientMetadata(redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")]),
+        StoreTokens(MemoryStore(), "n"),
+    )
+    accept_legacy_issuer(oauth)
+    wrapped = vars(oauth)["async_auth_flow"]
+    accept_legacy_issuer(oauth)  # a second MCPServer given the same provider
+    assert vars(oauth)["async_auth_flow"] is wrapped
+    assert oauth._expected_issuer() == "http://127.0.0.1:8000"  # nothing read ahead yet

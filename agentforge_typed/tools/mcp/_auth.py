@@ -1,14 +1,16 @@
 """Authorization for HTTP MCP servers: the tokens an `auth=` flow (the MCP SDK's OAuth
 providers) obtains are secrets, added to the server's redactor as its token storage sees them,
-so that they never show in its warnings, log records, errors or tools' results; and
+so that they never show in its warnings, log records, errors or tools' results; a 2025-03-26
+server's authorization server named by the issuer it gives (`accept_legacy_issuer`); and
 `LocalRedirect`, the person's side of the authorization-code grant on their own machine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["LocalRedirect", "watch_tokens"]
+__all__ = ["LocalRedirect", "accept_legacy_issuer", "watch_tokens"]
 
 Found = Callable[[Iterable[str | None]], None]
 """Told of the secrets a storage holds: tokens, a client secret."""
@@ -55,6 +57,112 @@ class _Watched:
 def _tokens(tokens: Any, found: Found) -> None:
     if tokens is not None:
         found([getattr(tokens, "access_token", None), getattr(tokens, "refresh_token", None)])
+
+
+def accept_legacy_issuer(auth: Any) -> None:
+    """Let `auth` (an SDK `OAuthClientProvider`, or a subclass) authorize with a 2025-03-26
+    server whose authorization server names an issuer with a path on the server's own origin.
+
+    A server of that revision publishes no protected resource metadata; its authorization
+    server's metadata is at its origin's well-known URL (the revision's "authorization base
+    URL": the MCP server's URL without its path), and the revision places the authorization
+    server on that origin. Some name an issuer there with a path (`https://host/oauth`), which
+    the SDK refuses: it expects the origin itself (RFC 8414 section 3.3, the issuer the
+    metadata URL was built from). This accepts such an issuer on that path alone: no protected
+    resource metadata was found (every well-known URL answered 4xx), the metadata came from the
+    origin's well-known URL, and the issuer it names is on the same origin (scheme, host,
+    port). Whatever names another origin, and every server that publishes protected resource
+    metadata (the current revisions), meet the SDK's check unchanged.
+
+    To know the issuer before the SDK checks it, the metadata is read once more, ahead of the
+    SDK (one more request, on the legacy path only). A flow of another kind is left as it is.
+    """
+    context: Any = getattr(auth, "context", None)
+    flow = getattr(auth, "async_auth_flow", None)
+    expected = getattr(auth, "_expected_issuer", None)
+    server_url = getattr(context, "server_url", None)
+    if not (callable(flow) and callable(expected) and isinstance(server_url, str)):
+        return
+    if getattr(auth, "_legacy_issuer_accepted", False):
+        return
+    origin = _origin(server_url)
+    found: list[str] = []
+    """The issuer the origin's metadata names, once read ahead on the legacy path."""
+
+    def legacy() -> bool:
+        return context.auth_server_url is None and context.protected_resource_metadata is None
+
+    def expected_issuer() -> str:
+        issuer: str = found[0] if found and legacy() else expected()
+        return issuer
+
+    async def auth_flow(request: Any) -> AsyncGenerator[Any, Any]:
+        import httpx2
+
+        steps = flow(request)
+        try:
+            outgoing = await steps.__anext__()
+            while True:
+                response = yield outgoing
+                if (
+                    outgoing is not request
+                    and outgoing.url.path == _ROOT_PRM
+                    and _origin(str(outgoing.url)) == origin
+                    and 400 <= response.status_code < 500
+                    and legacy()
+                ):
+                    # The last place protected resource metadata could be: none, so the SDK
+                    # goes on to the origin's authorization server metadata. Read it first.
+                    metadata = yield httpx2.Request(
+                        "GET", outgoing.url.join(_ROOT_ASM), headers={"Accept": "application/json"}
+                    )
+                    await metadata.aread()
+                    found[:] = _issuer_on(origin, metadata)
+                outgoing = await steps.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await steps.aclose()
+
+    auth._expected_issuer = expected_issuer
+    auth.async_auth_flow = auth_flow
+    auth._legacy_issuer_accepted = True
+
+
+_ROOT_PRM = "/.well-known/oauth-protected-resource"
+_ROOT_ASM = "/.well-known/oauth-authorization-server"
+_MAX_METADATA = 64 * 1024
+"""The most bytes of metadata parsed for its issuer (more: not a legacy issuer)."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """A URL's scheme, host and port (the default port made explicit), as compared."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _issuer_on(origin: tuple[str, str, int | None], response: Any) -> list[str]:
+    """The issuer `response` (authorization server metadata) names, as the SDK renders it, when
+    it is on `origin` with a path; nothing otherwise."""
+    import json
+
+    from pydantic import AnyHttpUrl, TypeAdapter, ValidationError
+
+    if response.status_code != 200 or len(response.content) > _MAX_METADATA:
+        return []
+    try:
+        issuer = json.loads(response.content).get("issuer")
+        if not isinstance(issuer, str) or _origin(issuer) != origin:
+            return []
+        rendered = str(TypeAdapter(AnyHttpUrl).validate_python(issuer))
+    except (ValueError, AttributeError, ValidationError):
+        return []
+    return [rendered] if urlsplit(rendered).path.strip("/") else []
 
 
 class LocalRedirect:
