@@ -336,6 +336,13 @@ async def test_an_expired_access_token_is_refreshed_and_the_new_tokens_stored(
     assert kept.refresh_token in books.refresh  # the rotated one
     never_shown(books, first.text, second.text, caplog.text)
 
+    # Another process on the database: it loads the live token, sends it, and keeps it secret.
+    other = StoreTokens(SQLiteStore(tmp_path / "app.db"), "notes:alice")
+    async with MCPServer.http(notes.url, auth=provider(notes, other)) as server:
+        loaded = await by_name(server)["read"].aexecute(call("read", {}), CONTEXT)
+    assert loaded.text == "read done with Bearer [redacted]"
+    assert len(books.authorizations) == 1
+
     # After a restart: a new flow loads the registration and the expired token from the
     # database. The SDK takes a loaded token for valid until it is refused (it has not yet
     # discovered the authorization server, whose token endpoint a refresh needs): refused, it
