@@ -343,17 +343,54 @@ async def test_an_expired_access_token_is_refreshed_and_the_new_tokens_stored(
     assert loaded.text == "read done with Bearer [redacted]"
     assert len(books.authorizations) == 1
 
-    # After a restart: a new flow loads the registration and the expired token from the
-    # database. The SDK takes a loaded token for valid until it is refused (it has not yet
-    # discovered the authorization server, whose token endpoint a refresh needs): refused, it
-    # authorizes anew, as the client the database holds (no second registration).
+    # After a restart: a new flow loads the registration, the expired token and where it came
+    # from: it refreshes the token at the authorization server's token endpoint, asking no one.
     await asyncio.sleep(LIFETIME + 0.5)
     restarted = StoreTokens(SQLiteStore(tmp_path / "app.db"), "notes:alice")
     async with MCPServer.http(notes.url, auth=provider(notes, restarted)) as server:
         third = await by_name(server)["read"].aexecute(call("read", {}), CONTEXT)
     assert third.text == "read done with Bearer [redacted]"
-    assert books.grants[-1] == "authorization_code"
-    assert len(books.authorizations) == 2 and len(books.clients) == 1
+    assert books.grants[-1] == "refresh_token"
+    assert len(books.authorizations) == 1 and len(books.clients) == 1
+    assert books.seen == ["/.well-known/oauth-protected-resource/mcp"]  # discovered once
+
+
+@pytest.mark.parametrize("kept", ["another server", "unreadable", "none"])
+async def test_a_loaded_token_without_its_discovery_is_used_until_refused(
+    notes: Notes, kept: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentforge_typed.stores import MemoryStore
+
+    books = notes.books
+    tokens = StoreTokens(MemoryStore(), "notes:alice")
+    async with MCPServer.http(notes.url, auth=provider(notes, tokens)) as server:
+        await by_name(server)["read"].aexecute(call("read", {}), CONTEXT)
+    stored = await tokens._recall_discovery()
+    assert stored is not None
+    if kept == "another server":
+        await tokens._remember_discovery(stored.replace(b"/mcp", b"/other"))
+    elif kept == "unreadable":
+        await tokens._remember_discovery(
+            stored.replace(b'"token_endpoint":"', b'"token_endpoint":"x')
+        )
+    else:
+        await tokens._remember_discovery(None)
+    await asyncio.sleep(LIFETIME + 0.5)
+    caplog.clear()
+    async with MCPServer.http(notes.url, auth=provider(notes, tokens)) as server:
+        again = await by_name(server)["read"].aexecute(call("read", {}), CONTEXT)
+    assert again.text == "read done with Bearer [redacted]"
+    # The SDK's own way: the expired token sent, refused, and a new authorization.
+    assert books.grants[-1] == "authorization_code" and len(books.authorizations) == 2
+    assert "refresh_token" not in books.grants
+    warned = [r.getMessage() for r in caplog.records if r.name == "agentforge_typed.mcp"]
+    if kept == "unreadable":
+        assert warned == [
+            "the stored discovery of an MCP server's authorization does not read "
+            "(ValidationError); ignored: the flow discovers anew"
+        ]
+    else:
+        assert warned == []
 
 
 async def test_a_refused_refresh_falls_back_to_a_new_authorization(

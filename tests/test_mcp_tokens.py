@@ -254,3 +254,19 @@ def test_the_stores_blocking_credential_methods(opener: Opener, surface: Surface
     assert store.delete_credential("k") is True
     assert store.delete_credential("k") is False
     assert store.get_credential("k") is None
+
+
+async def test_where_the_tokens_came_from_is_kept_beside_them_and_forgotten_with_them() -> None:
+    for storage in (StoreTokens(MemoryStore(), "n"), MemoryTokens()):
+        assert await storage._recall_discovery() is None
+        await storage._remember_discovery(b'{"server_url": "u"}')
+        assert await storage._recall_discovery() == b'{"server_url": "u"}'
+        await storage._remember_discovery(None)
+        assert await storage._recall_discovery() is None
+        await storage._remember_discovery(b"{}")
+        await storage.clear()
+        assert await storage._recall_discovery() is None
+    stored = StoreTokens(MemoryStore(), "n")
+    await stored._remember_discovery(b"{}")
+    await stored._remember_discovery(b"x" * (_tokens.MAX_CREDENTIAL_BYTES + 1))  # over: forgotten
+    assert await stored._recall_discovery() is None

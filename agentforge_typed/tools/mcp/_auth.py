@@ -6,11 +6,14 @@ server's authorization server named by the issuer it gives (`accept_legacy_issue
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["LocalRedirect", "accept_legacy_issuer", "watch_tokens"]
+
+logger = logging.getLogger("agentforge_typed.mcp")
 
 Found = Callable[[Iterable[str | None]], None]
 """Told of the secrets a storage holds: tokens, a client secret."""
@@ -23,26 +26,43 @@ def watch_tokens(auth: Any, found: Found) -> None:
     context: Any = getattr(auth, "context", None)
     storage = getattr(context, "storage", None)
     if storage is not None and not isinstance(storage, _Watched):
-        context.storage = _Watched(storage, found)
+        context.storage = _Watched(storage, found, context)
         # Tokens loaded before (a provider used for another server) are secrets too.
         _tokens(getattr(context, "current_tokens", None), found)
 
 
 class _Watched:
-    """A `TokenStorage` that tells `found` of each secret passing through it."""
+    """A `TokenStorage` that tells `found` of each secret passing through it.
 
-    def __init__(self, storage: Any, found: Found) -> None:
+    With a storage of this package (`MemoryTokens`, `StoreTokens`) it also keeps where the
+    tokens came from, beside them: the SDK takes tokens it loads for valid until the server
+    refuses them, then authorizes anew (a person's authorization too), since it has not yet
+    discovered the authorization server whose token endpoint a refresh needs. Given back that
+    discovery (for the same MCP server URL) and the seconds the token has left, a flow that
+    loads an expired token refreshes it instead."""
+
+    def __init__(self, storage: Any, found: Found, context: Any = None) -> None:
         self._storage = storage
         self._found = found
+        self._context = context
 
     async def get_tokens(self) -> Any:
         tokens = await self._storage.get_tokens()
         _tokens(tokens, self._found)
+        recall = getattr(self._storage, "_recall_discovery", None)
+        context = self._context
+        if tokens is not None and recall is not None and context is not None:
+            if context.oauth_metadata is None and _restore_discovery(context, await recall()):
+                if tokens.expires_in is not None:
+                    context.update_token_expiry(tokens)
         return tokens
 
     async def set_tokens(self, tokens: Any) -> None:
         _tokens(tokens, self._found)
         await self._storage.set_tokens(tokens)
+        remember = getattr(self._storage, "_remember_discovery", None)
+        if remember is not None and self._context is not None:
+            await remember(_discovery(self._context))
 
     async def get_client_info(self) -> Any:
         info = await self._storage.get_client_info()
@@ -52,6 +72,58 @@ class _Watched:
     async def set_client_info(self, client_info: Any) -> None:
         self._found([getattr(client_info, "client_secret", None)])
         await self._storage.set_client_info(client_info)
+
+
+def _discovery(context: Any) -> bytes | None:
+    """What the flow discovered for its MCP server (its authorization server's metadata, the
+    server's protected resource metadata), as a storage keeps it; `None` when it knows none."""
+    import json
+
+    metadata = getattr(context, "oauth_metadata", None)
+    if metadata is None:
+        return None
+    resource = context.protected_resource_metadata
+    form = {
+        "server_url": context.server_url,
+        "auth_server_url": context.auth_server_url,
+        "oauth_metadata": metadata.model_dump(mode="json", exclude_none=True),
+        "protected_resource_metadata": (
+            None if resource is None else resource.model_dump(mode="json", exclude_none=True)
+        ),
+    }
+    return json.dumps(form, separators=(",", ":")).encode()
+
+
+def _restore_discovery(context: Any, form: bytes | None) -> bool:
+    """Give `context` back what `_discovery` kept, if it was kept for its MCP server URL and
+    still reads; whether it did."""
+    import json
+
+    from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+    from pydantic import ValidationError
+
+    if form is None:
+        return False
+    try:
+        kept = json.loads(form)
+        if kept["server_url"] != context.server_url:
+            return False
+        auth_server_url = kept["auth_server_url"]
+        if auth_server_url is not None and not isinstance(auth_server_url, str):
+            raise ValueError("auth_server_url is not a URL")
+        metadata = OAuthMetadata.model_validate(kept["oauth_metadata"])
+        resource = kept["protected_resource_metadata"]
+        resource = None if resource is None else ProtectedResourceMetadata.model_validate(resource)
+    except (ValueError, TypeError, KeyError, ValidationError) as error:
+        logger.warning(
+            "the stored discovery of an MCP server's authorization does not read (%s); "
+            "ignored: the flow discovers anew",
+            type(error).__name__,
+        )
+        return False
+    context.oauth_metadata, context.protected_resource_metadata = metadata, resource
+    context.auth_server_url = auth_server_url
+    return True
 
 
 def _tokens(tokens: Any, found: Found) -> None:

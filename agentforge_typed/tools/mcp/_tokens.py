@@ -3,7 +3,10 @@ this process, and `StoreTokens`, in a conversation store's database under a name
 program's choosing (one per server and identity), kept across restarts.
 
 Both keep when each token was stored and give it back with the seconds it has left
-(`expires_in`). The SDK is imported when a token is first read back, never at import.
+(`expires_in`), and where the tokens came from (the authorization server's metadata the flow had
+discovered), so that a flow loading them (a restarted process) refreshes an expired token at the
+right token endpoint (`_auth._Watched`). The SDK is imported when a token is first read
+back, never at import.
 """
 
 from __future__ import annotations
@@ -59,7 +62,17 @@ class MemoryTokens:
 
     async def clear(self) -> None:
         """Forget the tokens and the registration (the next flow authorizes anew)."""
-        self._tokens = self._client_info = None
+        self._tokens = self._client_info = self._discovery = None
+
+    # Where the tokens came from, for a flow that loads them (see `_auth._Watched`).
+
+    _discovery: bytes | None = None
+
+    async def _remember_discovery(self, form: bytes | None) -> None:
+        self._discovery = form
+
+    async def _recall_discovery(self) -> bytes | None:
+        return self._discovery
 
 
 class StoreTokens:
@@ -103,7 +116,7 @@ class StoreTokens:
             )
         self.store = store
         self.name = name
-        self._keys = {kind: _key(kind, name) for kind in ("tokens", "client")}
+        self._keys = {kind: _key(kind, name) for kind in ("tokens", "client", "discovery")}
 
     def __repr__(self) -> str:
         return f"StoreTokens({self.store!r}, {self.name!r})"
@@ -153,6 +166,16 @@ class StoreTokens:
         authorizes anew)."""
         for key in self._keys.values():
             await self.store.adelete_credential(key)
+
+    async def _remember_discovery(self, form: bytes | None) -> None:
+        """Keep where the tokens came from (`None`, or over the cap: forget it)."""
+        if form is None or len(form) > MAX_CREDENTIAL_BYTES:
+            await self.store.adelete_credential(self._keys["discovery"])
+        else:
+            await self.store.aput_credential(self._keys["discovery"], form)
+
+    async def _recall_discovery(self) -> bytes | None:
+        return await self._read("discovery")
 
     async def _read(self, kind: str) -> bytes | None:
         kept: bytes | None = await self.store.aget_credential(self._keys[kind])
