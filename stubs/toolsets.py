@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import httpx2
+from mcp.client.auth import TokenStorage
+from mcp.shared.auth import OAuthToken
 from typing_extensions import assert_type
 
 from agentforge_typed import (
@@ -24,9 +26,12 @@ from agentforge_typed.tools import (
     MCPAuthorizationError,
     MCPTool,
     MCPToolFilter,
+    MemoryTokens,
+    StoreTokens,
     ToolAnnotations,
     ToolSpecification,
 )
+from agentforge_typed.stores import MemoryStore
 
 
 def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> AiMessage:
@@ -77,6 +82,17 @@ def usage() -> None:
     redirect = LocalRedirect(port=8765, show=print, timeout=60)
     assert_type(redirect.redirect_uri, str)
     LocalRedirect(show="firefox")  # type: ignore[arg-type]
+    # Where the flow keeps its tokens: an `mcp.client.auth.TokenStorage` either way.
+    def keeps(storage: TokenStorage) -> None: ...
+
+    keeps(MemoryTokens())
+    keeps(StoreTokens(MemoryStore(), "notes:alice"))
+    assert_type(StoreTokens(MemoryStore(), "n").name, str)
+    StoreTokens(MemoryStore(), 7)  # type: ignore[arg-type]
+
+    async def signed_out(tokens: StoreTokens | MemoryTokens) -> OAuthToken | None:
+        await tokens.clear()
+        return await tokens.get_tokens()
 
     def readonly(tool: MCPTool) -> bool:
         assert_type(tool.annotations, ToolAnnotations | None)

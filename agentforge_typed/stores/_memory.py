@@ -76,6 +76,8 @@ class MemoryStore:
         self._seq = 0
         self._results: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         """The tools' cached results (`StoreCache`): value and expiry, least recently used first."""
+        self._credentials: dict[str, bytes] = {}
+        """The MCP servers' tokens and registrations (`StoreTokens`)."""
 
     def __repr__(self) -> str:
         return f"MemoryStore({len(self._records)} conversations)"
@@ -289,6 +291,33 @@ class MemoryStore:
     ) -> None:
         """`put_result`, as a coroutine."""
         self.put_result(key, value, ttl=ttl, max_entries=max_entries, max_bytes=max_bytes)
+
+    def get_credential(self, key: str) -> bytes | None:
+        """The credential kept under `key`, or `None`."""
+        with self._lock:
+            return self._credentials.get(key)
+
+    async def aget_credential(self, key: str) -> bytes | None:
+        """`get_credential`, as a coroutine."""
+        return self.get_credential(key)
+
+    def put_credential(self, key: str, value: bytes) -> None:
+        """Keep `value` under `key`, replacing what was kept there."""
+        with self._lock:
+            self._credentials[key] = value
+
+    async def aput_credential(self, key: str, value: bytes) -> None:
+        """`put_credential`, as a coroutine."""
+        self.put_credential(key, value)
+
+    def delete_credential(self, key: str) -> bool:
+        """Forget the credential kept under `key`; whether there was one."""
+        with self._lock:
+            return self._credentials.pop(key, None) is not None
+
+    async def adelete_credential(self, key: str) -> bool:
+        """`delete_credential`, as a coroutine."""
+        return self.delete_credential(key)
 
     def close(self) -> None:
         pass

@@ -22,6 +22,7 @@ __all__ = ["POSTGRES_MIGRATIONS", "PostgresStore"]
 
 _TABLE = "agentforge_conversations"
 _RESULTS = "agentforge_results"
+_CREDENTIALS = "agentforge_credentials"
 _EPOCH = "extract(epoch from statement_timestamp())::double precision"
 _NOW = "statement_timestamp()"
 _LOCK = 0x61_67_66_73
@@ -63,6 +64,14 @@ POSTGRES_MIGRATIONS: tuple[tuple[str, ...], ...] = (
             used_at double precision NOT NULL
         )""",
         f"CREATE INDEX agentforge_results_used ON {_RESULTS} (used_at)",
+    ),
+    # 4: the MCP servers' OAuth tokens and client registrations (`StoreTokens`).
+    (
+        f"""CREATE TABLE {_CREDENTIALS} (
+            key text PRIMARY KEY,
+            value bytea NOT NULL,
+            updated_at timestamptz NOT NULL
+        )""",
     ),
 )
 """The schema's forward migrations: `POSTGRES_MIGRATIONS[v]` takes a database from version `v`
@@ -117,6 +126,11 @@ POSTGRES = Dialect(
             SUM(size) OVER (ORDER BY used_at DESC, key DESC) AS kept FROM {_RESULTS}) AS ranked
             WHERE kept > %(max_bytes)s)""",
     ),
+    credential_get=f"SELECT value FROM {_CREDENTIALS} WHERE key = %(key)s",
+    credential_put=f"""INSERT INTO {_CREDENTIALS} (key, value, updated_at)
+    VALUES (%(key)s, %(value)s, {_NOW})
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at""",
+    credential_delete=f"DELETE FROM {_CREDENTIALS} WHERE key = %(key)s",
     migrations=POSTGRES_MIGRATIONS,
     read_version="SELECT version FROM agentforge_schema",
     time=lambda value: value.astimezone(timezone.utc),

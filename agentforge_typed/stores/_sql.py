@@ -47,7 +47,7 @@ __all__ = ["SCHEMA_VERSION", "Dialect", "SQLStore"]
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema this version of the package writes (and reads up to)."""
 NO_CURSOR = 2**63 - 1
 
@@ -86,6 +86,12 @@ class Dialect:
     result_evict: tuple[str, ...]
     """Drop the expired results, then the least recently used past `max_entries` and
     `max_bytes`."""
+    credential_get: str
+    """A kept credential by `key` (`value`)."""
+    credential_put: str
+    """Keep `value` under `key`, replacing what was kept there."""
+    credential_delete: str
+    """Forget the credential kept under `key`."""
     migrations: tuple[tuple[str, ...], ...]
     """`migrations[v]` takes the schema from version `v` to `v + 1` (`0`: an empty database)."""
     read_version: str
@@ -562,6 +568,52 @@ class SQLStore:
     ) -> None:
         """`put_result`, as a coroutine."""
         await self._arun(self._putting(key, value, ttl, max_entries, max_bytes))
+
+    # -- the MCP servers' credentials (`StoreTokens`) ---------------------------------------------
+
+    def _credential_getting(self, key: str) -> Callable[[Any], bytes | None]:
+        def get(connection: Any) -> bytes | None:
+            rows = connection.execute(self.dialect.credential_get, {"key": key}).fetchall()
+            return bytes(rows[0][0]) if rows else None
+
+        return get
+
+    def _credential_putting(self, key: str, value: bytes) -> Callable[[Any], None]:
+        def put(connection: Any) -> None:
+            parameters = {"key": key, "value": value, "now": self._now()}
+            connection.execute(self.dialect.credential_put, parameters)
+
+        return put
+
+    def _credential_deleting(self, key: str) -> Callable[[Any], bool]:
+        def delete(connection: Any) -> bool:
+            return bool(connection.execute(self.dialect.credential_delete, {"key": key}).rowcount)
+
+        return delete
+
+    def get_credential(self, key: str) -> bytes | None:
+        """The credential kept under `key`, or `None`."""
+        return self._run(self._credential_getting(key))
+
+    async def aget_credential(self, key: str) -> bytes | None:
+        """`get_credential`, as a coroutine."""
+        return await self._arun(self._credential_getting(key))
+
+    def put_credential(self, key: str, value: bytes) -> None:
+        """Keep `value` under `key`, replacing what was kept there."""
+        self._run(self._credential_putting(key, value))
+
+    async def aput_credential(self, key: str, value: bytes) -> None:
+        """`put_credential`, as a coroutine."""
+        await self._arun(self._credential_putting(key, value))
+
+    def delete_credential(self, key: str) -> bool:
+        """Forget the credential kept under `key`; whether there was one."""
+        return self._run(self._credential_deleting(key))
+
+    async def adelete_credential(self, key: str) -> bool:
+        """`delete_credential`, as a coroutine."""
+        return await self._arun(self._credential_deleting(key))
 
     def close(self) -> None:
         """Close the store's connections (those in use close when their operation ends)."""

@@ -25,6 +25,7 @@ __all__ = ["SQLITE_MIGRATIONS", "SQLiteStore"]
 
 _TABLE = "agentforge_conversations"
 _RESULTS = "agentforge_results"
+_CREDENTIALS = "agentforge_credentials"
 
 SQLITE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
     # 1: the conversations and the schema version.
@@ -61,6 +62,14 @@ SQLITE_MIGRATIONS: tuple[tuple[str, ...], ...] = (
             used_at REAL NOT NULL
         )""",
         f"CREATE INDEX agentforge_results_used ON {_RESULTS} (used_at)",
+    ),
+    # 4: the MCP servers' OAuth tokens and client registrations (`StoreTokens`).
+    (
+        f"""CREATE TABLE {_CREDENTIALS} (
+            key TEXT PRIMARY KEY,
+            value BLOB NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
     ),
 )
 """The schema's forward migrations: `SQLITE_MIGRATIONS[v]` takes a database from version `v` to
@@ -114,6 +123,10 @@ SQLITE = Dialect(
             SUM(size) OVER (ORDER BY used_at DESC, key DESC) AS kept FROM {_RESULTS})
             WHERE kept > :max_bytes)""",
     ),
+    credential_get=f"SELECT value FROM {_CREDENTIALS} WHERE key = :key",
+    credential_put=f"""INSERT INTO {_CREDENTIALS} (key, value, updated_at) VALUES (:key, :value, :now)
+    ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at""",
+    credential_delete=f"DELETE FROM {_CREDENTIALS} WHERE key = :key",
     migrations=SQLITE_MIGRATIONS,
     read_version="SELECT version FROM agentforge_schema",
     time=_time,

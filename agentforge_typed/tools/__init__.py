@@ -20,7 +20,8 @@ itself. This module is the public home (docs/reference/api.md) of the rest, each
 use:
 
 - the other tool kinds: `SchemaTool`, `HttpTool`, and the MCP client's `MCPTool`,
-  `MCPToolFilter`, `LocalRedirect`, `MCPAuthorizationError`;
+  `MCPToolFilter`, `LocalRedirect`, `MCPAuthorizationError`, and the token storages of its
+  authorization, `MemoryTokens` and `StoreTokens`;
 - what a tool declares and returns: `ToolSpecification`, `ToolAnnotations`, `ReturnBehavior`,
   `ApprovalPolicy`, `ToolExecutionResult`, `ErrorKind`, `ArgumentProblem`,
   `HandlerTimeoutError`;
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
         MCPServerOptions,
         MCPTool,
         MCPToolFilter,
+        MemoryTokens,
+        StoreTokens,
     )
 
 __all__ = [
@@ -80,10 +83,12 @@ __all__ = [
     "MCPTool",
     "MCPToolFilter",
     "MemoryCache",
+    "MemoryTokens",
     "ResultCache",
     "ReturnBehavior",
     "SchemaTool",
     "StoreCache",
+    "StoreTokens",
     "ToolAnnotations",
     "ToolDecorator",
     "ToolExecutionResult",
@@ -121,7 +126,15 @@ _HOMES = {
     "HandlerTimeoutError": "._invoke",
     "SchemaTool": "._schema_tool",
     **dict.fromkeys(
-        ("LocalRedirect", "MCPAuthorizationError", "MCPServerOptions", "MCPTool", "MCPToolFilter"),
+        (
+            "LocalRedirect",
+            "MCPAuthorizationError",
+            "MCPServerOptions",
+            "MCPTool",
+            "MCPToolFilter",
+            "MemoryTokens",
+            "StoreTokens",
+        ),
         ".mcp._server",
     ),
 }

@@ -11,7 +11,8 @@
 - `_session`: what this package asks of the SDK's `ClientSession`, whatever its revision, and
   how an HTTP refusal (401, 403) reads (`MCPAuthorizationError`);
 - `_auth`: the tokens of an `auth=` flow kept out of everything shown; `LocalRedirect`, where a
-  person's authorization comes back.
+  person's authorization comes back;
+- `_tokens`: where the flow keeps its tokens (`MemoryTokens`, `StoreTokens`).
 
 Requires the `mcp` extra; the SDK is imported only when a server is entered. `MCPServer` is
 exported from `agentforge_typed` itself, the other names from `agentforge_typed.tools`, their
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
         MCPServerOptions,
         MCPTool,
         MCPToolFilter,
+        MemoryTokens,
+        StoreTokens,
     )
 
 __all__ = [
@@ -40,6 +43,8 @@ __all__ = [
     "MCPServerOptions",
     "MCPTool",
     "MCPToolFilter",
+    "MemoryTokens",
+    "StoreTokens",
 ]
 
 

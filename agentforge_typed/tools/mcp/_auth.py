@@ -1,14 +1,19 @@
 """Authorization for HTTP MCP servers: the tokens an `auth=` flow (the MCP SDK's OAuth
 providers) obtains are secrets, added to the server's redactor as its token storage sees them,
-so that they never show in its warnings, log records, errors or tools' results; and
+so that they never show in its warnings, log records, errors or tools' results; a 2025-03-26
+server's authorization server named by the issuer it gives (`accept_legacy_issuer`); and
 `LocalRedirect`, the person's side of the authorization-code grant on their own machine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import logging
+from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["LocalRedirect", "watch_tokens"]
+__all__ = ["LocalRedirect", "accept_legacy_issuer", "watch_tokens"]
+
+logger = logging.getLogger("agentforge_typed.mcp")
 
 Found = Callable[[Iterable[str | None]], None]
 """Told of the secrets a storage holds: tokens, a client secret."""
@@ -21,26 +26,43 @@ def watch_tokens(auth: Any, found: Found) -> None:
     context: Any = getattr(auth, "context", None)
     storage = getattr(context, "storage", None)
     if storage is not None and not isinstance(storage, _Watched):
-        context.storage = _Watched(storage, found)
+        context.storage = _Watched(storage, found, context)
         # Tokens loaded before (a provider used for another server) are secrets too.
         _tokens(getattr(context, "current_tokens", None), found)
 
 
 class _Watched:
-    """A `TokenStorage` that tells `found` of each secret passing through it."""
+    """A `TokenStorage` that tells `found` of each secret passing through it.
 
-    def __init__(self, storage: Any, found: Found) -> None:
+    With a storage of this package (`MemoryTokens`, `StoreTokens`) it also keeps where the
+    tokens came from, beside them: the SDK takes tokens it loads for valid until the server
+    refuses them, then authorizes anew (a person's authorization too), since it has not yet
+    discovered the authorization server whose token endpoint a refresh needs. Given back that
+    discovery (for the same MCP server URL) and the seconds the token has left, a flow that
+    loads an expired token refreshes it instead."""
+
+    def __init__(self, storage: Any, found: Found, context: Any = None) -> None:
         self._storage = storage
         self._found = found
+        self._context = context
 
     async def get_tokens(self) -> Any:
         tokens = await self._storage.get_tokens()
         _tokens(tokens, self._found)
+        recall = getattr(self._storage, "_recall_discovery", None)
+        context = self._context
+        if tokens is not None and recall is not None and context is not None:
+            if context.oauth_metadata is None and _restore_discovery(context, await recall()):
+                if tokens.expires_in is not None:
+                    context.update_token_expiry(tokens)
         return tokens
 
     async def set_tokens(self, tokens: Any) -> None:
         _tokens(tokens, self._found)
         await self._storage.set_tokens(tokens)
+        remember = getattr(self._storage, "_remember_discovery", None)
+        if remember is not None and self._context is not None:
+            await remember(_discovery(self._context))
 
     async def get_client_info(self) -> Any:
         info = await self._storage.get_client_info()
@@ -52,9 +74,167 @@ class _Watched:
         await self._storage.set_client_info(client_info)
 
 
+def _discovery(context: Any) -> bytes | None:
+    """What the flow discovered for its MCP server (its authorization server's metadata, the
+    server's protected resource metadata), as a storage keeps it; `None` when it knows none."""
+    import json
+
+    metadata = getattr(context, "oauth_metadata", None)
+    if metadata is None:
+        return None
+    resource = context.protected_resource_metadata
+    form = {
+        "server_url": context.server_url,
+        "auth_server_url": context.auth_server_url,
+        "oauth_metadata": metadata.model_dump(mode="json", exclude_none=True),
+        "protected_resource_metadata": (
+            None if resource is None else resource.model_dump(mode="json", exclude_none=True)
+        ),
+    }
+    return json.dumps(form, separators=(",", ":")).encode()
+
+
+def _restore_discovery(context: Any, form: bytes | None) -> bool:
+    """Give `context` back what `_discovery` kept, if it was kept for its MCP server URL and
+    still reads; whether it did."""
+    import json
+
+    from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+    from pydantic import ValidationError
+
+    if form is None:
+        return False
+    try:
+        kept = json.loads(form)
+        if kept["server_url"] != context.server_url:
+            return False
+        auth_server_url = kept["auth_server_url"]
+        if auth_server_url is not None and not isinstance(auth_server_url, str):
+            raise ValueError("auth_server_url is not a URL")
+        metadata = OAuthMetadata.model_validate(kept["oauth_metadata"])
+        resource = kept["protected_resource_metadata"]
+        resource = None if resource is None else ProtectedResourceMetadata.model_validate(resource)
+    except (ValueError, TypeError, KeyError, ValidationError) as error:
+        logger.warning(
+            "the stored discovery of an MCP server's authorization does not read (%s); "
+            "ignored: the flow discovers anew",
+            type(error).__name__,
+        )
+        return False
+    context.oauth_metadata, context.protected_resource_metadata = metadata, resource
+    context.auth_server_url = auth_server_url
+    return True
+
+
 def _tokens(tokens: Any, found: Found) -> None:
     if tokens is not None:
         found([getattr(tokens, "access_token", None), getattr(tokens, "refresh_token", None)])
+
+
+def accept_legacy_issuer(auth: Any) -> None:
+    """Let `auth` (an SDK `OAuthClientProvider`, or a subclass) authorize with a 2025-03-26
+    server whose authorization server names an issuer with a path on the server's own origin.
+
+    A server of that revision publishes no protected resource metadata; its authorization
+    server's metadata is at its origin's well-known URL (the revision's "authorization base
+    URL": the MCP server's URL without its path), and the revision places the authorization
+    server on that origin. Some name an issuer there with a path (`https://host/oauth`), which
+    the SDK refuses: it expects the origin itself (RFC 8414 section 3.3, the issuer the
+    metadata URL was built from). This accepts such an issuer on that path alone: no protected
+    resource metadata was found (every well-known URL answered 4xx), the metadata came from the
+    origin's well-known URL, and the issuer it names is on the same origin (scheme, host,
+    port). Whatever names another origin, and every server that publishes protected resource
+    metadata (the current revisions), meet the SDK's check unchanged.
+
+    To know the issuer before the SDK checks it, the metadata is read once more, ahead of the
+    SDK (one more request, on the legacy path only). A flow of another kind is left as it is.
+    """
+    context: Any = getattr(auth, "context", None)
+    flow = getattr(auth, "async_auth_flow", None)
+    expected = getattr(auth, "_expected_issuer", None)
+    server_url = getattr(context, "server_url", None)
+    if not (callable(flow) and callable(expected) and isinstance(server_url, str)):
+        return
+    if getattr(auth, "_legacy_issuer_accepted", False):
+        return
+    origin = _origin(server_url)
+    found: list[str] = []
+    """The issuer the origin's metadata names, once read ahead on the legacy path."""
+
+    def legacy() -> bool:
+        return context.auth_server_url is None and context.protected_resource_metadata is None
+
+    def expected_issuer() -> str:
+        issuer: str = found[0] if found and legacy() else expected()
+        return issuer
+
+    async def auth_flow(request: Any) -> AsyncGenerator[Any, Any]:
+        import httpx2
+
+        steps = flow(request)
+        try:
+            outgoing = await steps.__anext__()
+            while True:
+                response = yield outgoing
+                if (
+                    outgoing is not request
+                    and outgoing.url.path == _ROOT_PRM
+                    and _origin(str(outgoing.url)) == origin
+                    and 400 <= response.status_code < 500
+                    and legacy()
+                ):
+                    # The last place protected resource metadata could be: none, so the SDK
+                    # goes on to the origin's authorization server metadata. Read it first.
+                    metadata = yield httpx2.Request(
+                        "GET", outgoing.url.join(_ROOT_ASM), headers={"Accept": "application/json"}
+                    )
+                    await metadata.aread()
+                    found[:] = _issuer_on(origin, metadata)
+                outgoing = await steps.asend(response)
+        except StopAsyncIteration:
+            return
+        finally:
+            await steps.aclose()
+
+    auth._expected_issuer = expected_issuer
+    auth.async_auth_flow = auth_flow
+    auth._legacy_issuer_accepted = True
+
+
+_ROOT_PRM = "/.well-known/oauth-protected-resource"
+_ROOT_ASM = "/.well-known/oauth-authorization-server"
+_MAX_METADATA = 64 * 1024
+"""The most bytes of metadata parsed for its issuer (more: not a legacy issuer)."""
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """A URL's scheme, host and port (the default port made explicit), as compared."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    except ValueError:
+        port = None
+    return scheme, (parts.hostname or "").lower(), port
+
+
+def _issuer_on(origin: tuple[str, str, int | None], response: Any) -> list[str]:
+    """The issuer `response` (authorization server metadata) names, as the SDK renders it, when
+    it is on `origin` with a path; nothing otherwise."""
+    import json
+
+    from pydantic import AnyHttpUrl, TypeAdapter, ValidationError
+
+    if response.status_code != 200 or len(response.content) > _MAX_METADATA:
+        return []
+    try:
+        issuer = json.loads(response.content).get("issuer")
+        if not isinstance(issuer, str) or _origin(issuer) != origin:
+            return []
+        rendered = str(TypeAdapter(AnyHttpUrl).validate_python(issuer))
+    except (ValueError, AttributeError, ValidationError):
+        return []
+    return [rendered] if urlsplit(rendered).path.strip("/") else []
 
 
 class LocalRedirect:

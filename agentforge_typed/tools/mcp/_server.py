@@ -52,13 +52,14 @@ from .._outcomes import redacted_result, with_repairs
 from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
 from .._signature import check_tool_name
-from ._auth import LocalRedirect, watch_tokens
+from ._auth import LocalRedirect, accept_legacy_issuer, watch_tokens
 from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
 from ._results import OutputSchema, OutputType
 from ._session import MCPAuthorizationError, Refusal, Revision, describe, is_connection_lost, single
 from ._stdio import StderrTail
+from ._tokens import MemoryTokens, StoreTokens
 
 if TYPE_CHECKING:
     import httpx2
@@ -70,6 +71,8 @@ __all__ = [
     "MCPServerOptions",
     "MCPTool",
     "MCPToolFilter",
+    "MemoryTokens",
+    "StoreTokens",
 ]
 
 logger = logging.getLogger("agentforge_typed.mcp")
@@ -341,6 +344,7 @@ class MCPServer(ServerCalls["MCPTool"]):
         redactor.watch_logs()
         if auth is not None:
             watch_tokens(auth, server._more_secrets)
+            accept_legacy_issuer(auth)
         return server
 
     def _more_secrets(self, secrets: Iterable[str | None]) -> None:
