@@ -414,14 +414,6 @@ async def test_a_refused_refresh_falls_back_to_a_new_authorization(
     never_shown(books, again.text, caplog.text)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a flow that fails during a call (not while entering) kills the SDK's transport: the "
-    "call reads 'the connection to the MCP server was lost during the call (MCPError: "
-    "Connection closed); not sent again, as it may have taken effect', though nothing was sent "
-    "and the cause is the authorization (tools/mcp/_calls.py: explain the flow's failure there "
-    "as entering does)",
-)
 async def test_a_refused_refresh_then_a_refused_authorization_fail_the_call_naming_it(
     notes: Notes,
 ) -> None:

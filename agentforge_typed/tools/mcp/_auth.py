@@ -207,6 +207,32 @@ _MAX_METADATA = 64 * 1024
 """The most bytes of metadata parsed for its issuer (more: not a legacy issuer)."""
 
 
+def note_failures(auth: Any, failed: Callable[[BaseException], None]) -> None:
+    """Tell `failed` of each failure of `auth`'s flow (an SDK OAuth provider's, or any
+    `httpx2.Auth`'s): one that happens during a call ends the session's transport, and the call
+    only sees the connection closed."""
+    flow = getattr(auth, "async_auth_flow", None)
+    if not callable(flow):
+        return
+
+    async def noted(request: Any) -> AsyncGenerator[Any, Any]:
+        steps = flow(request)
+        try:
+            outgoing = await steps.__anext__()
+            while True:
+                response = yield outgoing
+                outgoing = await steps.asend(response)
+        except StopAsyncIteration:
+            return
+        except Exception as exc:
+            failed(exc)
+            raise
+        finally:
+            await steps.aclose()
+
+    auth.async_auth_flow = noted
+
+
 def _origin(url: str) -> tuple[str, str, int | None]:
     """A URL's scheme, host and port (the default port made explicit), as compared."""
     parts = urlsplit(url)

@@ -222,10 +222,16 @@ class ServerCalls(SessionHolder[CallT]):
         scope = scope_of(context) if context.may_pause else None
         progress = _progress_callback(context)
         send = _Send(tool, call, arguments, meta, progress, context.may_pause, scope)
+        flow_failures = self._refusal.flow_failures if self._refusal is not None else 0
         outcome = await self._send(held, send, opened, resend)
         if not isinstance(outcome, Exception):
             await self._settle_listing(live)
             return outcome
+        refusal = self._refusal
+        if refusal is not None and refusal.flow_failures > flow_failures:
+            # The authorization flow failed, ending the transport: nothing reached the server.
+            assert refusal.flow_error is not None
+            return failure_result(tool.name, self._explain(refusal.flow_error))
         if reconnected or not tool.retry_safe:
             why = "" if tool.retry_safe else "; not sent again, as it may have taken effect"
             return execution_error_result(

@@ -52,7 +52,7 @@ from .._outcomes import redacted_result, with_repairs
 from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
 from .._signature import check_tool_name
-from ._auth import LocalRedirect, accept_legacy_issuer, watch_tokens
+from ._auth import LocalRedirect, accept_legacy_issuer, note_failures, watch_tokens
 from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
@@ -345,6 +345,7 @@ class MCPServer(ServerCalls["MCPTool"]):
         if auth is not None:
             watch_tokens(auth, server._more_secrets)
             accept_legacy_issuer(auth)
+            note_failures(auth, refusal.failed)
         return server
 
     def _more_secrets(self, secrets: Iterable[str | None]) -> None:

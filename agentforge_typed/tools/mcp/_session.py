@@ -61,6 +61,14 @@ class Refusal:
     challenge: dict[str, str] = field(default_factory=dict)
     """The `WWW-Authenticate` challenge's `error` and `scope`, if given (each cut to
     `_MAX_PARAMETER` characters)."""
+    flow_failures: int = 0
+    """How many times the `auth=` flow failed (each ends the session's transport)."""
+    flow_error: BaseException | None = None
+    """Its last failure."""
+
+    def failed(self, exc: BaseException) -> None:
+        self.flow_failures += 1
+        self.flow_error = exc
 
     async def note(self, response: Any) -> None:
         status = response.status_code
