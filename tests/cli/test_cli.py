@@ -25,7 +25,7 @@ from agentforge_typed.cli._declare import declaration
 from agentforge_typed.cli._target import load_object, load_target
 from agentforge_typed.providers import _anthropic_wire, _gemini_wire, _openai_wire, render_schema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 BAD = "tests/fixtures/bad_tools.py"
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from agentforge_typed.cli._main import main
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 WEATHER = "examples/weather.py:tools"
 
 

@@ -67,7 +67,7 @@ from agentforge_typed.tools._budget import MAX_CONTENT_BYTES
 MCP_SDK_1 = version("mcp").startswith("1.")
 
 REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 GIVE_UP = 10.0
 """Seconds after which an endless body stops by itself, so that a missing cap cannot hang."""
 
@@ -905,7 +905,7 @@ def _cpu_deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGPROF, previous)
 
 
-DAG_TOOLS = Path(__file__).parent / "fixtures" / "dag_tools.py"
+DAG_TOOLS = Path(__file__).parents[1] / "fixtures" / "dag_tools.py"
 
 
 def dag_schema(depth: int) -> dict[str, Any]:
@@ -1031,7 +1031,7 @@ def test_check_reports_a_gemini_rendering_over_the_cap_without_expanding_it() ->
     target = f"{DAG_TOOLS}:tools"
     done = subprocess.run(
         [sys.executable, "-m", "agentforge_typed", "check", target, "--dialect", "gemini"],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         timeout=60,

@@ -53,9 +53,11 @@ PRINTABLE = {
     "run": "test_run_shows_what_the_model_and_the_tools_wrote_printable",
     "schema": "test_schema_and_check_show_a_tool_description_printable",
     "check": "test_schema_and_check_show_a_tool_description_printable",
-    "conversations": "tests/test_stores_cli.py::test_stored_text_reaches_the_terminal_printable",
+    "conversations": (
+        "tests/cli/test_stores_cli.py::test_stored_text_reaches_the_terminal_printable"
+    ),
     "mcp": "test_mcp_list_shows_a_tool_description_printable",
-    "eval": "tests/test_evals_cli.py::test_eval_shows_what_the_model_wrote_printable",
+    "eval": "tests/evals/test_evals_cli.py::test_eval_shows_what_the_model_wrote_printable",
 }
 """Each command's test that what it prints of outside text reaches the terminal printable (in
 this module, or `tests/<file>.py::<test>`)."""

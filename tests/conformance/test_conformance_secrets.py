@@ -918,7 +918,7 @@ async def test_an_mcp_server_never_shows_its_secrets(
 TOOL_SECRETS = {
     "HttpTool": "test_an_http_tool_never_shows_its_secrets",
     "MCPTool": "test_an_mcp_server_never_shows_its_secrets (and, for a result echoing a "
-    "header, tests/test_mcp.py::test_streamable_http_sends_the_given_headers)",
+    "header, tests/tools/mcp/test_mcp.py::test_streamable_http_sends_the_given_headers)",
     "Tool": "holds no secret of the package's: a function's own values are its to show",
     "SchemaTool": "holds no secret of the package's: a handler's own values are its to show",
 }

@@ -70,7 +70,7 @@ from agentforge_typed.stores import (
 opener = store_support.opener
 postgres = postgres_server.postgres
 
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(TESTS.parent), str(TESTS)])}
 
 

@@ -96,7 +96,7 @@ PUBLIC_MODULES = (
 )
 """The sub-packages that are the documented homes of the names off the common path."""
 
-API_PAGE = Path(__file__).parent.parent / "docs" / "reference" / "api.md"
+API_PAGE = Path(__file__).parents[2] / "docs" / "reference" / "api.md"
 
 
 def test_all_is_sorted_and_unique() -> None:

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple, NoReturn
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 # An opening fence of three or more backticks with its info string, up to the matching close.

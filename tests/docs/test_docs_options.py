@@ -13,7 +13,7 @@ from agentforge_typed.providers import HttpModelOptions, OpenAIOptions, Paramete
 from agentforge_typed.serving import HttpOptions, ToolServerOptions
 from agentforge_typed.tools import MCPServerOptions, ToolOptions
 
-PAGE = Path(__file__).parent.parent / "docs" / "reference" / "options.md"
+PAGE = Path(__file__).parents[2] / "docs" / "reference" / "options.md"
 OPTIONS: list[Any] = [
     ToolOptions,
     RunOptions,

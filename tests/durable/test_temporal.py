@@ -69,7 +69,7 @@ HISTORY = 250
 on_module_loop = pytest.mark.asyncio(loop_scope="module")
 """The tests that use the module's server run on its event loop."""
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 
 
 _WHEEL_PLATFORMS = {

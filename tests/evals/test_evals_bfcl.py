@@ -15,7 +15,7 @@ import pytest
 from agentforge_typed import AiMessage, ChatMessage, ChatRequestParameters, FunctionModel, ToolCall
 from agentforge_typed.evals import BFCL_CATEGORIES, load_bfcl, run_eval
 
-DATA = Path(__file__).parent / "fixtures" / "evals" / "bfcl"
+DATA = Path(__file__).parents[1] / "fixtures" / "evals" / "bfcl"
 sys.path.insert(0, str(DATA.parent))
 import bfcl_backends  # noqa: E402  (the fixture backend, beside the data)
 

@@ -11,7 +11,7 @@ import pytest
 from agentforge_typed import SystemMessage, UserMessage
 from agentforge_typed.evals import CasesError, EvalCase, load_cases
 
-FIXTURE = Path(__file__).parent / "fixtures" / "evals" / "weather.jsonl"
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "evals" / "weather.jsonl"
 HAS_YAML = importlib.util.find_spec("yaml") is not None
 
 

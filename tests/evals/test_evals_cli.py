@@ -23,7 +23,7 @@ from agentforge_typed.cli import main
 from agentforge_typed.cli._eval import Progress
 from agentforge_typed.evals import EvalReport
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CASES = "tests/fixtures/evals/weather.jsonl"
 TARGET = "examples/weather.py:tools"
 BFCL = "tests/fixtures/evals/bfcl"

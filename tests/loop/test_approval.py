@@ -534,7 +534,7 @@ def test_openai_wire_pause_json_round_trip_resume() -> None:
     assert sent[3]["content"].endswith(": eve is blocked")
 
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "payments.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "payments.py"
 
 
 def test_the_example_pauses_in_one_process_and_resumes_in_another(tmp_path: Path) -> None:

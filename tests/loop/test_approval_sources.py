@@ -27,7 +27,7 @@ from agentforge_typed import (
     ToolSpecification,
 )
 
-FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
+FIXTURE_SERVER = str(Path(__file__).parents[1] / "mcp_fixture_server.py")
 
 
 def scripted(*turns: AiMessage) -> FunctionModel:

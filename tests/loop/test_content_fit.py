@@ -48,7 +48,7 @@ from agentforge_typed import (
 
 pytest.importorskip("mcp")
 
-SERVER = str(Path(__file__).with_name("mcp_content_server.py"))
+SERVER = str(Path(__file__).parents[1] / "mcp_content_server.py")
 PDF_LINK = "https://cdn.example.com/q3.pdf"
 PDF_NOTE = (
     "[document by URL] (left out: the model's endpoint takes a document only as inline data, "

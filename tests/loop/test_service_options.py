@@ -32,7 +32,7 @@ from agentforge_typed import (
     tool,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OPTIONS = ["tools", "conversation_id", "approvals", "external_results", "usage_limits"]
 
 

@@ -32,7 +32,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers.openai import OpenAIChatModel
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 
 
 @tool

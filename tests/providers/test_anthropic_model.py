@@ -25,7 +25,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._anthropic_wire import parse_response
 
-FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
 KEY = "sk-ant-api03-SECRET-do-not-leak"
 TEXT_BODY = {
     "id": "msg_01AbCdEfGh",

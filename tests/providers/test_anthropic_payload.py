@@ -26,7 +26,7 @@ from agentforge_typed import (
 from agentforge_typed.providers._anthropic_wire import build_payload, parse_response
 from agentforge_typed.providers._dialects import render_schema
 
-FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
 PARAMS = ChatRequestParameters(model="claude-sonnet-4-5", max_tokens=1024)
 WEATHER = ToolSpecification(
     name="get_weather",

@@ -18,7 +18,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._anthropic_wire import parse_response
 
-FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
 
 
 def body(

@@ -22,7 +22,7 @@ from agentforge_typed import (
 from agentforge_typed.providers._anthropic_wire import AnthropicStreamAccumulator, parse_response
 from agentforge_typed.providers._sse import SSEDecoder
 
-FIXTURES = Path(__file__).parent / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
 TEXT_TWO_TOOLS = (FIXTURES / "text_two_tools.sse").read_bytes()
 THINKING_TOOL = (FIXTURES / "thinking_tool.sse").read_bytes()
 

@@ -40,7 +40,7 @@ from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures"
 PNG = b"\x89PNG\r\n\x1a\nfake-image-bytes"
 PNG64 = base64.b64encode(PNG).decode()
 

@@ -41,7 +41,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._gemini_wire import parse_response
 
-FIXTURES = Path(__file__).parent / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
 KEY = "AIzaSyD-SECRET-do-not-leak-0123456789"
 ROOT = "https://generativelanguage.googleapis.com/v1beta"
 TEXT_BODY = {
@@ -494,7 +494,7 @@ def test_cli_model_option_reaches_the_provider(name: str) -> None:
     command = [sys.executable, "-m", "agentforge_typed", "run", "examples/weather.py:tools", "hi"]
     done = subprocess.run(
         [*command, "--model", name],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         env={**env, "PYTHONIOENCODING": "utf-8"},

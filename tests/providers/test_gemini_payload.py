@@ -34,7 +34,7 @@ from agentforge_typed.providers._gemini_wire import (
     request_path,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
 PARAMS = ChatRequestParameters(model="gemini-2.5-flash")
 WEATHER = ToolSpecification(
     name="get_weather",

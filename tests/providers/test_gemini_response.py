@@ -11,7 +11,7 @@ import pytest
 from agentforge_typed import FinishReason, ModelError, TokenUsage, ToolCall
 from agentforge_typed.providers._gemini_wire import error_from_gemini, parse_response, retry_delay
 
-FIXTURES = Path(__file__).parent / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
 
 
 def fixture(name: str) -> Any:

@@ -22,7 +22,7 @@ from agentforge_typed import (
 from agentforge_typed.providers._gemini_wire import GeminiStreamAccumulator, parse_response
 from agentforge_typed.providers._sse import ServerSentEvent, SSEDecoder
 
-FIXTURES = Path(__file__).parent / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
 STREAMS = {
     name: (FIXTURES / f"{name}.sse").read_bytes()
     for name in ("parallel_calls", "text_signed", "call_with_id")

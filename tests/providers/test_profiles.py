@@ -440,9 +440,7 @@ def profile_table() -> str:
 
 
 def test_the_documented_table_is_the_built_in_profiles() -> None:
-    page = (
-        Path(__file__).parent.parent / "docs" / "reference" / "compatible-servers.md"
-    ).read_text()
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "compatible-servers.md").read_text()
     assert profile_table() in page
 
 

@@ -2,7 +2,7 @@
 
 The golden files in `tests/fixtures/schema_dialects/` hold, per case, pydantic's input schema and
 the exact output of every dialect (or the refusal). Regenerate them after a deliberate change
-with `UPDATE_GOLDEN=1 pytest tests/test_schema_dialects.py` and review the diff.
+with `UPDATE_GOLDEN=1 pytest tests/providers/test_schema_dialects.py` and review the diff.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from agentforge_typed.providers._dialects import Dialect
 from agentforge_typed.providers._synthesize import synthesize_arguments
 
 DIALECTS: tuple[Dialect, ...] = get_args(Dialect)
-GOLDEN = Path(__file__).parent / "fixtures" / "schema_dialects"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "schema_dialects"
 
 
 # -- input models: every kind of parameter a tool signature can have -----------------------------

@@ -86,7 +86,7 @@ def _check_sdk_report(report: dict[str, Any], *, every_progress: bool = True) ->
         # The TypeScript client handles a notification a microtask after the message that
         # carried it, and a response at once: a progress notification read in the same chunk
         # as its call's response finds its handler gone (the client logs "unknown token").
-        # The server sends all three first (tests/test_serving_clients.py checks the order).
+        # The server sends all three first (tests/serving/test_serving_clients.py checks the order).
         assert report["progress"] in ([0, 50], [0, 50, 100])
 
 

@@ -5,7 +5,7 @@ round boundary (seen from inside the tools), history processors and output types
 every refusal made before anything runs and with the claim given back, a failed run's history
 saved, a lost claim ending the run, and calls interrupted in this process (a cancelled run, an
 interrupt inside a tool) settled by the next run. Across processes, with `kill -9` and on
-PostgreSQL too: tests/test_conformance_stores.py."""
+PostgreSQL too: tests/conformance/test_conformance_stores.py."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ DATABASES = [
     for surface in STORE.surfaces.values()
     if surface["shared"]
 ]
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 
 def _v1(url: str) -> tuple[tuple[str, ...], str]:

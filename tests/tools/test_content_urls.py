@@ -47,8 +47,8 @@ from agentforge_typed.tools._content_urls import aguard_content, guard_content
 
 pytest.importorskip("mcp")
 
-SERVER = str(Path(__file__).with_name("mcp_content_server.py"))
-sys.path.insert(0, str(Path(__file__).parent))
+SERVER = str(Path(__file__).parents[1] / "mcp_content_server.py")
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from mcp_content_server import HOSTILE_LINKS, PUBLIC_LINKS  # noqa: E402
 
 NAMES = {

@@ -4,7 +4,7 @@ dialect can only describe.
 Every signature in `test_tools_schema.CASES` is rendered for every dialect; the golden files in
 `tests/fixtures/tool_dialects/` hold, per function, the exact output of each dialect (or the
 refusal). Regenerate them after a deliberate change with
-`UPDATE_GOLDEN=1 pytest tests/test_tools_dialect_goldens.py` and review the diff.
+`UPDATE_GOLDEN=1 pytest tests/tools/test_tools_dialect_goldens.py` and review the diff.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from agentforge_typed import ToolCall, tool
 from agentforge_typed.providers import render_schema
 from agentforge_typed.providers._dialects import DIALECTS, Dialect
 
-GOLDEN = Path(__file__).parent / "fixtures" / "tool_dialects"
+GOLDEN = Path(__file__).parents[1] / "fixtures" / "tool_dialects"
 FUNCTIONS: dict[str, Any] = {case[0].__name__: case[0] for case in CASES}
 
 

@@ -33,9 +33,9 @@ from agentforge_typed.ui import create_app
 pytestmark = pytest.mark.slow  # each test starts a browser
 
 browser = browser_support.browser
-ARTIFACTS = Path(__file__).parent / "artifacts"
-FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
-RAW_SERVER = str(Path(__file__).with_name("mcp_raw_server.py"))
+ARTIFACTS = Path(__file__).parents[1] / "artifacts"
+FIXTURE_SERVER = str(Path(__file__).parents[1] / "mcp_fixture_server.py")
+RAW_SERVER = str(Path(__file__).parents[1] / "mcp_raw_server.py")
 WAIT_MS = 30_000
 
 

@@ -41,7 +41,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.ui import create_app
 
-FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
+FIXTURE_SERVER = str(Path(__file__).parents[1] / "mcp_fixture_server.py")
 
 
 def body(thread: str, text: str = "go") -> dict[str, Any]:

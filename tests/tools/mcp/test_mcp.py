@@ -41,7 +41,7 @@ from agentforge_typed.tools.mcp._server import MCPServerOptions, MCPTool
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="kills processes by pid")
 
-FIXTURE_SERVER = str(Path(__file__).with_name("mcp_fixture_server.py"))
+FIXTURE_SERVER = str(Path(__file__).parents[2] / "mcp_fixture_server.py")
 CONTEXT: ToolContext[Any] = ToolContext(deps=None, tool_call_id="call_1", tool_name="t")
 
 

@@ -1,6 +1,6 @@
 """The MCP client against the official conformance suite's client scenarios (Node 22, from
-`tests/js`, installed when missing as tests/test_serving_js.py says): the suite starts its mock
-servers, authorization servers among them, and runs tests/fixtures/mcp_conformance_client.py
+`tests/js`, installed when missing as tests/serving/test_serving_js.py says): the suite starts its
+mock servers, authorization servers among them, and runs tests/fixtures/mcp_conformance_client.py
 against each — an `MCPServer` over streamable HTTP authorizing through the MCP SDK's OAuth
 providers (`auth=`), its tools called through a `ToolService` run. Every scenario must pass but
 those `tests/js/expected-failures.yaml` lists under `client:` (which must still fail)."""

@@ -41,7 +41,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.tools._base import ToolContext
 
-SERVER = str(Path(__file__).with_name("mcp_content_server.py"))
+SERVER = str(Path(__file__).parents[2] / "mcp_content_server.py")
 MCP_SDK_1 = version("mcp").startswith("1.")
 PNG = b"\x89PNG\r\n\x1a\nmcp-image"
 PDF = b"%PDF-1.7 mcp"

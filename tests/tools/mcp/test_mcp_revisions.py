@@ -21,7 +21,7 @@ from test_mcp import errlog as errlog  # the fixture
 
 from agentforge_typed import MCPServer
 
-OLD_SERVER = str(Path(__file__).with_name("mcp_old_server.py"))
+OLD_SERVER = str(Path(__file__).parents[2] / "mcp_old_server.py")
 
 LATEST_VERSION = "2026-07-28"
 """The stateless revision, reached through `server/discover` (`mcp_types.version` in SDK 2.3)."""

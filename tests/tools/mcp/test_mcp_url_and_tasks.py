@@ -41,7 +41,7 @@ from agentforge_typed import (
 from agentforge_typed._identity import CallDigests
 from agentforge_typed.tools.mcp._tasks import MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, _interval
 
-RAW_SERVER = str(Path(__file__).with_name("mcp_raw_server.py"))
+RAW_SERVER = str(Path(__file__).parents[2] / "mcp_raw_server.py")
 URL = "https://auth.example.com/consent?flow=1"
 TOOL = {"name": "go", "description": "Go.", "inputSchema": {"type": "object"}}
 TOPIC = {"type": "object", "properties": {"topic": {"type": "string"}}}
