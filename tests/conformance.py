@@ -83,6 +83,8 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any] | None)
 TESTS = Path(__file__).parent
+CITED_TEST = re.compile(r"tests/([\w/]+\.py)::(\w+)")
+"""A test an exemption names, `tests/<folder>/<file>.py::<test>`: `assert_registered` checks it."""
 
 # -- the guarantees ------------------------------------------------------------------------------
 
@@ -206,7 +208,12 @@ def assert_registered(*axes: Axis[Any]) -> None:
         assert not stale, f"registered {axis.name} surface(s) the package lacks: {stale}"
         for surface in axis.surfaces.values():
             for guarantee, why in surface.exempt.items():
-                for path, test in re.findall(r"tests/(\w+\.py)::(\w+)", why):
+                cited = CITED_TEST.findall(why)
+                assert len(cited) == why.count(".py::"), (
+                    f"{axis.name} {surface.name}, exempt from {guarantee}: name each test as "
+                    f"tests/<folder>/<file>.py::<test>: {why}"
+                )
+                for path, test in cited:
                     text = (TESTS / path).read_text(encoding="utf-8")
                     assert re.search(rf"^(async )?def {test}\(", text, re.MULTILINE), (
                         f"{axis.name} {surface.name}, exempt from {guarantee}: no test "
