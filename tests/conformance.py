@@ -83,6 +83,8 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any] | None)
 TESTS = Path(__file__).parent
+CITED_TEST = re.compile(r"tests/([\w/]+\.py)::(\w+)")
+"""A test an exemption names, `tests/<folder>/<file>.py::<test>`: `assert_registered` checks it."""
 
 # -- the guarantees ------------------------------------------------------------------------------
 
@@ -206,7 +208,12 @@ def assert_registered(*axes: Axis[Any]) -> None:
         assert not stale, f"registered {axis.name} surface(s) the package lacks: {stale}"
         for surface in axis.surfaces.values():
             for guarantee, why in surface.exempt.items():
-                for path, test in re.findall(r"tests/(\w+\.py)::(\w+)", why):
+                cited = CITED_TEST.findall(why)
+                assert len(cited) == why.count(".py::"), (
+                    f"{axis.name} {surface.name}, exempt from {guarantee}: name each test as "
+                    f"tests/<folder>/<file>.py::<test>: {why}"
+                )
+                for path, test in cited:
                     text = (TESTS / path).read_text(encoding="utf-8")
                     assert re.search(rf"^(async )?def {test}\(", text, re.MULTILINE), (
                         f"{axis.name} {surface.name}, exempt from {guarantee}: no test "
@@ -736,7 +743,7 @@ for _name in ("chat", "achat", "stream", "astream"):
     DRIVER.register(_name, _driver(_name))
 _DURABLE = (
     "needs a workflow of its own, defined before a worker starts, against Temporal's test "
-    "server: tests/test_temporal.py::{}"
+    "server: tests/durable/test_temporal.py::{}"
 )
 DRIVER.register(
     "temporal",
@@ -746,7 +753,7 @@ DRIVER.register(
         "contained": "drives the loop through `adrive`, achat's own loop (checked here), with "
         "tools and model calls in activities: "
         + _DURABLE.format("test_an_error_that_ends_the_run_fails_the_workflow")
-        + " and tests/test_temporal.py::"
+        + " and tests/durable/test_temporal.py::"
         "test_a_validator_raising_in_the_workflow_is_the_error_result_achat_gives",
         "scoped": "not registered yet",
         "once": "not registered yet",
@@ -768,7 +775,7 @@ CLI: Axis[CliFactory | None] = Axis(
     "server), `timeout` (the option that bounds its requests)",
 )
 _NO_NETWORK = (
-    "reads only the module it is given, no server (tests/test_conformance_cli.py::"
+    "reads only the module it is given, no server (tests/conformance/test_conformance_cli.py::"
     "test_a_command_that_reads_no_server_makes_no_network_request)"
 )
 _UNDER_PROVIDER = (
@@ -799,7 +806,7 @@ CLI.register(
     exempt={
         "bounded": "reads only through a provider's HttpShell, whose caps the provider axis "
         "checks; an attempt keeps the first MAX_TEXT_CHARS (2,000) characters of an answer's "
-        "text (tests/test_evals_run.py::test_an_answer_s_text_is_kept_to_its_cap)"
+        "text (tests/evals/test_evals_run.py::test_an_answer_s_text_is_kept_to_its_cap)"
     },
     timeout="--timeout",
 )
@@ -825,8 +832,8 @@ CLI.register(
 
 _STORE_ONLY = (
     "reads no model server and holds no API key: only its store, whose guarantees the store "
-    "axis checks (tests/test_conformance_stores.py) and this command's own tests: "
-    "tests/test_stores_cli.py::{}"
+    "axis checks (tests/conformance/test_conformance_stores.py) and this command's own tests: "
+    "tests/cli/test_stores_cli.py::{}"
 )
 CLI.register(
     "conversations",
@@ -834,7 +841,7 @@ CLI.register(
     exempt={
         "bounded": _STORE_ONLY.format("test_a_record_over_the_cap_is_refused_in_one_line"),
         "deadline": _STORE_ONLY.format("test_a_locked_store_ends_within_the_timeout")
-        + " and tests/test_stores_cli.py::test_a_silent_server_ends_within_the_timeout",
+        + " and tests/cli/test_stores_cli.py::test_a_silent_server_ends_within_the_timeout",
         "secret": _STORE_ONLY.format("test_the_store_password_is_never_shown"),
         "malformed": _STORE_ONLY.format("test_a_corrupt_record_is_one_line"),
     },
@@ -847,12 +854,12 @@ CLI.register(
 
 _SERVES = (
     "serves what MCP clients send, not what a server answers: the server axis checks its "
-    "guarantees over this very command (tests/test_conformance_serving.py::{})"
+    "guarantees over this very command (tests/conformance/test_conformance_serving.py::{})"
 )
 _SERVES_BROWSERS = (
     "serves browsers, not what a model server answers (its model's reads are the provider "
     "axis's): the ui axis checks its guarantees over the endpoints this command serves "
-    "(tests/test_conformance_ui.py::{})"
+    "(tests/conformance/test_conformance_ui.py::{})"
 )
 CLI.register(
     "serve",
@@ -911,7 +918,7 @@ SERVER.register(
     _endpoint("stdio"),
     exempt={
         "scoped": "a process per client, a session per process: nothing of one client is in "
-        "another's process (tests/test_serving.py::"
+        "another's process (tests/serving/test_serving.py::"
         "test_deps_are_made_once_per_session_or_per_call checks sessions within one server)",
     },
 )
@@ -1026,7 +1033,8 @@ def _processors(code: Callable[[], Any]) -> Any:
 def _guardrails(code: Callable[[], Any]) -> Any:
     # A guardrail that raises blocks (fails closed): at the input, the run ends with
     # `GuardrailError` before any model call; at a call or a result, the model reads the refusal
-    # (tests/test_conformance_containment.py::test_a_guardrail_or_rule_that_raises_refuses).
+    # (tests/conformance/test_conformance_containment.py::
+    # test_a_guardrail_or_rule_that_raises_refuses).
     return [af.input_guardrail(lambda messages: code(), name="broken")]
 
 
@@ -1037,7 +1045,7 @@ HOOK.register(
     ),
     exempt={
         "contained": "a rule that raises refuses the call (fails closed): the run goes on, the "
-        "model reading the refusal (tests/test_conformance_containment.py::"
+        "model reading the refusal (tests/conformance/test_conformance_containment.py::"
         "test_a_guardrail_or_rule_that_raises_refuses)",
     },
 )
@@ -1099,7 +1107,7 @@ STORE.register(
     lambda tmp_path, request: "memory:",
     exempt={
         "once": "lives in one process: its claims between threads are checked by "
-        "tests/test_conformance_stores.py::test_one_claim_wins_among_threads",
+        "tests/conformance/test_conformance_stores.py::test_one_claim_wins_among_threads",
         "deadline": "never waits: its lock is held only while one record is copied",
         "malformed": "keeps the messages it was given, checked when saved: it reads nothing "
         "another program wrote",

@@ -22,7 +22,8 @@ def slow_tests(junit: Path) -> list[str]:
             continue
         module = case.get("classname", "").split(".")
         name = case.get("name", "").split("[", 1)[0]
-        # classname is `tests.test_x` or `tests.test_x.TestClass`
+        # classname is the path's folders and module, then any class: `tests.loop.test_x`,
+        # `tests.tools.mcp.test_x`, `tests.loop.test_x.TestClass`
         path = [part for part in module if part.startswith("test_")]
         if not path:
             continue

@@ -245,7 +245,7 @@ class AGUIRenderer:
 
     def _event(self, moment: Moment, events: list[BaseEvent | bytes]) -> None:
         # The events made of ids and text, most of a run's, are written without building their
-        # models: a model costs several times its JSON (`tests/test_ui.py` checks the bytes are
+        # models: a model costs several times its JSON (`tests/ui/test_ui.py` checks the bytes are
         # the models').
         if isinstance(moment, TextChunk):
             events.append(
@@ -368,7 +368,7 @@ def _wire_fields(kind: type[BaseEvent]) -> tuple[tuple[str, str, bool, Any], ...
 def _json(event: BaseEvent) -> bytes:
     """`event.model_dump_json(by_alias=True)`, a third of its cost: the models serialize through
     a Python wrap serializer on every event; this reads their fields once per class
-    (`tests/test_ui.py` checks it writes the same bytes for every event a run sends)."""
+    (`tests/ui/test_ui.py` checks it writes the same bytes for every event a run sends)."""
     wire: dict[str, Any] = {}
     for name, alias, omittable, _ in _wire_fields(type(event)):
         value = getattr(event, name)
