@@ -3,7 +3,9 @@
 mock servers, authorization servers among them, and runs tests/fixtures/mcp_conformance_client.py
 against each — an `MCPServer` over streamable HTTP authorizing through the MCP SDK's OAuth
 providers (`auth=`), its tools called through a `ToolService` run. Every scenario must pass but
-those `tests/js/expected-failures.yaml` lists under `client:` (which must still fail)."""
+those `tests/js/expected-failures.yaml` lists under `client:` (which must still fail), under both
+kinds of revision the client has (`revision="newest"`, which probes `server/discover` first, and
+`"handshake"`)."""
 
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ import pytest
 
 pytest.importorskip("mcp")
 
+import js_support
 from js_support import JS
 from js_support import node as node  # the fixture
-from serving_support import ROOT
+from serving_support import ROOT, cli_env
 from test_serving_js import CONFORMANCE, run_node
 
 pytestmark = pytest.mark.slow  # each scenario starts Node and a Python client
@@ -67,11 +70,12 @@ def expected_failures() -> set[str]:
     return {line.removeprefix("  - ") for line in client.splitlines() if line.startswith("  - ")}
 
 
+@pytest.mark.parametrize("revision", ["newest", "handshake"])
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_the_official_conformance_suite_s_client_scenario(
-    node: Path, scenario: str, tmp_path: Path
+    node: Path, scenario: str, revision: str, tmp_path: Path
 ) -> None:
-    done = run_node(
+    done = js_support.run_node(
         node,
         str(CONFORMANCE),
         "client",
@@ -86,6 +90,7 @@ def test_the_official_conformance_suite_s_client_scenario(
         "-o",
         str(tmp_path),
         timeout=180,
+        env={**cli_env(), "AGENTFORGE_MCP_REVISION": revision},
     )
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
     (checks,) = tmp_path.glob(f"{scenario}-*/checks.json")

@@ -7,6 +7,7 @@ authorization server, refresh included, is in test_mcp_oauth.py."""
 
 from __future__ import annotations
 
+import gc
 import logging
 from types import SimpleNamespace
 from typing import Any
@@ -135,6 +136,9 @@ async def test_no_secret_shows_in_a_repr() -> None:
 async def test_a_stored_value_that_does_not_read_is_skipped_with_a_warning_naming_no_secret(
     opener: Opener, surface: Surface[Any], caplog: pytest.LogCaptureFixture
 ) -> None:
+    # Models and servers earlier tests left for the collector still redact their secrets from
+    # these log records while they live (a one-letter test key would cut these messages).
+    gc.collect()
     store: Any = opener()
     storage = StoreTokens(store, "notes:alice")
     keys = storage._keys
