@@ -132,7 +132,7 @@ async def stall(ctx: ToolContext[Ledger]) -> str:
 @tool
 async def survey(ctx: ToolContext[Ledger]) -> str:
     """Take a while (longer than the activity's heartbeat timeout)."""
-    await asyncio.sleep(1.5)
+    await asyncio.sleep(4.0)
     record(ctx.deps, "survey")
     return "surveyed"
 
@@ -412,7 +412,7 @@ durable = TemporalToolService(
             retry_policy=RetryPolicy(maximum_attempts=1),
         ),
         "survey": ActivityOptions(
-            heartbeat_timeout=timedelta(seconds=0.5),
+            heartbeat_timeout=timedelta(seconds=2),
             retry_policy=RetryPolicy(maximum_attempts=1),
         ),
     },

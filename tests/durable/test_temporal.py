@@ -482,7 +482,8 @@ async def test_the_worker_heartbeats_a_long_tool_within_its_heartbeat_timeout(
     env: WorkflowEnvironment, tmp_path: Path
 ) -> None:
     _, text, failed, entries = await _run(env, "heartbeat", tmp_path)
-    # Three times its 0.5 s heartbeat timeout, on one attempt: only heartbeats kept it alive.
+    # Twice its 2 s heartbeat timeout, on one attempt: only heartbeats kept it alive. (At 0.5 s,
+    # the SDK's throttling of heartbeats left a loaded machine too little slack.)
     assert (text, failed) == ("survey: surveyed", "")
     assert entries == ["survey"]
 
