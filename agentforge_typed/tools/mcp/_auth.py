@@ -208,12 +208,22 @@ _MAX_METADATA = 64 * 1024
 
 
 def note_failures(auth: Any, failed: Callable[[BaseException], None]) -> None:
-    """Tell `failed` of each failure of `auth`'s flow (an SDK OAuth provider's, or any
-    `httpx2.Auth`'s): one that happens during a call ends the session's transport, and the call
-    only sees the connection closed."""
+    """Tell `failed` (a bound method, held weakly) of each failure of `auth`'s flow (an SDK OAuth
+    provider's, or any `httpx2.Auth`'s): one that happens during a call ends the session's
+    transport, and the call only sees the connection closed. A provider shared by several
+    servers is wrapped once, and tells each of them."""
+    import weakref
+
+    listeners: list[weakref.WeakMethod[Any]] | None = getattr(auth, _LISTENERS, None)
+    if listeners is not None:
+        listeners[:] = [listener for listener in listeners if listener() is not None]
+        listeners.append(weakref.WeakMethod(failed))
+        return
     flow = getattr(auth, "async_auth_flow", None)
     if not callable(flow):
         return
+    listeners = [weakref.WeakMethod(failed)]
+    setattr(auth, _LISTENERS, listeners)
 
     async def noted(request: Any) -> AsyncGenerator[Any, Any]:
         steps = flow(request)
@@ -225,12 +235,19 @@ def note_failures(auth: Any, failed: Callable[[BaseException], None]) -> None:
         except StopAsyncIteration:
             return
         except Exception as exc:
-            failed(exc)
+            for listener in listeners:
+                told = listener()
+                if told is not None:
+                    told(exc)
             raise
         finally:
             await steps.aclose()
 
     auth.async_auth_flow = noted
+
+
+_LISTENERS = "_agentforge_flow_listeners"
+"""Where a provider keeps the servers told of its flow's failures."""
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

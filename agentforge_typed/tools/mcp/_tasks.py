@@ -91,9 +91,9 @@ async def call_as_task(
     created = await _send(session, "tools/call", params, progress)
     if "task" not in created:  # the server ran it at once after all: that is the result
         return _call_result(created)
-    task = _task(created["task"])
-    task_id = task["taskId"]
+    task_id = _task_id(created["task"])
     try:
+        task = _task(created["task"])
         while task["status"] in _WORKING:
             await anyio.sleep(_interval(task))
             task = _task(await _send(session, "tasks/get", {"taskId": task_id}))
@@ -109,13 +109,20 @@ async def call_as_task(
         raise
 
 
-def _task(raw: Any) -> dict[str, Any]:
-    """A `Task` the server sent, checked to be one this client can follow."""
+def _task_id(raw: Any) -> str:
+    """The id of a `Task` the server sent (checked), so that it can be cancelled."""
+    task_id = raw.get("taskId") if isinstance(raw, Mapping) else None
     if not isinstance(raw, Mapping):
         raise TaskError("the server sent a task that is not an object")
-    task_id, status = raw.get("taskId"), raw.get("status")
     if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_CHARS:
         raise TaskError(f"the server sent a task without an id of at most {MAX_TASK_ID_CHARS}")
+    return task_id
+
+
+def _task(raw: Any) -> dict[str, Any]:
+    """A `Task` the server sent, checked to be one this client can follow."""
+    _task_id(raw)
+    status = raw.get("status")
     if status not in _WORKING | _RESULT_READY | {"cancelled"}:
         raise TaskError(f"the server sent a task in an unknown status ({str(status)[:40]!r})")
     return dict(raw)
@@ -131,6 +138,9 @@ def _interval(task: Mapping[str, Any]) -> float:
 
 def _call_result(raw: Mapping[str, Any]) -> dict[str, Any]:
     from mcp.types import CallToolResult
+
+    if raw.get("resultType") == "input_required":  # the stateless revision's, not a task's
+        raise TaskError("the server answered a task's call with input_required")
 
     result: dict[str, Any] = CallToolResult.model_validate(raw).model_dump(
         mode="json", by_alias=True

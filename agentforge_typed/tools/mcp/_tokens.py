@@ -131,7 +131,11 @@ class StoreTokens:
         try:
             form = json.loads(kept)
             stored_at = form["stored_at"]
-            if isinstance(stored_at, bool) or not isinstance(stored_at, int | float):
+            if (
+                isinstance(stored_at, bool)
+                or not isinstance(stored_at, int | float)
+                or not math.isfinite(stored_at)
+            ):
                 raise ValueError("stored_at is not a time")
             tokens = OAuthToken.model_validate(form["tokens"])
         except (ValueError, TypeError, KeyError) as error:

@@ -152,6 +152,11 @@ async def test_a_stored_value_that_does_not_read_is_skipped_with_a_warning_namin
             b'{"tokens": {"access_token": "' + ACCESS.encode() + b'"}, "stored_at": "x"}',
         ),
         (keys["tokens"], b"not json " + REFRESH.encode()),
+        (keys["tokens"], b'{"tokens": {"access_token": "a", "expires_in": 9}, "stored_at": NaN}'),
+        (
+            keys["tokens"],
+            b'{"tokens": {"access_token": "a", "expires_in": 9}, "stored_at": -Infinity}',
+        ),
         (keys["tokens"], b'{"stored_at": 1}'),
     ]
     for key, value in broken:

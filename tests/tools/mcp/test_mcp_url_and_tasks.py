@@ -424,3 +424,55 @@ def test_a_change_announced_right_after_the_first_listing_is_listed(tmp_path: Pa
             time.sleep(0.025)
         assert [t.name for t in mcp.tools()] == ["go", "added"]
     assert len(raw.requests("tools/list")) == 2
+
+
+def test_a_task_only_tool_answering_input_required_is_an_error_not_a_loop(tmp_path: Path) -> None:
+    asked = {"resultType": "input_required", "inputRequests": {}, "content": []}
+    raw = Raw(tmp_path, {"research": [{"result": asked}]})
+    with raw.server() as mcp:
+        done = ToolService([mcp]).chat(calls("research"), "go")
+    assert said(done) == (
+        "Tool `research` failed: TaskError: the server answered a task's call with input_required"
+    )
+    assert len(raw.requests("tools/call")) == 1
+
+
+def test_a_task_created_in_an_unknown_status_is_cancelled(tmp_path: Path) -> None:
+    raw = Raw(tmp_path, {"research": [{"task": task("paused"), "result": RAN}]})
+    with raw.server() as mcp:
+        done = ToolService([mcp]).chat(calls("research"), "go")
+    assert "a task in an unknown status ('paused')" in said(done)
+    assert [r["params"] for r in raw.requests("tasks/cancel")] == [{"taskId": "t-1"}]
+
+
+def test_a_provider_shared_by_servers_is_wrapped_once_and_tells_each_of_them() -> None:
+    import asyncio
+    import gc
+
+    from agentforge_typed.tools.mcp._auth import note_failures
+    from agentforge_typed.tools.mcp._session import Refusal
+
+    class Flow:
+        async def async_auth_flow(self, request: Any) -> Any:
+            raise RuntimeError("refused")
+            yield request  # an async generator, as a provider's flow is
+
+    auth = Flow()
+    one, two, three = Refusal(), Refusal(), Refusal()
+    note_failures(auth, one.failed)
+    wrapped = auth.async_auth_flow
+    note_failures(auth, two.failed)
+    note_failures(auth, three.failed)
+    assert auth.async_auth_flow is wrapped  # not wrapped again
+    del three
+    gc.collect()
+
+    async def run() -> None:
+        with pytest.raises(RuntimeError, match="refused"):
+            await auth.async_auth_flow(None).__anext__()
+
+    asyncio.run(run())
+    assert (one.flow_failures, two.flow_failures) == (1, 1)
+    assert isinstance(one.flow_error, RuntimeError)
+    note_failures(auth, Refusal().failed)  # the collected ones are dropped as others join
+    assert len(auth._agentforge_flow_listeners) == 3  # type: ignore[attr-defined]
