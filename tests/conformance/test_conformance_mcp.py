@@ -102,7 +102,8 @@ def test_spaced_notifications_cost_a_listing_a_second_at_most(
         assert [t.name for t in server.tools()] == ["change", "c"]
     relisted = changing.listed_at[1:]
     assert len(relisted) == 3
-    assert min(b - a for a, b in itertools.pairwise(relisted)) >= 0.4 - 0.01
+    # Seen by the server: each request's way there varies by some milliseconds under load.
+    assert min(b - a for a, b in itertools.pairwise(relisted)) >= 0.4 - 0.05
 
 
 def test_a_server_that_ends_every_subscription_is_listened_to_less_and_less(
