@@ -6,6 +6,7 @@ server's authorization server named by the issuer it gives (`accept_legacy_issue
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncGenerator, Callable, Iterable
 from typing import Any
@@ -207,47 +208,43 @@ _MAX_METADATA = 64 * 1024
 """The most bytes of metadata parsed for its issuer (more: not a legacy issuer)."""
 
 
-def note_failures(auth: Any, failed: Callable[[BaseException], None]) -> None:
-    """Tell `failed` (a bound method, held weakly) of each failure of `auth`'s flow (an SDK OAuth
-    provider's, or any `httpx2.Auth`'s): one that happens during a call ends the session's
-    transport, and the call only sees the connection closed. A provider shared by several
-    servers is wrapped once, and tells each of them."""
-    import weakref
+def noting_failures(auth: Any, failed: Callable[[BaseException], None]) -> Any:
+    """`auth` as one server's HTTP client uses it, telling `failed` of each failure of its flow
+    (one during a call ends the session's transport, and the call only sees the connection
+    closed). The flow itself is left as it is: a provider shared by several servers tells each
+    of them of its own failures only."""
+    import httpx2
 
-    listeners: list[weakref.WeakMethod[Any]] | None = getattr(auth, _LISTENERS, None)
-    if listeners is not None:
-        listeners[:] = [listener for listener in listeners if listener() is not None]
-        listeners.append(weakref.WeakMethod(failed))
-        return
-    flow = getattr(auth, "async_auth_flow", None)
-    if not callable(flow):
-        return
-    listeners = [weakref.WeakMethod(failed)]
-    setattr(auth, _LISTENERS, listeners)
-
-    async def noted(request: Any) -> AsyncGenerator[Any, Any]:
-        steps = flow(request)
-        try:
-            outgoing = await steps.__anext__()
-            while True:
-                response = yield outgoing
-                outgoing = await steps.asend(response)
-        except StopAsyncIteration:
-            return
-        except Exception as exc:
-            for listener in listeners:
-                told = listener()
-                if told is not None:
-                    told(exc)
-            raise
-        finally:
-            await steps.aclose()
-
-    auth.async_auth_flow = noted
+    if not isinstance(auth, httpx2.Auth):
+        return auth
+    return _noted()(auth, failed)
 
 
-_LISTENERS = "_agentforge_flow_listeners"
-"""Where a provider keeps the servers told of its flow's failures."""
+@functools.cache
+def _noted() -> type[Any]:
+    import httpx2
+
+    class Noted(httpx2.Auth):
+        def __init__(self, auth: Any, failed: Callable[[BaseException], None]) -> None:
+            self._auth = auth
+            self._failed = failed
+
+        async def async_auth_flow(self, request: Any) -> AsyncGenerator[Any, Any]:
+            steps = self._auth.async_auth_flow(request)
+            try:
+                outgoing = await steps.__anext__()
+                while True:
+                    response = yield outgoing
+                    outgoing = await steps.asend(response)
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                self._failed(exc)
+                raise
+            finally:
+                await steps.aclose()
+
+    return Noted
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

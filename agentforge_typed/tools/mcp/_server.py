@@ -52,7 +52,7 @@ from .._outcomes import redacted_result, with_repairs
 from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
 from .._signature import check_tool_name
-from ._auth import LocalRedirect, accept_legacy_issuer, note_failures, watch_tokens
+from ._auth import LocalRedirect, accept_legacy_issuer, noting_failures, watch_tokens
 from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
@@ -324,7 +324,7 @@ class MCPServer(ServerCalls["MCPTool"]):
                 client = await stack.enter_async_context(
                     httpx2.AsyncClient(
                         headers=headers,
-                        auth=auth,
+                        auth=noting_failures(auth, refusal.failed),
                         event_hooks={"response": [refusal.note]},
                         # Reads may wait on a response stream the server holds open.
                         timeout=httpx2.Timeout(server.connect_timeout, read=_STREAM_READ_TIMEOUT),
@@ -345,7 +345,6 @@ class MCPServer(ServerCalls["MCPTool"]):
         if auth is not None:
             watch_tokens(auth, server._more_secrets)
             accept_legacy_issuer(auth)
-            note_failures(auth, refusal.failed)
         return server
 
     def _more_secrets(self, secrets: Iterable[str | None]) -> None:

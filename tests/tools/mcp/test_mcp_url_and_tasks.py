@@ -445,34 +445,32 @@ def test_a_task_created_in_an_unknown_status_is_cancelled(tmp_path: Path) -> Non
     assert [r["params"] for r in raw.requests("tasks/cancel")] == [{"taskId": "t-1"}]
 
 
-def test_a_provider_shared_by_servers_is_wrapped_once_and_tells_each_of_them() -> None:
+def test_a_provider_shared_by_servers_is_left_as_it_is_and_each_hears_its_own_failures() -> None:
     import asyncio
-    import gc
 
-    from agentforge_typed.tools.mcp._auth import note_failures
+    import httpx2
+
+    from agentforge_typed.tools.mcp._auth import noting_failures
     from agentforge_typed.tools.mcp._session import Refusal
 
-    class Flow:
+    class Flow(httpx2.Auth):
         async def async_auth_flow(self, request: Any) -> Any:
             raise RuntimeError("refused")
             yield request  # an async generator, as a provider's flow is
 
     auth = Flow()
-    one, two, three = Refusal(), Refusal(), Refusal()
-    note_failures(auth, one.failed)
-    wrapped = auth.async_auth_flow
-    note_failures(auth, two.failed)
-    note_failures(auth, three.failed)
-    assert auth.async_auth_flow is wrapped  # not wrapped again
-    del three
-    gc.collect()
+    flow = auth.async_auth_flow
+    one, two = Refusal(), Refusal()
+    first, second = noting_failures(auth, one.failed), noting_failures(auth, two.failed)
+    assert auth.async_auth_flow == flow  # the provider is not wrapped, however many servers
+    assert noting_failures(("user", "pass"), one.failed) == ("user", "pass")  # not an Auth
 
-    async def run() -> None:
+    async def run(wrapped: Any) -> None:
         with pytest.raises(RuntimeError, match="refused"):
-            await auth.async_auth_flow(None).__anext__()
+            await wrapped.async_auth_flow(None).__anext__()
 
-    asyncio.run(run())
-    assert (one.flow_failures, two.flow_failures) == (1, 1)
+    asyncio.run(run(first))
+    assert (one.flow_failures, two.flow_failures) == (1, 0)  # the other server heard nothing
     assert isinstance(one.flow_error, RuntimeError)
-    note_failures(auth, Refusal().failed)  # the collected ones are dropped as others join
-    assert len(auth._agentforge_flow_listeners) == 3  # type: ignore[attr-defined]
+    asyncio.run(run(second))
+    assert (one.flow_failures, two.flow_failures) == (1, 1)
