@@ -373,9 +373,7 @@ class Desk:
             elif may_pause:
                 question = dataclasses.replace(posed[0], key=name, state=state)
                 if scope is not None:  # for a bare answer (one that carries it needs none)
-                    key = self._asked_key(call)
-                    scope.put(key, _Asked(question, posed[1]), ttl=self.answer_timeout)
-                    scope.keep(key, ttl=self.answer_timeout)
+                    self._remember(call, _Asked(question, posed[1]), scope)
                 return _pending(call, question)
             responses[name] = {"action": "decline"}
         return Resend(responses, state)
@@ -407,15 +405,20 @@ class Desk:
                     "the server requires the user to go through a page first (a URL-mode "
                     f"question), and the call cannot pause for it ({cannot})",
                 )
-            key = self._asked_key(call)
-            scope.put(key, _Asked(posed[0], None, again=True), ttl=self.answer_timeout)
-            scope.keep(key, ttl=self.answer_timeout)
+            self._remember(call, _Asked(posed[0], None, again=True), scope)
             return _pending(call, posed[0])
         return execution_error_result(
             tool_name,
             "the server requires the user to go through a page first (a URL-mode question), "
             "and sent none this client can show",
         )
+
+    def _remember(self, call: ToolCall, asked: _Asked, scope: Scope) -> None:
+        """Keep the question the conversation's call pauses on, past the run, for
+        `answer_timeout`."""
+        key = self._asked_key(call)
+        scope.put(key, asked, ttl=self.answer_timeout)
+        scope.keep(key, ttl=self.answer_timeout)
 
     def callback(self, flights: set[Flight]) -> Any:
         """The session's `elicitation_callback` (`flights`: the calls in flight on it), for

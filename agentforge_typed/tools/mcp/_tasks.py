@@ -111,9 +111,9 @@ async def call_as_task(
 
 def _task_id(raw: Any) -> str:
     """The id of a `Task` the server sent (checked), so that it can be cancelled."""
-    task_id = raw.get("taskId") if isinstance(raw, Mapping) else None
     if not isinstance(raw, Mapping):
         raise TaskError("the server sent a task that is not an object")
+    task_id = raw.get("taskId")
     if not isinstance(task_id, str) or not 0 < len(task_id) <= MAX_TASK_ID_CHARS:
         raise TaskError(f"the server sent a task without an id of at most {MAX_TASK_ID_CHARS}")
     return task_id
