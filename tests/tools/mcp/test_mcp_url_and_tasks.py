@@ -474,3 +474,23 @@ def test_a_provider_shared_by_servers_is_left_as_it_is_and_each_hears_its_own_fa
     assert isinstance(one.flow_error, RuntimeError)
     asyncio.run(run(second))
     assert (one.flow_failures, two.flow_failures) == (1, 1)
+
+
+def test_two_conversations_failed_for_url_questions_on_one_server_keep_their_own(
+    tmp_path: Path,
+) -> None:
+    # The very same call (id, tool, arguments) in two conversations: each pause is its own.
+    steps = [url_required(url_question()), url_required(url_question()), {"result": RAN}]
+    raw = Raw(tmp_path, {"go": steps})
+    with raw.server() as mcp:
+        service = ToolService([mcp])
+        first = service.chat(calls(), "go", conversation_id="conversation-a")
+        second = service.chat(calls(), "go", conversation_id="conversation-b")
+        assert [p.reason for p in (*first.pending, *second.pending)] == ["elicitation"] * 2
+        accepted = service.chat(calls(), first.messages, approvals={"c1": ElicitationAnswer()})
+        declined = service.chat(
+            calls(), second.messages, approvals={"c1": ElicitationAnswer(action="decline")}
+        )
+    assert said(accepted) == "ran"
+    assert "the user declined it" in said(declined)
+    assert len(raw.requests("tools/call")) == 3  # the two first tries and the accepted one again
