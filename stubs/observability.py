@@ -18,7 +18,7 @@ from agentforge_typed import (
     UsageLimitExceededError,
     UsageLimits,
 )
-from agentforge_typed.loop import Instrumentation, instrument
+from agentforge_typed.loop import FinishedChatResult, Instrumentation, PausedChatResult, instrument
 from agentforge_typed.providers import TokenUsage
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -31,8 +31,8 @@ async def main() -> None:
     limits = UsageLimits(request_limit=3, tool_calls_limit=10, total_tokens_limit=50_000)
     service = ToolService(usage_limits=limits)
     model = FunctionModel(reply)
-    assert_type(service.chat(model, "hi", usage_limits=UsageLimits()), ToolChatResult[None])
-    assert_type(await service.achat(model, "hi", usage_limits=limits), ToolChatResult[None])
+    assert_type(service.chat(model, "hi", usage_limits=UsageLimits()), FinishedChatResult[None] | PausedChatResult[None])
+    assert_type(await service.achat(model, "hi", usage_limits=limits), FinishedChatResult[None] | PausedChatResult[None])
     for _ in service.stream(model, "hi", usage_limits=limits):
         pass
     async for _ in service.astream(model, "hi", usage_limits=None):

@@ -101,7 +101,9 @@ def reply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) ->
     return AiMessage(text="hi")
 
 
-async def areply(messages: Sequence[ChatMessage], parameters: ChatRequestParameters) -> ChatResponse:
+async def areply(
+    messages: Sequence[ChatMessage], parameters: ChatRequestParameters
+) -> ChatResponse:
     return ChatResponse(ai_message=AiMessage(text="hi"))
 
 

@@ -1,4 +1,5 @@
-"""Static-typing contract of ToolService: the output type flows into `ToolChatResult[T]`."""
+"""Static-typing contract of ToolService: the output type flows into the result, a
+`FinishedChatResult[T]` or a `PausedChatResult[T]` told apart by `result.paused`."""
 
 from __future__ import annotations
 
@@ -27,9 +28,11 @@ from agentforge_typed import (
     tool,
 )
 from agentforge_typed.loop import (
+    FinishedChatResult,
     HistoryProcessor,
     HistoryProcessorError,
     OutputSpec,
+    PausedChatResult,
     ToolProgressEvent,
     drop_old_tool_results,
     keep_last_rounds,
@@ -57,49 +60,83 @@ async def main() -> None:
     prompt = [UserMessage(content="hi")]
 
     plain = service.chat(model, prompt)
-    assert_type(plain, ToolChatResult[None])
+    assert_type(plain, FinishedChatResult[None] | PausedChatResult[None])
     assert_type(plain.output, None)
     assert_type(plain.text, str | None)
     assert_type(plain.tool_executions[0], ToolExecution)
+    general: ToolChatResult[None] = plain  # both kinds are results
 
+    # A run may pause (a call awaiting approval): then it has no output, and says so.
     city = service.chat(model, prompt, output_type=City)
-    assert_type(city, ToolChatResult[City])
-    assert_type(city.output.name, str)
-    assert_type((await service.achat(model, prompt, output_type=Point)).output, Point)
-    assert_type(service.chat(model, prompt, output_type=list[int]).output, list[int])
-    assert_type(service.chat(model, prompt, output_type=OutputSpec(City, native=True)).output, City)
+    assert_type(city, FinishedChatResult[City] | PausedChatResult[City])
+    assert_type(city.output, City | None)
+    city.output.name  # type: ignore[union-attr]
+    if city.paused:
+        assert_type(city, PausedChatResult[City])
+        assert_type(city.output, None)
+    else:
+        assert_type(city, FinishedChatResult[City])
+        assert_type(city.output.name, str)
+    assert_type(city.paused, bool)
+    assert not city.paused
+    assert_type(city.output, City)
+    assert_type(general.paused, bool)
+    assert_type(general.output, None)
+
+    point = await service.achat(model, prompt, output_type=Point)
+    assert not point.paused
+    assert_type(point.output, Point)
+    ints = service.chat(model, prompt, output_type=list[int])
+    assert not ints.paused
+    assert_type(ints.output, list[int])
+    native = service.chat(model, prompt, output_type=OutputSpec(City, native=True))
+    assert not native.paused
+    assert_type(native.output, City)
 
     # Type forms that are not classes: unions, literals, `Annotated`, `Optional`.
     either = service.chat(model, prompt, output_type=City | Point)
+    assert_type(either.output, City | Point | None)
+    assert not either.paused
     assert_type(either.output, City | Point)
-    assert_type(service.chat(model, prompt, output_type=Literal["yes", "no"]).output, Literal["yes", "no"])
-    assert_type(service.chat(model, prompt, output_type=Annotated[int, Field(ge=0)]).output, int)
+    yes_no = service.chat(model, prompt, output_type=Literal["yes", "no"])
+    assert not yes_no.paused
+    assert_type(yes_no.output, Literal["yes", "no"])
+    count = service.chat(model, prompt, output_type=Annotated[int, Field(ge=0)])
+    assert not count.paused
+    assert_type(count.output, int)
     assert_type((await service.achat(model, prompt, output_type=City | None)).output, City | None)
     assert_type(OutputSpec(City | Point), OutputSpec[City | Point])
     assert_type(OutputSpec(Literal["a", "b"], native=True), OutputSpec[Literal["a", "b"]])
-    assert_type(service.chat(model, prompt, output_type=OutputSpec(City, prompted=True)).output, City)
+    prompted = service.chat(model, prompt, output_type=OutputSpec(City, prompted=True))
+    assert not prompted.paused
+    assert_type(prompted.output, City)
     OutputSpec(City, prompted="yes")  # type: ignore[arg-type]
-    assert_type(service.chat(model, prompt, output_type=OutputSpec(City | Point)).output, City | Point)
+    spec_either = service.chat(model, prompt, output_type=OutputSpec(City | Point))
+    assert not spec_either.paused
+    assert_type(spec_either.output, City | Point)
     either.output.name  # type: ignore[union-attr]
-    answer: Literal["yes"] = service.chat(model, prompt, output_type=Literal["yes", "no"]).output  # type: ignore[assignment]
+    answer: Literal["yes"] = yes_no.output  # type: ignore[assignment]
     service.chat(model, prompt, output_type=42)  # type: ignore[call-overload]
     OutputSpec(42)  # type: ignore[arg-type]
 
     # A string is one user message.
-    assert_type(service.chat(model, "What's the weather?"), ToolChatResult[None])
-    assert_type(await service.achat(model, "hi", output_type=City), ToolChatResult[City])
+    assert_type(service.chat(model, "What's the weather?"), FinishedChatResult[None] | PausedChatResult[None])
+    assert_type(await service.achat(model, "hi", output_type=City), FinishedChatResult[City] | PausedChatResult[City])
 
     # Generators, so that closing one early (which cancels running calls) type-checks.
     assert_type(service.stream(model, prompt), Generator[ToolLoopEvent[None], None, None])
     assert_type(service.astream(model, prompt), AsyncGenerator[ToolLoopEvent[None], None])
-    assert_type(service.stream(model, prompt, output_type=City | Point), Generator[ToolLoopEvent[City | Point], None, None])
+    assert_type(
+        service.stream(model, prompt, output_type=City | Point),
+        Generator[ToolLoopEvent[City | Point], None, None],
+    )
     # Streams carry the output type to the final result, as `chat` does.
     for event in service.stream(model, prompt, output_type=City):
-        if isinstance(event, FinalResultEvent):
+        if isinstance(event, FinalResultEvent) and not event.result.paused:
             assert_type(event.result.output, City)
     async for streamed in service.astream(model, prompt, output_type=OutputSpec(Point)):
         if isinstance(streamed, FinalResultEvent):
-            assert_type(streamed.result.output, Point)
+            assert_type(streamed.result.output, Point | None)
     any_run: Generator[ToolLoopEvent, None, None] = service.stream(model, prompt, output_type=City)
     service.astream(model, prompt, output_type=Literal["a"])
     service.stream(model, prompt, output_type=42)  # type: ignore[call-overload]
@@ -134,13 +171,17 @@ async def stored(model: FunctionModel) -> None:
     assert_type(service.store, ConversationStore | None)
     service.store = "memory:"
     service.store = None
-    assert_type(service.chat(model, "Refund order 42", conversation_id="c-17"), ToolChatResult[None])
+    assert_type(service.chat(model, "Refund order 42", conversation_id="c-17"), FinishedChatResult[None] | PausedChatResult[None])
     resumed = service.chat(model, conversation_id="c-17", approvals={"call_1": True})
-    assert_type(resumed, ToolChatResult[None])
-    assert_type(await service.achat(model, None, conversation_id="c-17"), ToolChatResult[None])
-    assert_type(service.chat(model, conversation_id="c-17", output_type=City).output, City)
-    assert_type(service.stream(model, conversation_id="c-17"), Generator[ToolLoopEvent[None], None, None])
-    assert_type(service.astream(model, conversation_id="c-17"), AsyncGenerator[ToolLoopEvent[None], None])
+    assert_type(resumed, FinishedChatResult[None] | PausedChatResult[None])
+    assert_type(await service.achat(model, None, conversation_id="c-17"), FinishedChatResult[None] | PausedChatResult[None])
+    assert_type(service.chat(model, conversation_id="c-17", output_type=City).output, City | None)
+    assert_type(
+        service.stream(model, conversation_id="c-17"), Generator[ToolLoopEvent[None], None, None]
+    )
+    assert_type(
+        service.astream(model, conversation_id="c-17"), AsyncGenerator[ToolLoopEvent[None], None]
+    )
     service.chat(model, conversation_id=17)  # type: ignore[call-overload]
 
 
@@ -175,12 +216,17 @@ async def typed_deps(model: FunctionModel) -> None:
     assert_type(ToolService(), ToolService[None])
     assert_type(ToolService().register(get_user), ToolService[None])
 
-    assert_type(typed.chat(model, "hi", deps=Db()), ToolChatResult[None])
-    assert_type(typed.chat(model, "hi", deps=Db(), output_type=City | Point).output, City | Point)
-    assert_type(typed.chat(model, "hi", deps=Db(), output_type=OutputSpec(int)).output, int)
-    assert_type(await annotated.achat(model, "hi", deps=Db(), output_type=City), ToolChatResult[City])
+    assert_type(typed.chat(model, "hi", deps=Db()), FinishedChatResult[None] | PausedChatResult[None])
+    assert_type(
+        typed.chat(model, "hi", deps=Db(), output_type=City | Point).output, City | Point | None
+    )
+    assert_type(typed.chat(model, "hi", deps=Db(), output_type=OutputSpec(int)).output, int | None)
+    assert_type(await annotated.achat(model, "hi", deps=Db(), output_type=City), FinishedChatResult[City] | PausedChatResult[City])
     assert_type(typed.stream(model, "hi", deps=Db()), Generator[ToolLoopEvent[None], None, None])
-    assert_type(typed.astream(model, "hi", deps=Db(), output_type=City), AsyncGenerator[ToolLoopEvent[City], None])
+    assert_type(
+        typed.astream(model, "hi", deps=Db(), output_type=City),
+        AsyncGenerator[ToolLoopEvent[City], None],
+    )
     optional: ToolService[Db | None] = ToolService()
     optional.chat(model, "hi", deps=None)
     ToolService().chat(model, "hi", deps=None)

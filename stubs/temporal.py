@@ -20,6 +20,7 @@ from agentforge_typed import (
     ToolFailed,
     ToolService,
 )
+from agentforge_typed.loop import FinishedChatResult, PausedChatResult
 from agentforge_typed.temporal import (
     DEFAULT_MAX_PAYLOAD_BYTES,
     ActivityOptions,
@@ -67,8 +68,8 @@ plugin = AgentForgePlugin(passthrough_modules=["dinner"])
 
 
 async def workflow_code() -> None:
-    assert_type(await durable.chat("Book a table"), ToolChatResult[None])
-    assert_type(await durable.chat("Book a table", output_type=Booking), ToolChatResult[Booking])
+    assert_type(await durable.chat("Book a table"), FinishedChatResult[None] | PausedChatResult[None])
+    assert_type(await durable.chat("Book a table", output_type=Booking), FinishedChatResult[Booking] | PausedChatResult[Booking])
     await durable.chat("Book a table", deps=Booking(table=1), conversation_id="c-1")
     await durable.chat(
         "Book a table",

@@ -56,7 +56,10 @@ get_weather(42)  # type: ignore[arg-type]
 get_weather("Paris", days="3")  # type: ignore[arg-type]
 get_weather("Paris", weeks=1)  # type: ignore[call-arg]
 
-assert_type(place_order([Item(sku="a", quantity=1)], ToolContext("deps", "id", "place_order")), dict[str, int])
+assert_type(
+    place_order([Item(sku="a", quantity=1)], ToolContext("deps", "id", "place_order")),
+    dict[str, int],
+)
 place_order(["a"], ToolContext("deps", "id", "place_order"))  # type: ignore[list-item]
 
 

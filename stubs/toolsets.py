@@ -20,7 +20,14 @@ from agentforge_typed import (
     ToolService,
     tool,
 )
-from agentforge_typed.loop import PrepareContext, PrepareTools, ToolSearch, ToolSelection
+from agentforge_typed.loop import (
+    FinishedChatResult,
+    PausedChatResult,
+    PrepareContext,
+    PrepareTools,
+    ToolSearch,
+    ToolSelection,
+)
 from agentforge_typed.tools import (
     LocalRedirect,
     MCPAuthorizationError,
@@ -64,9 +71,9 @@ def usage() -> None:
     service.register(charge, group=["billing", "payments"])
     assert_type(service.groups, Mapping[str, Sequence[str]])
     selection: ToolSelection = ["group:billing"]
-    assert_type(service.chat(model, "hi", deps=User(), tools=selection), ToolChatResult[None])
+    assert_type(service.chat(model, "hi", deps=User(), tools=selection), FinishedChatResult[None] | PausedChatResult[None])
     search = ToolSearch(core=["charge"], max_results=3)
-    assert_type(service.chat(model, "hi", deps=User(), tools=search), ToolChatResult[None])
+    assert_type(service.chat(model, "hi", deps=User(), tools=search), FinishedChatResult[None] | PausedChatResult[None])
     ToolService(tool_search=search)
     deny = MCPToolFilter(deny=["delete_repository"])
     MCPServer.http("http://localhost/mcp", tool_filter=deny, tool_prefix="github_")
@@ -82,6 +89,7 @@ def usage() -> None:
     redirect = LocalRedirect(port=8765, show=print, timeout=60)
     assert_type(redirect.redirect_uri, str)
     LocalRedirect(show="firefox")  # type: ignore[arg-type]
+
     # Where the flow keeps its tokens: an `mcp.client.auth.TokenStorage` either way.
     def keeps(storage: TokenStorage) -> None: ...
 

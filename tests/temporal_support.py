@@ -438,6 +438,7 @@ class ReservationWorkflow:
     @workflow.run
     async def run(self, ledger: Ledger) -> tuple[Reservation, list[str]]:
         result = await durable.chat("output", deps=ledger, output_type=Reservation)
+        assert not result.paused
         return result.output, [e.call.name for e in result.tool_executions]
 
 

@@ -22,7 +22,7 @@ from .._records import ToolExecution
 from .._response import ChatResponse
 from .._transport._redaction import NO_SECRETS, Redactor, StreamRedactor
 from ..loop._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent, ToolResultEvent
-from ..loop._results import ToolChatResult
+from ..loop._results import Outcome, ToolChatResult
 from ._text import printable, printable_json
 
 __all__ = ["LiveDisplay", "result_json"]
@@ -46,7 +46,7 @@ class LiveDisplay:
     _round_text: list[str] = field(default_factory=list)
     _last_round_text: str = ""
 
-    def show(self, events: Iterable[ToolLoopEvent], started: float) -> ToolChatResult[Any]:
+    def show(self, events: Iterable[ToolLoopEvent], started: float) -> Outcome[Any]:
         """Write every event; return the run's result (from `FinalResultEvent`)."""
         for event in events:
             if isinstance(event, TextDelta):

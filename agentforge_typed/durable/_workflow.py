@@ -42,7 +42,7 @@ from .._request import ChatRequest, ChatRequestParameters
 from .._response import ChatResponse
 from ..loop._drivers import Planned, Run, RunOptions, adrive, conversation
 from ..loop._output import OutputSpec
-from ..loop._results import ToolChatResult
+from ..loop._results import Outcome, ToolChatResult
 from ..loop._service import ToolService
 from ..loop._toolsets import ToolSelection
 from ..tools._base import ToolLike
@@ -371,7 +371,7 @@ class TemporalToolService:
         approvals: Mapping[str, Approval] | None = None,
         external_results: Mapping[str, Any] | None = None,
         approval_timeout: timedelta | None = None,
-    ) -> ToolChatResult[OutputT]:
+    ) -> Outcome[OutputT]:
         """Run the loop as workflow code; call it from a `@workflow.defn`'s run method.
 
         Each model call and each tool body is an activity; validating arguments, the error

@@ -15,6 +15,8 @@ The modules are private; `ToolService`, its options, results and pauses are expo
   `list_available_tools`, `logging_hook`;
 - tool selection: `PrepareTools`, `PrepareContext`, `ToolSelection`, `ToolSearch`;
 - structured output: `OutputSpec`;
+- the result's two kinds: `FinishedChatResult`, `PausedChatResult` (told apart by
+  `result.paused`);
 - the stream's other events: `OutputCallEvent`, `PartialArgumentsEvent`, `SubRunEvent`,
   `ToolProgressEvent`;
 - instrumentation: `instrument`, `Instrumentation`.
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
         available_tools_handler,
         list_available_tools,
     )
+    from ._results import FinishedChatResult, PausedChatResult
     from ._toolsets import PrepareContext, PrepareTools, ToolSearch, ToolSelection
     from ._tracing import Instrumentation, instrument
 
@@ -72,6 +75,7 @@ __all__ = [
     "CallDecision",
     "CallRule",
     "ExecutionErrorHandler",
+    "FinishedChatResult",
     "Guardrail",
     "GuardrailError",
     "GuardrailOutcome",
@@ -81,6 +85,7 @@ __all__ = [
     "OutputCallEvent",
     "OutputSpec",
     "PartialArgumentsEvent",
+    "PausedChatResult",
     "PendingReason",
     "PrepareContext",
     "PrepareTools",
@@ -137,6 +142,7 @@ _HOMES = {
     ),
     "logging_hook": "._hooks",
     "OutputSpec": "._output",
+    **dict.fromkeys(("FinishedChatResult", "PausedChatResult"), "._results"),
     **dict.fromkeys(
         (
             "AfterToolCall",

@@ -24,7 +24,7 @@ from ._conversation import conversation
 from ._events import ToolLoopEvent
 from ._options import RunOptions
 from ._progress import ProgressSink
-from ._results import ToolChatResult
+from ._results import Outcome
 from ._run import Planned, Run
 
 logger = logging.getLogger("agentforge_typed")
@@ -77,7 +77,7 @@ def batches(planned: Sequence[Planned], parallel: bool) -> Iterator[list[Planned
         yield batch
 
 
-def drive(run: Run, request: Callable[[ChatRequest], ChatResponse]) -> ToolChatResult[Any]:
+def drive(run: Run, request: Callable[[ChatRequest], ChatResponse]) -> Outcome[Any]:
     """The blocking loop over `run`, a run with nothing to resume and nothing stored (`chat`'s
     common case): `request` answers each model call, and the planned calls run in turn."""
     with run:
@@ -92,7 +92,7 @@ async def adrive(
     request: Callable[[ChatRequest], Awaitable[ChatResponse]],
     execute: Execute,
     stored: StoredRun | None = None,
-) -> ToolChatResult[Any]:
+) -> Outcome[Any]:
     """The async loop over `run`: `request` answers each model call and `execute` runs each
     planned call. `achat` passes the model and the tools themselves; a durable driver passes
     activities. With `stored` (the run's hold on its stored conversation), the history is saved

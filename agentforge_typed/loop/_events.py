@@ -10,7 +10,7 @@ from typing_extensions import TypeVar
 from .._messages import ToolCall
 from .._model import StreamEvent
 from .._records import ToolExecution
-from ._results import ToolChatResult
+from ._results import Outcome
 
 __all__ = [
     "FinalResultEvent",
@@ -81,7 +81,7 @@ class OutputCallEvent:
 class FinalResultEvent(Generic[OutputT]):
     """The last event: the whole run's result, equal to what `chat` returns."""
 
-    result: ToolChatResult[OutputT]
+    result: Outcome[OutputT]
 
 
 @dataclass(frozen=True)

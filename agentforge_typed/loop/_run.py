@@ -72,7 +72,7 @@ from ._options import RUN_OPTIONS, RunOptions
 from ._output import OutputSpec, OutputValidationError
 from ._progress import ProgressSink
 from ._registry import ToolRegistry
-from ._results import ToolChatResult
+from ._results import Outcome, outcome
 from ._run_guards import RunGuards
 from ._usage import exceeded_below, spent_below
 
@@ -829,7 +829,7 @@ class Run(RunGuards):
             return as_result(service.execution_error_handler(exception, plan.context), "execution")
         return result
 
-    def result(self) -> ToolChatResult[Any]:
+    def result(self) -> Outcome[Any]:
         """The run's outcome, once the loop has ended: what its calls kept for a resumed run (the
         questions it paused on) outlives it from here. Under a blocking run the output
         guardrails check the answer first (`aresult` awaits them under an async one)."""
@@ -840,7 +840,7 @@ class Run(RunGuards):
                 self._stop_on("output", guardrail, *checked(guardrail, final))
         if self.scopes:
             self.scopes[0].close(finished=True)
-        return ToolChatResult._of(
+        return outcome(
             final_response=self.responses[-1] if self.responses else self.approval.final_response(),
             messages=tuple(self.messages),
             tool_executions=tuple(self.executions),

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .._messages import ChatMessage
     from ._approval import ApprovalState
     from ._registry import ToolRegistry
-    from ._results import ToolChatResult
+    from ._results import Outcome
     from ._tracing import RunTrace
 
 __all__ = ["RunGuards"]
@@ -41,7 +41,7 @@ class RunGuards:
         responses: list[ChatResponse]
         output_value: Any
 
-        def result(self) -> ToolChatResult[Any]: ...
+        def result(self) -> Outcome[Any]: ...
 
         def is_output(self, plan: Any) -> bool: ...
 
@@ -159,7 +159,7 @@ class RunGuards:
         text = self.responses[-1].ai_message.text if self.responses else None
         return RunOutput(text, self.output_value, tuple(self.messages))
 
-    async def aresult(self) -> ToolChatResult[Any]:
+    async def aresult(self) -> Outcome[Any]:
         """`result`, the output guardrails awaited (the async drivers)."""
         final = self._final()
         if final is not None:

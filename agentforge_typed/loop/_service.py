@@ -32,7 +32,7 @@ from ._events import FinalResultEvent, ToolCallEvent, ToolLoopEvent
 from ._options import RunOptions
 from ._output import OutputSpec
 from ._registry import ToolRegistry
-from ._results import ToolChatResult
+from ._results import Outcome
 from ._run import Run
 from ._stream import RoundReader, no_events
 from ._subrun import DEFAULT_MAX_DEPTH, sub_run_tool
@@ -179,7 +179,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: None = None,
         output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     @overload
     def chat(
@@ -191,7 +191,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: None = None,
         output_type: OutputSpec[OutputT],
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     @overload
     def chat(
@@ -203,7 +203,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: DepsT,
         output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     @overload
     def chat(
@@ -215,7 +215,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: DepsT,
         output_type: OutputSpec[OutputT],
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     def chat(
         self,
@@ -226,7 +226,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: Any = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[Any]:
+    ) -> Outcome[Any]:
         """Run the loop until the model answers without tool calls (or a `ReturnBehavior` ends
         it). Calls run one after another; `messages` is not modified.
 
@@ -278,7 +278,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: None = None,
         output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     @overload
     async def achat(
@@ -290,7 +290,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: None = None,
         output_type: OutputSpec[OutputT],
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     @overload
     async def achat(
@@ -302,7 +302,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: DepsT,
         output_type: TypeForm[OutputT] = ...,
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     @overload
     async def achat(
@@ -314,7 +314,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: DepsT,
         output_type: OutputSpec[OutputT],
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[OutputT]: ...
+    ) -> Outcome[OutputT]: ...
 
     async def achat(
         self,
@@ -325,7 +325,7 @@ class ToolService(ToolRegistry[DepsT]):
         deps: Any = None,
         output_type: TypeForm[Any] | OutputSpec[Any] | None = None,
         **options: Unpack[RunOptions],
-    ) -> ToolChatResult[Any]:
+    ) -> Outcome[Any]:
         """Async `chat`, with the same arguments: independent calls of a round run concurrently
         (`sequential` tools run alone, in order), and sync tools run in worker threads."""
         if self._store is None:

@@ -9,16 +9,17 @@ from typing import Any
 
 from conformance import assert_linear
 
-from agentforge_typed import AiMessage, ResponseComplete, TextDelta, ToolChatResult, ToolService
+from agentforge_typed import AiMessage, ResponseComplete, TextDelta, ToolService
 from agentforge_typed._transport._redaction import Redactor
 from agentforge_typed.cli._run import LiveDisplay
+from agentforge_typed.loop import FinishedChatResult, PausedChatResult
 from agentforge_typed.loop._events import FinalResultEvent, ToolLoopEvent
 from agentforge_typed.providers._function import FunctionModel
 
 KEY = "sk-canary-0123456789abcdefghijKLMNOPQR"
 
 
-def _final() -> ToolChatResult[Any]:
+def _final() -> FinishedChatResult[Any] | PausedChatResult[Any]:
     model = FunctionModel(lambda messages, parameters: AiMessage(text="done"))
     return ToolService().chat(model, "hi")
 

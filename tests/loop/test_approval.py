@@ -4,8 +4,10 @@ history with `approvals=` / `external_results=`, under every driver."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pydantic_core
 import pytest
 from pydantic import TypeAdapter
 
@@ -36,6 +39,7 @@ from agentforge_typed import (
     UserMessage,
     tool,
 )
+from agentforge_typed.loop import FinishedChatResult, PausedChatResult
 
 Turn = AiMessage | Callable[[Sequence[ChatMessage]], AiMessage]
 History = TypeAdapter(list[ChatMessage])
@@ -698,3 +702,28 @@ def test_each_way_a_record_fails_its_check_says_so() -> None:
     with pytest.raises(ValueError, match=r"^call 'c1' \(charge\) waits for approval$"):
         pending.answer({"name": "Ada"})
     assert script.seen[1:] == [] and bank.sent == []
+
+
+def test_a_paused_run_is_a_paused_result_with_no_output_and_a_resumed_one_is_finished(
+    run: Runner,
+) -> None:
+    """The result's kind says whether there is an output: a paused run's is a
+    `PausedChatResult` (its `output` is None whatever the output type), the resumed run's a
+    `FinishedChatResult` with the validated output. Both are `ToolChatResult`s, and each kind
+    copies, compares, pickles and serialises as its own."""
+
+    def answer(messages: Sequence[ChatMessage]) -> AiMessage:
+        return calls(call("o1", "final_result", result=len(messages)))
+
+    service = ToolService(tools=[transfer])
+    script = Script(calls(call("c1", "transfer", to="bob", amount=5)), answer)
+    paused = run(service, script.model, "pay bob", output_type=int)
+    assert type(paused) is PausedChatResult and isinstance(paused, ToolChatResult)
+    assert paused.paused and paused.output is None and [p.call.id for p in paused.pending] == ["c1"]
+    assert dataclasses.replace(paused) == paused == type(paused)(**vars(paused))
+    assert pickle.loads(pickle.dumps(paused)) == paused
+    assert pydantic_core.to_jsonable_python(paused)["output"] is None
+
+    finished = run(service, script.model, paused.messages, output_type=int, approvals={"c1": True})
+    assert type(finished) is FinishedChatResult and not finished.paused and not finished.pending
+    assert finished.output == 3 and bank.sent == [("bob", 5)]
