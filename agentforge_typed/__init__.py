@@ -14,6 +14,7 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
+from . import _lazy
 from ._content import (
     AudioContent,
     BinaryContent,
@@ -291,6 +292,7 @@ _DEPRECATED = {
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
+    _load, __dir__ = _lazy.lazy_exports(__name__, {**_MOVED, **_LAZY})
 
     def __getattr__(name: str) -> Any:
         if name in _DEPRECATED:
@@ -302,16 +304,7 @@ if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above 
                 stacklevel=2,
             )
             return getattr(importlib.import_module(module, __name__), new)
-        home = _LAZY.get(name) or _MOVED.get(name)
-        if home is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home, __name__), name)
-        globals()[name] = value  # the next lookup is an ordinary attribute
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, *_MOVED})
+        return _load(name)
 
 
 __all__ = [

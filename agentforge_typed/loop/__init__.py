@@ -24,8 +24,9 @@ The modules are private; `ToolService`, its options, results and pauses are expo
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .. import _lazy
 
 if TYPE_CHECKING:
     from .._exceptions import GuardrailError
@@ -163,13 +164,4 @@ _HOMES = {
 
 
 if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
-
-    def __getattr__(name: str) -> Any:
-        home = _HOMES.get(name)
-        if home is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(home, __name__), name)
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy.lazy_exports(__name__, _HOMES)

@@ -17,11 +17,12 @@ The command line serves a module's tools the same way: `agentforge-typed mcp TAR
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from typing_extensions import Unpack
+
+from .. import _lazy
 
 if TYPE_CHECKING:
     from ._http import (
@@ -127,8 +128,5 @@ def serve_mcp(
         server.serve_stdio()
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(home, __name__), name)
+if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
+    __getattr__, __dir__ = _lazy.lazy_exports(__name__, _HOMES)

@@ -13,9 +13,9 @@ The database drivers load when a store that needs them is first made: importing 
 imports neither `sqlite3` nor psycopg.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .. import _lazy
 from .._exceptions import ConversationConflictError, ConversationStoreError
 from ._base import (
     DEFAULT_CLAIM_TTL,
@@ -45,18 +45,7 @@ _LAZY = {
 }
 
 if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
-
-    def __getattr__(name: str) -> Any:
-        home = _LAZY.get(name)
-        if home is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(home, __name__), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    __getattr__, __dir__ = _lazy.lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

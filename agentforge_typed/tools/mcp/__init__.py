@@ -21,8 +21,9 @@ public home.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ... import _lazy
 
 if TYPE_CHECKING:
     from ._server import (
@@ -48,7 +49,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module("._server", __name__), name)
+if not TYPE_CHECKING:  # hidden from type checkers, which see the imports above instead
+    __getattr__, __dir__ = _lazy.lazy_exports(__name__, dict.fromkeys(__all__, "._server"))
