@@ -25,7 +25,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._anthropic_wire import parse_response
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "anthropic"
 KEY = "sk-ant-api03-SECRET-do-not-leak"
 TEXT_BODY = {
     "id": "msg_01AbCdEfGh",
@@ -199,18 +199,20 @@ def split_mid_utf8(stream: bytes) -> list[bytes]:
 
 
 def test_stream_over_http() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
+    stream = (FIXTURES / "parallel_tool_calls/stream.sse").read_bytes()
     recorder = Recorder(sse_response(split_mid_utf8(stream)))
     events = list(make(recorder).stream(REQUEST))
     assert recorder.json()["stream"] is True
-    expected = parse_response(json.loads((FIXTURES / "text_two_tools.json").read_text()))
+    expected = parse_response(
+        json.loads((FIXTURES / "parallel_tool_calls/response.json").read_text())
+    )
     expected = with_arguments(expected, streamed_arguments(stream))
     assert events[-1] == ResponseComplete(response=expected)
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == expected.ai_message.text
 
 
 async def test_astream_over_http_after_a_529() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
+    stream = (FIXTURES / "parallel_tool_calls/stream.sse").read_bytes()
     sleeps: list[float] = []
     recorder = Recorder(httpx.Response(529, json=OVERLOADED), sse_response(split_mid_utf8(stream)))
     events = [event async for event in make(recorder, sleeps).astream(REQUEST)]
@@ -227,7 +229,7 @@ ERROR_FRAME = b'event: error\ndata: {"type": "error", "error": {"type": "overloa
 
 
 def test_overloaded_error_mid_stream_over_http() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
+    stream = (FIXTURES / "parallel_tool_calls/stream.sse").read_bytes()
     head = stream[: stream.index(b"event: content_block_stop")]
     events: list[StreamEvent] = []
     with pytest.raises(ModelError, match="Overloaded") as info:
@@ -241,7 +243,7 @@ def test_overloaded_error_mid_stream_over_http() -> None:
 
 
 async def test_truncated_stream_over_http_async() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
+    stream = (FIXTURES / "parallel_tool_calls/stream.sse").read_bytes()
     head = stream[: stream.index(b"event: message_stop")]
     with pytest.raises(ModelError, match="ended before message_stop"):
         async for _ in make(Recorder(sse_response([head]))).astream(REQUEST):

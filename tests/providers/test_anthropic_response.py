@@ -18,7 +18,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._anthropic_wire import parse_response
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "anthropic"
 
 
 def body(
@@ -89,7 +89,9 @@ def test_single_tool_use() -> None:
 
 
 def test_text_and_parallel_tool_use() -> None:
-    response = parse_response(json.loads((FIXTURES / "text_two_tools.json").read_text()))
+    response = parse_response(
+        json.loads((FIXTURES / "parallel_tool_calls/response.json").read_text())
+    )
     assert response.ai_message == AiMessage(
         text="Let me check both cities — 杭州 and Zürich 🌦.",
         tool_calls=[
@@ -125,7 +127,7 @@ def test_tool_use_with_empty_input() -> None:
 
 
 def test_thinking_and_tool_use_keep_the_signature() -> None:
-    raw = json.loads((FIXTURES / "thinking_tool.json").read_text())
+    raw = json.loads((FIXTURES / "thinking/response.json").read_text())
     response = parse_response(raw)
     message = response.ai_message
     assert (
@@ -149,7 +151,7 @@ def test_thinking_and_tool_use_keep_the_signature() -> None:
 
 
 def test_server_tool_blocks_are_not_tool_calls() -> None:
-    raw = json.loads((FIXTURES / "web_search.json").read_text())
+    raw = json.loads((FIXTURES / "web_search/response.json").read_text())
     response = parse_response(raw)
     assert response.ai_message.text == (
         "I'll look up today's weather in Paris.It is 18°C and sunny in Paris, so you can leave the umbrella at home."

@@ -22,9 +22,9 @@ from agentforge_typed import (
 from agentforge_typed.providers._anthropic_wire import AnthropicStreamAccumulator, parse_response
 from agentforge_typed.providers._sse import SSEDecoder
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
-TEXT_TWO_TOOLS = (FIXTURES / "text_two_tools.sse").read_bytes()
-THINKING_TOOL = (FIXTURES / "thinking_tool.sse").read_bytes()
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "anthropic"
+TEXT_TWO_TOOLS = (FIXTURES / "parallel_tool_calls/stream.sse").read_bytes()
+THINKING_TOOL = (FIXTURES / "thinking/stream.sse").read_bytes()
 
 
 def run(chunks: list[bytes]) -> list[StreamEvent]:
@@ -59,7 +59,9 @@ def test_text_then_two_tool_uses() -> None:
     ]
     # The streamed answer is the blocking parse of the same message, but for the arguments: those
     # are exactly the text the model streamed.
-    expected = with_arguments(blocking("text_two_tools.json"), streamed_arguments(TEXT_TWO_TOOLS))
+    expected = with_arguments(
+        blocking("parallel_tool_calls/response.json"), streamed_arguments(TEXT_TWO_TOOLS)
+    )
     assert events[-1] == ResponseComplete(response=expected)
     response = events[-1].response
     assert response.ai_message.tool_calls[0].arguments == '{"city": "杭州", "unit": "celsius"}'
@@ -72,12 +74,12 @@ def test_thinking_with_signature_and_pings() -> None:
         ThinkingDelta(text="The user wants the weather in Paris. "),
         ThinkingDelta(text="I should call get_weather with city=Paris."),
     ]
-    expected = with_arguments(blocking("thinking_tool.json"), streamed_arguments(THINKING_TOOL))
+    expected = with_arguments(blocking("thinking/response.json"), streamed_arguments(THINKING_TOOL))
     assert events[-1] == ResponseComplete(response=expected)
     content = events[-1].response.ai_message.attributes["anthropic_content"]
     assert (
         content[0]["signature"]
-        == json.loads((FIXTURES / "thinking_tool.json").read_text())["content"][0]["signature"]
+        == json.loads((FIXTURES / "thinking/response.json").read_text())["content"][0]["signature"]
     )
 
 

@@ -41,7 +41,7 @@ from agentforge_typed import (
 )
 from agentforge_typed.providers._gemini_wire import parse_response
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "gemini"
 KEY = "AIzaSyD-SECRET-do-not-leak-0123456789"
 ROOT = "https://generativelanguage.googleapis.com/v1beta"
 TEXT_BODY = {
@@ -307,19 +307,19 @@ def split_mid_utf8(stream: bytes) -> list[bytes]:
 
 
 def test_stream_over_http() -> None:
-    stream = fixture("parallel_calls.sse")
+    stream = fixture("parallel_tool_calls/stream.sse")
     recorder = Recorder(sse_response(split_mid_utf8(stream)))
     events = list(make(recorder).stream(REQUEST))
     assert str(recorder.requests[0].url) == (
         f"{ROOT}/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     )
     assert recorder.json() == {"contents": [{"role": "user", "parts": [{"text": "Hi"}]}]}
-    expected = parse_response(json.loads(fixture("parallel_calls.json")))
+    expected = parse_response(json.loads(fixture("parallel_tool_calls/response.json")))
     assert events[-1] == ResponseComplete(response=expected)
 
 
 async def test_astream_over_http_after_a_429() -> None:
-    stream = fixture("text_signed.sse")
+    stream = fixture("text/stream.sse")
     sleeps: list[float] = []
     recorder = Recorder(httpx.Response(429, json=quota("3s")), sse_response(split_mid_utf8(stream)))
     events = [event async for event in make(recorder, sleeps).astream(REQUEST)]
@@ -331,7 +331,7 @@ async def test_astream_over_http_after_a_429() -> None:
 
 
 def test_error_chunk_mid_stream_over_http() -> None:
-    stream = fixture("text_signed.sse")
+    stream = fixture("text/stream.sse")
     head = stream[: stream.index(b"data: ", 10)]
     error = b'data: {"error": {"code": 500, "message": "Internal error encountered.", "status": "INTERNAL"}}\r\n\r\n'
     events: list[StreamEvent] = []
@@ -354,7 +354,7 @@ def test_an_empty_event_stream_says_no_event_arrived() -> None:
 
 
 async def test_truncated_stream_over_http_async() -> None:
-    stream = fixture("parallel_calls.sse")
+    stream = fixture("parallel_tool_calls/stream.sse")
     head = stream[: stream.rindex(b"data: ")]
     with pytest.raises(ModelError, match="ended before a finish reason"):
         async for _ in make(Recorder(sse_response([head]))).astream(REQUEST):
@@ -402,15 +402,16 @@ def loop_recorder(stream: bool) -> Recorder:
     if stream:
         final = f"data: {json.dumps(FINAL, ensure_ascii=False)}\r\n\r\n".encode()
         return Recorder(
-            sse_response(split_mid_utf8(fixture("parallel_calls.sse"))), sse_response([final])
+            sse_response(split_mid_utf8(fixture("parallel_tool_calls/stream.sse"))),
+            sse_response([final]),
         )
-    calls = json.loads(fixture("parallel_calls.json"))
+    calls = json.loads(fixture("parallel_tool_calls/response.json"))
     return Recorder(httpx.Response(200, json=calls), httpx.Response(200, json=FINAL))
 
 
 def check_second_request(recorder: Recorder) -> None:
     sent = recorder.json(1)["contents"]
-    answer = json.loads(fixture("parallel_calls.json"))
+    answer = json.loads(fixture("parallel_tool_calls/response.json"))
     # The model turn goes back exactly as received (the one signature on the first call only) ...
     assert sent[1] == answer["candidates"][0]["content"]
     # ... and both results together in one user turn, paired by name and order.
@@ -533,11 +534,13 @@ def test_native_structured_output_over_gemini() -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_any_rechunking_over_http_sync_and_async(data: st.DataObject) -> None:
-    name = data.draw(st.sampled_from(["parallel_calls", "text_signed", "call_with_id"]))
-    stream = fixture(f"{name}.sse")
+    name = data.draw(st.sampled_from(["parallel_tool_calls", "text", "call_with_id"]))
+    stream = fixture(f"{name}/stream.sse")
     cuts = sorted(data.draw(st.sets(st.integers(1, len(stream) - 1), max_size=30)))
     pieces = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
-    expected = ResponseComplete(response=parse_response(json.loads(fixture(f"{name}.json"))))
+    expected = ResponseComplete(
+        response=parse_response(json.loads(fixture(f"{name}/response.json")))
+    )
 
     async def collect() -> list[StreamEvent]:
         model = make(Recorder(sse_response(pieces)))

@@ -11,7 +11,7 @@ import pytest
 from agentforge_typed import FinishReason, ModelError, TokenUsage, ToolCall
 from agentforge_typed.providers._gemini_wire import error_from_gemini, parse_response, retry_delay
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "gemini"
 
 
 def fixture(name: str) -> Any:
@@ -31,7 +31,7 @@ def body(parts: list[dict[str, Any]], finish: str | None = "STOP", **extra: Any)
 
 
 def test_parallel_calls_without_ids() -> None:
-    answer = fixture("parallel_calls.json")
+    answer = fixture("parallel_tool_calls/response.json")
     response = parse_response(answer)
     message = response.ai_message
     assert message.text is None
@@ -82,7 +82,7 @@ def test_ids_without_a_response_id_are_unique_per_answer() -> None:
 
 
 def test_text_with_signed_empty_part_and_cached_tokens() -> None:
-    answer = fixture("text_signed.json")
+    answer = fixture("text/response.json")
     response = parse_response(answer)
     assert response.ai_message.text == "Paris: 18°C and sunny. Zürich: 12°C, light rain 🌦."
     assert response.finish_reason is FinishReason.STOP

@@ -22,10 +22,10 @@ from agentforge_typed import (
 from agentforge_typed.providers._gemini_wire import GeminiStreamAccumulator, parse_response
 from agentforge_typed.providers._sse import ServerSentEvent, SSEDecoder
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "gemini"
 STREAMS = {
-    name: (FIXTURES / f"{name}.sse").read_bytes()
-    for name in ("parallel_calls", "text_signed", "call_with_id")
+    name: (FIXTURES / f"{name}/stream.sse").read_bytes()
+    for name in ("parallel_tool_calls", "text", "call_with_id")
 }
 
 
@@ -42,11 +42,13 @@ def run(chunks: list[bytes]) -> list[StreamEvent]:
 
 
 def blocking(name: str) -> ChatResponse:
-    return parse_response(json.loads((FIXTURES / f"{name}.json").read_text(encoding="utf-8")))
+    return parse_response(
+        json.loads((FIXTURES / f"{name}/response.json").read_text(encoding="utf-8"))
+    )
 
 
 def test_thinking_then_parallel_calls_arriving_whole() -> None:
-    events = run([STREAMS["parallel_calls"]])
+    events = run([STREAMS["parallel_tool_calls"]])
     assert events[:-1] == [
         ThinkingDelta(text="**Checking two cities**\n\nThe user wants Paris and "),
         ThinkingDelta(text="Zürich; I will call get_weather twice."),
@@ -64,18 +66,18 @@ def test_thinking_then_parallel_calls_arriving_whole() -> None:
         ),
     ]
     # The streamed answer is exactly the blocking parse of the same answer, signatures included.
-    assert events[-1] == ResponseComplete(response=blocking("parallel_calls"))
+    assert events[-1] == ResponseComplete(response=blocking("parallel_tool_calls"))
 
 
 def test_text_deltas_signed_empty_part_and_last_usage() -> None:
-    events = run([STREAMS["text_signed"]])
+    events = run([STREAMS["text"]])
     assert events[:-1] == [
         TextDelta(text="Paris: 18°C and sunny. "),
         TextDelta(text="Zürich: 12°C, "),
         TextDelta(text="light rain 🌦."),
     ]
     final = events[-1]
-    assert final == ResponseComplete(response=blocking("text_signed"))
+    assert final == ResponseComplete(response=blocking("text"))
     assert isinstance(final, ResponseComplete)
     # Prompt counts change in the last chunk: its usage is the one kept.
     usage = final.response.token_usage

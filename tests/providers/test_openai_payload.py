@@ -72,7 +72,7 @@ async def sent(
 ) -> tuple[Any, httpx.Request]:
     """The JSON body and the request the model sends for `request`."""
     if mode in ("stream", "astream"):
-        server = Server(sse_response(fixture_bytes("reasoning_text.sse")))
+        server = Server(sse_response(fixture_bytes("thinking/stream.sse")))
     else:
         server = Server(httpx.Response(200, json=OK_BODY))
     await call(server.model(**model_kwargs), request, mode)

@@ -26,7 +26,7 @@ REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
 
 
 def test_reasoning_and_parallel_calls() -> None:
-    body = fixture_json("reasoning_tool_calls.json")
+    body = fixture_json("parallel_tool_calls/response.json")
     response = parse_response(body)
     assert response.ai_message == AiMessage(
         thinking=(
@@ -60,7 +60,7 @@ def test_reasoning_and_parallel_calls() -> None:
 
 
 def test_text_after_reasoning_with_an_empty_summary() -> None:
-    response = parse_response(fixture_json("reasoning_text.json"))
+    response = parse_response(fixture_json("thinking/response.json"))
     assert response.ai_message.text == "Paris: 18 °C, sunny. Rome — Città: 24 °C, sunny. 晴れ ☀️"
     assert response.ai_message.thinking is None
     assert OUTPUT_ATTRIBUTE in response.ai_message.attributes  # the reasoning item is kept
@@ -68,7 +68,7 @@ def test_text_after_reasoning_with_an_empty_summary() -> None:
 
 
 def test_hosted_tool_output_is_kept_and_not_a_tool_call() -> None:
-    body = fixture_json("web_search.json")
+    body = fixture_json("web_search/response.json")
     response = parse_response(body)
     assert response.ai_message.tool_calls == ()
     assert response.ai_message.text is not None
@@ -78,13 +78,13 @@ def test_hosted_tool_output_is_kept_and_not_a_tool_call() -> None:
 
 
 def test_plain_text_and_calls_keep_no_attributes() -> None:
-    body = fixture_json("incomplete.json")
+    body = fixture_json("finish_length/response.json")
     body["status"], body["incomplete_details"] = "completed", None
     assert parse_response(body).ai_message.attributes == {}
 
 
 def test_incomplete_for_max_output_tokens_is_length() -> None:
-    response = parse_response(fixture_json("incomplete.json"))
+    response = parse_response(fixture_json("finish_length/response.json"))
     assert response.finish_reason is FinishReason.LENGTH
     assert response.ai_message.text == "A future is a placeholder for a value that"
     assert response.metadata["incomplete_details"] == {"reason": "max_output_tokens"}
@@ -100,13 +100,13 @@ def test_incomplete_for_max_output_tokens_is_length() -> None:
     ],
 )
 def test_other_statuses(status: str | None, details: Any, reason: FinishReason) -> None:
-    body = fixture_json("incomplete.json")
+    body = fixture_json("finish_length/response.json")
     body["status"], body["incomplete_details"] = status, details
     assert parse_response(body).finish_reason is reason
 
 
 def test_refusal_is_metadata() -> None:
-    body = fixture_json("incomplete.json")
+    body = fixture_json("finish_length/response.json")
     body["status"], body["incomplete_details"] = "completed", None
     body["output"][0]["content"] = [{"type": "refusal", "refusal": "I can't help with that."}]
     response = parse_response(body)
@@ -115,7 +115,7 @@ def test_refusal_is_metadata() -> None:
 
 
 def test_failed_response_is_a_model_error_with_the_error_object() -> None:
-    body = fixture_json("incomplete.json")
+    body = fixture_json("finish_length/response.json")
     body["status"] = "failed"
     body["error"] = {"code": "server_error", "message": "The model failed to generate a response."}
     with pytest.raises(ModelError) as info:
@@ -128,7 +128,7 @@ def test_failed_response_is_a_model_error_with_the_error_object() -> None:
 
 
 def _broken(path: tuple[Any, ...], value: Any) -> dict[str, Any]:
-    body: dict[str, Any] = copy.deepcopy(fixture_json("reasoning_tool_calls.json"))
+    body: dict[str, Any] = copy.deepcopy(fixture_json("parallel_tool_calls/response.json"))
     target = body
     for key in path[:-1]:
         target = target[key]
@@ -176,7 +176,7 @@ def test_hosted_or_custom_calls_named_like_a_registered_tool_never_run() -> None
         ran.append(city)
         return "sunny"
 
-    body = fixture_json("web_search.json")
+    body = fixture_json("web_search/response.json")
     body["output"][:1] = [
         {
             "type": "mcp_call",

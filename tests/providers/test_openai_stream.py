@@ -37,7 +37,7 @@ from agentforge_typed.providers._sse import SSEDecoder
 
 REQUEST = ChatRequest(messages=[UserMessage(content="杭州今天天气怎么样")])
 FIXTURES = [
-    "reasoning_text",
+    "thinking",
     "tool_call_split",
     "parallel_interleaved",
     "missing_index_keepalive",
@@ -60,10 +60,10 @@ def sans_io(pieces: list[bytes]) -> tuple[list[StreamEvent], ChatResponse]:
 @pytest.mark.parametrize("name", FIXTURES)
 @pytest.mark.parametrize("mode", ["stream", "astream"])
 async def test_streamed_response_equals_blocking_parse(name: str, mode: str) -> None:
-    blocking_server = Server(httpx.Response(200, json=fixture_json(f"{name}.json")))
+    blocking_server = Server(httpx.Response(200, json=fixture_json(f"{name}/response.json")))
     blocking = await call(blocking_server.model(), REQUEST, "chat")
     # One byte per chunk: every line, JSON token and UTF-8 character is cut somewhere.
-    server = Server(sse_response(fixture_bytes(f"{name}.sse"), size=1))
+    server = Server(sse_response(fixture_bytes(f"{name}/stream.sse"), size=1))
     events = await collect(server.model(), REQUEST, is_async=mode == "astream")
     assert events[-1] == ResponseComplete(response=blocking)
     assert [e for e in events if isinstance(e, ResponseComplete)] == [events[-1]]
@@ -76,17 +76,17 @@ async def test_streamed_response_equals_blocking_parse(name: str, mode: str) -> 
     cuts=st.lists(st.integers(min_value=0, max_value=10_000), max_size=40),
 )
 def test_any_rechunking_gives_the_same_final_response(name: str, cuts: list[int]) -> None:
-    data = fixture_bytes(f"{name}.sse")
+    data = fixture_bytes(f"{name}/stream.sse")
     points = sorted({cut % (len(data) + 1) for cut in cuts})
     pieces = [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
     events, response = sans_io(pieces)
     whole_events, whole_response = sans_io([data])
-    assert response == whole_response == parse_response(fixture_json(f"{name}.json"))
+    assert response == whole_response == parse_response(fixture_json(f"{name}/response.json"))
     assert events == whole_events
 
 
 def test_reasoning_then_text_deltas() -> None:
-    events, response = sans_io([fixture_bytes("reasoning_text.sse")])
+    events, response = sans_io([fixture_bytes("thinking/stream.sse")])
     assert events == [
         ThinkingDelta(text="用户想要一句话解释"),
         ThinkingDelta(text="CompletableFuture\uff0c我需要给出准确又简洁的定义。"),
@@ -106,7 +106,7 @@ def test_reasoning_then_text_deltas() -> None:
 
 
 def test_arguments_concatenated_verbatim() -> None:
-    events, response = sans_io(chunks(fixture_bytes("tool_call_split.sse"), 3))
+    events, response = sans_io(chunks(fixture_bytes("tool_call_split/stream.sse"), 3))
     assert events == [
         ToolCallDelta(index=0, id="call_abc123", name="get_weather"),
         ToolCallDelta(index=0, arguments_delta='{"'),
@@ -124,7 +124,7 @@ def test_arguments_concatenated_verbatim() -> None:
 
 
 def test_interleaved_parallel_calls_stay_apart() -> None:
-    events, response = sans_io([fixture_bytes("parallel_interleaved.sse")])
+    events, response = sans_io([fixture_bytes("parallel_interleaved/stream.sse")])
     assert [e for e in events if isinstance(e, ToolCallDelta)] == [
         ToolCallDelta(index=0, id="call_Paris01", name="get_weather"),
         ToolCallDelta(index=1, id="call_Tokyo2", name="get_time"),
@@ -141,7 +141,7 @@ def test_interleaved_parallel_calls_stay_apart() -> None:
 
 
 def test_missing_index_buckets_by_new_id() -> None:
-    events, response = sans_io([fixture_bytes("missing_index_keepalive.sse")])
+    events, response = sans_io([fixture_bytes("missing_index_keepalive/stream.sse")])
     assert events == [
         ToolCallDelta(
             index=0,
@@ -161,7 +161,7 @@ def test_missing_index_buckets_by_new_id() -> None:
 
 
 def test_repeated_first_entry_is_not_duplicated() -> None:
-    events, response = sans_io([fixture_bytes("repeated_first_entry.sse")])
+    events, response = sans_io([fixture_bytes("repeated_first_entry/stream.sse")])
     assert events == [
         ToolCallDelta(
             index=0, id="functions.search:0", name="search", arguments_delta='{"query": '
@@ -189,7 +189,7 @@ def test_id_repeated_on_every_piece_is_a_continuation() -> None:
 
 
 def test_compatible_quirks_and_done_without_finish_reason() -> None:
-    events, response = sans_io([fixture_bytes("compat_quirks.sse")])
+    events, response = sans_io([fixture_bytes("compat_quirks/stream.sse")])
     assert events == [
         ThinkingDelta(text="Need the weather tool."),
         TextDelta(text="Let me check."),
@@ -322,8 +322,8 @@ async def test_stream_retries_a_429_before_the_first_byte(mode: str) -> None:
                 }
             },
         ),
-        sse_response(fixture_bytes("tool_call_split.sse"), size=64),
+        sse_response(fixture_bytes("tool_call_split/stream.sse"), size=64),
     )
     response = await call(server.model(), REQUEST, mode)
-    assert response == parse_response(fixture_json("tool_call_split.json"))
+    assert response == parse_response(fixture_json("tool_call_split/response.json"))
     assert server.waits == [1.0]
