@@ -35,7 +35,7 @@ STREAM = "stream.sse"
 """A vendor's streamed answer, byte for byte."""
 EXPECTED = "expected.json"
 """What we must parse: `{"response": ..., "stream": {"events": [...], then one of
-`"equals_blocking": true`, `"response": ...` or `"error": {"message", "code"}`}}`."""
+`"equals_blocking": true`, `"response": ...` or `"error": {"message", "code", "body"}`}}`."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Vendor:
     name: str
     url: str
     stream_url: str
+    headers: dict[str, str]
+    """The headers every request carries, authentication included (beyond `content-type`)."""
     stream_fields: dict[str, Any] = field(default_factory=dict)
     """What a streamed request's body adds to the blocking one."""
 
@@ -57,6 +59,7 @@ VENDORS = {
         "gpt-4o-mini",
         "https://api.openai.com/v1/chat/completions",
         "https://api.openai.com/v1/chat/completions",
+        {"authorization": f"Bearer {API_KEY}"},
         {"stream": True, "stream_options": {"include_usage": True}},
     ),
     "openai_responses": Vendor(
@@ -64,6 +67,7 @@ VENDORS = {
         "gpt-5-mini",
         "https://api.openai.com/v1/responses",
         "https://api.openai.com/v1/responses",
+        {"authorization": f"Bearer {API_KEY}"},
         {"stream": True},
     ),
     "anthropic": Vendor(
@@ -71,6 +75,7 @@ VENDORS = {
         "claude-sonnet-4-5",
         "https://api.anthropic.com/v1/messages",
         "https://api.anthropic.com/v1/messages",
+        {"x-api-key": API_KEY, "anthropic-version": "2023-06-01"},
         {"stream": True},
     ),
     "gemini": Vendor(
@@ -79,6 +84,7 @@ VENDORS = {
         "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:generateContent",
         "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash"
         ":streamGenerateContent?alt=sse",
+        {"x-goog-api-key": API_KEY},
     ),
 }
 
@@ -138,9 +144,12 @@ def model(case: Case, handler: Callable[[httpx.Request], httpx.Response]) -> Htt
     )
 
 
-def sent(case: Case, *, stream: bool) -> tuple[str, Any]:
-    """The URL and JSON body the vendor model sends for the case's request (answered with an
-    error, which is not read)."""
+MODES = ("chat", "achat", "stream", "astream")
+
+
+async def sent(case: Case, mode: str) -> httpx.Request:
+    """The request the vendor model sends for the case's request through `mode` (answered with
+    an error, which is not read)."""
     requests: list[httpx.Request] = []
 
     def refuse(request: httpx.Request) -> httpx.Response:
@@ -149,14 +158,19 @@ def sent(case: Case, *, stream: bool) -> tuple[str, Any]:
 
     chat = model(case, refuse)
     try:
-        if stream:
+        if mode == "chat":
+            chat.chat(case.request())
+        elif mode == "achat":
+            await chat.achat(case.request())
+        elif mode == "stream":
             list(chat.stream(case.request()))
         else:
-            chat.chat(case.request())
+            async for _ in chat.astream(case.request()):
+                pass
     except ModelError:
         pass
     (request,) = requests
-    return str(request.url), json.loads(request.content)
+    return request
 
 
 def answered(body: Any) -> Callable[[httpx.Request], httpx.Response]:
@@ -178,13 +192,13 @@ class Pieces(httpx.SyncByteStream, httpx.AsyncByteStream):
 
 
 def cut(data: bytes, size: int | None) -> list[bytes]:
+    """`data` in pieces of `size` bytes (the last one shorter); whole for None."""
     if size is None:
         return [data]
     return [data[start : start + size] for start in range(0, len(data), size)]
 
 
-def streamed(data: bytes, size: int | None) -> Callable[[httpx.Request], httpx.Response]:
-    pieces = cut(data, size)
+def streamed(pieces: list[bytes]) -> Callable[[httpx.Request], httpx.Response]:
     return lambda request: httpx.Response(
         200, headers={"content-type": "text/event-stream"}, stream=Pieces(pieces)
     )
@@ -195,7 +209,7 @@ def dumped(events: list[StreamEvent]) -> list[Any]:
 
 
 def error_of(exc: ModelError) -> dict[str, Any]:
-    return {"message": str(exc), "code": exc.code}
+    return {"message": str(exc), "code": exc.code, "body": exc.body}
 
 
 def stream_outcome(
@@ -213,10 +227,10 @@ def stream_outcome(
     return {"events": dumped(events[:-1]), "response": response}
 
 
-def stream_sync(case: Case, size: int | None, blocking: Any) -> dict[str, Any]:
-    """`stream_outcome` of the case's request streamed (`stream`), its stream cut by `size`."""
+def stream_sync(case: Case, pieces: list[bytes], blocking: Any) -> dict[str, Any]:
+    """`stream_outcome` of the case's request streamed (`stream`), its stream sent in `pieces`."""
     events: list[StreamEvent] = []
-    chat = model(case, streamed(case.bytes(STREAM), size))
+    chat = model(case, streamed(pieces))
     try:
         events.extend(chat.stream(case.request()))
     except ModelError as exc:
@@ -224,10 +238,10 @@ def stream_sync(case: Case, size: int | None, blocking: Any) -> dict[str, Any]:
     return stream_outcome(events, None, blocking)
 
 
-async def stream_async(case: Case, size: int | None, blocking: Any) -> dict[str, Any]:
+async def stream_async(case: Case, pieces: list[bytes], blocking: Any) -> dict[str, Any]:
     """`stream_sync` through `astream`."""
     events: list[StreamEvent] = []
-    chat = model(case, streamed(case.bytes(STREAM), size))
+    chat = model(case, streamed(pieces))
     try:
         async for event in chat.astream(case.request()):
             events.append(event)

@@ -1,7 +1,7 @@
 """Write the golden files our code produces for the cases named (all when none are):
 `request.json` and `expected.json`, from each case's `input.json` and recorded vendor bodies.
 
-    PYTHONPATH=$PWD python tests/golden_update.py [<vendor>/<case> ...]
+    python tests/golden_update.py [<vendor>/<case> ...]
 
 Never run by the tests: what it writes is what the code does today, right or wrong. Read every
 changed file against the vendor's documentation before committing it (`git diff tests/fixtures`).
@@ -23,6 +23,7 @@ from golden_support import (
     Case,
     blocking_json,
     cases,
+    cut,
     sent,
     stream_async,
     stream_sync,
@@ -37,14 +38,15 @@ def write(path: Path, value: Any) -> None:
 
 
 def update(case: Case) -> None:
-    write(case.folder / "request.json", sent(case, stream=False)[1])
+    write(case.folder / "request.json", json.loads(asyncio.run(sent(case, "chat")).content))
     wanted: dict[str, Any] = {}
     blocking = blocking_json(case)
     if case.has(RESPONSE):
         wanted["response"] = blocking
     if case.has(STREAM):
-        outcomes = [stream_sync(case, size, blocking) for size in CHUNKINGS.values()]
-        outcomes += [asyncio.run(stream_async(case, size, blocking)) for size in CHUNKINGS.values()]
+        cuts = [cut(case.bytes(STREAM), size) for size in CHUNKINGS.values()]
+        outcomes = [stream_sync(case, pieces, blocking) for pieces in cuts]
+        outcomes += [asyncio.run(stream_async(case, pieces, blocking)) for pieces in cuts]
         if any(outcome != outcomes[0] for outcome in outcomes):
             sys.exit(f"{case.id}: the stream parses differently as it is cut")
         wanted["stream"] = outcomes[0]

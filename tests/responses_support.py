@@ -13,7 +13,6 @@ from retry_waits import waiting
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "golden" / "openai_responses"
-NAMES = ["parallel_tool_calls", "thinking", "web_search", "finish_length"]
 
 
 def fixture_bytes(name: str) -> bytes:

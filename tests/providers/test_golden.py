@@ -4,6 +4,7 @@ and every 7 bytes, sync and async. DEVELOPERS.md ("Golden files") says how to ad
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from golden_support import (
     CHUNKINGS,
     EXPECTED,
     INPUT,
+    MODES,
     REQUEST,
     RESPONSE,
     STREAM,
@@ -18,11 +20,16 @@ from golden_support import (
     Case,
     answered,
     cases,
+    cut,
     model,
     sent,
     stream_async,
     stream_sync,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentforge_typed import ChatModel
 
 ALL = cases()
 BLOCKING = cases(RESPONSE)
@@ -46,6 +53,11 @@ def test_every_vendor_has_the_shared_cases() -> None:
     assert {case.vendor for case in ALL} == set(VENDORS)
 
 
+@pytest.mark.parametrize("vendor", list(VENDORS))
+def test_every_vendor_model_is_a_chat_model(vendor: str) -> None:
+    assert isinstance(model(Case(vendor, "text"), answered({})), ChatModel)
+
+
 @pytest.mark.parametrize("case", ALL, ids=ids(ALL))
 def test_case_is_complete(case: Case) -> None:
     """Each case has its request and its expectations, and expects only what its bodies hold."""
@@ -56,14 +68,22 @@ def test_case_is_complete(case: Case) -> None:
     assert set(wanted) == {key for key, there in answers.items() if there}
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["blocking", "streamed"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", ALL, ids=ids(ALL))
-def test_request_renders_to_the_exact_body(case: Case, stream: bool) -> None:
+async def test_request_renders_to_the_exact_body(case: Case, mode: str) -> None:
     vendor = VENDORS[case.vendor]
-    url, body = sent(case, stream=stream)
-    extra = vendor.stream_fields if stream else {}
-    assert body == {**case.json(REQUEST), **extra}
-    assert url == (vendor.stream_url if stream else vendor.url)
+    request = await sent(case, mode)
+    stream = mode.endswith("stream")
+    assert json.loads(request.content) == {
+        **case.json(REQUEST),
+        **(vendor.stream_fields if stream else {}),
+    }
+    assert (request.method, str(request.url)) == (
+        "POST",
+        vendor.stream_url if stream else vendor.url,
+    )
+    assert request.headers["content-type"] == "application/json"
+    assert {name: request.headers.get(name) for name in vendor.headers} == vendor.headers
 
 
 @pytest.mark.parametrize("case", BLOCKING, ids=ids(BLOCKING))
@@ -78,6 +98,17 @@ async def test_blocking_answer_parses_to_the_expected_response(case: Case) -> No
 @pytest.mark.parametrize("case", STREAMED, ids=ids(STREAMED))
 async def test_stream_gives_the_expected_events_however_cut(case: Case, chunking: str) -> None:
     want = expected(case)
-    size = CHUNKINGS[chunking]
-    assert stream_sync(case, size, want.get("response")) == want["stream"]
-    assert await stream_async(case, size, want.get("response")) == want["stream"]
+    pieces = cut(case.bytes(STREAM), CHUNKINGS[chunking])
+    assert stream_sync(case, pieces, want.get("response")) == want["stream"]
+    assert await stream_async(case, pieces, want.get("response")) == want["stream"]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_any_cutting_of_any_stream_gives_the_expected_events(data: st.DataObject) -> None:
+    case = data.draw(st.sampled_from(STREAMED), label="case")
+    stream = case.bytes(STREAM)
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(stream) - 1), max_size=40), label="cuts"))
+    pieces = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+    want = expected(case)
+    assert stream_sync(case, pieces, want.get("response")) == want["stream"]
