@@ -8,12 +8,13 @@ which files it holds and how to add one.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
+from openai_support import ChunkedStream
 
 from agentforge_typed import ChatRequest, ModelError, ResponseComplete, StreamEvent
 from agentforge_typed.providers._base import HttpChatModel
@@ -177,20 +178,6 @@ def answered(body: Any) -> Callable[[httpx.Request], httpx.Response]:
     return lambda request: httpx.Response(200, json=body)
 
 
-class Pieces(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A response body delivered in the given pieces."""
-
-    def __init__(self, pieces: list[bytes]) -> None:
-        self.pieces = pieces
-
-    def __iter__(self) -> Iterator[bytes]:
-        yield from self.pieces
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        for piece in self.pieces:
-            yield piece
-
-
 def cut(data: bytes, size: int | None) -> list[bytes]:
     """`data` in pieces of `size` bytes (the last one shorter); whole for None."""
     if size is None:
@@ -200,7 +187,7 @@ def cut(data: bytes, size: int | None) -> list[bytes]:
 
 def streamed(pieces: list[bytes]) -> Callable[[httpx.Request], httpx.Response]:
     return lambda request: httpx.Response(
-        200, headers={"content-type": "text/event-stream"}, stream=Pieces(pieces)
+        200, headers={"content-type": "text/event-stream"}, stream=ChunkedStream(pieces)
     )
 
 
