@@ -1,6 +1,7 @@
-"""Every vendor provider against its recorded golden files (`tests/fixtures/golden/<vendor>/<case>/`):
-the exact body a request renders to, the blocking parse, and the stream, fed whole, byte by byte
-and every 7 bytes, sync and async. DEVELOPERS.md ("Golden files") says how to add a case."""
+"""Every vendor provider against its golden cases (`tests/fixtures/golden/<vendor>/<case>/`): the
+exact request each client path sends, the blocking parse, and the stream fed whole, byte by byte
+and every 7 bytes (sync and async) and cut at random points. DEVELOPERS.md ("Golden files: the
+vendor providers") says how to add a case; the folder's README.md what each case pins."""
 
 from __future__ import annotations
 
@@ -46,7 +47,16 @@ def expected(case: Case) -> Any:
 
 
 def test_every_vendor_has_the_shared_cases() -> None:
-    shared = {"text", "parallel_tool_calls", "cached_usage", "finish_length", "stream_error"}
+    shared = {
+        "text",
+        "parallel_tool_calls",
+        "tool_results",
+        "thinking",
+        "cached_usage",
+        "finish_length",
+        "stream_error",
+        "refusal",
+    }
     for vendor in VENDORS:
         names = {case.name for case in ALL if case.vendor == vendor}
         assert shared <= names, (vendor, sorted(shared - names))
