@@ -14,7 +14,7 @@ from agentforge_typed import ChatModel, ChatRequest, ChatResponse, ResponseCompl
 from agentforge_typed.providers._base import HttpModelOptions
 from agentforge_typed.providers.openai import OpenAIChatModel
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openai"
+FIXTURES = Path(__file__).parent / "fixtures" / "golden" / "openai"
 API_KEY = "sk-proj-TESTKEY0123456789abcdefXYZ"
 
 

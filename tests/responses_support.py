@@ -12,8 +12,7 @@ from retry_waits import waiting
 
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 
-FIXTURES = Path(__file__).parent / "fixtures" / "openai_responses"
-NAMES = ["reasoning_tool_calls", "reasoning_text", "web_search", "incomplete"]
+FIXTURES = Path(__file__).parent / "fixtures" / "golden" / "openai_responses"
 
 
 def fixture_bytes(name: str) -> bytes:

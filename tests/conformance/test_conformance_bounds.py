@@ -305,10 +305,10 @@ async def test_an_endless_stream_line_ends_at_the_cap(
 
 
 STREAMS: dict[str, str] = {
-    "openai": "openai/reasoning_text.sse",
-    "responses": "openai_responses/reasoning_text.sse",
-    "anthropic": "anthropic/text_two_tools.sse",
-    "gemini": "gemini/text_signed.sse",
+    "openai": "golden/openai/thinking/stream.sse",
+    "responses": "golden/openai_responses/thinking/stream.sse",
+    "anthropic": "golden/anthropic/parallel_tool_calls/stream.sse",
+    "gemini": "golden/gemini/text/stream.sse",
 }
 """A whole recorded stream of each vendor (`tests/fixtures/`)."""
 

@@ -459,7 +459,12 @@ def test_without_opentelemetry_instrument_says_what_to_install(
 
 
 ANTHROPIC_SSE = (
-    Path(__file__).parents[1] / "fixtures" / "anthropic" / "text_two_tools.sse"
+    Path(__file__).parents[1]
+    / "fixtures"
+    / "golden"
+    / "anthropic"
+    / "parallel_tool_calls"
+    / "stream.sse"
 ).read_bytes()
 
 
@@ -579,7 +584,9 @@ def test_concurrent_runs_each_parent_their_own_model_calls(otel: Telemetry) -> N
 
 
 def test_gemini_calls_are_named_as_the_conventions_name_gemini(otel: Telemetry) -> None:
-    body = (Path(__file__).parents[1] / "fixtures" / "gemini" / "text_signed.json").read_bytes()
+    body = (
+        Path(__file__).parents[1] / "fixtures" / "golden" / "gemini" / "text" / "response.json"
+    ).read_bytes()
     transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
     model = GeminiChatModel(
         "gemini-2.5-flash", api_key="AIza-test-key", http_client=httpx.Client(transport=transport)

@@ -167,8 +167,8 @@ def sse(data: bytes) -> httpx.Response:
 
 
 def first_round(provider: str, stream: bool) -> httpx.Response:
-    name = "parallel_interleaved" if provider == "openai" else "text_two_tools"
-    path = FIXTURES / provider / f"{name}.{'sse' if stream else 'json'}"
+    name = "parallel_interleaved" if provider == "openai" else "parallel_tool_calls"
+    path = FIXTURES / "golden" / provider / name / ("stream.sse" if stream else "response.json")
     if stream:
         return sse(path.read_bytes())
     return httpx.Response(200, json=json.loads(path.read_text(encoding="utf-8")))

@@ -9,23 +9,19 @@ from typing import Any
 
 import httpx
 import pytest
-from anthropic_support import streamed_arguments, with_arguments
 from openai_support import Recorder, mock_options, recording
 
 from agentforge_typed import (
     AnthropicChatModel,
-    ChatModel,
     ChatRequest,
     ChatRequestParameters,
     ModelError,
     ResponseComplete,
-    StreamEvent,
-    TextDelta,
     UserMessage,
 )
 from agentforge_typed.providers._anthropic_wire import parse_response
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "anthropic"
 KEY = "sk-ant-api03-SECRET-do-not-leak"
 TEXT_BODY = {
     "id": "msg_01AbCdEfGh",
@@ -67,24 +63,6 @@ def make(handler: Handler, sleeps: list[float] | None = None, **kwargs: Any) -> 
     return recording(
         AnthropicChatModel("claude-sonnet-4-5", **mock_options(handler), **kwargs), sleeps
     )
-
-
-def test_chat_sends_headers_and_default_max_tokens() -> None:
-    recorder = Recorder(httpx.Response(200, json=TEXT_BODY))
-    model = make(recorder)
-    assert isinstance(model, ChatModel)
-    assert model.chat(REQUEST) == parse_response(TEXT_BODY)
-    request = recorder.requests[0]
-    assert request.method == "POST"
-    assert str(request.url) == "https://api.anthropic.com/v1/messages"
-    assert request.headers["x-api-key"] == KEY
-    assert request.headers["anthropic-version"] == "2023-06-01"
-    assert request.headers["content-type"] == "application/json"
-    assert recorder.json() == {
-        "model": "claude-sonnet-4-5",
-        "max_tokens": 1024,
-        "messages": [{"role": "user", "content": "Hi"}],
-    }
 
 
 async def test_achat_with_defaults_and_request_override() -> None:
@@ -198,19 +176,8 @@ def split_mid_utf8(stream: bytes) -> list[bytes]:
     return [stream[:cut], stream[cut : cut + 7], stream[cut + 7 :]]
 
 
-def test_stream_over_http() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
-    recorder = Recorder(sse_response(split_mid_utf8(stream)))
-    events = list(make(recorder).stream(REQUEST))
-    assert recorder.json()["stream"] is True
-    expected = parse_response(json.loads((FIXTURES / "text_two_tools.json").read_text()))
-    expected = with_arguments(expected, streamed_arguments(stream))
-    assert events[-1] == ResponseComplete(response=expected)
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == expected.ai_message.text
-
-
 async def test_astream_over_http_after_a_529() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
+    stream = (FIXTURES / "parallel_tool_calls/stream.sse").read_bytes()
     sleeps: list[float] = []
     recorder = Recorder(httpx.Response(529, json=OVERLOADED), sse_response(split_mid_utf8(stream)))
     events = [event async for event in make(recorder, sleeps).astream(REQUEST)]
@@ -223,25 +190,8 @@ async def test_astream_over_http_after_a_529() -> None:
     )
 
 
-ERROR_FRAME = b'event: error\ndata: {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}\n\n'
-
-
-def test_overloaded_error_mid_stream_over_http() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
-    head = stream[: stream.index(b"event: content_block_stop")]
-    events: list[StreamEvent] = []
-    with pytest.raises(ModelError, match="Overloaded") as info:
-        for event in make(Recorder(sse_response([head, ERROR_FRAME]))).stream(REQUEST):
-            events.append(event)
-    assert info.value.code == "overloaded_error"
-    assert events == [
-        TextDelta(text="Let me check both cities"),
-        TextDelta(text=" — 杭州 and Zürich 🌦."),
-    ]
-
-
 async def test_truncated_stream_over_http_async() -> None:
-    stream = (FIXTURES / "text_two_tools.sse").read_bytes()
+    stream = (FIXTURES / "parallel_tool_calls/stream.sse").read_bytes()
     head = stream[: stream.index(b"event: message_stop")]
     with pytest.raises(ModelError, match="ended before message_stop"):
         async for _ in make(Recorder(sse_response([head]))).astream(REQUEST):

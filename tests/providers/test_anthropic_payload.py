@@ -26,7 +26,7 @@ from agentforge_typed import (
 from agentforge_typed.providers._anthropic_wire import build_payload, parse_response
 from agentforge_typed.providers._dialects import render_schema
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "anthropic"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "anthropic"
 PARAMS = ChatRequestParameters(model="claude-sonnet-4-5", max_tokens=1024)
 WEATHER = ToolSpecification(
     name="get_weather",
@@ -193,7 +193,7 @@ def test_arguments_that_are_not_an_object_go_back_as_invalid_json(arguments: str
 
 
 def test_signed_thinking_is_echoed_first_and_unchanged() -> None:
-    body = json.loads((FIXTURES / "thinking_tool.json").read_text())
+    body = json.loads((FIXTURES / "thinking/response.json").read_text())
     message = parse_response(body).ai_message
     request = payload(
         [
@@ -223,7 +223,9 @@ def test_signed_thinking_is_echoed_first_and_unchanged() -> None:
 
 
 def test_edited_message_keeps_signed_thinking_but_its_own_text() -> None:
-    message = parse_response(json.loads((FIXTURES / "thinking_tool.json").read_text())).ai_message
+    message = parse_response(
+        json.loads((FIXTURES / "thinking/response.json").read_text())
+    ).ai_message
     edited = message.model_copy(update={"text": "Calling the tool.", "tool_calls": ()})
     assert payload([UserMessage(content="hi"), edited])["messages"][1]["content"] == [
         message.attributes["anthropic_content"][0],
@@ -244,7 +246,7 @@ def test_unsigned_thinking_is_not_sent() -> None:
 
 
 def test_server_tool_blocks_echoed_in_their_original_position() -> None:
-    body = json.loads((FIXTURES / "web_search.json").read_text())
+    body = json.loads((FIXTURES / "web_search/response.json").read_text())
     message = parse_response(body).ai_message
     request = payload(
         [UserMessage(content="Weather in Paris?"), message, UserMessage(content="Thanks")]

@@ -40,7 +40,7 @@ from agentforge_typed.providers.gemini import GeminiChatModel
 from agentforge_typed.providers.openai import OpenAIChatModel
 from agentforge_typed.providers.openai_responses import OpenAIResponsesModel
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden"
 PNG = b"\x89PNG\r\n\x1a\nfake-image-bytes"
 PNG64 = base64.b64encode(PNG).decode()
 
@@ -58,15 +58,15 @@ def get_time(zone: str) -> str:
 
 
 ROUNDS = {
-    "openai": ("openai/parallel_interleaved", "openai/reasoning_text"),
-    "responses": ("openai_responses/reasoning_tool_calls", "openai_responses/reasoning_text"),
-    "anthropic": ("anthropic/text_two_tools", None),
-    "gemini": ("gemini/parallel_calls", "gemini/text_signed"),
+    "openai": ("openai/parallel_interleaved", "openai/thinking"),
+    "responses": ("openai_responses/parallel_tool_calls", "openai_responses/thinking"),
+    "anthropic": ("anthropic/parallel_tool_calls", None),
+    "gemini": ("gemini/parallel_tool_calls", "gemini/text"),
 }
 
 
 def recorded(name: str, stream: bool) -> httpx.Response:
-    path = FIXTURES / f"{name}.{'sse' if stream else 'json'}"
+    path = FIXTURES / name / ("stream.sse" if stream else "response.json")
     if stream:
         pieces = chunks(path.read_bytes(), 7)
         headers = {"content-type": "text/event-stream"}

@@ -34,7 +34,7 @@ from agentforge_typed.providers._gemini_wire import (
     request_path,
 )
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "gemini"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "golden" / "gemini"
 PARAMS = ChatRequestParameters(model="gemini-2.5-flash")
 WEATHER = ToolSpecification(
     name="get_weather",
@@ -263,7 +263,7 @@ def test_custom_tools_join_the_function_declarations() -> None:
 
 def test_signatures_survive_json_and_go_back_on_the_same_parts() -> None:
     """Only the first of two parallel calls is signed: each part goes back exactly as received."""
-    answer = fixture("parallel_calls.json")
+    answer = fixture("parallel_tool_calls/response.json")
     message = parse_response(answer).ai_message
     calls = message.tool_calls
     # Persisted and loaded again, as a resumed conversation would be.
@@ -293,7 +293,7 @@ def test_signatures_survive_json_and_go_back_on_the_same_parts() -> None:
 
 
 def test_signed_empty_text_part_goes_back() -> None:
-    answer = fixture("text_signed.json")
+    answer = fixture("text/response.json")
     message = parse_response(answer).ai_message
     body = payload([UserMessage(content="Weather?"), message, UserMessage(content="Thanks")])
     assert body["contents"][1] == answer["candidates"][0]["content"]
@@ -304,7 +304,7 @@ def test_signed_empty_text_part_goes_back() -> None:
 
 
 def test_gemini_call_ids_are_echoed_in_function_responses() -> None:
-    answer = fixture("call_with_id.json")
+    answer = fixture("call_with_id/response.json")
     message = parse_response(answer).ai_message
     assert message.tool_calls[0].id == "k3x9q2ab"
     body = payload(
@@ -357,7 +357,7 @@ def test_another_providers_messages_send_no_signature_and_no_foreign_id() -> Non
 
 
 def test_an_edited_message_keeps_only_the_signatures_of_unchanged_calls() -> None:
-    answer = fixture("parallel_calls.json")
+    answer = fixture("parallel_tool_calls/response.json")
     message = parse_response(answer).ai_message
     first, second = message.tool_calls
     edited = message.model_copy(

@@ -32,10 +32,10 @@ REQUEST = ChatRequest(messages=[UserMessage(content="hi")])
 MODES = ["chat", "achat", "stream", "astream"]
 
 
-def success(mode: str, name: str = "reasoning_text") -> httpx.Response:
+def success(mode: str, name: str = "thinking") -> httpx.Response:
     if mode.endswith("stream"):
-        return sse_response(fixture_bytes(f"{name}.sse"), size=512)
-    return httpx.Response(200, json=fixture_json(f"{name}.json"))
+        return sse_response(fixture_bytes(f"{name}/stream.sse"), size=512)
+    return httpx.Response(200, json=fixture_json(f"{name}/response.json"))
 
 
 def test_missing_key_for_the_openai_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +86,7 @@ async def test_429_and_503_are_retried_honouring_retry_after(mode: str) -> None:
         success(mode),
     )
     response = await call(server.model(), REQUEST, mode)
-    assert response == parse_response(fixture_json("reasoning_text.json"))
+    assert response == parse_response(fixture_json("thinking/response.json"))
     assert server.waits == [20.0, 1.5]
     assert server.bodies[0] == server.bodies[2]
 
@@ -146,7 +146,7 @@ def get_weather(city: str) -> str:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_tool_service_loop_carries_reasoning_to_the_next_turn(mode: str) -> None:
-    server = ResponsesServer(success(mode, "reasoning_tool_calls"), success(mode, "reasoning_text"))
+    server = ResponsesServer(success(mode, "parallel_tool_calls"), success(mode, "thinking"))
     model = server.model()
     service = ToolService([get_weather])
     messages: list[ChatMessage] = [
@@ -174,7 +174,7 @@ async def test_tool_service_loop_carries_reasoning_to_the_next_turn(mode: str) -
     ]
     first, second = server.bodies
     assert first["tools"][0]["name"] == "get_weather" and first["tools"][0]["strict"] is False
-    output = fixture_json("reasoning_tool_calls.json")["output"]
+    output = fixture_json("parallel_tool_calls/response.json")["output"]
     assert second["instructions"] == "You report the weather."
     assert second["input"] == [
         {"role": "user", "content": "Paris, Rome?"},
@@ -199,7 +199,7 @@ async def test_native_structured_output_through_text_format() -> None:
         name: str
         population: int
 
-    body = fixture_json("incomplete.json")
+    body = fixture_json("finish_length/response.json")
     body["status"], body["incomplete_details"] = "completed", None
     body["output"][0]["content"][0]["text"] = '{"name": "Paris", "population": 2102650}'
     server = ResponsesServer(httpx.Response(200, json=body))

@@ -65,10 +65,10 @@ async def sent(
         answer = httpx.Response(
             200,
             headers={"content-type": "text/event-stream"},
-            content=fixture_bytes("reasoning_text.sse"),
+            content=fixture_bytes("thinking/stream.sse"),
         )
     else:
-        answer = httpx.Response(200, json=fixture_json("reasoning_text.json"))
+        answer = httpx.Response(200, json=fixture_json("thinking/response.json"))
     server = ResponsesServer(answer)
     await call(server.model(**kwargs), request, mode)
     (body,) = server.bodies
@@ -306,7 +306,7 @@ def replayed(first_answer: AiMessage) -> list[dict[str, Any]]:
 
 
 def test_reasoning_items_are_replayed_before_their_calls_then_the_outputs() -> None:
-    body = fixture_json("reasoning_tool_calls.json")
+    body = fixture_json("parallel_tool_calls/response.json")
     answer = parse_response(body).ai_message
     reasoning, *calls = body["output"]
     assert replayed(answer) == [
@@ -327,7 +327,7 @@ def test_reasoning_items_are_replayed_before_their_calls_then_the_outputs() -> N
 
 
 def test_reasoning_survives_a_json_round_trip_of_the_history() -> None:
-    answer = parse_response(fixture_json("reasoning_tool_calls.json")).ai_message
+    answer = parse_response(fixture_json("parallel_tool_calls/response.json")).ai_message
     adapter = TypeAdapter(AiMessage)
     restored = adapter.validate_json(adapter.dump_json(answer))
     assert restored == answer
@@ -352,7 +352,7 @@ def test_a_reasoning_item_without_summary_gets_an_empty_one() -> None:
 
 
 def test_an_edited_message_is_replayed_as_plain_items() -> None:
-    answer = parse_response(fixture_json("reasoning_tool_calls.json")).ai_message
+    answer = parse_response(fixture_json("parallel_tool_calls/response.json")).ai_message
     edited = answer.model_copy(update={"tool_calls": answer.tool_calls[:1]})
     assert replayed(edited) == [
         {
@@ -370,7 +370,7 @@ def test_an_edited_message_is_replayed_as_plain_items() -> None:
 
 
 def test_hosted_tool_items_are_replayed() -> None:
-    body = fixture_json("web_search.json")
+    body = fixture_json("web_search/response.json")
     answer = parse_response(body).ai_message
     assert payload([UserMessage(content="Paris?"), answer])["input"][1:] == body["output"]
 

@@ -1,17 +1,15 @@
-"""OpenAI Responses streaming: typed events → deltas, and a final response equal to the blocking one."""
+"""OpenAI Responses streaming beyond the golden cases (`tests/fixtures/golden/openai_responses/`):
+reasoning replayed, compatible servers' shapes, errors, truncation and malformed events."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from openai_support import ChunkedStream, call, collect, sse_response
-from responses_support import NAMES, ResponsesServer, fixture_bytes, fixture_json, rechunk
+from openai_support import ChunkedStream, call, sse_response
+from responses_support import ResponsesServer, fixture_bytes, fixture_json
 
 from agentforge_typed import (
     AiMessage,
@@ -19,12 +17,9 @@ from agentforge_typed import (
     ChatRequest,
     ChatRequestParameters,
     ChatResponse,
-    FinishReason,
     ModelError,
-    ResponseComplete,
     StreamEvent,
     TextDelta,
-    ThinkingDelta,
     ToolCall,
     ToolCallDelta,
     ToolResultMessage,
@@ -58,79 +53,8 @@ def sse(*events: dict[str, Any]) -> bytes:
     ).encode()
 
 
-@pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("mode", ["stream", "astream"])
-async def test_streamed_response_equals_blocking_parse(name: str, mode: str) -> None:
-    blocking = await call(
-        ResponsesServer(httpx.Response(200, json=fixture_json(f"{name}.json"))).model(),
-        REQUEST,
-        "chat",
-    )
-    # One byte per chunk: every line, JSON token and UTF-8 character is cut somewhere.
-    server = ResponsesServer(sse_response(fixture_bytes(f"{name}.sse"), size=1))
-    events = await collect(server.model(), REQUEST, is_async=mode == "astream")
-    assert events[-1] == ResponseComplete(response=blocking)
-    assert [e for e in events if isinstance(e, ResponseComplete)] == [events[-1]]
-    assert server.bodies[0]["stream"] is True
-
-
-@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(
-    name=st.sampled_from(NAMES),
-    cuts=st.lists(st.integers(min_value=0, max_value=20_000), max_size=40),
-)
-def test_any_rechunking_gives_the_same_events(name: str, cuts: list[int]) -> None:
-    data = fixture_bytes(f"{name}.sse")
-    pieces = rechunk(data, cuts)
-    events, response = sans_io(pieces)
-    assert (events, response) == sans_io([data])
-    assert response == parse_response(fixture_json(f"{name}.json"))
-
-
-@settings(max_examples=20, suppress_health_check=[HealthCheck.too_slow], deadline=None)
-@given(name=st.sampled_from(NAMES), cuts=st.lists(st.integers(min_value=0), max_size=30))
-def test_any_rechunking_through_both_clients(name: str, cuts: list[int]) -> None:
-    data = fixture_bytes(f"{name}.sse")
-    pieces = rechunk(data, cuts)
-    expected = sans_io([data])[0]
-
-    def answer() -> httpx.Response:
-        return httpx.Response(200, stream=ChunkedStream(pieces))
-
-    server = ResponsesServer(answer, answer)
-    model = server.model()
-    assert list(model.stream(REQUEST)) == expected
-    assert asyncio.run(collect(model, REQUEST, is_async=True)) == expected
-
-
-def test_reasoning_and_call_deltas() -> None:
-    events, response = sans_io([fixture_bytes("reasoning_tool_calls.sse")])
-    thinking = "".join(e.text for e in events if isinstance(e, ThinkingDelta))
-    assert thinking == response.ai_message.thinking
-    assert [e for e in events if isinstance(e, ToolCallDelta)] == [
-        ToolCallDelta(index=0, id="call_Kc4QpZ1mS9wT2vN7xR3bY8eL", name="get_weather"),
-        ToolCallDelta(index=0, arguments_delta='{"'),
-        ToolCallDelta(index=0, arguments_delta="city"),
-        ToolCallDelta(index=0, arguments_delta='":"'),
-        ToolCallDelta(index=0, arguments_delta='Paris"}'),
-        ToolCallDelta(index=1, id="call_Hq8VnB2xM5tR9cW1zK6pJ3dF", name="get_weather"),
-        ToolCallDelta(index=1, arguments_delta='{"c'),
-        ToolCallDelta(index=1, arguments_delta='ity":'),
-        ToolCallDelta(index=1, arguments_delta='"Rome '),
-        ToolCallDelta(index=1, arguments_delta="\\u20"),
-        ToolCallDelta(index=1, arguments_delta='14 Città"}'),
-    ]
-    assert response.finish_reason is FinishReason.TOOL_EXECUTION
-
-
-def test_text_deltas() -> None:
-    events, response = sans_io([fixture_bytes("reasoning_text.sse")])
-    assert all(isinstance(e, TextDelta) for e in events[:-1])
-    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == response.ai_message.text
-
-
 def test_only_the_final_encrypted_reasoning_is_replayed() -> None:
-    data = fixture_bytes("reasoning_tool_calls.sse")
+    data = fixture_bytes("parallel_tool_calls/stream.sse")
     assert b"gAAAAABosaPxEARLY" in data  # what response.output_item.added carried
     _, response = sans_io([data])
     answer = response.ai_message
@@ -151,12 +75,12 @@ def test_only_the_final_encrypted_reasoning_is_replayed() -> None:
 
 
 def test_completed_without_output_falls_back_to_the_items_streamed() -> None:
-    data = fixture_bytes("reasoning_tool_calls.sse")
+    data = fixture_bytes("parallel_tool_calls/stream.sse")
     head, _, last = data.rstrip(b"\n").rpartition(b"\n\n")
     completed = json.loads(last.split(b"data: ", 1)[1])
     completed["response"]["output"] = []
     _, response = sans_io([head + b"\n\n" + sse(completed)])
-    assert response == parse_response(fixture_json("reasoning_tool_calls.json"))
+    assert response == parse_response(fixture_json("parallel_tool_calls/response.json"))
 
 
 def test_arguments_sent_only_with_done_and_items_found_by_id() -> None:
@@ -230,18 +154,18 @@ def test_arguments_sent_only_with_the_finished_item() -> None:
 
 def test_events_after_completion_and_done_marker_are_ignored() -> None:
     data = (
-        fixture_bytes("reasoning_text.sse")
+        fixture_bytes("thinking/stream.sse")
         + b"data: [DONE]\n\n"
         + sse({"type": "response.output_text.delta", "output_index": 1, "delta": "late"})
     )
     events, response = sans_io([data])
-    assert response == parse_response(fixture_json("reasoning_text.json"))
+    assert response == parse_response(fixture_json("thinking/response.json"))
     assert TextDelta(text="late") not in events
 
 
 # -- errors -------------------------------------------------------------------------------------
 
-HEAD = fixture_bytes("reasoning_text.sse").split(b"event: response.output_text.done")[0]
+HEAD = fixture_bytes("thinking/stream.sse").split(b"event: response.output_text.done")[0]
 ERROR = {
     "type": "error",
     "sequence_number": 40,
@@ -295,7 +219,7 @@ async def test_error_and_failed_events_inside_a_200_stream(
     [
         HEAD,  # closed cleanly mid-answer
         HEAD + b'event: response.output_text.delta\ndata: {"type":"response.output_te',
-        fixture_bytes("reasoning_text.sse").rsplit(b"event: response.completed", 1)[0],
+        fixture_bytes("thinking/stream.sse").rsplit(b"event: response.completed", 1)[0],
     ],
 )
 async def test_a_stream_without_completion_is_an_error(mode: str, data: bytes) -> None:

@@ -26,8 +26,8 @@ RATE_LIMITED = {
 
 def success(mode: str) -> httpx.Response:
     if mode.endswith("stream"):
-        return sse_response(fixture_bytes("reasoning_text.sse"))
-    return httpx.Response(200, json=fixture_json("reasoning_text.json"))
+        return sse_response(fixture_bytes("thinking/stream.sse"))
+    return httpx.Response(200, json=fixture_json("thinking/response.json"))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -38,7 +38,7 @@ async def test_429_with_retry_after_then_200(mode: str) -> None:
         success(mode),
     )
     response = await call(server.model(), REQUEST, mode)
-    assert response == parse_response(fixture_json("reasoning_text.json"))
+    assert response == parse_response(fixture_json("thinking/response.json"))
     assert server.waits == [20.0, 1.5]
     assert len(server.requests) == 3
     assert server.bodies[0] == server.bodies[2]  # the same request is sent again
