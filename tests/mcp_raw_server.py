@@ -13,7 +13,8 @@ The script:
   "polls": [task, ...], "result": {...}}` answers the task (as `CreateTaskResult`), each
   `tasks/get` with the next poll (the last repeats), and `tasks/result` with the result;
   `{"result": {...}}` answers that result.
-- `"log"`: a file each request's method (and params) is appended to, one JSON line each.
+- `"log"`: a file each request's method (and params) is appended to, one JSON line each;
+  `"replies"`: a file each reply to a question (`elicitation/create`) is appended to.
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ def ask(params: dict[str, Any]) -> dict[str, Any]:
     send({"id": asked, "method": "elicitation/create", "params": params})
     while (message := receive()) is not None:
         if message.get("id") == asked and "method" not in message:
-            return message.get("result") or {"error": message.get("error")}
+            reply: dict[str, Any] = message.get("result") or {"error": message.get("error")}
+            if "replies" in SCRIPT:
+                with open(SCRIPT["replies"], "a") as file:
+                    file.write(json.dumps(reply) + "\n")
+            return reply
     raise SystemExit(0)
 
 

@@ -267,9 +267,12 @@ class ServerCalls(SessionHolder[CallT]):
             # `notifications/cancelled` for the request as it unwinds, so the server stops the
             # call rather than running it to no one.
             with anyio.CancelScope(deadline=anyio.current_time() + self.timeout) as deadline:
+                flight.stop = deadline
                 if opened is not None:  # a question sets the deadline aside while it waits
                     opened.deadline = deadline
                 result = await self._follow(held.session, send, resend)
+            if flight.refused:  # a question that must reach no one ended it
+                return execution_error_result(tool.name, flight.refused)
             if deadline.cancelled_caught:
                 return timeout_result(tool.name, self.timeout)
         except Exception as exc:

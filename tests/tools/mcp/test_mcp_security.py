@@ -7,6 +7,9 @@ was polled)."""
 from __future__ import annotations
 
 import gc
+import json
+import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,12 +18,114 @@ pytest.importorskip("mcp")
 
 from test_mcp import CONTEXT, by_name, call
 from test_mcp_oauth import Notes, never_shown, notes, provider
+from test_mcp_url_and_tasks import RAN, URL, Raw, ask_url, calls, said, url_question, url_required
 
-from agentforge_typed import MCPServer
+from agentforge_typed import (
+    MCPServer,
+    ToolCall,
+    ToolExecutionResult,
+    ToolService,
+)
+from agentforge_typed._transport._redaction import Redactor
 from agentforge_typed.stores import MemoryStore
 from agentforge_typed.tools import StoreTokens
+from agentforge_typed.tools._scope import Scope
+from agentforge_typed.tools.mcp._questions import Desk
 
 __all__ = ["notes"]  # the fixture, imported
+
+SECRET = "sk-live-5f0c2a9e41b7d3c8"
+"""A key the server's redactor knows (a token its flow obtained, a header's value)."""
+REFUSED = "holds a secret this client keeps for the server"
+
+
+def secret_keeping(raw: Raw, **options: Any) -> MCPServer:
+    server = raw.server(**options)
+    server._more_secrets([SECRET])  # as a flow's token storage teaches it
+    return server
+
+
+def replies(raw: Raw) -> list[dict[str, Any]]:
+    path = Path(raw.script["replies"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+# -- questions holding a secret -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        {"url": f"{URL}&token={SECRET}"},
+        {"message": f"Paste {SECRET} on the page"},
+        {"elicitation_id": f"e-{SECRET}"},
+    ],
+    ids=["url", "message", "id"],
+)
+@pytest.mark.parametrize("way", ["run", "direct"])
+def test_a_url_question_asked_mid_call_holding_a_secret_is_refused_and_ends_the_call(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, question: dict[str, Any], way: str
+) -> None:
+    raw = Raw(tmp_path, {"go": [ask_url(**question)]}, replies=str(tmp_path / "replies.jsonl"))
+    with caplog.at_level(logging.DEBUG), secret_keeping(raw) as mcp:
+        if way == "run":
+            done = ToolService([mcp]).chat(calls(), "go")
+            assert not done.pending  # no one is shown it
+            text = said(done)
+        else:  # outside a run: it could not pause anyway, and still ends the call
+            text = by_name(mcp)["go"].execute(call("go", {}), CONTEXT).text
+    assert REFUSED in text and "the question was refused and the call ended" in text
+    assert SECRET not in text and SECRET[:12] not in caplog.text
+    assert replies(raw) == [{"action": "decline"}]  # the server was told
+
+
+def test_a_call_failed_for_a_url_question_holding_a_secret_ends_unsent_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    leaking = url_question(url=f"{URL}&token={SECRET}")
+    raw = Raw(tmp_path, {"go": [url_required(leaking), {"result": RAN}]})
+    with caplog.at_level(logging.DEBUG), secret_keeping(raw) as mcp:
+        done = ToolService([mcp]).chat(calls(), "go")
+    assert not done.pending
+    assert REFUSED in said(done) and SECRET not in said(done)
+    assert SECRET[:12] not in caplog.text
+    assert len(raw.requests("tools/call")) == 1
+
+
+def test_a_url_question_in_an_input_required_result_holding_a_secret_ends_the_call() -> None:
+    desk = Desk("raw", 5.0, 5.0, redactor=lambda: Redactor([SECRET]))
+    question = {"mode": "url", "message": "Go", "url": f"{URL}#{SECRET}", "elicitationId": "e"}
+    required = {"inputRequests": {"a": {"method": "elicitation/create", "params": question}}}
+    step = desk.settle(
+        ToolCall(id="c1", name="go", arguments="{}"),
+        "go",
+        required,
+        may_pause=True,
+        scope=Scope("conversation"),
+    )
+    assert isinstance(step, ToolExecutionResult) and step.is_error
+    assert REFUSED in step.text and SECRET not in step.text
+
+
+def test_a_form_question_s_message_and_schema_are_shown_redacted(tmp_path: Path) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean", "description": f"Sent with {SECRET}"}},
+    }
+    asked = {"ask": {"message": f"Use the key {SECRET}?", "requestedSchema": schema}}
+    raw = Raw(tmp_path, {"go": [asked]})
+    with secret_keeping(raw) as mcp:
+        service = ToolService([mcp])
+        paused = service.chat(calls(), "go")
+        (pending,) = paused.pending
+        question = pending.elicitation
+        assert question is not None
+        assert question.message == "Use the key [redacted]?"
+        assert question.schema["properties"]["ok"]["description"] == "Sent with [redacted]"
+        answer = question.answer({"ok": True})  # carrying the question as it was shown
+        done = service.chat(calls(), paused.messages, approvals={"c1": answer})
+    assert json.loads(said(done)) == {"action": "accept", "content": {"ok": True}}
+
 
 # -- a provider shared by several servers --------------------------------------------------------
 
