@@ -232,8 +232,12 @@ class ServerCalls(SessionHolder[CallT]):
             # The authorization flow failed, ending the transport: nothing reached the server.
             assert refusal.flow_error is not None
             return failure_result(tool.name, self._explain(refusal.flow_error))
-        if reconnected or not tool.retry_safe:
-            why = "" if tool.retry_safe else "; not sent again, as it may have taken effect"
+        if reconnected or not tool.retry_safe or tool.as_task:
+            why = ""
+            if tool.as_task:  # a second task would run beside the first, which may go on
+                why = "; not sent again, as its task may still run on the server"
+            elif not tool.retry_safe:
+                why = "; not sent again, as it may have taken effect"
             return execution_error_result(
                 tool.name,
                 f"the connection to the MCP server was lost during the call ({held.lost}){why}",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,17 @@ pytest.importorskip("mcp")
 
 from test_mcp import CONTEXT, by_name, call
 from test_mcp_oauth import Notes, never_shown, notes, provider
-from test_mcp_url_and_tasks import RAN, URL, Raw, ask_url, calls, said, url_question, url_required
+from test_mcp_url_and_tasks import (
+    RAN,
+    URL,
+    Raw,
+    ask_url,
+    calls,
+    said,
+    task,
+    url_question,
+    url_required,
+)
 
 from agentforge_typed import (
     MCPServer,
@@ -156,3 +167,53 @@ async def test_a_provider_shared_by_two_servers_teaches_its_tokens_to_both(notes
     gc.collect()
     storage.listen(first._more_secrets)  # given again: still once, and the servers gone dropped
     assert [ref() for ref in storage._listeners] == [second._more_secrets, first._more_secrets]
+
+
+# -- tasks left running --------------------------------------------------------------------------
+
+
+def test_a_task_named_after_its_call_timed_out_is_cancelled_when_the_answer_comes(
+    tmp_path: Path,
+) -> None:
+    # The server names the task only after the call stopped waiting (it ignores the
+    # cancellation of its request, as the tasks extension lets it).
+    raw = Raw(tmp_path, {"research": [{"task": task(), "delay": 1.5, "result": RAN}]})
+    with raw.server(timeout=0.5) as mcp:
+        started = time.monotonic()
+        done = ToolService([mcp]).chat(calls("research"), "go")
+        took = time.monotonic() - started
+    assert "timed out" in said(done)
+    assert took < 5  # waited for the late answer, bounded
+    assert [r["params"] for r in raw.requests("tasks/cancel")] == [{"taskId": "t-1"}]
+    assert raw.requests("tasks/get") == []
+
+
+def test_a_task_never_named_is_given_up_after_a_bounded_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentforge_typed.tools.mcp import _tasks
+
+    monkeypatch.setattr(_tasks, "_CANCEL_WAIT", 1.0)
+    raw = Raw(tmp_path, {"research": [{"task": task(), "delay": 30, "result": RAN}]})
+    with raw.server(timeout=0.3) as mcp:
+        started = time.monotonic()
+        done = by_name(mcp)["research"].execute(call("research", {"topic": "x"}), CONTEXT)
+        took = time.monotonic() - started
+    assert "timed out" in done.text
+    assert 1.3 <= took < 0.3 + 1.0 + 2  # the call's timeout, then the wait for the task's name
+    assert raw.requests("tasks/cancel") == []  # nothing was named to cancel
+
+
+def test_a_retry_safe_task_call_whose_connection_is_lost_is_not_sent_again(
+    tmp_path: Path,
+) -> None:
+    steps = [{"task": task(), "exit_after_polls": 1, "result": RAN}]
+    raw = Raw(tmp_path, {"research": steps})
+    with raw.server(idempotent=True) as mcp:
+        tool = by_name(mcp)["research"]
+        assert tool.retry_safe and tool.as_task
+        done = ToolService([mcp]).chat(calls("research"), "go")
+    text = said(done)
+    assert "connection to the MCP server was lost" in text
+    assert "not sent again, as its task may still run on the server" in text
+    assert len(raw.requests("tools/call")) == 1  # no second task beside the first
