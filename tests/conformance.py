@@ -687,15 +687,23 @@ def _mcp_tool(
     unknown = set(options) - set(_MCP_OPTIONS)
     assert not unknown, f"the MCP factory takes {_MCP_OPTIONS}, not {unknown}"
     served = Server("conformance", on_list_tools=list_tools, on_call_tool=call_tool)
-    server = in_memory(served, label="conformance", **options)
+    return _served(in_memory(served, label="conformance", **options))
+
+
+def _served(server: Any, *, as_task: bool = False) -> BuiltTool:
+    """The one tool of an MCP server, entered with the tool (`as_task`: called as a task)."""
 
     def enter() -> Any:
         server.__enter__()
-        return server.tools()[0]
+        (tool,) = server.tools()
+        assert tool.as_task is as_task
+        return tool
 
     async def aenter() -> Any:
         await server.__aenter__()
-        return server.tools()[0]
+        (tool,) = server.tools()
+        assert tool.as_task is as_task
+        return tool
 
     return BuiltTool(enter=enter, aenter=aenter, close=server.close, aclose=server.aclose)
 
@@ -712,31 +720,18 @@ def _mcp_task_tool(
     name: str = "t",
     **options: Any,
 ) -> BuiltTool:
-    """A task-only tool (`execution.taskSupport: "required"`) of the SDK's own low-level `Server`
-    in this process, over memory streams, serving the tasks extension: each call is a task that
+    """A task-only tool (`execution.taskSupport: "required"`) of a server in this process, over
+    memory streams, serving the tasks extension (tests/mcp_tasks.py): each call is a task that
     runs `handler` on a worker thread, polled with `tasks/get`, its result fetched with
     `tasks/result`, stopped by `tasks/cancel`."""
     if MCP_SDK_1:
-        pytest.skip("SDK 2's low-level `Server`")
+        pytest.skip("SDK 2's memory streams")
     from mcp_tasks import task_server
 
     unknown = set(options) - set(_MCP_OPTIONS)
     assert not unknown, f"the MCP factory takes {_MCP_OPTIONS}, not {unknown}"
     server = task_server(handler, parameters.schema, name=name, render=_mcp_result, **options)
-
-    def enter() -> Any:
-        server.__enter__()
-        (tool,) = server.tools()
-        assert tool.as_task
-        return tool
-
-    async def aenter() -> Any:
-        await server.__aenter__()
-        (tool,) = server.tools()
-        assert tool.as_task
-        return tool
-
-    return BuiltTool(enter=enter, aenter=aenter, close=server.close, aclose=server.aclose)
+    return _served(server, as_task=True)
 
 
 def _mcp_result(answer: Any) -> dict[str, Any]:
