@@ -300,13 +300,15 @@ def provider_surfaces() -> frozenset[str]:
 
 
 def tool_kinds() -> frozenset[str]:
-    """The tool kinds the package defines, by class name."""
+    """The tool kinds the package defines, by class name, and `MCPTool (task)`: an MCP tool
+    called as a task (its calls take another path to their result)."""
     # Imported so that their subclasses are defined.
     import agentforge_typed.tools._http
     import agentforge_typed.tools._schema_tool
     import agentforge_typed.tools.mcp._server  # noqa: F401
     from agentforge_typed.tools._base import DeclaredTool
     from agentforge_typed.tools._function import Tool
+    from agentforge_typed.tools.mcp import _tasks
 
     kinds = {Tool.__name__}
     pending = list(DeclaredTool.__subclasses__())
@@ -315,6 +317,8 @@ def tool_kinds() -> frozenset[str]:
         if not kind.__name__.startswith("_"):
             kinds.add(kind.__name__)
         pending.extend(kind.__subclasses__())
+    if hasattr(_tasks, "call_as_task"):  # an MCP tool whose calls the server runs as tasks
+        kinds.add("MCPTool (task)")
     return frozenset(kinds)
 
 
@@ -527,8 +531,8 @@ class BuiltTool:
 TOOL: Axis[ToolFactory] = Axis(
     "tool",
     tool_kinds,
-    "each tool kind (`Tool` and the public `DeclaredTool` subclasses); trait `remote`: a valid "
-    "call leaves the process",
+    "each tool kind (`Tool`, the public `DeclaredTool` subclasses, and an MCP tool called as a "
+    "task); trait `remote`: a valid call leaves the process",
 )
 
 
@@ -683,17 +687,60 @@ def _mcp_tool(
     unknown = set(options) - set(_MCP_OPTIONS)
     assert not unknown, f"the MCP factory takes {_MCP_OPTIONS}, not {unknown}"
     served = Server("conformance", on_list_tools=list_tools, on_call_tool=call_tool)
-    server = in_memory(served, label="conformance", **options)
+    return _served(in_memory(served, label="conformance", **options))
+
+
+def _served(server: Any, *, as_task: bool = False) -> BuiltTool:
+    """The one tool of an MCP server, entered with the tool (`as_task`: called as a task)."""
 
     def enter() -> Any:
         server.__enter__()
-        return server.tools()[0]
+        (tool,) = server.tools()
+        assert tool.as_task is as_task
+        return tool
 
     async def aenter() -> Any:
         await server.__aenter__()
-        return server.tools()[0]
+        (tool,) = server.tools()
+        assert tool.as_task is as_task
+        return tool
 
     return BuiltTool(enter=enter, aenter=aenter, close=server.close, aclose=server.aclose)
+
+
+@_register_tool(
+    "MCPTool (task)",
+    remote=True,
+    exempt={"contained.validator": "validates against the server's JSON schema only"},
+)
+def _mcp_task_tool(
+    handler: Callable[[dict[str, Any]], Any],
+    *,
+    parameters: Parameters = TEXT,
+    name: str = "t",
+    **options: Any,
+) -> BuiltTool:
+    """A task-only tool (`execution.taskSupport: "required"`) of a server in this process, over
+    memory streams, serving the tasks extension (tests/mcp_tasks.py): each call is a task that
+    runs `handler` on a worker thread, polled with `tasks/get`, its result fetched with
+    `tasks/result`, stopped by `tasks/cancel`."""
+    if MCP_SDK_1:
+        pytest.skip("SDK 2's memory streams")
+    from mcp_tasks import task_server
+
+    unknown = set(options) - set(_MCP_OPTIONS)
+    assert not unknown, f"the MCP factory takes {_MCP_OPTIONS}, not {unknown}"
+    server = task_server(handler, parameters.schema, name=name, render=_mcp_result, **options)
+    return _served(server, as_task=True)
+
+
+def _mcp_result(answer: Any) -> dict[str, Any]:
+    """A handler's answer as a `CallToolResult` (wire form), as `_mcp_tool`'s server sends it."""
+    if isinstance(answer, ImageContent):
+        data = base64.b64encode(answer.data or b"").decode()
+        return {"content": [{"type": "image", "data": data, "mimeType": answer.media_type or ""}]}
+    text = answer if isinstance(answer, str) else pydantic_core.to_json(answer).decode()
+    return {"content": [{"type": "text", "text": text}]}
 
 
 DriverFactory = Callable[..., ToolChatResult[Any]]

@@ -2,9 +2,9 @@
 a structured result, a tool that reads a request header, one that records whether it was
 cancelled, an idempotent one that kills its process the first time it runs, one that reports
 progress, one that asks the user a question (elicitation) the SDK's way for any revision, one
-that asks twice and reports the call's idempotency key (`account`), one that asks mid-call, and
-one that adds a tool (and says so to `subscriptions/listen` streams,
-the stateless revision's way). Run:
+that asks twice and reports the call's idempotency key (`account`), one that asks mid-call, one
+that sends the user to a page mid-call (a URL-mode question, `visit`), and one that adds a tool
+(and says so to `subscriptions/listen` streams, the stateless revision's way). Run:
 `python tests/mcp_fixture_server.py [stdio | http PORT]`."""
 
 from __future__ import annotations
@@ -155,6 +155,18 @@ async def ask_mid_call(ctx: Context) -> str:
     except Exception as exc:
         return f"not asked: {type(exc).__name__}"
     return f"answer: {_said(answer)}"
+
+
+@server.tool()
+async def visit(ctx: Context, who: str = "you") -> str:
+    """Send the user to a page with `ctx.elicit_url` (a URL-mode question, mid-call: a handshake
+    revision's), and say how they answered."""
+    url = f"https://auth.example.com/consent?who={who}"
+    try:
+        answer = await ctx.elicit_url(f"Sign in, {who}", url, f"visit-{who}")
+    except Exception as exc:
+        return f"not asked: {type(exc).__name__}"
+    return f"visit: {answer.action}"
 
 
 def grown() -> str:

@@ -11,15 +11,19 @@ The script:
   last one repeats): `{"error": {...}}` answers that JSON-RPC error; `{"ask": params}` sends
   `elicitation/create` with those params, then answers with the reply as text; `{"task": {...},
   "polls": [task, ...], "result": {...}}` answers the task (as `CreateTaskResult`), each
-  `tasks/get` with the next poll (the last repeats), and `tasks/result` with the result;
+  `tasks/get` with the next poll (the last repeats), and `tasks/result` with the result (with
+  `"delay"`: seconds it waits before answering the call; with `"exit_after_polls"`: it exits,
+  dropping the connection, at the poll after that many);
   `{"result": {...}}` answers that result.
-- `"log"`: a file each request's method (and params) is appended to, one JSON line each.
+- `"log"`: a file each request's method (and params) is appended to, one JSON line each;
+  `"replies"`: a file each reply to a question (`elicitation/create`) is appended to.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from typing import Any
 
 SCRIPT: dict[str, Any] = json.loads(sys.argv[1])
@@ -58,7 +62,11 @@ def ask(params: dict[str, Any]) -> dict[str, Any]:
     send({"id": asked, "method": "elicitation/create", "params": params})
     while (message := receive()) is not None:
         if message.get("id") == asked and "method" not in message:
-            return message.get("result") or {"error": message.get("error")}
+            reply: dict[str, Any] = message.get("result") or {"error": message.get("error")}
+            if "replies" in SCRIPT:
+                with open(SCRIPT["replies"], "a") as file:
+                    file.write(json.dumps(reply) + "\n")
+            return reply
     raise SystemExit(0)
 
 
@@ -81,6 +89,7 @@ def call(request_id: Any, params: dict[str, Any]) -> None:
     elif "task" in plan:
         task = plan["task"]
         TASKS[str(task.get("taskId") if isinstance(task, dict) else task)] = plan
+        time.sleep(plan.get("delay", 0))
         send({"id": request_id, "result": {"task": task}})
     else:
         send({"id": request_id, "result": plan["result"]})
@@ -95,6 +104,8 @@ def task_request(request_id: Any, method: str, params: dict[str, Any]) -> None:
         polls = plan.get("polls") or [plan["task"]]
         polled = POLLED.get(task_id, 0)
         POLLED[task_id] = polled + 1
+        if polled >= plan.get("exit_after_polls", polled + 1):
+            raise SystemExit(0)
         send({"id": request_id, "result": polls[min(polled, len(polls) - 1)]})
     elif method == "tasks/result":
         send({"id": request_id, "result": plan["result"]})

@@ -2,10 +2,12 @@
 
 *Decision kind and digest.* Every reason a call waits for — a person's approval, an external
 result, the answer to a question an MCP server asked mid-call (handshake revision) or in a result
-(a keyed question, stateless revision) — meets every kind of decision: `True`, `False`, a reason,
+(a keyed question, stateless revision), a page the server sent the user to mid-call (a URL-mode
+question, answered without content) — meets every kind of decision: `True`, `False`, a reason,
 `Approved()`, `Approved(arguments=...)`, `pending.approve()`, an `ElicitationAnswer`, a question's
 own `.answer(...)`, `pending.answer(...)`, an external result and `ToolFailed`. Only the kinds
-that answer what the call waits for proceed; any other is refused before anything is sent,
+that answer what the call waits for proceed (and an answer to a question no server asked — a
+forged URL — does not); any other is refused before anything is sent,
 naming both kinds. A call changed since the pause (its arguments, its conversation) is refused,
 however the decision is given; a decision carrying the digest of another call is refused; under a
 `digest_secret`, a record made with another secret, or none, is refused too. The questions come
@@ -119,15 +121,17 @@ BY_DRIVER = pytest.mark.parametrize("drive", list(DRIVERS.values()), ids=list(DR
 
 # -- the reasons a call waits for ----------------------------------------------------------------
 
-REASONS = ("approval", "external", "mid-call", "keyed")
+REASONS = ("approval", "external", "mid-call", "keyed", "url")
 """Why the paused call waits: approval (an MCP tool held for it), an external tool, a question
-asked mid-call (handshake revision), a keyed question (stateless revision)."""
+asked mid-call (handshake revision), a keyed question (stateless revision), a URL-mode question
+asked mid-call (handshake revision)."""
 
 WAITS_FOR = {
     "approval": "approval",
     "external": "external",
     "mid-call": "elicitation",
     "keyed": "elicitation",
+    "url": "elicitation",
 }
 
 
@@ -137,18 +141,26 @@ def open_page(url: str) -> str:
     raise AssertionError("an external tool never runs in the loop")
 
 
-TOOL = {"approval": "add", "external": "open_page", "mid-call": "ask", "keyed": "ask"}
+TOOL = {
+    "approval": "add",
+    "external": "open_page",
+    "mid-call": "ask",
+    "keyed": "ask",
+    "url": "visit",
+}
 ARGUMENTS = {
     "approval": '{"a": 1, "b": 2}',
     "external": '{"url": "https://a.example"}',
     "mid-call": "{}",
     "keyed": "{}",
+    "url": '{"who": "ada"}',
 }
 CHANGED = {
     "approval": '{"a": 1, "b": 99999}',
     "external": '{"url": "https://evil.example"}',
     "mid-call": '{"twice": true}',
     "keyed": '{"twice": true}',
+    "url": '{"who": "mallory"}',
 }
 """Each call's arguments as an attacker edits them in the stored history."""
 
@@ -203,7 +215,7 @@ def _held(call: ToolCall, context: ToolContext[Any]) -> bool:
 
 
 def _server(errlog: TextIO, reason: str) -> MCPServer:
-    revision: Revision = "handshake" if reason == "mid-call" else "newest"
+    revision: Revision = "handshake" if reason in ("mid-call", "url") else "newest"
     return MCPServer.stdio(
         sys.executable,
         [FIXTURE_SERVER],
@@ -224,7 +236,7 @@ def servers() -> Iterator[Servers]:
         _server(errlog, "mid-call") as handshake,
         _server(errlog, "keyed") as newest,
     ):
-        yield {"approval": newest, "mid-call": handshake, "keyed": newest}
+        yield {"approval": newest, "mid-call": handshake, "keyed": newest, "url": handshake}
 
 
 @contextmanager
@@ -241,6 +253,13 @@ def setting(servers: Servers, reason: str, **options: Any) -> Iterator[Setting]:
 
 MADE_UP = Elicitation("Made up?", {"type": "object", "properties": {"name": {"type": "string"}}})
 """A question no server asked."""
+FORGED = Elicitation(
+    "Sign in, ada",
+    {},
+    url="https://evil.example/consent?who=ada",
+    elicitation_id="visit-ada",
+)
+"""A URL-mode question no server asked: the one `visit` asks, sending the user elsewhere."""
 
 Decide = Callable[[PendingCall], dict[str, Any]]
 
@@ -253,6 +272,12 @@ def _external(value: Any) -> Decide:
     return lambda pending: {"external_results": {pending.call.id: value}}
 
 
+def _content(pending: PendingCall, name: str) -> dict[str, Any] | None:
+    """An answer's content for `pending`'s question: none for a URL-mode one."""
+    question = pending.elicitation
+    return None if question is not None and question.url is not None else {"name": name}
+
+
 KINDS: dict[str, tuple[str, Decide]] = {
     "True": ("approval", _approve(True)),
     "False": ("approval", _approve(False)),
@@ -260,19 +285,24 @@ KINDS: dict[str, tuple[str, Decide]] = {
     "Approved()": ("approval", _approve(Approved())),
     "Approved(arguments=...)": ("approval", _approve(Approved(arguments={"a": 5, "b": 6}))),
     "pending.approve()": ("approval", lambda p: {"approvals": {p.call.id: p.approve()}}),
-    "ElicitationAnswer": ("elicitation", _approve(ElicitationAnswer({"name": "Ada"}))),
+    "ElicitationAnswer": (
+        "elicitation",
+        lambda p: {"approvals": {p.call.id: ElicitationAnswer(_content(p, "Ada"))}},
+    ),
     "question.answer()": (
         "elicitation",
-        lambda p: {"approvals": {p.call.id: (p.elicitation or MADE_UP).answer({"name": "Bo"})}},
+        lambda p: {"approvals": {p.call.id: (p.elicitation or MADE_UP).answer(_content(p, "Bo"))}},
     ),
     "pending.answer()": (
         "elicitation",
-        lambda p: {"approvals": {p.call.id: p.answer({"name": "Cy"})}},
+        lambda p: {"approvals": {p.call.id: p.answer(_content(p, "Cy"))}},
     ),
     "an external result": ("external", _external("Hello")),
     "ToolFailed": ("external", _external(ToolFailed("no such page"))),
 }
 """Every kind of decision, with what it answers and how it is given for a pending call."""
+
+ELICITATION_KINDS = ("ElicitationAnswer", "question.answer()", "pending.answer()")
 
 OUTCOMES = {
     ("approval", "True"): "3",
@@ -292,6 +322,7 @@ OUTCOMES = {
             ("pending.answer()", "Cy"),
         ]
     },
+    **{("url", kind): "visit: accept" for kind in ELICITATION_KINDS},
 }
 """What the model reads after each decision that answers what its call waits for."""
 
@@ -346,6 +377,7 @@ MATCHING = {
     "external": "an external result",
     "mid-call": "ElicitationAnswer",
     "keyed": "ElicitationAnswer",
+    "url": "ElicitationAnswer",
 }
 """For each reason, a bare decision that answers it: no digest of its own."""
 
@@ -354,6 +386,7 @@ SHOWN = {
     "approval": "pending.approve()",
     "mid-call": "pending.answer()",
     "keyed": "pending.answer()",
+    "url": "pending.answer()",
 }
 """For each reason whose decision may carry the digest of the call shown, a decision that does."""
 
@@ -381,10 +414,13 @@ def test_only_a_decision_of_the_kind_a_call_waits_for_proceeds(
                 continue
             both = f"waits for {WANTED[waits]}, not {GIVEN[answers]}"
             it.refused(drive, paused.messages, both, **decisions)
-        # A question no server asked is not an answer to the one the call waits on.
+        # A question no server asked is not an answer to the one the call waits on: a made-up
+        # form, or the page the server sent the user to with another URL.
         if waits == "elicitation":
             made_up = {"approvals": {it.call_id: MADE_UP.answer({"name": "Eve"})}}
             it.refused(drive, paused.messages, "answers another question", **made_up)
+            forged = {"approvals": {it.call_id: FORGED.answer()}}
+            it.refused(drive, paused.messages, "answers another question", **forged)
         # Each kind that answers what the call waits for proceeds (each on a pause of its own:
         # an answer closes its question).
         matching = [kind for kind, (answers, _) in KINDS.items() if answers == waits]
@@ -431,7 +467,7 @@ def test_a_decision_carrying_another_calls_digest_is_refused(
         # Two conversations whose models make the same call, of one id.
         first, shown = it.pause(drive)
         own = _given(SHOWN[reason], shown)
-        if reason == "mid-call":  # one question at a time waits open on a session
+        if reason in ("mid-call", "url"):  # one question at a time waits open on a session
             drive(it.service, it.model(), first.messages, **own)
         second, pending = it.pause(drive)
         assert pending.call == shown.call and pending.digest != shown.digest

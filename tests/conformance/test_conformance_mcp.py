@@ -1,9 +1,12 @@
 """Bounds, for what an MCP server (or a tool) sends of its own accord during a call or a session:
 notifications it may flood (`tools/list_changed`, on the session or on a `subscriptions/listen`
 stream, spaced or not; progress), listen streams it ends at once or never acknowledges, listings
-that grow past `max_tools`, progress messages of any size, an HTTP refusal's challenge. Each is
-capped or coalesced, never a cost that grows with what the server sends. Real servers: the SDK's low-level `Server` over memory streams
-(`test_mcp_list_changed.Changing`) and tests/mcp_fixture_server.py over stdio."""
+that grow past `max_tools`, progress messages of any size, an HTTP refusal's challenge, the URL
+of a page it sends the user to (a URL-mode question, mid-call or failing the call: taken up to
+`MAX_URL_CHARS`, given up after `elicitation_timeout`), a task's id (up to `MAX_TASK_ID_CHARS`).
+Each is capped or coalesced, never a cost that grows with what the server sends. Real servers: the
+SDK's low-level `Server` over memory streams (`test_mcp_list_changed.Changing`),
+tests/mcp_fixture_server.py and the scripted tests/mcp_raw_server.py over stdio."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
+from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
@@ -43,6 +47,7 @@ from test_mcp import FIXTURE_SERVER
 from test_mcp import errlog as errlog  # the fixture
 from test_mcp_list_changed import Changing, _context, change
 from test_mcp_list_changed import revision as revision  # the fixture
+from test_mcp_url_and_tasks import RAN, Raw, calls, said
 from test_progress import calls_once
 from test_progress import otel as otel  # the fixture
 
@@ -65,9 +70,11 @@ from agentforge_typed.tools.mcp._questions import (
     MAX_INPUT_ROUNDS,
     MAX_SCHEMA_CHARS,
     MAX_STATE_CHARS,
+    MAX_URL_CHARS,
     Desk,
 )
 from agentforge_typed.tools.mcp._session import Revision
+from agentforge_typed.tools.mcp._tasks import MAX_TASK_ID_CHARS
 
 pytestmark = pytest.mark.skipif(
     version("mcp").startswith("1."), reason="SDK 2's low-level `Server`"
@@ -396,3 +403,75 @@ async def test_a_refusal_s_challenge_is_quoted_cut_short() -> None:
         f"MCP server {url!r} answered HTTP 403 Forbidden (error={cut!r}, scope={cut!r}): the "
         "credentials do not allow this request"
     )
+
+
+# -- URL-mode questions and task-only tools ------------------------------------------------------
+
+_PAGE = "https://auth.example.com/consent?pad="
+
+
+def _page(length: int) -> str:
+    return _PAGE + "a" * (length - len(_PAGE))
+
+
+@pytest.mark.parametrize("asked", ["mid-call", "failing the call"])
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_url_question_s_url_is_taken_up_to_its_cap(tmp_path: Path, asked: str, over: int) -> None:
+    url = _page(MAX_URL_CHARS + over)
+    question = {"mode": "url", "message": "Sign in", "url": url, "elicitationId": "e-1"}
+    if asked == "mid-call":
+        steps: list[dict[str, Any]] = [{"ask": question}]
+    else:
+        data = {"elicitations": [question]}
+        failed = {"code": -32042, "message": "URL elicitation required", "data": data}
+        steps = [{"error": failed}, {"result": RAN}]
+    raw = Raw(tmp_path, {"go": steps})
+    with raw.server() as mcp:
+        service = ToolService([mcp])
+        paused = service.chat(calls(), "go")
+        if over:  # declined at once: the server hears it, or the call ends saying so
+            assert paused.pending == ()
+            shown = said(paused)
+            assert shown == '{"action": "decline"}' or "sent none this client can show" in shown
+            return
+        (pending,) = paused.pending
+        assert pending.elicitation is not None and pending.elicitation.url == url
+        done = service.chat(calls(), paused.messages, approvals={"c1": ElicitationAnswer()})
+    assert said(done) in ('{"action": "accept"}', "ran")
+
+
+def test_an_unanswered_url_question_is_given_up_after_elicitation_timeout(
+    errlog: TextIO,
+) -> None:
+    visit = ToolCall(id="c1", name="visit", arguments="{}")
+    server = MCPServer.stdio(
+        sys.executable,
+        [FIXTURE_SERVER],
+        errlog=errlog,
+        elicitation_timeout=0.5,
+        revision="handshake",
+    )
+    with server:
+        service = ToolService([server])
+        paused = service.chat(calls_once(visit), "go")
+        (pending,) = paused.pending
+        assert pending.elicitation is not None and pending.elicitation.url is not None
+        time.sleep(1.0)
+        done = service.chat(calls_once(visit), paused.messages, approvals={"c1": pending.answer()})
+    # The server was told `cancel` when the wait ended; the late answer finds its call over.
+    assert done.tool_executions[0].result.text == "visit: cancel"
+
+
+@pytest.mark.parametrize("over", [0, 1])
+def test_a_task_id_is_taken_up_to_its_cap(tmp_path: Path, over: int) -> None:
+    task_id = "t" * (MAX_TASK_ID_CHARS + over)
+    created = {"taskId": task_id, "status": "working", "ttl": 60_000, "pollInterval": 10}
+    done_task = {**created, "status": "completed"}
+    step = {"task": created, "polls": [done_task], "result": RAN}
+    raw = Raw(tmp_path, {"research": [step]})
+    with raw.server() as mcp:
+        done = ToolService([mcp]).chat(calls("research", '{"topic": "x"}'), "go")
+    if over:
+        assert f"a task without an id of at most {MAX_TASK_ID_CHARS}" in said(done)
+    else:
+        assert said(done) == "ran"

@@ -11,7 +11,9 @@ carrying their question; under `achat`/`astream` each pair of steps runs concurr
 handshake revision a question asked mid-call cannot be told apart from another call's: while one
 conversation's request waits open, the other's question is declined (its result says so, with
 its own key), and it asks again once nothing else is in flight. The durable driver runs the
-same interleaving as two workflows on one worker (test_temporal_mcp.py).
+same interleaving as two workflows on one worker (test_temporal_mcp.py). A URL-mode question
+that fails the call (-32042, tests/mcp_raw_server.py) pauses each conversation on its own: one's
+answer sends its call again, never the other's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 import postgres_server
@@ -32,6 +35,7 @@ from loop_drivers import DRIVERS, drive
 from store_support import Opener
 from test_mcp import FIXTURE_SERVER
 from test_mcp import errlog as errlog  # the fixture
+from test_mcp_url_and_tasks import RAN, Raw
 
 from agentforge_typed import (
     AiMessage,
@@ -283,6 +287,41 @@ def test_two_stored_conversations_on_one_store_never_cross(
         record = repr(stored)
         assert other.name not in record
         assert not any(key in record for key in other.keys)
+
+
+@pytest.mark.parametrize("driver", DRIVERS)
+def test_two_conversations_failed_for_the_same_url_question_keep_their_own(
+    tmp_path: Path, driver: str
+) -> None:
+    """The same call in two conversations, each failed by the server with a URL-mode question
+    (-32042): each pauses on its own; one accepts (its call is sent again), the other declines
+    (its call is not), and nothing is left kept."""
+    question = {
+        "mode": "url",
+        "message": "Connect first",
+        "url": "https://auth.example.com/connect",
+        "elicitationId": "e-1",
+    }
+    failed = {"code": -32042, "message": "URL elicitation required"}
+    required = {"error": {**failed, "data": {"elicitations": [question]}}}
+    listed = {"name": "account", "inputSchema": {"type": "object"}}
+    raw = Raw(tmp_path, {"account": [required, required, {"result": RAN}]}, tools=[listed])
+    with raw.server() as mcp:
+        service: ToolService[None] = ToolService([mcp])
+        ada = drive(driver, service, MODEL, "I am Ada", conversation_id="conversation-ada")
+        bob = drive(driver, service, MODEL, "I am Bob", conversation_id="conversation-bob")
+        for paused in (ada, bob):
+            (pending,) = paused.pending
+            assert pending.elicitation is not None and pending.elicitation.url is not None
+        # Bob's decline is his own: Ada's pause stays, and her acceptance sends her call alone.
+        declined = ElicitationAnswer(action="decline")
+        bob_done = drive(driver, service, MODEL, bob.messages, approvals={"call_0": declined})
+        accepted = {"call_0": ada.pending[0].answer()}
+        ada_done = drive(driver, service, MODEL, ada.messages, approvals=accepted)
+    assert ada_done.text == "ran"
+    assert bob_done.text is not None and "the user declined it" in bob_done.text
+    assert len(raw.requests("tools/call")) == 3  # the two first tries and Ada's again
+    assert kept(ada.conversation_id) == kept(bob.conversation_id) == 0
 
 
 COVERED = {*DRIVERS, "temporal"}

@@ -22,18 +22,24 @@ Found = Callable[[Iterable[str | None]], None]
 
 def watch_tokens(auth: Any, found: Found) -> None:
     """Route `auth`'s token storage (an SDK `OAuthClientProvider`'s, or a subclass's) through
-    `_Watched`, so that `found` hears of every token stored or loaded; a flow of another kind is
-    left as it is (its secrets are the user's to name in `secrets=`)."""
+    one `_Watched`, and have `found` hear of every token stored or loaded from now on, and of
+    those the flow holds already; a flow of another kind is left as it is (its secrets are the
+    user's to name in `secrets=`).
+
+    A provider shared by several servers is wrapped once: each server's `found` joins the
+    wrapper's listeners (held weakly, each once), so every server learns every token whichever
+    server's request obtained it, and using the provider again adds no wrapper."""
     context: Any = getattr(auth, "context", None)
     storage = getattr(context, "storage", None)
-    if storage is not None and not isinstance(storage, _Watched):
-        context.storage = _Watched(storage, found, context)
-        # Tokens loaded before (a provider used for another server) are secrets too.
-        _tokens(getattr(context, "current_tokens", None), found)
+    if storage is None:
+        return
+    if not isinstance(storage, _Watched):
+        storage = context.storage = _Watched(storage, context)
+    storage.listen(found)
 
 
 class _Watched:
-    """A `TokenStorage` that tells `found` of each secret passing through it.
+    """A `TokenStorage` that tells its listeners of each secret passing through it.
 
     With a storage of this package (`MemoryTokens`, `StoreTokens`) it also keeps where the
     tokens came from, beside them: the SDK takes tokens it loads for valid until the server
@@ -42,14 +48,45 @@ class _Watched:
     discovery (for the same MCP server URL) and the seconds the token has left, a flow that
     loads an expired token refreshes it instead."""
 
-    def __init__(self, storage: Any, found: Found, context: Any = None) -> None:
+    def __init__(self, storage: Any, context: Any = None) -> None:
         self._storage = storage
-        self._found = found
         self._context = context
+        self._listeners: list[Callable[[], Found | None]] = []
+        """Each server's `found`, held weakly (a server gone is dropped)."""
+        self._last: dict[str, list[str | None]] = {}
+        """The secrets of each kind it saw last (tokens, a client secret), for a listener that
+        joins later."""
+
+    def listen(self, found: Found) -> None:
+        """Tell `found` of every secret from now on (once, however often it is given), and of
+        those the flow holds already."""
+        import weakref
+
+        held: Callable[[], Found | None]
+        if hasattr(found, "__self__"):
+            held = weakref.WeakMethod(found)
+        else:  # a plain function: it lives as long as the provider
+            held = functools.partial(_same, found)
+        self._listeners = [ref for ref in self._listeners if ref() not in (None, found)]
+        self._listeners.append(held)
+        context = self._context
+        tokens = getattr(context, "current_tokens", None)
+        info = getattr(context, "client_info", None)
+        last = [secret for secrets in self._last.values() for secret in secrets]
+        found([*last, *_secrets_of(tokens), getattr(info, "client_secret", None)])
+
+    def _found(self, kind: str, secrets: list[str | None]) -> None:
+        if not any(secrets):
+            return
+        self._last[kind] = secrets
+        for ref in list(self._listeners):
+            found = ref()
+            if found is not None:
+                found(secrets)
 
     async def get_tokens(self) -> Any:
         tokens = await self._storage.get_tokens()
-        _tokens(tokens, self._found)
+        self._found("tokens", _secrets_of(tokens))
         recall = getattr(self._storage, "_recall_discovery", None)
         context = self._context
         if tokens is not None and recall is not None and context is not None:
@@ -59,7 +96,7 @@ class _Watched:
         return tokens
 
     async def set_tokens(self, tokens: Any) -> None:
-        _tokens(tokens, self._found)
+        self._found("tokens", _secrets_of(tokens))
         await self._storage.set_tokens(tokens)
         remember = getattr(self._storage, "_remember_discovery", None)
         if remember is not None and self._context is not None:
@@ -67,11 +104,11 @@ class _Watched:
 
     async def get_client_info(self) -> Any:
         info = await self._storage.get_client_info()
-        self._found([getattr(info, "client_secret", None)])
+        self._found("client", [getattr(info, "client_secret", None)])
         return info
 
     async def set_client_info(self, client_info: Any) -> None:
-        self._found([getattr(client_info, "client_secret", None)])
+        self._found("client", [getattr(client_info, "client_secret", None)])
         await self._storage.set_client_info(client_info)
 
 
@@ -127,9 +164,15 @@ def _restore_discovery(context: Any, form: bytes | None) -> bool:
     return True
 
 
-def _tokens(tokens: Any, found: Found) -> None:
-    if tokens is not None:
-        found([getattr(tokens, "access_token", None), getattr(tokens, "refresh_token", None)])
+def _secrets_of(tokens: Any) -> list[str | None]:
+    """An `OAuthToken`'s secrets (none for `None`)."""
+    if tokens is None:
+        return []
+    return [getattr(tokens, "access_token", None), getattr(tokens, "refresh_token", None)]
+
+
+def _same(found: Found) -> Found:
+    return found
 
 
 def accept_legacy_issuer(auth: Any) -> None:

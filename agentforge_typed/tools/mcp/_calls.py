@@ -232,8 +232,12 @@ class ServerCalls(SessionHolder[CallT]):
             # The authorization flow failed, ending the transport: nothing reached the server.
             assert refusal.flow_error is not None
             return failure_result(tool.name, self._explain(refusal.flow_error))
-        if reconnected or not tool.retry_safe:
-            why = "" if tool.retry_safe else "; not sent again, as it may have taken effect"
+        if reconnected or not tool.retry_safe or tool.as_task:
+            why = ""
+            if tool.as_task:  # a second task would run beside the first, which may go on
+                why = "; not sent again, as its task may still run on the server"
+            elif not tool.retry_safe:
+                why = "; not sent again, as it may have taken effect"
             return execution_error_result(
                 tool.name,
                 f"the connection to the MCP server was lost during the call ({held.lost}){why}",
@@ -267,9 +271,12 @@ class ServerCalls(SessionHolder[CallT]):
             # `notifications/cancelled` for the request as it unwinds, so the server stops the
             # call rather than running it to no one.
             with anyio.CancelScope(deadline=anyio.current_time() + self.timeout) as deadline:
+                flight.stop = deadline
                 if opened is not None:  # a question sets the deadline aside while it waits
                     opened.deadline = deadline
                 result = await self._follow(held.session, send, resend)
+            if flight.refused:  # a question that must reach no one ended it
+                return execution_error_result(tool.name, flight.refused)
             if deadline.cancelled_caught:
                 return timeout_result(tool.name, self.timeout)
         except Exception as exc:

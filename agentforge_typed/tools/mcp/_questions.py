@@ -56,7 +56,7 @@ import dataclasses
 import logging
 import math
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +71,7 @@ from ..._records import (
     ToolExecutionResult,
 )
 from ..._sync import running_loop
+from ..._transport._redaction import NO_SECRETS, Redactor
 from .._base import ToolContext
 from .._outcomes import execution_error_result
 from .._schema_arguments import SchemaArguments
@@ -180,6 +181,11 @@ class Flight:
 
     opened: OpenCall | None
     cannot: str = ""
+    refused: str = ""
+    """Why the call ends with an error, whatever the server answers: it asked a question that
+    holds a secret (set with the request cancelled)."""
+    stop: anyio.CancelScope | None = None
+    """The request's scope, cancelled to end it."""
 
 
 @dataclass(frozen=True)
@@ -213,12 +219,17 @@ class Desk:
         answer_timeout: Seconds a question waits for its answer (or is remembered).
         deadline: The longest a call takes, reconnection and a second try included: with
             `answer_timeout`, how long an open call a run waits on is kept.
+        redactor: Gives the server's redactor: a form question's message and schema are shown
+            redacted, and a URL-mode question that holds a secret ends its call (a link cannot
+            be redacted and still work).
     """
 
     label: str
     timeout: float
     answer_timeout: float
     deadline: float = 0.0
+    redactor: Callable[[], Redactor] = lambda: NO_SECRETS
+    """The server's redactor as it is now (it learns tokens as a flow obtains them)."""
 
     @property
     def _open_ttl(self) -> float:
@@ -328,7 +339,7 @@ class Desk:
             posed = _pose(
                 {"message": answer.question.message, "requestedSchema": answer.question.schema}
             )
-            if isinstance(posed, str):
+            if not isinstance(posed, tuple):  # a form question is never `_Refused`
                 raise ValueError(f"the answered question cannot be answered: {posed}")
             validator = posed[1]
         if validator is None or question is None:
@@ -367,7 +378,9 @@ class Desk:
                     tool_name,
                     f"the server asked for {method!r}, which this client does not offer",
                 )
-            posed = _pose(request.get("params") or {})
+            posed = _pose(request.get("params") or {}, self.redactor())
+            if isinstance(posed, _Refused):
+                return self._refused(tool_name, posed)
             if isinstance(posed, str):
                 logger.warning("MCP server %s: a question declined: %s", self.label, posed)
             elif may_pause:
@@ -393,7 +406,13 @@ class Desk:
         the call cannot pause (`cannot` says why) or none can be posed."""
         elicitations = data.get("elicitations") if isinstance(data, Mapping) else None
         for params in (elicitations if isinstance(elicitations, list) else [])[:MAX_INPUT_REQUESTS]:
-            posed = _pose(params) if isinstance(params, Mapping) else "it is not an object"
+            posed = (
+                _pose(params, self.redactor())
+                if isinstance(params, Mapping)
+                else "it is not an object"
+            )
+            if isinstance(posed, _Refused):
+                return self._refused(tool_name, posed)
             if not isinstance(posed, str) and posed[0].url is None:
                 posed = "it is a form question, where only URL-mode ones may be"
             if isinstance(posed, str):
@@ -419,6 +438,10 @@ class Desk:
         key = self._asked_key(call)
         scope.put(key, asked, ttl=self.answer_timeout)
         scope.keep(key, ttl=self.answer_timeout)
+
+    def _refused(self, tool_name: str, refused: _Refused) -> ToolExecutionResult:
+        logger.warning("MCP server %s: a question refused: %s", self.label, refused.reason)
+        return execution_error_result(tool_name, refused.reason)
 
     def callback(self, flights: set[Flight]) -> Any:
         """The session's `elicitation_callback` (`flights`: the calls in flight on it), for
@@ -450,12 +473,19 @@ class Desk:
                 "say which one asked it"
             )
         (flight,) = flights
+        posed = _pose(
+            params.model_dump(mode="json", by_alias=True, exclude_none=True), self.redactor()
+        )
+        if isinstance(posed, _Refused):  # the call ends, whatever the server answers
+            flight.refused = posed.reason
+            if flight.stop is not None:
+                flight.stop.cancel()
+            return None, posed.reason
         opened = flight.opened
         if opened is None:
             return None, f"the call in flight cannot pause for an answer ({flight.cannot})"
         if opened.question is not None or opened.cancelled:
             return None, "the call in flight waits on an answer to another question already"
-        posed = _pose(params.model_dump(mode="json", by_alias=True, exclude_none=True))
         if isinstance(posed, str):
             return None, posed
         opened.question, opened.validator = posed
@@ -583,15 +613,37 @@ def filled(content: Mapping[str, Any] | None, schema: Mapping[str, Any]) -> dict
     return answer
 
 
-def _pose(params: Mapping[str, Any]) -> tuple[Elicitation, SchemaArguments | None] | str:
+@dataclass(frozen=True)
+class _Refused:
+    """A question that must reach no one, and ends its call with an error (`reason`)."""
+
+    reason: str
+
+
+_LEAK = (
+    "the server asked the user to go to a page (a URL-mode question) whose {} holds a secret "
+    "this client keeps for the server (a token or a key); the question was refused and the "
+    "call ended"
+)
+
+
+def _pose(
+    params: Mapping[str, Any], redactor: Redactor = NO_SECRETS
+) -> tuple[Elicitation, SchemaArguments | None] | str | _Refused:
     """A question the user can answer, from `elicitation/create` params (wire form), with its
-    answers' validator; or why it is declined."""
+    answers' validator; or why it is declined; or `_Refused`, for a URL-mode question whose URL
+    or message holds one of `redactor`'s secrets. A form question's message and schema are
+    redacted."""
     mode = params.get("mode", "form")
     if mode == "url":
+        for part, named in (("url", "URL"), ("message", "message"), ("elicitationId", "id")):
+            text = params.get(part)
+            if isinstance(text, str) and redactor.replace(text) != text:
+                return _Refused(_LEAK.format(named))
         return _pose_url(params)
     if mode != "form":
         return f"its mode {shown_name(str(mode))!r} is neither 'form' nor 'url'"
-    schema = params.get("requestedSchema")
+    schema = redactor.redact(params.get("requestedSchema"))
     if not isinstance(schema, dict):
         return "it has no requested schema"
     size = len(pydantic_core.to_json(schema))
@@ -605,7 +657,7 @@ def _pose(params: Mapping[str, Any]) -> tuple[Elicitation, SchemaArguments | Non
         validator = SchemaArguments(schema, tool_name="answer", extra_arguments="forbid")
     except ValueError as exc:
         return str(exc)
-    return Elicitation(str(params.get("message", "")), schema), validator
+    return Elicitation(redactor.replace(str(params.get("message", ""))), schema), validator
 
 
 def _pose_url(params: Mapping[str, Any]) -> tuple[Elicitation, None] | str:

@@ -221,7 +221,13 @@ class MCPServer(ServerCalls["MCPTool"]):
             raise ValueError(f"revision must be 'newest' or 'handshake', got {self.revision!r}")
         self.elicitation_timeout = options.get("elicitation_timeout", 600.0)
         self.content_urls = check_content_urls(options.get("content_urls", "https"))
-        self._desk = Desk(self.label, self.timeout, self.elicitation_timeout, self._deadline)
+        self._desk = Desk(
+            self.label,
+            self.timeout,
+            self.elicitation_timeout,
+            self._deadline,
+            redactor=lambda: self._redactor,
+        )
         # What the user said, which wins over what a trusted server's annotations imply.
         self._given = frozenset(options.keys() & {"requires_approval", "sequential"})
         self.extra_arguments = check_extra_arguments(options.get("extra_arguments", "forbid"))

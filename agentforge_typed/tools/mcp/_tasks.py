@@ -7,7 +7,11 @@ ends; `tasks/result` then gives the call's result. A question the server asks me
 that `tasks/result` request, as a question asked mid-call does (`_questions`), and pauses the run
 the same way. The task lives within its call: the call's `timeout` bounds it (set aside while a
 question waits), and a call that stops waiting (timed out, cancelled, its run ended) cancels the
-task (`tasks/cancel`), so nothing runs on the server for no one.
+task (`tasks/cancel`), so nothing runs on the server for no one. A call that stops waiting before
+the server named the task waits `_CANCEL_WAIT` seconds more for that answer, then cancels the
+task it names. A call whose connection is lost while its task runs is not sent again, even for a
+`retry_safe` tool (`_calls`): the task may still run on the server, and the session that could
+cancel it is gone.
 
 What the server sends is bounded: a task id over `MAX_TASK_ID_CHARS` characters or a task in an
 unknown status ends the call with an error, and its poll interval is held between
@@ -88,7 +92,7 @@ async def call_as_task(
         )
     )
     params = request.model_dump(by_alias=True, mode="json", exclude_none=True)["params"]
-    created = await _send(session, "tools/call", params, progress)
+    created = await _create(session, params, progress)
     if "task" not in created:  # the server ran it at once after all: that is the result
         return _call_result(created)
     task_id = _task_id(created["task"])
@@ -103,10 +107,56 @@ async def call_as_task(
             raise TaskError(f"the task ended {task['status']}: {task.get('statusMessage', '')}")
         return _call_result(await _send(session, "tasks/result", {"taskId": task_id}))
     except BaseException:  # timed out, cancelled, refused: the server stops it too
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
-            with contextlib.suppress(Exception):
-                await _send(session, "tasks/cancel", {"taskId": task_id})
+        await _cancel(session, task_id)
         raise
+
+
+async def _create(session: ClientSession, params: dict[str, Any], progress: Any) -> dict[str, Any]:
+    """The answer to the `tools/call` that creates the task (raw). A caller that stops waiting
+    before it comes (timed out, cancelled) waits up to `_CANCEL_WAIT` seconds more for it,
+    shielded, and cancels the task it names: a server that answers late (the task's id is known
+    only from that answer) is not left running it for no one."""
+    import anyio
+
+    answered: list[dict[str, Any]] = []
+    failed: list[Exception] = []
+    arrived = anyio.Event()
+    shield = anyio.CancelScope(shield=True)
+
+    async def create() -> None:
+        with shield:
+            try:
+                answered.append(await _send(session, "tools/call", params, progress))
+            except Exception as exc:
+                failed.append(exc)
+        arrived.set()
+
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(create)
+            try:
+                await arrived.wait()
+            except BaseException:  # stopped waiting: the answer has a little longer to come
+                shield.deadline = min(shield.deadline, anyio.current_time() + _CANCEL_WAIT)
+                raise
+    except BaseException:
+        if answered and isinstance(answered[0].get("task"), Mapping):
+            with contextlib.suppress(TaskError):
+                await _cancel(session, _task_id(answered[0]["task"]))
+        raise
+    if failed:
+        raise failed[0]
+    return answered[0]
+
+
+async def _cancel(session: ClientSession, task_id: str) -> None:
+    """Cancel the task on the server (`tasks/cancel`), shielded and bounded, whatever the
+    server answers."""
+    import anyio
+
+    with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
+        with contextlib.suppress(Exception):
+            await _send(session, "tasks/cancel", {"taskId": task_id})
 
 
 def _task_id(raw: Any) -> str:

@@ -337,7 +337,7 @@ def test_streamable_http_sync(http_url: str) -> None:
         tools = by_name(server)
         assert set(tools) == {
             *("slow", "die", "add", "header", "hang", "flaky", "count", "ask", "ask_mid_call"),
-            *("account", "grow"),
+            *("account", "grow", "visit"),
         }
         assert tools["add"].execute(call("add", {"a": 20, "b": 22}), CONTEXT).text == "42"
         invalid = tools["add"].execute(call("add", {"a": "20", "b": 22}), CONTEXT)
