@@ -315,7 +315,7 @@ def _issuer_on(origin: tuple[str, str, int | None], response: Any) -> list[str]:
         if not isinstance(issuer, str) or _origin(issuer) != origin:
             return []
         rendered = str(TypeAdapter(AnyHttpUrl).validate_python(issuer))
-    except (ValueError, AttributeError, ValidationError):
+    except (ValueError, AttributeError, RecursionError, ValidationError):
         return []
     return [rendered] if urlsplit(rendered).path.strip("/") else []
 

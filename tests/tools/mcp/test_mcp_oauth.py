@@ -547,6 +547,7 @@ ORIGIN = ("http", "127.0.0.1", 8000)
         (200, {"issuer": 7}, []),
         (200, ["http://127.0.0.1:8000/oauth"], []),
         (200, "not json", []),
+        (200, "[" * 60_000, []),  # under the cap, nested deeper than the parser recurses
         (200, {"issuer": "http://127.0.0.1:8000/" + "o" * 70_000}, []),  # over the cap
         (404, {"issuer": "http://127.0.0.1:8000/oauth"}, []),
     ],
