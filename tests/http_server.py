@@ -15,9 +15,10 @@ before each, framed as `chunked` says or ended by closing the connection, and cu
 where `reset` says; an endless iterable (`itertools.repeat`) streams until the client leaves or
 the server closes. `raw` chunks are the whole response, status line and headers included.
 
-The `http_server` fixture (this module is a pytest plugin) is one such server for a test. On
-exit the server stops listening, cuts every open connection, stops every endless body and waits
-for each thread it started.
+Each response closes its connection, unless the server is made with `keep_alive=True`. The
+`http_server` fixture (this module is a pytest plugin) is one such server for a test. On exit
+the server stops listening, cuts every open connection, stops every endless body and waits for
+each thread it started.
 """
 
 from __future__ import annotations
@@ -94,9 +95,11 @@ Answer: TypeAlias = "Reply | Callable[[Request], Reply]"
 
 class ScriptedServer:
     """A real HTTP/1.1 server on 127.0.0.1, listening from construction until `close()` (or
-    the end of its `with` block). It records every request in `requests`."""
+    the end of its `with` block). It records every request in `requests`, and closes each
+    connection after its response unless `keep_alive`."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False) -> None:
+        self.keep_alive = keep_alive
         self.requests: list[Request] = []
         self.closing = threading.Event()
         """Set when the server closes: a callable answer that waits should wait on it."""
@@ -230,8 +233,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif isinstance(body, bytes):
                 if "content-length" not in named:
                     self.send_header("content-length", str(len(body)))
-            else:
-                self.send_header("connection", "close")
+            if not (self.server.owner.keep_alive and (reply.chunked or isinstance(body, bytes))):
+                self.send_header("connection", "close")  # also where the body ends with it
                 self.close_connection = True
             self.end_headers()
         for chunk in chunks:
@@ -247,7 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
         elif reply.chunked:
             self.wfile.write(b"0\r\n\r\n")
-        elif reply.raw:
+        if reply.raw:
             self.close_connection = True
 
     def log_message(self, format: str, *args: Any) -> None:

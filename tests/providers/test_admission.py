@@ -10,6 +10,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -288,10 +289,11 @@ def test_limits_must_be_positive() -> None:
 
 
 @pytest.fixture
-def server(http_server: ScriptedServer) -> str:
-    """A server that answers every request at once (HTTP/1.1: connections outlive a request)."""
-    http_server.route("/v1/chat/completions", Reply.json(answer()))
-    return f"{http_server.url}/v1"
+def server() -> Iterator[str]:
+    """A server that answers every request at once, keeping connections alive after it."""
+    with ScriptedServer(keep_alive=True) as served:
+        served.route("/v1/chat/completions", Reply.json(answer()))
+        yield f"{served.url}/v1"
 
 
 def test_two_event_loops_in_turn_share_one_model(server: str) -> None:
