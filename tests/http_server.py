@@ -13,7 +13,8 @@ callable that makes one from the `Request` (what it raises is a 500 whose body n
 reply's body is bytes (sent with its length) or chunks: written one by one, `delay` seconds
 before each, framed as `chunked` says or ended by closing the connection, and cut by a reset
 where `reset` says; an endless iterable (`itertools.repeat`) streams until the client leaves or
-the server closes. `raw` chunks are the whole response, status line and headers included.
+the server closes. `raw` chunks are the whole response, status line and headers included. (An
+iterator is used up by the requests it answers: a list is sent whole each time.)
 
 Each response closes its connection, unless the server is made with `keep_alive=True`. The
 `http_server` fixture (this module is a pytest plugin) is one such server for a test. On exit

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from itertools import cycle, repeat
+from itertools import cycle
 from typing import Any
 
 import httpx
@@ -131,7 +131,7 @@ def test_a_call_within_its_total_timeout_is_untouched() -> None:
 def keep_alive_server(http_server: ScriptedServer) -> str:
     """A real server that answers every request with an event stream of keep-alives only (for
     `GIVE_UP` seconds)."""
-    keep_alives = repeat(b": keep-alive\n\n", int(GIVE_UP / 0.05))
+    keep_alives = [b": keep-alive\n\n"] * int(GIVE_UP / 0.05)
     headers = {"content-type": "text/event-stream"}
     http_server.route("*", Reply(body=keep_alives, headers=headers, delay=0.05))
     return http_server.url
