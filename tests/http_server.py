@@ -18,8 +18,9 @@ iterator is used up by the requests it answers: a list is sent whole each time.)
 
 Each response closes its connection, unless the server is made with `keep_alive=True`. The
 `http_server` fixture (this module is a pytest plugin) is one such server for a test. On exit
-the server stops listening, cuts every open connection, stops every endless body and waits for
-each thread it started.
+the server stops listening, cuts every open connection and ends every reply it is sending (its
+wait, delays and endless body); a callable answer still running ends on its own thread (one that
+waits should wait on the server's `closing` event).
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ class Reply:
         return cls(200, frames, headers, **options)
 
 
+_TEXT = {"content-type": "text/plain"}
+
 Answer: TypeAlias = "Reply | Callable[[Request], Reply]"
 
 
@@ -131,7 +134,7 @@ class ScriptedServer:
         for connection in connections:
             with suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-        self._httpd.server_close()  # joins every request's thread
+        self._httpd.server_close()
         self._thread.join()
 
     def __enter__(self) -> ScriptedServer:
@@ -155,19 +158,18 @@ class ScriptedServer:
                 matching = [p for p in prefixes if path.startswith(p[:-1])]
                 answers = self._routes[max(matching, key=len)] if matching else None
             if answers is None:
-                return Reply(404, f"no route for {request.method} {path}".encode())
+                return Reply(404, f"no route for {request.method} {path}".encode(), _TEXT)
             answer = answers.pop(0) if len(answers) > 1 else answers[0]
         if isinstance(answer, Reply):
             return answer
         try:
             return answer(request)
         except Exception as error:
-            return Reply(500, f"{type(error).__name__}: {error}".encode())
+            return Reply(500, f"{type(error).__name__}: {error}".encode(), _TEXT)
 
 
 class _Listener(ThreadingHTTPServer):
-    daemon_threads = False  # `server_close` joins them
-    block_on_close = True
+    daemon_threads = True
 
     def __init__(self, owner: ScriptedServer) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
