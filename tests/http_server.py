@@ -214,10 +214,19 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self) -> None:
         owner = self.server.owner
-        body = self.rfile.read(int(self.headers.get("content-length") or 0))
         headers = httpx.Headers(list(self.headers.items()))
-        request = Request(self.command, self.path, headers, body)
+        request = Request(self.command, self.path, headers, self._body())
         self._send(owner._reply(request), owner.closing)
+
+    def _body(self) -> bytes:
+        if self.headers.get("transfer-encoding", "").lower() != "chunked":
+            return self.rfile.read(int(self.headers.get("content-length") or 0))
+        body = b""
+        while size := int(self.rfile.readline().split(b";")[0], 16):
+            body += self.rfile.read(size)
+            self.rfile.readline()
+        self.rfile.readline()  # the empty line after the last chunk (no trailers)
+        return body
 
     def _send(self, reply: Reply, closing: threading.Event) -> None:
         if reply.wait and closing.wait(reply.wait):
@@ -244,6 +253,8 @@ class _Handler(BaseHTTPRequestHandler):
             if closing.wait(reply.delay) if reply.delay else closing.is_set():
                 self.close_connection = True
                 return
+            if reply.chunked and not chunk:
+                continue  # an empty chunk would end the body
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk) if reply.chunked else chunk)
             self.wfile.flush()
         if reply.reset:
