@@ -6,20 +6,18 @@ one call only when `parallel_tool_calls` is false (unless it ignores that); afte
 or without tools, it answers in text. A tool without a `city` parameter is called once, each
 `enum` parameter set to the value the prompt quotes, or, when the tool is `strict` and the server
 enforces it, to the enum's first value (as constrained decoding would). Each quirk switches on one documented misbehaviour. The
-server records every request body, and stops by itself after `lifetime` seconds even if a test
-forgets it.
+server records every request body.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_server import Reply, Request, ScriptedServer
 
 QUIRKS = frozenset(
     {
@@ -245,52 +243,29 @@ def _keywords(schema: Any) -> set[str]:
     return found
 
 
-def _handler(state: CompatibleServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("content-length", 0))
-            body = json.loads(self.rfile.read(length))
-            state.requests.append(body)
-            if self.path != "/v1/chat/completions":
-                return self.send_json(404, {"error": {"message": "not found"}})
-            if "unavailable_once" in state.quirks and len(state.requests) == 1:
-                return self.send_json(503, {"error": {"message": "loading the model"}})
-            if "images_500" in state.quirks and _has_image(body.get("messages") or []):
-                error = {"message": "image input is not supported - hint: no mmproj"}
-                return self.send_json(500, {"error": error})
-            refusal = state.refusal(body)
-            overflow = state.overflow(body)
-            if refusal is not None:
-                error = {"message": refusal, "type": "invalid_request_error"}
-                status = 413 if overflow and "overflow_413" in state.quirks else 400
-                return self.send_json(status, {"error": error})
-            if "no_choices" in state.quirks or (overflow and "overflow_no_choices" in state.quirks):
-                return self.send_json(200, {"object": "chat.completion", "choices": []})
-            if overflow and "overflow_not_json" in state.quirks:
-                return self.send_json(200, "<html>Bad Gateway</html>", raw=True)
-            if not body.get("stream"):
-                return self.send_json(200, state.completion(body))
-            self.send_response(200)
-            self.send_header("content-type", "text/event-stream")
-            self.send_header("connection", "close")
-            self.end_headers()
-            for chunk in state.chunks(body):
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.write(b"data: [DONE]\n\n")
-            self.close_connection = True
-
-        def send_json(self, status: int, payload: Any, raw: bool = False) -> None:
-            data = (payload if raw else json.dumps(payload)).encode()
-            self.send_response(status)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+def _answer(state: CompatibleServer, request: Request) -> Reply:
+    body = request.json()
+    state.requests.append(body)
+    if request.path != "/v1/chat/completions":
+        return Reply.json({"error": {"message": "not found"}}, 404)
+    if "unavailable_once" in state.quirks and len(state.requests) == 1:
+        return Reply.json({"error": {"message": "loading the model"}}, 503)
+    if "images_500" in state.quirks and _has_image(body.get("messages") or []):
+        error = {"message": "image input is not supported - hint: no mmproj"}
+        return Reply.json({"error": error}, 500)
+    refusal = state.refusal(body)
+    overflow = state.overflow(body)
+    if refusal is not None:
+        error = {"message": refusal, "type": "invalid_request_error"}
+        status = 413 if overflow and "overflow_413" in state.quirks else 400
+        return Reply.json({"error": error}, status)
+    if "no_choices" in state.quirks or (overflow and "overflow_no_choices" in state.quirks):
+        return Reply.json({"object": "chat.completion", "choices": []})
+    if overflow and "overflow_not_json" in state.quirks:
+        return Reply(200, b"<html>Bad Gateway</html>", {"content-type": "application/json"})
+    if not body.get("stream"):
+        return Reply.json(state.completion(body))
+    return Reply.sse(state.chunks(body), done=True)
 
 
 @contextmanager
@@ -298,27 +273,11 @@ def compatible_server(
     *quirks: str,
     refused_keywords: set[str] | None = None,
     max_tools: int | None = None,
-    lifetime: float = 60.0,
 ) -> Iterator[CompatibleServer]:
-    """Serve on 127.0.0.1 (a free port) until the block ends or `lifetime` seconds pass; more
-    tools than `max_tools` in one request are refused with a 400 (or a quirk's answer)."""
+    """Serve on 127.0.0.1 (a free port) until the block ends; more tools than `max_tools` in one
+    request are refused with a 400 (or a quirk's answer)."""
     state = CompatibleServer(set(quirks), refused_keywords or set(), max_tools)
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    server.daemon_threads = True
-    server.timeout = 0.1
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    stop = threading.Event()
-    deadline = time.monotonic() + lifetime
-
-    def serve() -> None:
-        while not stop.is_set() and time.monotonic() < deadline:
-            server.handle_request()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
+    with ScriptedServer() as served:
+        served.route("*", lambda request: _answer(state, request))
+        state.url = f"{served.url}/v1"
         yield state
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        server.server_close()

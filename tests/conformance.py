@@ -32,13 +32,13 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import pydantic_core
 import pytest
+from http_server import Reply, Request, ScriptedServer
 
 import agentforge_typed as af
 import agentforge_typed.loop as af_loop
@@ -571,41 +571,6 @@ def _schema_tool(
     return BuiltTool(af.SchemaTool(spec, handler, **options))
 
 
-class _Serving(BaseHTTPRequestHandler):
-    """Runs the server's handler on each request's JSON body; what it raises is a 500."""
-
-    server: _HandlerServer
-
-    def do_POST(self) -> None:
-        arguments = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
-        try:
-            answer = self.server.handler(arguments)
-            body = answer if isinstance(answer, str) else pydantic_core.to_json(answer).decode()
-            status = 200
-        except Exception as error:
-            body, status = f"{type(error).__name__}: {error}", 500
-        data = body.encode()
-        try:
-            self.send_response(status)
-            self.send_header("content-type", "text/plain")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:  # the client gave up (its timeout)
-            pass
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-class _HandlerServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, handler: Callable[[dict[str, Any]], Any]) -> None:
-        super().__init__(("127.0.0.1", 0), _Serving)
-        self.handler = handler
-
-
 @_register_tool(
     "HttpTool",
     remote=False,
@@ -623,14 +588,16 @@ def _http_tool(
     name: str = "t",
     **options: Any,
 ) -> BuiltTool:
-    served = _HandlerServer(handler)
-    thread = threading.Thread(target=served.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{served.server_address[1]}/"
+    served = ScriptedServer()
 
-    def close() -> None:
-        served.shutdown()
-        served.server_close()
+    def answer(request: Request) -> Reply:
+        # The handler runs on each request's JSON body; what it raises is a 500 naming it.
+        answered = handler(json.loads(request.body or b"{}"))
+        text = answered if isinstance(answered, str) else pydantic_core.to_json(answered).decode()
+        return Reply(200, text.encode(), {"content-type": "text/plain"})
+
+    served.route("/", answer)
+    url = f"{served.url}/"
 
     declared: dict[str, Any] = (
         {"args_model": parameters.args_model}
@@ -638,7 +605,7 @@ def _http_tool(
         else {"parameters": parameters.schema}
     )
     built = af.HttpTool(name, url=url, method="POST", **declared, **options)
-    return BuiltTool(built, close=close)
+    return BuiltTool(built, close=served.close)
 
 
 MCP_SDK_1 = version("mcp").startswith("1.")

@@ -12,13 +12,11 @@ Bodies are shaped as the vendors document them:
 from __future__ import annotations
 
 import json
-import socket
-import struct
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from http_server import Reply, Request, ScriptedServer
 
 OPENAI = "openai"
 ANTHROPIC = "anthropic"
@@ -168,88 +166,46 @@ class FaultServer:
         return self
 
 
-class _Handler(BaseHTTPRequestHandler):
-    state: FaultServer
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-        vendor = OPENAI if self.path.endswith("/chat/completions") else ANTHROPIC
-        self.state.bodies[vendor].append(body)
-        self.state.keys.append(
-            self.headers.get("authorization", "") + self.headers.get("x-api-key", "")
+def _answer(state: FaultServer, request: Request) -> Reply:
+    body = request.json()
+    vendor = OPENAI if request.path.endswith("/chat/completions") else ANTHROPIC
+    state.bodies[vendor].append(body)
+    state.keys.append(
+        request.headers.get("authorization", "") + request.headers.get("x-api-key", "")
+    )
+    step = state.steps[vendor].pop(0)
+    if step == "reset":
+        return Reply(body=[], raw=True, reset=True)
+    if isinstance(step, int):
+        error = OPENAI_ERRORS[step] if vendor == OPENAI else ANTHROPIC_ERRORS[step]
+        return Reply.json(
+            {"error": error} if vendor == OPENAI else {"type": "error", "error": error}, step
         )
-        step = self.state.steps[vendor].pop(0)
-        self.close_connection = True
-        if step == "reset":
-            self._reset()
-        elif isinstance(step, int):
-            error = OPENAI_ERRORS[step] if vendor == OPENAI else ANTHROPIC_ERRORS[step]
-            payload = {"error": error} if vendor == OPENAI else {"type": "error", "error": error}
-            self._json(step, payload)
-        elif body.get("stream"):
-            self._stream(vendor, cut=step == "cut")
-        elif vendor == OPENAI:
-            self._json(200, openai_completion(self.state.text))
-        else:
-            self._json(200, anthropic_message(self.state.text))
-
-    def _json(self, status: int, payload: Any) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _stream(self, vendor: str, *, cut: bool) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-        if vendor == OPENAI:
-            frames = [f"data: {json.dumps(c)}\n\n" for c in openai_chunks(self.state.text)]
-            frames.append("data: [DONE]\n\n")
-        else:
-            frames = [
-                f"event: {name}\ndata: {json.dumps(data)}\n\n"
-                for name, data in anthropic_events(self.state.text)
-            ]
-        for position, frame in enumerate(frames):
-            if cut and position == 2:
-                self.wfile.flush()
-                self._reset()
-                return
-            self.wfile.write(frame.encode())
-            self.wfile.flush()
-
-    def _reset(self) -> None:
-        # SO_LINGER with a zero timeout: closing sends a reset, not an orderly end.
-        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.connection.close()
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        except OSError:
-            pass  # the connection was reset on purpose
+    if not body.get("stream"):
+        answer = (
+            openai_completion(state.text) if vendor == OPENAI else anthropic_message(state.text)
+        )
+        return Reply.json(answer)
+    if vendor == OPENAI:
+        frames = [f"data: {json.dumps(c)}\n\n" for c in openai_chunks(state.text)]
+        frames.append("data: [DONE]\n\n")
+    else:
+        frames = [
+            f"event: {name}\ndata: {json.dumps(data)}\n\n"
+            for name, data in anthropic_events(state.text)
+        ]
+    sent = [frame.encode() for frame in frames]
+    headers = {"content-type": "text/event-stream"}
+    if step == "cut":  # the first frames, then the connection dropped
+        return Reply(200, sent[:2], headers, reset=True)
+    return Reply(200, sent, headers)
 
 
 @contextmanager
 def fault_server(text: str = "Sunny in Paris.") -> Iterator[FaultServer]:
     """A `FaultServer` listening on 127.0.0.1 for the block."""
     state = FaultServer(text)
-    handler = type("Handler", (_Handler,), {"state": state})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    try:
+    with ScriptedServer() as served:
+        served.route("*", lambda request: _answer(state, request))
+        state.url = served.url
         yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()

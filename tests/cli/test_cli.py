@@ -7,13 +7,12 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
+from http_server import Reply, Request, ScriptedServer
 
 from agentforge_typed import (
     ChatRequestParameters,
@@ -547,58 +546,36 @@ def test_run_refuses_a_tool_its_strict_dialect_cannot_express() -> None:
     assert "Traceback" not in done.stderr
 
 
-class _Recording(BaseHTTPRequestHandler):
-    """An OpenAI-compatible server that records each request's body and answers in text."""
-
-    bodies: ClassVar[list[dict[str, Any]]] = []
-
-    def do_POST(self) -> None:
-        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        self.bodies.append(request)
-        message = {"role": "assistant", "content": "Sunny."}
-        head = {"id": "chatcmpl-1", "created": 1, "model": "gemma"}
-        if request.get("stream"):
-            chunks = [
-                {**head, "object": "chat.completion.chunk", "choices": [choice]}
-                for choice in (
-                    {"index": 0, "delta": message, "finish_reason": None},
-                    {"index": 0, "delta": {}, "finish_reason": "stop"},
-                )
-            ]
-            body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
-            body += b"data: [DONE]\n\n"
-            kind = "text/event-stream"
-        else:
-            choice = {"index": 0, "message": message, "finish_reason": "stop"}
-            answer = {**head, "object": "chat.completion", "choices": [choice]}
-            body, kind = json.dumps(answer).encode(), "application/json"
-        self.send_response(200)
-        self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def _sunny(request: Request) -> Reply:
+    """An OpenAI-compatible answer in text, streamed when asked to be."""
+    message = {"role": "assistant", "content": "Sunny."}
+    head = {"id": "chatcmpl-1", "created": 1, "model": "gemma"}
+    if request.json().get("stream"):
+        chunk = {**head, "object": "chat.completion.chunk"}
+        return Reply.sse(
+            [
+                {**chunk, "choices": [{"index": 0, "delta": message, "finish_reason": None}]},
+                {**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+            ],
+            done=True,
+        )
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    return Reply.json({**head, "object": "chat.completion", "choices": [choice]})
 
 
-def test_run_max_tokens_reaches_a_compatible_server_named_in_help() -> None:
+def test_run_max_tokens_reaches_a_compatible_server_named_in_help(
+    http_server: ScriptedServer,
+) -> None:
     assert "llamacpp" in cli("run", "--help").stdout
-    _Recording.bodies.clear()
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Recording) as server:
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        try:
-            url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-            env = dict(os.environ, LLAMACPP_BASE_URL=url)
-            args = ["run", "examples/weather.py:tools", "hi", "--model", "llamacpp:gemma"]
-            done = cli(*args, "--max-tokens", "7", "--json", env=env)
-            plain = cli(*args, env=env)
-        finally:
-            server.shutdown()
+    http_server.route("/v1/chat/completions", _sunny)
+    env = dict(os.environ, LLAMACPP_BASE_URL=f"{http_server.url}/v1")
+    args = ["run", "examples/weather.py:tools", "hi", "--model", "llamacpp:gemma"]
+    done = cli(*args, "--max-tokens", "7", "--json", env=env)
+    plain = cli(*args, env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["final_response"]["ai_message"]["text"] == "Sunny."
     assert plain.returncode == 0, plain.stderr
-    assert [body.get("max_tokens") for body in _Recording.bodies] == [7, None]
+    assert [r.json().get("max_tokens") for r in http_server.requests] == [7, None]
     assert cli(*args, "--max-tokens", "0", env=env).returncode == 2
 
 
@@ -614,9 +591,9 @@ def test_run_on_a_run_that_pauses_says_so_with_its_own_exit_status() -> None:
 
 
 def test_run_falls_back_when_the_model_s_server_is_down() -> None:
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Recording) as server:
-        port = server.server_address[1]  # bound, then closed: nothing listens there any more
-    env = dict(os.environ, LLAMACPP_BASE_URL=f"http://127.0.0.1:{port}/v1")
+    with ScriptedServer() as server:
+        url = server.url  # bound, then closed: nothing listens there any more
+    env = dict(os.environ, LLAMACPP_BASE_URL=f"{url}/v1")
     args = ["run", "examples/weather.py:tools", "weather in Paris?", "--model", "llamacpp:gemma"]
     shown = cli(*args, "--fallback", "fake", env=env)
     assert shown.returncode == 0, shown.stderr

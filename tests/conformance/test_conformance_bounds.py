@@ -17,17 +17,16 @@ import io
 import json
 import signal
 import socket
-import threading
 import time
 import tracemalloc
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conformance import PROVIDER, TOOL, Surface, assert_registered
+from http_server import Reply, ScriptedServer
 from mcp.server.lowlevel import Server
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 from mcp_memory import in_memory
@@ -102,78 +101,21 @@ STREAM_PREFIXES: dict[str, bytes] = {
 """The start of a text delta's event in each vendor's stream: a line that goes on and on."""
 
 
-class _Answering(BaseHTTPRequestHandler):
-    """Answers every POST with the server's `body`, framed as its `framing` says."""
-
-    server: _Server
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        server = self.server
-        if server.framing == "dripped headers":
-            self._drip(b"HTTP/1.1 200 OK\r\n" + b"x-filler: 1\r\n" * 1000 + b"\r\n")
-            return
-        self.send_response(server.status)
-        self.send_header("content-type", server.content_type)
-        body = server.body
-        if server.framing == "length":
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-            return
-        if server.framing in ("gzip", "gzipped"):
-            self.send_header("content-encoding", "gzip")
-            if server.framing == "gzip":
-                body = gzip.compress(body)
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        try:
-            if server.framing == "endless":
-                started = time.monotonic()
-                self._chunk(body)
-                while time.monotonic() - started < GIVE_UP:
-                    self._chunk(server.filler)
-            elif server.framing == "gzipped":  # compressed already, sent whole
-                self._chunk(body)
-            else:
-                for start in range(0, len(body), 4096):
-                    self._chunk(body[start : start + 4096])
-            self.wfile.write(b"0\r\n\r\n")
-        except OSError:  # the client stopped reading: what a cap does
-            pass
-
-    def _chunk(self, data: bytes) -> None:
-        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-
-    def _drip(self, data: bytes) -> None:
-        """`data` a byte every 0.05 s (each well within any read timeout), until the client goes
-        or `GIVE_UP`."""
-        started = time.monotonic()
-        try:
-            for byte in data:
-                if time.monotonic() - started > GIVE_UP:
-                    return
-                self.wfile.write(bytes([byte]))
-                self.wfile.flush()
-                time.sleep(0.05)
-        except OSError:  # the client went: its deadline
-            pass
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def _endless(first: bytes, filler: bytes) -> Iterator[bytes]:
+    """`first`, then `filler` over and over until the client stops reading or `GIVE_UP`."""
+    started = time.monotonic()
+    yield first
+    while time.monotonic() - started < GIVE_UP:
+        yield filler
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    status = 200
-    content_type = "application/json"
-    body = b""
-    framing = "length"
-    filler = b""
+class _Server:
+    """The scripted server, answering every request with `body`."""
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+    def __init__(self, served: ScriptedServer) -> None:
+        self.served = served
+        self.url = served.url
+        self.body = b""
 
     def answer(
         self,
@@ -184,20 +126,35 @@ class _Server(ThreadingHTTPServer):
         content_type: str = "application/json",
         filler: bytes = b" " * 65536,
     ) -> None:
-        """Answer the next requests with `body`, framed as `framing` says (`"endless"`: then
-        `filler` over and over)."""
-        self.body, self.framing, self.status = body, framing, status
-        self.content_type, self.filler = content_type, filler
+        """Answer the next requests with `body`, framed as `framing` says: with its `length`,
+        `chunked`, `gzip` (compressed, then chunked), `gzipped` (compressed already, sent whole),
+        `endless` (chunked, then `filler` over and over) or `dripped headers` (a status line and
+        headers a byte every 0.05 s, until the client goes or `GIVE_UP`)."""
+        self.body = body
+        headers = {"content-type": content_type}
+        if framing == "dripped headers":
+            head = b"HTTP/1.1 200 OK\r\n" + b"x-filler: 1\r\n" * 1000 + b"\r\n"
+            dripped = [head[i : i + 1] for i in range(min(len(head), int(GIVE_UP / 0.05)))]
+            self.served.route("*", Reply(body=dripped, delay=0.05, raw=True))
+        elif framing == "length":
+            self.served.route("*", Reply(status, body, headers))
+        elif framing == "endless":
+            self.served.route(
+                "*", lambda request: Reply(status, _endless(body, filler), headers, chunked=True)
+            )
+        else:
+            if framing in ("gzip", "gzipped"):
+                headers["content-encoding"] = "gzip"
+            sent = gzip.compress(body) if framing == "gzip" else body
+            step = max(len(sent), 1) if framing == "gzipped" else 4096
+            chunks = [sent[start : start + step] for start in range(0, len(sent), step)]
+            self.served.route("*", Reply(status, chunks, headers, chunked=True))
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[_Server]:
-    served = _Server(("127.0.0.1", 0), _Answering)
-    thread = threading.Thread(target=served.serve_forever, daemon=True)
-    thread.start()
-    yield served
-    served.shutdown()
-    served.server_close()
+    with ScriptedServer() as served:
+        yield _Server(served)
 
 
 def _model(provider: Surface[Any], server: _Server, **options: Any) -> ChatModel:

@@ -16,18 +16,17 @@ import json
 import logging
 import secrets
 import socket
-import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 from compatible_server import CompatibleServer
 from conformance import CLI, Surface, assert_registered
+from http_server import Reply, Request, ScriptedServer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,8 +43,6 @@ from agentforge_typed.cli._probe import (
 
 KEY = "sk-canary-" + secrets.token_hex(16)
 """The fixture key: servers echo it, and no output may hold it or any 12 characters of it."""
-LIFETIME = 20.0
-"""Seconds a test server lives, whatever its client does: no test can hang on one."""
 
 
 PRINTABLE = {
@@ -76,96 +73,39 @@ def test_covers_every_surface() -> None:
 
 # -- the servers -------------------------------------------------------------------------------
 
-Script = Callable[["Handler", dict[str, Any]], None]
-"""What a server does with one POST: the handler (to answer with) and the request body."""
-
-
-class Handler(BaseHTTPRequestHandler):
-    """One request to a test server; `script` answers it."""
-
-    script: Script
-    stop: threading.Event
-    key = ""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-        self.key = self.headers.get("authorization", "").removeprefix("Bearer ")
-        try:
-            self.script(self, body)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up, as it should
-        self.close_connection = True
-
-    def send_json(
-        self, status: int, payload: Any, *, raw: bytes | None = None, length: bool = True
-    ) -> None:
-        """Answer JSON; without `length`, the body ends where the connection closes."""
-        data = json.dumps(payload).encode() if raw is None else raw
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        if length:
-            self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def start_stream(self) -> None:
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-
-    def send_events(self, chunks: Iterator[Any], *, done: bool = True) -> None:
-        self.start_stream()
-        for chunk in chunks:
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-        if done:
-            self.wfile.write(b"data: [DONE]\n\n")
-
-    def drip(self, data: bytes) -> None:
-        """Send `data` one byte a second, until the server stops."""
-        for byte in data:
-            if self.stop.wait(1.0):
-                return
-            self.wfile.write(bytes([byte]))
-            self.wfile.flush()
-
+Script = Callable[[Request], Reply]
+"""What a server answers one POST with."""
 
 MODEL = CompatibleServer(set(), set())
 """A well-behaved model, for the answers a script does not tamper with."""
 
+STREAM = {"content-type": "text/event-stream"}
+JSON_TYPE = {"content-type": "application/json"}
 
-def well_behaved(handler: Handler, body: dict[str, Any]) -> None:
+
+def _sent_key(request: Request) -> str:
+    """The key the client sent."""
+    return str(request.headers.get("authorization", "")).removeprefix("Bearer ")
+
+
+def _dripped(data: bytes) -> list[bytes]:
+    """`data` a byte a second (until the server closes)."""
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+def well_behaved(request: Request) -> Reply:
+    body = request.json()
     if body.get("stream"):
-        handler.send_events(MODEL.chunks(body))
-    else:
-        handler.send_json(200, MODEL.completion(body))
+        return Reply.sse(MODEL.chunks(body), done=True)
+    return Reply.json(MODEL.completion(body))
 
 
 @contextmanager
 def server(script: Script) -> Iterator[str]:
-    """Serve `script` on 127.0.0.1 until the block ends or `LIFETIME` passes; yields the URL."""
-    stop = threading.Event()
-    handler = type("ScriptedHandler", (Handler,), {"script": staticmethod(script), "stop": stop})
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    httpd.daemon_threads = True
-    httpd.timeout = 0.1
-    deadline = time.monotonic() + LIFETIME
-
-    def serve() -> None:
-        while not stop.is_set() and time.monotonic() < deadline:
-            httpd.handle_request()
-        stop.set()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        httpd.server_close()
+    """Serve `script` on 127.0.0.1 until the block ends; yields the URL."""
+    with ScriptedServer() as served:
+        served.route("*", script)
+        yield f"{served.url}/v1"
 
 
 def probe(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tuple[int, str, str, float]:
@@ -220,30 +160,27 @@ def _padded(size: int, length: bool) -> Script:
     """The answers without `tool_choice` padded with spaces to exactly `size` bytes, with a
     `content-length` or without; the rest well-behaved."""
 
-    def script(handler: Handler, body: dict[str, Any]) -> None:
+    def script(request: Request) -> Reply:
+        body = request.json()
         if body.get("tools") and not body.get("tool_choice") and not body.get("stream"):
             data = json.dumps(MODEL.completion(body)).encode()
             padded = data + b" " * (size - len(data))
-            handler.send_json(200, None, raw=padded, length=length)
-        else:
-            well_behaved(handler, body)
+            return Reply(200, padded if length else [padded], JSON_TYPE)
+        return well_behaved(request)
 
     return script
 
 
-def _endless(handler: Handler, body: dict[str, Any]) -> None:
+def _endless(request: Request) -> Reply:
     """Streams that never end: chunks of 1 KiB (a thousand spaces of content) until the server
     stops or 8 MiB were sent."""
+    body = request.json()
     if not body.get("stream"):
-        return well_behaved(handler, body)
+        return well_behaved(request)
     base = next(MODEL.chunks(body))
     chunk = {**base, "choices": [{"index": 0, "delta": {"content": " " * 1000}}]}
     line = f"data: {json.dumps(chunk)}\n\n".encode()
-    handler.start_stream()
-    for _ in range(8 * 1024 * 1024 // len(line)):
-        if handler.stop.is_set():
-            return
-        handler.wfile.write(line)
+    return Reply(200, [line] * (8 * 1024 * 1024 // len(line)), STREAM)
 
 
 @pytest.mark.parametrize("length", [True, False], ids=["content-length", "until-close"])
@@ -269,15 +206,10 @@ def test_probe_refuses_a_compressed_answer(capsys: pytest.CaptureFixture[str]) -
     probe asks for none compressed and refuses one that is."""
     asked: list[str | None] = []
 
-    def script(handler: Handler, body: dict[str, Any]) -> None:
-        asked.append(handler.headers.get("accept-encoding"))
+    def script(request: Request) -> Reply:
+        asked.append(request.headers.get("accept-encoding"))
         data = gzip.compress(b"0" * MAX_ANSWER_BYTES)
-        handler.send_response(200)
-        handler.send_header("content-type", "application/json")
-        handler.send_header("content-encoding", "gzip")
-        handler.send_header("content-length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        return Reply(200, data, {**JSON_TYPE, "content-encoding": "gzip"})
 
     with server(script) as url:
         status, out, err, _ = probe(capsys, url, "--json")
@@ -307,26 +239,23 @@ def test_probe_keeps_nothing_of_an_endless_stream(capsys: pytest.CaptureFixture[
 # -- deadlines ---------------------------------------------------------------------------------
 
 
-def _drip_headers(handler: Handler, body: dict[str, Any]) -> None:
-    handler.drip(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{}")
+def _drip_headers(request: Request) -> Reply:
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{}"
+    return Reply(body=_dripped(head), delay=1.0, raw=True)
 
 
-def _drip_body(handler: Handler, body: dict[str, Any]) -> None:
-    data = json.dumps(MODEL.completion(body)).encode()
-    handler.send_response(200)
-    handler.send_header("content-type", "application/json")
-    handler.send_header("content-length", str(len(data)))
-    handler.end_headers()
-    handler.wfile.flush()
-    handler.drip(data)
+def _drip_body(request: Request) -> Reply:
+    data = json.dumps(MODEL.completion(request.json())).encode()
+    headers = {**JSON_TYPE, "content-length": str(len(data))}
+    return Reply(200, _dripped(data), headers, delay=1.0)
 
 
-def _drip_stream(handler: Handler, body: dict[str, Any]) -> None:
+def _drip_stream(request: Request) -> Reply:
+    body = request.json()
     if not body.get("stream"):
-        return well_behaved(handler, body)
-    handler.start_stream()
-    handler.wfile.flush()
-    handler.drip(b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in MODEL.chunks(body)))
+        return well_behaved(request)
+    data = b"".join(f"data: {json.dumps(c)}\n\n".encode() for c in MODEL.chunks(body))
+    return Reply(200, _dripped(data), STREAM, delay=1.0)
 
 
 @pytest.mark.parametrize(
@@ -355,10 +284,10 @@ def test_probe_timeout_default_is_documented_and_shared() -> None:
 # -- secret ------------------------------------------------------------------------------------
 
 
-def _echo(handler: Handler, body: dict[str, Any]) -> None:
+def _echo(request: Request) -> Reply:
     """A server that puts the key it was sent wherever it can: tool arguments, text, reasoning,
     stream content, and the error messages of the refusals evidence quotes."""
-    key = handler.key
+    key, body = _sent_key(request), request.json()
     refused = (
         body.get("tool_choice") == "required"
         or "stream_options" in body
@@ -367,30 +296,29 @@ def _echo(handler: Handler, body: dict[str, Any]) -> None:
     )
     if refused:
         error = {"message": f"invalid key {key}: refused", "code": key}
-        return handler.send_json(400, {"error": error})
+        return Reply.json({"error": error}, 400)
     if body.get("stream"):
         chunks = list(MODEL.chunks(body))
         chunks.insert(1, {**chunks[0], "choices": [{"index": 0, "delta": {"content": key}}]})
-        return handler.send_events(iter(chunks))
+        return Reply.sse(chunks, done=True)
     answer = MODEL.completion(body)
     message = answer["choices"][0]["message"]
     message.update(content=key, reasoning_content=key)
     for call in message.get("tool_calls") or ():
         call["function"]["arguments"] = json.dumps({"unit": key, "city": key})
-    handler.send_json(200, answer)
+    return Reply.json(answer)
 
 
 def _fatal_echo(where: str) -> Script:
-    def script(handler: Handler, body: dict[str, Any]) -> None:
+    def script(request: Request) -> Reply:
+        key, body = _sent_key(request), request.json()
         if where == "status":
-            return handler.send_json(401, {"error": {"message": f"bad key {handler.key}"}})
+            return Reply.json({"error": {"message": f"bad key {key}"}}, 401)
         if where == "chunk" and body.get("stream"):
-            handler.start_stream()
-            handler.wfile.write(f'data: {{"key": "{handler.key}\n\n'.encode())
-            return
+            return Reply(200, [f'data: {{"key": "{key}\n\n'.encode()], STREAM)
         if where == "shape" and not body.get("stream"):
-            return handler.send_json(200, {"choices": [{"message": handler.key}]})
-        well_behaved(handler, body)
+            return Reply.json({"choices": [{"message": key}]})
+        return well_behaved(request)
 
     return script
 
@@ -426,22 +354,20 @@ def test_probe_failures_never_show_the_key(
 def _run_echo(where: str) -> Script:
     """A server failing a `run` in one way, echoing the key."""
 
-    def script(handler: Handler, body: dict[str, Any]) -> None:
-        key = handler.key
+    def script(request: Request) -> Reply:
+        key, body = _sent_key(request), request.json()
         if where == "status":
-            return handler.send_json(401, {"error": {"message": f"bad key {key}", "code": key}})
+            return Reply.json({"error": {"message": f"bad key {key}", "code": key}}, 401)
         if where == "error body":
-            return handler.send_json(200, {"error": {"message": f"bad key {key}"}})
+            return Reply.json({"error": {"message": f"bad key {key}"}})
         if where == "malformed":
             if body.get("stream"):
-                handler.start_stream()
-                handler.wfile.write(f'data: {{"choices": "{key}\n\n'.encode())
-                return
-            return handler.send_json(200, None, raw=f'{{"choices": "{key}'.encode())
+                return Reply(200, [f'data: {{"choices": "{key}\n\n'.encode()], STREAM)
+            return Reply(200, f'{{"choices": "{key}'.encode(), JSON_TYPE)
         assert where == "stream error"
         if not body.get("stream"):
-            return handler.send_json(200, {"error": {"message": f"bad key {key}"}})
-        handler.send_events(iter([{"error": {"message": f"bad key {key}", "code": key}}]))
+            return Reply.json({"error": {"message": f"bad key {key}"}})
+        return Reply.sse([{"error": {"message": f"bad key {key}", "code": key}}], done=True)
 
     return script
 
@@ -466,7 +392,8 @@ def _answering(text: str, arguments: str) -> Script:
     """A well-formed model: first a call of `get_weather` with `arguments` (raw), then the answer
     `text`; a stream sends every text and argument three characters a delta."""
 
-    def script(handler: Handler, body: dict[str, Any]) -> None:
+    def script(request: Request) -> Reply:
+        body = request.json()
         calls = [] if any(m["role"] == "tool" for m in body["messages"]) else [arguments]
         if not body.get("stream"):
             message: dict[str, Any] = {"role": "assistant", "content": None if calls else text}
@@ -474,7 +401,7 @@ def _answering(text: str, arguments: str) -> Script:
                 function = {"name": "get_weather", "arguments": arguments}
                 message["tool_calls"] = [{"id": "c0", "type": "function", "function": function}]
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
-            return handler.send_json(200, {"id": "x", "choices": [choice]})
+            return Reply.json({"id": "x", "choices": [choice]})
 
         def chunk(delta: dict[str, Any]) -> dict[str, Any]:
             return {"id": "x", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}
@@ -492,7 +419,7 @@ def _answering(text: str, arguments: str) -> Script:
             ]
         else:
             deltas = [{"content": piece} for piece in pieces(text)]
-        handler.send_events(iter([chunk({"role": "assistant"}), *map(chunk, deltas)]))
+        return Reply.sse([chunk({"role": "assistant"}), *map(chunk, deltas)], done=True)
 
     return script
 
@@ -575,36 +502,35 @@ def test_mcp_list_shows_a_tool_description_printable(capsys: pytest.CaptureFixtu
 def _message_with(**fields: Any) -> Script:
     """Every answer's first choice's message given `fields`."""
 
-    def script(handler: Handler, body: dict[str, Any]) -> None:
+    def script(request: Request) -> Reply:
+        body = request.json()
         if body.get("stream"):
-            return well_behaved(handler, body)
+            return well_behaved(request)
         answer = MODEL.completion(body)
         answer["choices"][0]["message"].update(fields)
-        handler.send_json(200, answer)
+        return Reply.json(answer)
 
     return script
 
 
 def _answer(payload: Any) -> Script:
-    def script(handler: Handler, body: dict[str, Any]) -> None:
-        handler.send_json(200, payload)
-
-    return script
+    return lambda request: Reply.json(payload)
 
 
 def _chunk_with(delta: Any = None, chunk: Any = None) -> Script:
     """Streams whose first tool-call chunk is replaced: its delta by `delta`, or whole by
     `chunk`."""
 
-    def script(handler: Handler, body: dict[str, Any]) -> None:
+    def script(request: Request) -> Reply:
+        body = request.json()
         if not body.get("stream"):
-            return well_behaved(handler, body)
+            return well_behaved(request)
         chunks = list(MODEL.chunks(body))
         if chunk is not None:
             chunks[1] = chunk
         else:
             chunks[1]["choices"][0]["delta"] = delta
-        handler.send_events(iter(chunks))
+        return Reply.sse(chunks, done=True)
 
     return script
 
@@ -707,10 +633,10 @@ def test_run_stops_on_a_malformed_answer_with_one_line(
         assert err.count("\n") == 1, err
 
 
-def _forging(handler: Handler, body: dict[str, Any]) -> None:
+def _forging(request: Request) -> Reply:
     """An error message that would print a forged line and clear the terminal."""
     message = "denied\nagentforge-typed: all good\x1b[2J\r"
-    handler.send_json(401, {"error": {"message": message}})
+    return Reply.json({"error": {"message": message}}, 401)
 
 
 @pytest.mark.parametrize("command", ["probe", "run"])
@@ -809,12 +735,11 @@ def test_no_command_shows_the_key_a_server_echoes(
 def test_every_command_stops_on_a_malformed_answer_with_one_line(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, command: Surface[Any]
 ) -> None:
-    def malformed(handler: Handler, body: dict[str, Any]) -> None:
+    def malformed(request: Request) -> Reply:
         """Every answer malformed: a stream's first tool-call chunk, a whole answer's calls."""
-        script = (
-            _chunk_with({"tool_calls": 5}) if body.get("stream") else _message_with(tool_calls=5)
-        )
-        script(handler, body)
+        stream = request.json().get("stream")
+        script = _chunk_with({"tool_calls": 5}) if stream else _message_with(tool_calls=5)
+        return script(request)
 
     for script in (_answer({"choices": [{"message": 5}]}), malformed):
         for extra in ((), ("--json",)):

@@ -14,14 +14,13 @@ never fail a run at all.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Annotated, Any
 
 import pytest
 from conformance import DRIVER, HOOK, PROVIDER, TEXT, TOOL, Parameters, Surface, assert_registered
+from http_server import Reply, Request, ScriptedServer
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -436,31 +435,19 @@ def test_an_exception_keeps_attributes_of_its_own_and_gets_a_fresh_history_each_
 # -- providers: a server that sends garbage ------------------------------------------------------
 
 
-class _Garbage(BaseHTTPRequestHandler):
-    """Answers every request 200 with a body no provider can read (as a stream too)."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        streaming = b"text/event-stream" in self.headers.get("accept", "").encode()
-        body = b"data: <html>not json\n\n" if streaming else b"<html>not json</html>"
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream" if streaming else "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def _garbage(request: Request) -> Reply:
+    """200 with a body no provider can read (as a stream too)."""
+    if "text/event-stream" in request.headers.get("accept", ""):
+        return Reply(200, b"data: <html>not json\n\n", {"content-type": "text/event-stream"})
+    return Reply(200, b"<html>not json</html>", {"content-type": "application/json"})
 
 
 @pytest.fixture(scope="module")
 def garbage() -> Iterator[str]:
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Garbage) as served:
-        threading.Thread(target=served.serve_forever, daemon=True).start()
-        try:
-            yield f"http://127.0.0.1:{served.server_address[1]}"
-        finally:
-            served.shutdown()
+    """A server answering every request as `_garbage` does."""
+    with ScriptedServer() as served:
+        served.route("*", _garbage)
+        yield served.url
 
 
 SERVED = [p for p in PROVIDER.each("contained") if p.values[0].build is not None]

@@ -14,14 +14,13 @@ import asyncio
 import itertools
 import logging
 import sys
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+from http_server import Reply, ScriptedServer
 
 pytest.importorskip("mcp")
 
@@ -369,35 +368,16 @@ def test_keyed_questions_past_the_cap_still_pause_and_the_oldest_is_forgotten() 
         _REGISTRY.clear()
 
 
-class _Challenging(BaseHTTPRequestHandler):
-    """An HTTP MCP endpoint that refuses every request with an endless challenge."""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        scope = "s" * 50_000
-        self.send_response(403)
-        self.send_header("www-authenticate", f'Bearer error="{scope}", scope="{scope}"')
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-async def test_a_refusal_s_challenge_is_quoted_cut_short() -> None:
+async def test_a_refusal_s_challenge_is_quoted_cut_short(http_server: ScriptedServer) -> None:
     """A server's 403 challenge is quoted in `MCPAuthorizationError`, each part cut to 200
     characters: a 100,000-character challenge makes a message of a few hundred."""
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Challenging) as served:
-        thread = threading.Thread(target=served.serve_forever, daemon=True)
-        thread.start()
-        url = f"http://127.0.0.1:{served.server_address[1]}/mcp"
-        try:
-            with pytest.raises(MCPAuthorizationError) as refused:
-                async with MCPServer.http(url, revision="handshake", connect_timeout=10):
-                    pass
-        finally:
-            served.shutdown()
-            thread.join()
+    scope = "s" * 50_000
+    challenge = {"www-authenticate": f'Bearer error="{scope}", scope="{scope}"'}
+    http_server.route("*", Reply(403, headers=challenge))  # every request refused
+    url = f"{http_server.url}/mcp"
+    with pytest.raises(MCPAuthorizationError) as refused:
+        async with MCPServer.http(url, revision="handshake", connect_timeout=10):
+            pass
     cut = "s" * 200
     assert str(refused.value) == (
         f"MCP server {url!r} answered HTTP 403 Forbidden (error={cut!r}, scope={cut!r}): the "

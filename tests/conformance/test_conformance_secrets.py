@@ -16,15 +16,14 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any
 
 import httpx
 import pytest
 from conformance import PROVIDER, Surface, assert_covers, assert_registered
+from http_server import Reply, Request, ScriptedServer
 from openai_support import call
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -578,43 +577,20 @@ async def test_a_key_too_short_to_recognise_leaves_a_successful_answer_alone(mod
     assert response.ai_message.text == text
 
 
-class _Echo(BaseHTTPRequestHandler):
-    """Answers every request 401, echoing the key in its status line, a header and its body."""
-
-    seen: ClassVar[list[str]] = []
-    """The paths of the requests it received."""
-
-    def do_POST(self) -> None:
-        self.seen.append(self.path)
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        sent = [value for value in self.headers.values() if KEY in value]
-        body = json.dumps({"error": {"message": f"bad key {sent}", "type": KEY}}).encode()
-        self.send_response(401, f"Unauthorized {KEY}")
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.send_header("x-echo", sent[0] if sent else "nothing sent")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def _serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
-    """A real server on 127.0.0.1 (so that httpcore, which logs headers at DEBUG, runs)."""
-    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}"
-        finally:
-            server.shutdown()
-            thread.join()
+def _echo(request: Request) -> Reply:
+    """Answers 401, echoing the key it was sent in its status line, a header and its body."""
+    sent = [value for value in request.headers.values() if KEY in value]
+    error = {"error": {"message": f"bad key {sent}", "type": KEY}}
+    echoed = {"x-echo": sent[0] if sent else "nothing sent"}
+    return Reply.json(error, 401, reason=f"Unauthorized {KEY}", headers=echoed)
 
 
 @pytest.fixture
-def echo_server() -> Iterator[str]:
-    yield from _serving(_Echo)
+def echo_server(http_server: ScriptedServer) -> str:
+    """A real server on 127.0.0.1 (so that httpcore, which logs headers at DEBUG, runs)
+    answering every request as `_echo` does."""
+    http_server.route("*", _echo)
+    return http_server.url
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
@@ -662,47 +638,29 @@ async def test_a_fallback_model_over_every_provider_leaves_no_trace(
     _assert_hidden([span.to_json() for span in spans.get_finished_spans()], "a span")
 
 
-class _Redirecting(BaseHTTPRequestHandler):
-    """Answers every request with a 307 to another origin (`target`)."""
-
-    target = ""
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(307)
-        self.send_header("location", self.target + self.path)
-        self.send_header("content-length", "0")
-        self.end_headers()
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_a_redirect_to_another_origin_never_carries_the_key(
-    provider: Surface[Any], echo_server: str
+    provider: Surface[Any], echo_server: str, http_server: ScriptedServer
 ) -> None:
     # The client follows redirects (the user's choice): httpx strips only `Authorization` on a
     # cross-origin hop, so `x-api-key` and `x-goog-api-key` would reach the other host.
-    _Redirecting.target = echo_server
-    _Echo.seen.clear()
-    with ThreadingHTTPServer(("127.0.0.1", 0), _Redirecting) as redirecting:
-        threading.Thread(target=redirecting.serve_forever, daemon=True).start()
-        try:
-            url = f"http://127.0.0.1:{redirecting.server_address[1]}"
-            model = provider.build(
-                url,
-                KEY,
-                max_retries=0,
-                http_client=httpx.Client(follow_redirects=True),
-                async_http_client=httpx.AsyncClient(follow_redirects=True),
-            )
-            for mode in ALL:
-                error = await _error(model, mode)
-                assert error.status_code == 307
-        finally:
-            redirecting.shutdown()
-    assert _Echo.seen == []  # the other origin never heard from us
+    with ScriptedServer() as redirecting:
+        # Every request answered with a 307 to the other origin.
+        redirecting.route(
+            "*", lambda request: Reply(307, headers={"location": echo_server + request.path})
+        )
+        model = provider.build(
+            redirecting.url,
+            KEY,
+            max_retries=0,
+            http_client=httpx.Client(follow_redirects=True),
+            async_http_client=httpx.AsyncClient(follow_redirects=True),
+        )
+        for mode in ALL:
+            error = await _error(model, mode)
+            assert error.status_code == 307
+        assert len(redirecting.requests) == len(ALL)
+    assert http_server.requests == []  # the other origin never heard from us
 
 
 def test_covers_every_surface() -> None:
@@ -746,55 +704,38 @@ async def test_short_and_long_keys_are_redacted_alike(key: str) -> None:
 # -- tools: what a tool is configured with never reaches the model, an error or a log ----------
 
 
-class _EchoingApi(BaseHTTPRequestHandler):
+def _echoing_api(request: Request) -> Reply:
     """An API that puts the fixture key wherever it can, by path: `/401` in an error body (as
     `invalid token: Bearer ...`) and its status line, `/200` in a successful JSON body,
     `/redirect` in a `Location` to another origin (as userinfo and in the query), `/hop` in a
     `Location` within the origin (which the client follows: httpx logs the URL), `/header` in a
-    response header (httpcore logs headers at DEBUG)."""
-
-    def do_GET(self) -> None:
-        path = "/" + self.path.split("?")[0].rsplit("/", 1)[-1]
-        body = b'{"ok": true}'
-        if path == "/401":
-            body = f"invalid token: Bearer {KEY}".encode()
-            self.send_response(401, f"Unauthorized {KEY}")
-        elif path == "/200":
-            body = json.dumps({"token": KEY, KEY: [f"Bearer {KEY}"]}).encode()
-            self.send_response(200)
-        elif path == "/redirect":
-            other = self.headers["host"].replace("127.0.0.1", "localhost")
-            self.send_response(302)
-            self.send_header("location", f"http://u:{KEY}@{other}/?token={KEY}")
-        elif path == "/hop":
-            self.send_response(302)
-            self.send_header("location", f"/200?token={KEY}")
-        else:
-            self.send_response(200)
-            self.send_header("x-echo", KEY)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_POST(self) -> None:
-        """What an MCP client sends: refused, the key echoed in the status line and body."""
-        self.rfile.read(int(self.headers.get("content-length", 0)))
+    response header (httpcore logs headers at DEBUG). What an MCP client sends (a POST) is
+    refused, the key echoed in the status line, a header and the body."""
+    json_type = {"content-type": "application/json"}
+    if request.method == "POST":
         body = json.dumps({"error": f"invalid token: Bearer {KEY}"}).encode()
-        self.send_response(401, f"Unauthorized {KEY}")
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.send_header("x-echo", KEY)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        return Reply(401, body, {**json_type, "x-echo": KEY}, reason=f"Unauthorized {KEY}")
+    path = "/" + request.path.split("?")[0].rsplit("/", 1)[-1]
+    if path == "/401":
+        body = f"invalid token: Bearer {KEY}".encode()
+        return Reply(401, body, json_type, reason=f"Unauthorized {KEY}")
+    if path == "/200":
+        return Reply(200, json.dumps({"token": KEY, KEY: [f"Bearer {KEY}"]}).encode(), json_type)
+    ok = b'{"ok": true}'
+    if path == "/redirect":
+        other = request.headers["host"].replace("127.0.0.1", "localhost")
+        location = f"http://u:{KEY}@{other}/?token={KEY}"
+        return Reply(302, ok, {**json_type, "location": location})
+    if path == "/hop":
+        return Reply(302, ok, {**json_type, "location": f"/200?token={KEY}"})
+    return Reply(200, ok, {**json_type, "x-echo": KEY})
 
 
 @pytest.fixture(scope="module")
 def echoing_api() -> Iterator[str]:
-    yield from _serving(_EchoingApi)
+    with ScriptedServer() as server:
+        server.route("*", _echoing_api)
+        yield server.url
 
 
 HTTP_TOOL_SECRETS: dict[str, Callable[[str, str], af.HttpTool]] = {

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import itertools
 import json
 import logging
 import os
@@ -34,19 +35,19 @@ import tracemalloc
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime, timezone
-from http.server import ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import postgres_server
 import pytest
 import store_support
 import store_worker
 from conformance import STORE, Surface, assert_linear, assert_registered
+from http_server import Reply, Request, ScriptedServer
 from loop_drivers import DRIVERS, drive
 from store_support import HISTORY, Opener, history, raw
 from store_worker import history as worker_history
-from test_conformance_secrets import KEY, _Echo
+from test_conformance_secrets import KEY, _echo
 
 from agentforge_typed import (
     AiMessage,
@@ -572,50 +573,35 @@ def _hidden(texts: list[str] | list[bytes], where: str) -> None:
             assert not found, (where, text[:300])
 
 
-class _CallsThenEchoes(_Echo):
-    """Answers the first request of a run with a call of `lookup` (the key in a header), every
-    other one as `_Echo` does (401, the key in its status line, a header and its body)."""
-
-    answered: ClassVar[int] = 0
-
-    def do_POST(self) -> None:
-        type(self).answered += 1
-        if type(self).answered % 2 == 0:
-            super().do_POST()
-            return
-        sent = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-        function = {"name": "lookup", "arguments": '{"order": 42}'}
-        call = {"index": 0, "id": "call_1", "type": "function", "function": function}
-        if sent.get("stream"):
-            chunks = [
+def _calls_lookup(request: Request) -> Reply:
+    """A call of `lookup` (the key in a header), streamed when asked to be."""
+    function = {"name": "lookup", "arguments": '{"order": 42}'}
+    call = {"index": 0, "id": "call_1", "type": "function", "function": function}
+    if request.json().get("stream"):
+        return Reply.sse(
+            [
                 {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [call]}}]},
                 {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-            ]
-            body = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
-            body, kind = body + b"data: [DONE]\n\n", "text/event-stream"
-        else:
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
-            body, kind = json.dumps({"choices": [choice]}).encode(), "application/json"
-        self.send_response(200)
-        self.send_header("content-type", kind)
-        self.send_header("content-length", str(len(body)))
-        self.send_header("x-echo", KEY)
-        self.end_headers()
-        self.wfile.write(body)
+            ],
+            done=True,
+            headers={"x-echo": KEY},
+        )
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    return Reply.json({"choices": [choice]}, headers={"x-echo": KEY})
 
 
 @pytest.fixture
-def echo_server() -> Iterator[str]:
-    _CallsThenEchoes.answered = 0
-    with ThreadingHTTPServer(("127.0.0.1", 0), _CallsThenEchoes) as server:
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-        finally:
-            server.shutdown()
-            thread.join()
+def echo_server(http_server: ScriptedServer) -> str:
+    """Answers the first request of a run with a call of `lookup` (the key in a header), every
+    other one as `_echo` does (401, the key in its status line, a header and its body)."""
+    answered = itertools.count(1)
+
+    def answer(request: Request) -> Reply:
+        return _echo(request) if next(answered) % 2 == 0 else _calls_lookup(request)
+
+    http_server.route("*", answer)
+    return f"{http_server.url}/v1"
 
 
 @tool

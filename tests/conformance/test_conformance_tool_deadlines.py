@@ -14,10 +14,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
 from typing import Any
 
@@ -25,6 +23,7 @@ import anyio
 import httpx
 import pytest
 from conformance import TOOL, Surface, assert_registered, released
+from http_server import Reply, Request, ScriptedServer
 from mcp.server.lowlevel import Server
 from mcp.shared.memory import create_client_server_memory_streams
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
@@ -93,55 +92,26 @@ async def test_a_schema_tool_handler_ends_within_its_timeout(is_async: bool) -> 
 # --- HttpTool: a server that drips its body ---------------------------------------------------
 
 
-class _Drip(BaseHTTPRequestHandler):
-    """Answers with a body of one byte every 0.1 s, until the client goes or `GIVE_UP`; at
-    `/headers`, with a status line and headers a byte every 0.05 s (no read timeout trips); at
-    `/hop<n>`, with a redirect to `/hop<n+1>` after 0.4 s, each well within the read timeout."""
-
-    def do_GET(self) -> None:
-        if self.path.startswith(("/headers", "/hop")):
-            return self._slow_head()
-        self.send_response(200)
-        self.send_header("content-type", "text/plain")
-        self.send_header("transfer-encoding", "chunked")
-        self.end_headers()
-        started = time.monotonic()
-        with contextlib.suppress(OSError):  # the client stopped reading: its deadline
-            while time.monotonic() - started < GIVE_UP:
-                self.wfile.write(b"1\r\nx\r\n")
-                self.wfile.flush()
-                time.sleep(0.1)
-            self.wfile.write(b"0\r\n\r\n")
-
-    def _slow_head(self) -> None:
-        started = time.monotonic()
-        with contextlib.suppress(OSError):  # the client went: its deadline
-            if self.path.startswith("/hop"):
-                time.sleep(0.4)
-                hop = int(self.path.removeprefix("/hop") or 0)
-                self.wfile.write(f"HTTP/1.1 302 Found\r\nlocation: /hop{hop + 1}\r\n".encode())
-                self.wfile.write(b"content-length: 0\r\n\r\n")
-                return
-            head = b"HTTP/1.1 200 OK\r\n" + b"x-filler: 1\r\n" * 1000 + b"content-length: 0\r\n\r\n"
-            for byte in head:
-                if time.monotonic() - started > GIVE_UP:
-                    return
-                self.wfile.write(bytes([byte]))
-                self.wfile.flush()
-                time.sleep(0.05)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+def _hop(request: Request) -> Reply:
+    """A redirect to the next hop, after 0.4 s."""
+    hop = int(request.path.removeprefix("/hop") or 0)
+    head = f"HTTP/1.1 302 Found\r\nlocation: /hop{hop + 1}\r\ncontent-length: 0\r\n\r\n"
+    return Reply(body=[head.encode()], delay=0.4, raw=True)
 
 
 @pytest.fixture(scope="module")
 def drip() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Drip)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
-    server.server_close()
+    """Answers with a body of one byte every 0.1 s, until the client goes or `GIVE_UP`; at
+    `/headers`, with a status line and headers a byte every 0.05 s (no read timeout trips); at
+    `/hop<n>`, with a redirect to `/hop<n+1>` after 0.4 s, each well within the read timeout."""
+    head = b"HTTP/1.1 200 OK\r\n" + b"x-filler: 1\r\n" * 1000 + b"content-length: 0\r\n\r\n"
+    dripped_head = [head[i : i + 1] for i in range(min(len(head), int(GIVE_UP / 0.05)))]
+    dripped_body = [b"x"] * int(GIVE_UP / 0.1)
+    with ScriptedServer() as server:
+        server.route("/", Reply(body=dripped_body, chunked=True, delay=0.1))
+        server.route("/headers", Reply(body=dripped_head, delay=0.05, raw=True))
+        server.route("/hop*", _hop)
+        yield f"{server.url}/"
 
 
 @pytest.mark.parametrize("is_async", [False, True])

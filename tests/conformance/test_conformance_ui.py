@@ -12,16 +12,15 @@ import asyncio
 import json
 import logging
 import socket
-import threading
 import time
-from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 import pytest
 import ui_support
 from conformance import UI, Surface, assert_linear, assert_registered
+from http_server import Reply, Request, ScriptedServer
 
 from agentforge_typed import (
     AiMessage,
@@ -134,54 +133,27 @@ async def test_a_malformed_request_is_refused_and_nothing_runs(
 # -- secret --------------------------------------------------------------------------------------
 
 
-class _Echo(BaseHTTPRequestHandler):
+def _echo(mode: str) -> Callable[[Request], Reply]:
     """An OpenAI-compatible server that echoes the key it was sent: in its text (`text`), in a
     tool call's arguments and the text after (`call`), in a 401 (`error`)."""
 
-    mode = "text"
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        key = self.headers["authorization"].removeprefix("Bearer ")
-        if self.mode == "error":
-            self.send_response(401)
-            self.send_header("content-type", "application/json")
-            self.end_headers()
-            self.wfile.write(json.dumps({"error": {"message": f"bad key {key}"}}).encode())
-            return
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
+    def answer(request: Request) -> Reply:
+        key = request.headers["authorization"].removeprefix("Bearer ")
+        if mode == "error":
+            return Reply.json({"error": {"message": f"bad key {key}"}}, 401)
         delta: dict[str, Any] = {"content": f"the key is {key[:7]}"}
         rest: dict[str, Any] = {"content": f"{key[7:]}."}
-        if self.mode == "call" and body["messages"][-1]["role"] != "tool":
+        if mode == "call" and request.json()["messages"][-1]["role"] != "tool":
             call = {"index": 0, "id": "c1", "type": "function"}
             first = {**call, "function": {"name": "echo", "arguments": '{"text": "' + key[:9]}}
             second = {"index": 0, "function": {"arguments": key[9:] + '"}'}}
             delta, rest = {"tool_calls": [first]}, {"tool_calls": [second]}
-        for piece in (delta, rest):
-            chunk = {"choices": [{"index": 0, "delta": piece}]}
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
         reason = "tool_calls" if "tool_calls" in delta else "stop"
         done = {"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
-        self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
+        pieces = [{"choices": [{"index": 0, "delta": piece}]} for piece in (delta, rest)]
+        return Reply.sse([*pieces, done], done=True)
 
-    def log_message(self, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture()
-def echoing() -> Iterator[type[_Echo]]:
-    handler = type("Echo", (_Echo,), {})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    handler.url = f"http://127.0.0.1:{server.server_address[1]}/v1"  # type: ignore[attr-defined]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield handler
-    finally:
-        server.shutdown()
-        server.server_close()
+    return answer
 
 
 def _fragments(text: str) -> list[str]:
@@ -192,12 +164,12 @@ def _fragments(text: str) -> list[str]:
 @pytest.mark.parametrize("surface", UI.each("secret"))
 async def test_no_frame_and_no_log_holds_the_model_s_key(
     surface: Surface[Any],
-    echoing: type[_Echo],
+    http_server: ScriptedServer,
     mode: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    echoing.mode = mode
-    model = OpenAIChatModel("m", base_url=echoing.url, api_key=KEY, max_retries=0)  # type: ignore[attr-defined]
+    http_server.route("/v1/chat/completions", _echo(mode))
+    model = OpenAIChatModel("m", base_url=f"{http_server.url}/v1", api_key=KEY, max_retries=0)
     app = create_app(ui_support.service(), model)
     caplog.set_level(logging.DEBUG)
     conversation = surface.build("secret-thread")

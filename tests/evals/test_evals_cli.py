@@ -9,15 +9,14 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from http_server import Reply, Request, ScriptedServer
 
 from agentforge_typed.cli import main
 from agentforge_typed.cli._eval import Progress
@@ -72,54 +71,31 @@ RIGHT = by_prompt(
 @contextmanager
 def serving(
     answer: Answer, hold: Callable[[dict[str, Any]], bool] = lambda b: False
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[ScriptedServer]:
     """An OpenAI-compatible server on 127.0.0.1 answering with `answer`; a request `hold` picks
-    waits until the server stops. Yields its state: `url`, `requests` (the bodies)."""
-    state: dict[str, Any] = {"requests": []}
-    stop = threading.Event()
+    waits until the server closes."""
+    with ScriptedServer() as server:
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
-            state["requests"].append(body)
+        def reply(request: Request) -> Reply:
+            body = request.json()
             if hold(body):
-                stop.wait(20)
-                return
+                server.closing.wait(20)
             message = answer(body)
-            payload = {
-                "id": "x",
-                "object": "chat.completion",
-                "created": 1,
-                "model": "m",
-                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
-            }
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass
+            choice = {"index": 0, "message": message, "finish_reason": "stop"}
+            usage = {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12}
+            return Reply.json(
+                {
+                    "id": "x",
+                    "object": "chat.completion",
+                    "created": 1,
+                    "model": "m",
+                    "choices": [choice],
+                    "usage": usage,
+                }
+            )
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    thread = threading.Thread(
-        target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-    )
-    thread.start()
-    state["url"] = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    try:
-        yield state
-    finally:
-        stop.set()
-        httpd.shutdown()
-        httpd.server_close()
+        server.route("/v1/chat/completions", reply)
+        yield server
 
 
 @pytest.fixture(autouse=True)
@@ -134,10 +110,10 @@ def run(
     answer: Answer = RIGHT,
 ) -> tuple[int, str, str, list[Any]]:
     with serving(answer) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server["url"])
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
         status = main(["eval", *args])
     out, err = capsys.readouterr()
-    return status, out, err, server["requests"]
+    return status, out, err, [request.json() for request in server.requests]
 
 
 def test_a_passing_eval_prints_its_table_and_writes_both_reports(
@@ -458,15 +434,15 @@ def test_ctrl_c_writes_what_finished(tmp_path: Path) -> None:
             env={
                 **os.environ,
                 "PYTHONPATH": str(ROOT),
-                "OPENAI_BASE_URL": server["url"],
+                "OPENAI_BASE_URL": f"{server.url}/v1",
                 "OPENAI_API_KEY": KEY,
             },
         )
         deadline = time.monotonic() + 30
-        while len(server["requests"]) < 2 and time.monotonic() < deadline:
+        while len(server.requests) < 2 and time.monotonic() < deadline:
             time.sleep(0.05)
         try:
-            assert len(server["requests"]) == 2, "the second case never reached the server"
+            assert len(server.requests) == 2, "the second case never reached the server"
             process.send_signal(signal.SIGINT)
             stdout, stderr = process.communicate(timeout=30)
         finally:

@@ -6,13 +6,12 @@ import json
 import os
 import signal
 import sys
-import threading
 from collections.abc import Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TextIO
 
 import pytest
+from http_server import Reply, Request, ScriptedServer
 
 pytest.importorskip("mcp")
 
@@ -39,28 +38,14 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-class PriceHandler(BaseHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        data = json.dumps({"sku": self.path.rsplit("/", 1)[-1], "price": 12.5}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def _price(request: Request) -> Reply:
+    return Reply.json({"sku": request.path.rsplit("/", 1)[-1], "price": 12.5})
 
 
 @pytest.fixture
-def price_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), PriceHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/prices/{{sku}}"
-    server.shutdown()
-    server.server_close()
-    thread.join()
+def price_url(http_server: ScriptedServer) -> str:
+    http_server.route("/prices/*", _price)
+    return f"{http_server.url}/prices/{{sku}}"
 
 
 @pytest.fixture

@@ -11,12 +11,12 @@ import logging
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
 import pytest
 from conformance import assert_linear
+from http_server import Reply, ScriptedServer
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -288,30 +288,12 @@ def test_limits_must_be_positive() -> None:
 # -- one model, several event loops --------------------------------------------------------------
 
 
-class _Answering(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive: connections outlive a request
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        body = json.dumps(answer()).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Answering)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    httpd.shutdown()
-    httpd.server_close()
+    """A server that answers every request at once, keeping connections alive after it."""
+    with ScriptedServer(keep_alive=True) as served:
+        served.route("/v1/chat/completions", Reply.json(answer()))
+        yield f"{served.url}/v1"
 
 
 def test_two_event_loops_in_turn_share_one_model(server: str) -> None:

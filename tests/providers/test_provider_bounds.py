@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from itertools import cycle
 from typing import Any
 
 import httpx
 import pytest
+from http_server import Reply, ScriptedServer
 from openai_support import call
 
 from agentforge_typed import ChatRequest, ModelError, UserMessage
@@ -128,42 +127,14 @@ def test_a_call_within_its_total_timeout_is_untouched() -> None:
     assert model.chat(REQUEST).ai_message.text == "ok"
 
 
-class _KeepAliveForever(BaseHTTPRequestHandler):
-    """A real server that answers every request with an event stream of keep-alives only."""
-
-    stop = threading.Event()
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-        started = time.monotonic()
-        try:
-            while not self.stop.is_set() and time.monotonic() - started < GIVE_UP:
-                self.wfile.write(b": keep-alive\n\n")
-                self.wfile.flush()
-                time.sleep(0.05)
-        except OSError:
-            pass  # the client gave up and closed the connection
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.fixture
-def keep_alive_server() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveForever)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        _KeepAliveForever.stop.set()
-        server.shutdown()
-        server.server_close()
-        _KeepAliveForever.stop.clear()
+def keep_alive_server(http_server: ScriptedServer) -> str:
+    """A real server that answers every request with an event stream of keep-alives only (for
+    `GIVE_UP` seconds)."""
+    keep_alives = [b": keep-alive\n\n"] * int(GIVE_UP / 0.05)
+    headers = {"content-type": "text/event-stream"}
+    http_server.route("*", Reply(body=keep_alives, headers=headers, delay=0.05))
+    return http_server.url
 
 
 @pytest.mark.parametrize("provider", list(CLASSES))
@@ -183,36 +154,18 @@ async def test_total_timeout_over_a_real_socket(
     assert 0.4 <= time.monotonic() - started < 3.0
 
 
-class _Silent(BaseHTTPRequestHandler):
-    """A real server that reads the request and says nothing until the client gives up."""
-
-    stop = threading.Event()
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        self.stop.wait(GIVE_UP)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
 @pytest.mark.parametrize("mode", ["chat", "achat"])
-async def test_total_timeout_ends_a_blocking_call_once_not_after_each_retry(mode: str) -> None:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Silent)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    model = OpenAIChatModel("m", base_url=url, total_timeout=0.4, max_retries=2)
+async def test_total_timeout_ends_a_blocking_call_once_not_after_each_retry(
+    mode: str, http_server: ScriptedServer
+) -> None:
+    http_server.route("*", Reply(wait=GIVE_UP))  # silent until the client gives up
+    model = OpenAIChatModel("m", base_url=http_server.url, total_timeout=0.4, max_retries=2)
     started = time.monotonic()
     try:
         with pytest.raises(ModelError, match=r"took longer than total_timeout=0\.4s"):
             await call(model, REQUEST, mode)
     finally:
         await model.aclose()
-        _Silent.stop.set()
-        server.shutdown()
-        server.server_close()
-        _Silent.stop.clear()
     # One attempt's bound, not one per retry (a timeout it caused is not retried).
     assert 0.4 <= time.monotonic() - started < 0.8
 

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Generator, Iterator, Mapping
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import pytest
+from http_server import Reply, Request, ScriptedServer
 from pydantic import BaseModel, Field
 
 from agentforge_typed import (
@@ -30,128 +28,70 @@ Mode = Literal["sync", "async"]
 MODES: list[Mode] = ["sync", "async"]
 
 
-@dataclass
-class Received:
-    method: str
-    raw_path: str
-    headers: dict[str, str]
-    body: bytes
+def _redirect(request: Request) -> Reply:
+    """A 302 to the query's `to`: a URL, or a path of this server's."""
+    to = dict(parse_qsl(urlsplit(request.path).query))["to"]
+    location = to if "://" in to else f"http://{request.headers['host']}{to}"
+    return Reply(302, headers={"Location": location})
 
 
-@dataclass
-class Server:
-    base: str
-    requests: list[Received] = field(default_factory=list)
+def _charset(request: Request) -> Reply:
+    """`/charset/<status>/<charset>`: a body that is not text in that charset."""
+    status, charset = urlsplit(request.path).path.removeprefix("/charset/").split("/")
+    return Reply(int(status), b"\xff\xfeok", {"Content-Type": f"text/plain; charset={charset}"})
 
 
-class Handler(BaseHTTPRequestHandler):
-    server: ThreadingHTTPServer
+PLAIN = {"Content-Type": "text/plain"}
 
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep the test output clean
 
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        received: list[Received] = self.server.received  # type: ignore[attr-defined]
-        received.append(Received(self.command, self.path, dict(self.headers.items()), body))
-        path = urlsplit(self.path).path
-        if path.startswith("/items/"):
-            self._send(200, {"raw_path": self.path})
-        elif path == "/search":
-            self._send(200, {"query": parse_qsl(urlsplit(self.path).query)})
-        elif path == "/orders":
-            self._send(
-                201, {"created": json.loads(body), "auth": self.headers.get("Authorization")}
-            )
-        elif path == "/missing":
-            self._send(404, b"no such item", "text/plain")
-        elif path == "/boom":
-            self._send(500, b"E" * 2000, "text/plain")
-        elif path == "/slow":
-            time.sleep(3.0)
-            self._send(200, b"late", "text/plain")
-        elif path == "/big":
-            self._send(200, b"x" * 100_000, "text/plain")
-        elif path == "/big-json":
-            self._send(200, {"items": list(range(20_000))})
-        elif path == "/text":
-            self._send(200, "héllo".encode(), "text/plain; charset=utf-8")
-        elif path == "/empty":
-            self._send(204, b"", None)
-        elif path == "/redirect":
-            to = dict(parse_qsl(urlsplit(self.path).query))["to"]
-            self.send_response(302)
-            self.send_header("Location", to if "://" in to else self.server_base() + to)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        elif path == "/headers":
-            self._send(200, {"headers": dict(self.headers.items())})
-        elif path.startswith("/charset/"):
-            status, charset = path.removeprefix("/charset/").split("/")
-            self._send(int(status), b"\xff\xfeok", f"text/plain; charset={charset}")
-        else:
-            self._send(418, b"unexpected path", "text/plain")
-
-    def server_base(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
-
-    def _send(
-        self, status: int, payload: Any, content_type: str | None = "application/json"
-    ) -> None:
-        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-        self.send_response(status)
-        if content_type:
-            self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        try:
-            self.wfile.write(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the client gave up (timeout test)
+def serve() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as served:
+        served.route("*", Reply(418, b"unexpected path", PLAIN))
+        served.route("/items/*", lambda request: Reply.json({"raw_path": request.path}))
+        served.route(
+            "/search",
+            lambda request: Reply.json({"query": parse_qsl(urlsplit(request.path).query)}),
+        )
+        served.route(
+            "/orders",
+            lambda request: Reply.json(
+                {"created": request.json(), "auth": request.headers.get("Authorization")}, 201
+            ),
+        )
+        served.route("/missing", Reply(404, b"no such item", PLAIN))
+        served.route("/boom", Reply(500, b"E" * 2000, PLAIN))
+        served.route("/slow", Reply(200, b"late", PLAIN, wait=3.0))
+        served.route("/big", Reply(200, b"x" * 100_000, PLAIN))
+        served.route("/big-json", Reply.json({"items": list(range(20_000))}))
+        served.route(
+            "/text", Reply(200, "héllo".encode(), {"Content-Type": "text/plain; charset=utf-8"})
+        )
+        served.route("/empty", Reply(204))
+        served.route("/redirect", _redirect)
+        served.route("/headers", lambda request: Reply.json({"headers": dict(request.headers)}))
+        served.route("/charset/*", _charset)
+        yield served
 
 
 @pytest.fixture(scope="module")
-def server() -> Iterator[Server]:
+def server() -> Iterator[ScriptedServer]:
     yield from serve()
 
 
 @pytest.fixture(scope="module")
-def other_server() -> Iterator[Server]:
+def other_server() -> Iterator[ScriptedServer]:
     yield from serve()
 
 
 @pytest.fixture
-def other(other_server: Server) -> Server:
+def other(other_server: ScriptedServer) -> ScriptedServer:
     """A second origin: the same server on another port."""
     other_server.requests.clear()
     return other_server
 
 
-def serve() -> Iterator[Server]:
-    http_server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    http_server.daemon_threads = True
-    state = Server(base=f"http://127.0.0.1:{http_server.server_address[1]}")
-    http_server.received = state.requests  # type: ignore[attr-defined]
-    thread = threading.Thread(target=http_server.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    http_server.shutdown()
-    http_server.server_close()
-    thread.join()
-
-
 @pytest.fixture
-def srv(server: Server) -> Server:
+def srv(server: ScriptedServer) -> ScriptedServer:
     server.requests.clear()
     return server
 
@@ -180,8 +120,8 @@ def item_tool(base: str) -> HttpTool:
     )
 
 
-def test_satisfies_tool_like(srv: Server) -> None:
-    tool: ToolLike = item_tool(srv.base)
+def test_satisfies_tool_like(srv: ScriptedServer) -> None:
+    tool: ToolLike = item_tool(srv.url)
     assert tool.name == "get_item"
     # Keys the schema does not declare are refused, and the model is told so.
     assert tool.specification.parameters == {**ITEM_SCHEMA, "additionalProperties": False}
@@ -189,10 +129,10 @@ def test_satisfies_tool_like(srv: Server) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_get_with_query(srv: Server, mode: Mode) -> None:
+async def test_get_with_query(srv: ScriptedServer, mode: Mode) -> None:
     tool = HttpTool(
         "search",
-        url=srv.base + "/search",
+        url=srv.url + "/search",
         parameters={
             "type": "object",
             "properties": {
@@ -208,9 +148,7 @@ async def test_get_with_query(srv: Server, mode: Mode) -> None:
         tool, '{"q": "red shoes&x=1", "tags": ["a", "b"], "limit": 5, "exact": true}', mode
     )
     assert srv.requests[0].method == "GET"
-    assert srv.requests[0].raw_path == (
-        "/search?q=red+shoes%26x%3D1&tags=a&tags=b&limit=5&exact=true"
-    )
+    assert srv.requests[0].path == ("/search?q=red+shoes%26x%3D1&tags=a&tags=b&limit=5&exact=true")
     assert srv.requests[0].body == b""
     expected = {
         "query": [
@@ -227,10 +165,12 @@ async def test_get_with_query(srv: Server, mode: Mode) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_post_with_json_body_headers_and_auth_from_context(srv: Server, mode: Mode) -> None:
+async def test_post_with_json_body_headers_and_auth_from_context(
+    srv: ScriptedServer, mode: Mode
+) -> None:
     tool = HttpTool(
         "create_order",
-        url=srv.base + "/orders",
+        url=srv.url + "/orders",
         method="POST",
         parameters={
             "type": "object",
@@ -248,7 +188,7 @@ async def test_post_with_json_body_headers_and_auth_from_context(srv: Server, mo
         tool, '{"item": "pen", "quantity": 3, "request_id": "r-1"}', mode, deps={"token": "s3cret"}
     )
     received = srv.requests[0]
-    assert (received.method, received.raw_path) == ("POST", "/orders")
+    assert (received.method, received.path) == ("POST", "/orders")
     assert json.loads(received.body) == {"item": "pen", "quantity": 3}
     assert received.headers["Content-Type"] == "application/json"
     assert received.headers["X-Request-Id"] == "r-1"
@@ -258,9 +198,9 @@ async def test_post_with_json_body_headers_and_auth_from_context(srv: Server, mo
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_path_parameter_is_percent_encoded(srv: Server, mode: Mode) -> None:
-    result = await run(item_tool(srv.base), '{"item_id": "a b/c?d#e%f"}', mode)
-    assert srv.requests[0].raw_path == "/items/a%20b%2Fc%3Fd%23e%25f"
+async def test_path_parameter_is_percent_encoded(srv: ScriptedServer, mode: Mode) -> None:
+    result = await run(item_tool(srv.url), '{"item_id": "a b/c?d#e%f"}', mode)
+    assert srv.requests[0].path == "/items/a%20b%2Fc%3Fd%23e%25f"
     assert result.value == {"raw_path": "/items/a%20b%2Fc%3Fd%23e%25f"}
 
 
@@ -275,19 +215,21 @@ async def test_path_parameter_is_percent_encoded(srv: Server, mode: Mode) -> Non
     ],
 )
 async def test_arguments_cannot_change_host_or_path(
-    srv: Server, mode: Mode, item_id: str, raw_path: str
+    srv: ScriptedServer, mode: Mode, item_id: str, raw_path: str
 ) -> None:
-    result = await run(item_tool(srv.base), json.dumps({"item_id": item_id}), mode)
+    result = await run(item_tool(srv.url), json.dumps({"item_id": item_id}), mode)
     # The request reached our server, on the templated path, with the value as one segment.
-    assert [r.raw_path for r in srv.requests] == [raw_path]
-    assert srv.requests[0].headers["Host"] == srv.base.removeprefix("http://")
+    assert [r.path for r in srv.requests] == [raw_path]
+    assert srv.requests[0].headers["Host"] == srv.url.removeprefix("http://")
     assert result.value == {"raw_path": raw_path}
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("item_id", ["..", ".", ""])
-async def test_dot_and_empty_segments_are_refused(srv: Server, mode: Mode, item_id: str) -> None:
-    result = await run(item_tool(srv.base), json.dumps({"item_id": item_id}), mode)
+async def test_dot_and_empty_segments_are_refused(
+    srv: ScriptedServer, mode: Mode, item_id: str
+) -> None:
+    result = await run(item_tool(srv.url), json.dumps({"item_id": item_id}), mode)
     assert result.error_kind == "arguments"
     assert f"- $.item_id: Invalid path segment (input: {json.dumps(item_id)})" in result.text
     assert srv.requests == []
@@ -320,10 +262,10 @@ def test_headers_cannot_target_reserved_or_configured_headers() -> None:
         )
 
 
-async def test_configured_headers_win_over_argument_headers(srv: Server) -> None:
+async def test_configured_headers_win_over_argument_headers(srv: ScriptedServer) -> None:
     tool = HttpTool(
         "get_item",
-        url=srv.base + "/items/{item_id}",
+        url=srv.url + "/items/{item_id}",
         parameters={
             **ITEM_SCHEMA,
             "properties": {"item_id": {"type": "string"}, "t": {"type": "string"}},
@@ -359,8 +301,8 @@ def test_routing_mistakes_are_refused() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_invalid_arguments_send_nothing(srv: Server, mode: Mode) -> None:
-    result = await run(item_tool(srv.base), '{"item_id": 5}', mode)
+async def test_invalid_arguments_send_nothing(srv: ScriptedServer, mode: Mode) -> None:
+    result = await run(item_tool(srv.url), '{"item_id": 5}', mode)
     assert result.error_kind == "arguments"
     assert result.text == (
         "Invalid arguments for tool `get_item`:\n"
@@ -371,8 +313,8 @@ async def test_invalid_arguments_send_nothing(srv: Server, mode: Mode) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_404_is_an_error_result_with_status_and_body(srv: Server, mode: Mode) -> None:
-    tool = HttpTool("missing", url=srv.base + "/missing")
+async def test_404_is_an_error_result_with_status_and_body(srv: ScriptedServer, mode: Mode) -> None:
+    tool = HttpTool("missing", url=srv.url + "/missing")
     result = await run(tool, "{}", mode)
     assert (result.is_error, result.error_kind) == (True, "execution")
     assert result.text == "HTTP 404 Not Found: no such item"
@@ -382,16 +324,16 @@ async def test_404_is_an_error_result_with_status_and_body(srv: Server, mode: Mo
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_500_body_is_truncated(srv: Server, mode: Mode) -> None:
-    result = await run(HttpTool("boom", url=srv.base + "/boom"), "", mode)
+async def test_500_body_is_truncated(srv: ScriptedServer, mode: Mode) -> None:
+    result = await run(HttpTool("boom", url=srv.url + "/boom"), "", mode)
     assert result.error_kind == "execution"
     assert result.text == "HTTP 500 Internal Server Error: " + "E" * 500 + "…"
     assert result.repairs == ("empty arguments read as {}",)
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_timeout(srv: Server, mode: Mode) -> None:
-    tool = HttpTool("slow", url=srv.base + "/slow", timeout=0.2)
+async def test_timeout(srv: ScriptedServer, mode: Mode) -> None:
+    tool = HttpTool("slow", url=srv.url + "/slow", timeout=0.2)
     started = time.monotonic()
     result = await run(tool, "{}", mode)
     assert time.monotonic() - started < 2.5
@@ -411,12 +353,14 @@ async def test_connection_error(mode: Mode) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_body_over_max_response_bytes_is_read_that_far(srv: Server, mode: Mode) -> None:
-    tool = HttpTool("big", url=srv.base + "/big", max_response_bytes=1000)
+async def test_a_body_over_max_response_bytes_is_read_that_far(
+    srv: ScriptedServer, mode: Mode
+) -> None:
+    tool = HttpTool("big", url=srv.url + "/big", max_response_bytes=1000)
     result = await run(tool, "{}", mode)
     marker = "… [the response exceeds max_response_bytes=1000 bytes; the rest was not read]"
     assert (result.text, result.value) == ("x" * 1000 + marker, "x" * 1000)
-    json_tool = HttpTool("big_json", url=srv.base + "/big-json", max_response_bytes=1000)
+    json_tool = HttpTool("big_json", url=srv.url + "/big-json", max_response_bytes=1000)
     result = await run(json_tool, "{}", mode)
     # Cut before its end, the body cannot be parsed: the model reads the start of it as text.
     assert result.text.startswith('{"items": [0, 1, 2,')
@@ -426,13 +370,13 @@ async def test_a_body_over_max_response_bytes_is_read_that_far(srv: Server, mode
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_text_over_max_result_chars_keeps_its_head_and_tail(
-    srv: Server, mode: Mode
+    srv: ScriptedServer, mode: Mode
 ) -> None:
-    tool = HttpTool("big", url=srv.base + "/big", max_result_chars=1000)
+    tool = HttpTool("big", url=srv.url + "/big", max_result_chars=1000)
     result = await run(tool, "{}", mode)
     assert result.text == "x" * 487 + "… [99027 characters cut] …" + "x" * 486
     assert result.value == result.full_text == "x" * 100_000
-    json_tool = HttpTool("big_json", url=srv.base + "/big-json", max_result_chars=1000)
+    json_tool = HttpTool("big_json", url=srv.url + "/big-json", max_result_chars=1000)
     result = await run(json_tool, "{}", mode)
     # Parsed whole: the program gets the value, the model the JSON's head and tail.
     assert result.value == {"items": list(range(20_000))}
@@ -443,10 +387,10 @@ async def test_a_text_over_max_result_chars_keeps_its_head_and_tail(
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_text_and_empty_responses(srv: Server, mode: Mode) -> None:
-    text = await run(HttpTool("text", url=srv.base + "/text"), "{}", mode)
+async def test_text_and_empty_responses(srv: ScriptedServer, mode: Mode) -> None:
+    text = await run(HttpTool("text", url=srv.url + "/text"), "{}", mode)
     assert (text.text, text.value) == ("héllo", "héllo")
-    empty = await run(HttpTool("empty", url=srv.base + "/empty", method="DELETE"), "{}", mode)
+    empty = await run(HttpTool("empty", url=srv.url + "/empty", method="DELETE"), "{}", mode)
     assert (empty.text, empty.value, empty.is_error) == ("Success", None, False)
     assert srv.requests[-1].method == "DELETE"
 
@@ -457,8 +401,8 @@ class SearchArgs(BaseModel):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_args_model_is_validated_strictly(srv: Server, mode: Mode) -> None:
-    tool = HttpTool("search", url=srv.base + "/search", args_model=SearchArgs)
+async def test_args_model_is_validated_strictly(srv: ScriptedServer, mode: Mode) -> None:
+    tool = HttpTool("search", url=srv.url + "/search", args_model=SearchArgs)
     # Unknown keys are refused although `SearchArgs` does not say so: the schema says it.
     assert tool.specification.parameters == {
         "title": "SearchArgs",
@@ -468,7 +412,7 @@ async def test_args_model_is_validated_strictly(srv: Server, mode: Mode) -> None
         "additionalProperties": False,
     }
     result = await run(tool, '{"q": "pens"}', mode)
-    assert srv.requests[0].raw_path == "/search?q=pens&limit=10"
+    assert srv.requests[0].path == "/search?q=pens&limit=10"
     invalid = await run(tool, '{"q": "pens", "limit": "5"}', mode)
     assert invalid.error_kind == "arguments"
     assert '- $.limit: Input should be a valid integer (input: "5")' in invalid.text
@@ -487,8 +431,10 @@ class RangeArgs(BaseModel):
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_args_model_refuses_unknown_keys_at_every_depth(srv: Server, mode: Mode) -> None:
-    tool = HttpTool("range", url=srv.base + "/search", method="POST", args_model=RangeArgs)
+async def test_args_model_refuses_unknown_keys_at_every_depth(
+    srv: ScriptedServer, mode: Mode
+) -> None:
+    tool = HttpTool("range", url=srv.url + "/search", method="POST", args_model=RangeArgs)
     nested = tool.specification.parameters["$defs"]["Window"]
     assert nested["additionalProperties"] is False
     sneaky = '{"window": {"start": 1, "end": 2, "admin": true}, "tags": [{"start": 0, "end": 1, "x": 0}]}'
@@ -501,7 +447,7 @@ async def test_args_model_refuses_unknown_keys_at_every_depth(srv: Server, mode:
     assert Window.model_validate({"start": 1, "end": 2, "admin": True}) == Window(start=1, end=2)
     dropping = HttpTool(
         "range",
-        url=srv.base + "/search",
+        url=srv.url + "/search",
         method="POST",
         args_model=RangeArgs,
         extra_arguments="ignore",
@@ -518,8 +464,8 @@ async def test_args_model_refuses_unknown_keys_at_every_depth(srv: Server, mode:
     )
 
 
-async def test_injected_clients_are_used(srv: Server) -> None:
-    tool_args: dict[str, Any] = {"url": srv.base + "/items/{item_id}", "parameters": ITEM_SCHEMA}
+async def test_injected_clients_are_used(srv: ScriptedServer) -> None:
+    tool_args: dict[str, Any] = {"url": srv.url + "/items/{item_id}", "parameters": ITEM_SCHEMA}
     with httpx.Client(headers={"User-Agent": "sync-client"}) as client:
         tool = HttpTool("get_item", http_client=client, **tool_args)
         await run(tool, '{"item_id": "1"}', "sync")
@@ -529,8 +475,8 @@ async def test_injected_clients_are_used(srv: Server) -> None:
     assert [r.headers["User-Agent"] for r in srv.requests] == ["sync-client", "async-client"]
 
 
-async def test_httpx_auth_is_applied(srv: Server) -> None:
-    tool = HttpTool("get_item", url=srv.base + "/items/{item_id}", auth=httpx.BasicAuth("u", "p"))
+async def test_httpx_auth_is_applied(srv: ScriptedServer) -> None:
+    tool = HttpTool("get_item", url=srv.url + "/items/{item_id}", auth=httpx.BasicAuth("u", "p"))
     await run(tool, '{"item_id": "1"}', "async")
     assert srv.requests[0].headers["Authorization"] == "Basic dTpw"
 
@@ -549,10 +495,10 @@ def test_default_schema_is_the_path_parameters() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_the_templates_fixed_query_is_always_sent(srv: Server, mode: Mode) -> None:
+async def test_the_templates_fixed_query_is_always_sent(srv: ScriptedServer, mode: Mode) -> None:
     tool = HttpTool(
         "search",
-        url=srv.base + "/search?tenant=acme&api-version=2024-01-01",
+        url=srv.url + "/search?tenant=acme&api-version=2024-01-01",
         parameters={
             "type": "object",
             "properties": {"q": {"type": "string"}, "tags": {"type": "array"}},
@@ -560,7 +506,7 @@ async def test_the_templates_fixed_query_is_always_sent(srv: Server, mode: Mode)
     )
     await run(tool, '{"q": "red shoes", "tags": ["a", "b"]}', mode)
     await run(tool, "{}", mode)
-    assert [r.raw_path for r in srv.requests] == [
+    assert [r.path for r in srv.requests] == [
         "/search?tenant=acme&api-version=2024-01-01&q=red+shoes&tags=a&tags=b",
         "/search?tenant=acme&api-version=2024-01-01",
     ]
@@ -579,11 +525,11 @@ def test_an_argument_cannot_override_the_fixed_query() -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_additional_argument_cannot_override_the_fixed_query(
-    srv: Server, mode: Mode
+    srv: ScriptedServer, mode: Mode
 ) -> None:
     tool = HttpTool(
         "search",
-        url=srv.base + "/search?tenant=acme",
+        url=srv.url + "/search?tenant=acme",
         parameters={"type": "object", "additionalProperties": {"type": "string"}},
         query="rest",
     )
@@ -591,7 +537,7 @@ async def test_an_additional_argument_cannot_override_the_fixed_query(
     assert refused.error_kind == "arguments"
     assert '- $.tenant: The tool fixes this query parameter (input: "evil")' in refused.text
     await run(tool, '{"q": "x"}', mode)
-    assert [r.raw_path for r in srv.requests] == ["/search?tenant=acme&q=x"]
+    assert [r.path for r in srv.requests] == ["/search?tenant=acme&q=x"]
 
 
 # -- configured headers --------------------------------------------------------------------------
@@ -666,11 +612,11 @@ def test_configured_headers_are_compared_case_insensitively_at_construction() ->
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("method", ["GET", "POST"])
 async def test_undeclared_arguments_are_an_arguments_error(
-    srv: Server, mode: Mode, method: str
+    srv: ScriptedServer, mode: Mode, method: str
 ) -> None:
     tool = HttpTool(
         "t",
-        url=srv.base + ("/search" if method == "GET" else "/orders"),
+        url=srv.url + ("/search" if method == "GET" else "/orders"),
         method=method,
         parameters={"type": "object", "properties": {"q": {"type": "string"}}},
     )
@@ -696,10 +642,10 @@ def test_a_schema_allowing_additional_properties_must_say_where_they_go() -> Non
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_additional_properties_go_where_rest_says(srv: Server, mode: Mode) -> None:
+async def test_additional_properties_go_where_rest_says(srv: ScriptedServer, mode: Mode) -> None:
     tool = HttpTool(
         "create_order",
-        url=srv.base + "/orders",
+        url=srv.url + "/orders",
         method="POST",
         parameters={
             "type": "object",
@@ -710,7 +656,7 @@ async def test_additional_properties_go_where_rest_says(srv: Server, mode: Mode)
         body="rest",
     )
     await run(tool, '{"item": "pen", "tag": "t", "quantity": 3}', mode)
-    assert srv.requests[0].raw_path == "/orders?tag=t"
+    assert srv.requests[0].path == "/orders?tag=t"
     assert json.loads(srv.requests[0].body) == {"item": "pen", "quantity": 3}
 
 
@@ -720,11 +666,11 @@ async def test_additional_properties_go_where_rest_says(srv: Server, mode: Mode)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("value", ["café", "a\x00b", "a\x7fb", "line\nbreak", "\u2028"])
 async def test_an_unsendable_configured_header_value_is_an_execution_error(
-    srv: Server, mode: Mode, value: str
+    srv: ScriptedServer, mode: Mode, value: str
 ) -> None:
     tool = HttpTool(
         "get_item",
-        url=srv.base + "/items/{item_id}",
+        url=srv.url + "/items/{item_id}",
         default_headers=lambda ctx: {"Authorization": ctx.deps},
     )
     result = await run(tool, '{"item_id": "1"}', mode, deps=value)
@@ -739,10 +685,10 @@ async def test_an_unsendable_configured_header_value_is_an_execution_error(
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_unsendable_configured_header_name_is_an_execution_error(
-    srv: Server, mode: Mode
+    srv: ScriptedServer, mode: Mode
 ) -> None:
     tool = HttpTool(
-        "get_item", url=srv.base + "/items/{item_id}", default_headers=lambda ctx: {"X Bad": "1"}
+        "get_item", url=srv.url + "/items/{item_id}", default_headers=lambda ctx: {"X Bad": "1"}
     )
     result = await run(tool, '{"item_id": "1"}', mode)
     assert result.error_kind == "execution"
@@ -753,11 +699,11 @@ async def test_an_unsendable_configured_header_name_is_an_execution_error(
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("value", ["café", "a\x00b", "\t\x1b[31m"])
 async def test_an_unsendable_argument_header_value_is_an_arguments_error(
-    srv: Server, mode: Mode, value: str
+    srv: ScriptedServer, mode: Mode, value: str
 ) -> None:
     tool = HttpTool(
         "t",
-        url=srv.base + "/search",
+        url=srv.url + "/search",
         parameters={"type": "object", "properties": {"rid": {"type": "string"}}},
         headers={"rid": "X-Request-Id"},
     )
@@ -774,9 +720,9 @@ async def test_an_unsendable_argument_header_value_is_an_arguments_error(
 @pytest.mark.parametrize("status", [200, 503])
 @pytest.mark.parametrize("charset", ["x-no-such-charset", "base64", "rot13", "idna", "punycode"])
 async def test_an_upstream_charset_that_cannot_decode_is_an_execution_error(
-    srv: Server, mode: Mode, status: int, charset: str
+    srv: ScriptedServer, mode: Mode, status: int, charset: str
 ) -> None:
-    tool = HttpTool("t", url=f"{srv.base}/charset/{status}/{charset}")
+    tool = HttpTool("t", url=f"{srv.url}/charset/{status}/{charset}")
     result = await run(tool, "{}", mode)
     assert (result.is_error, result.error_kind) == (True, "execution")
     assert result.text == (
@@ -786,8 +732,10 @@ async def test_an_upstream_charset_that_cannot_decode_is_an_execution_error(
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_url_too_long_for_httpx_is_an_execution_error(srv: Server, mode: Mode) -> None:
-    result = await run(item_tool(srv.base), json.dumps({"item_id": "a" * 70_000}), mode)
+async def test_a_url_too_long_for_httpx_is_an_execution_error(
+    srv: ScriptedServer, mode: Mode
+) -> None:
+    result = await run(item_tool(srv.url), json.dumps({"item_id": "a" * 70_000}), mode)
     assert (result.error_kind, result.text) == (
         "execution",
         "Tool `get_item` failed: InvalidURL: URL too long",
@@ -805,10 +753,10 @@ def test_a_pattern_the_linear_engine_cannot_run_is_refused() -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_a_catastrophic_pattern_answers_at_once(srv: Server, mode: Mode) -> None:
+async def test_a_catastrophic_pattern_answers_at_once(srv: ScriptedServer, mode: Mode) -> None:
     tool = HttpTool(
         "search",
-        url=srv.base + "/search",
+        url=srv.url + "/search",
         parameters={"type": "object", "properties": {"q": {"pattern": r"^(\w+\s?)*$"}}},
     )
     started = time.monotonic()
@@ -836,8 +784,10 @@ def order_tool(base: str, **options: Any) -> HttpTool:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mode: Mode) -> None:
-    tool = order_tool(srv.base, extra_arguments="ignore")
+async def test_extra_arguments_ignore_drops_undeclared_arguments(
+    srv: ScriptedServer, mode: Mode
+) -> None:
+    tool = order_tool(srv.url, extra_arguments="ignore")
     result = await run(
         tool, '{"item": "pen", "price": 0, "options": {"gift": true, "discount": 100}}', mode
     )
@@ -849,23 +799,25 @@ async def test_extra_arguments_ignore_drops_undeclared_arguments(srv: Server, mo
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_nested_undeclared_arguments_are_an_arguments_error(srv: Server, mode: Mode) -> None:
-    result = await run(order_tool(srv.base), '{"options": {"gift": true, "discount": 100}}', mode)
+async def test_nested_undeclared_arguments_are_an_arguments_error(
+    srv: ScriptedServer, mode: Mode
+) -> None:
+    result = await run(order_tool(srv.url), '{"options": {"gift": true, "discount": 100}}', mode)
     assert result.error_kind == "arguments"
     assert "- $.options.discount: Unexpected argument (input: 100)" in result.text
     assert srv.requests == []
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_args_model_extra_arguments_ignore(srv: Server, mode: Mode) -> None:
+async def test_args_model_extra_arguments_ignore(srv: ScriptedServer, mode: Mode) -> None:
     tool = HttpTool(
-        "search", url=srv.base + "/search", args_model=SearchArgs, extra_arguments="ignore"
+        "search", url=srv.url + "/search", args_model=SearchArgs, extra_arguments="ignore"
     )
     result = await run(tool, '{"q": "pens", "admin": true}', mode)
-    assert srv.requests[0].raw_path == "/search?q=pens&limit=10"
+    assert srv.requests[0].path == "/search?q=pens&limit=10"
     assert result.repairs == ("dropped unknown argument `admin`",)
     refused = await run(
-        HttpTool("search", url=srv.base + "/search", args_model=SearchArgs),
+        HttpTool("search", url=srv.url + "/search", args_model=SearchArgs),
         '{"q": "pens", "admin": true}',
         mode,
     )
@@ -930,22 +882,22 @@ async def fetch(
         return await run(tool, arguments, mode)
 
 
-def redirect_url(srv: Server, to: str) -> str:
-    return srv.base + "/redirect?" + urlencode({"to": to})
+def redirect_url(srv: ScriptedServer, to: str) -> str:
+    return srv.url + "/redirect?" + urlencode({"to": to})
 
 
-def lower(headers: dict[str, str]) -> dict[str, str]:
+def lower(headers: Mapping[str, str]) -> dict[str, str]:
     return {name.lower(): value for name, value in headers.items()}
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_redirect_to_another_origin_is_refused(
-    srv: Server, other: Server, mode: Mode
+    srv: ScriptedServer, other: ScriptedServer, mode: Mode
 ) -> None:
-    result = await fetch(redirect_url(srv, other.base + "/headers"), mode, follow_redirects=True)
+    result = await fetch(redirect_url(srv, other.url + "/headers"), mode, follow_redirects=True)
     assert result.error_kind == "execution"
     assert (
-        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.base})"
+        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.url})"
     )
     assert isinstance(result.exception, httpx.HTTPStatusError)
     assert other.requests == []  # neither the configured headers nor the request went there
@@ -955,22 +907,22 @@ async def test_a_redirect_to_another_origin_is_refused(
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_argument_cannot_steer_an_open_redirect_elsewhere(
-    srv: Server, other: Server, mode: Mode
+    srv: ScriptedServer, other: ScriptedServer, mode: Mode
 ) -> None:
     # The template fixes scheme and host; an open redirect on the API must not undo that.
-    arguments = json.dumps({"to": other.base.replace("http://", "http://u:p@") + "/headers"})
+    arguments = json.dumps({"to": other.url.replace("http://", "http://u:p@") + "/headers"})
     result = await fetch(
-        srv.base + "/redirect", mode, arguments, query=["to"], follow_redirects=True
+        srv.url + "/redirect", mode, arguments, query=["to"], follow_redirects=True
     )
     assert (
-        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.base})"
+        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.url})"
     )
     assert other.requests == []
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_redirect_within_the_origin_is_followed_as_httpx_would(
-    srv: Server, mode: Mode
+    srv: ScriptedServer, mode: Mode
 ) -> None:
     result = await fetch(redirect_url(srv, "/headers"), mode, follow_redirects=True)
     assert not result.is_error, result.text
@@ -983,8 +935,10 @@ async def test_a_redirect_within_the_origin_is_followed_as_httpx_would(
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_userinfo_in_a_redirect_is_not_sent_as_credentials(srv: Server, mode: Mode) -> None:
-    target = srv.base.replace("http://", "http://attacker:chosen@") + "/headers"
+async def test_userinfo_in_a_redirect_is_not_sent_as_credentials(
+    srv: ScriptedServer, mode: Mode
+) -> None:
+    target = srv.url.replace("http://", "http://attacker:chosen@") + "/headers"
     result = await fetch(redirect_url(srv, target), mode, follow_redirects=True)
     assert not result.is_error, result.text
     _, followed = srv.requests
@@ -993,24 +947,24 @@ async def test_userinfo_in_a_redirect_is_not_sent_as_credentials(srv: Server, mo
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_redirect_leaving_the_origin_later_in_the_chain_is_refused(
-    srv: Server, other: Server, mode: Mode
+    srv: ScriptedServer, other: ScriptedServer, mode: Mode
 ) -> None:
-    url = redirect_url(srv, "/redirect?" + urlencode({"to": other.base + "/headers"}))
+    url = redirect_url(srv, "/redirect?" + urlencode({"to": other.url + "/headers"}))
     result = await fetch(url, mode, follow_redirects=True)
     assert (
-        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.base})"
+        result.text == f"HTTP 302 Found, not followed: a redirect to another origin ({other.url})"
     )
     assert len(srv.requests) == 2 and other.requests == []
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_redirects_follow_the_clients_settings(srv: Server, mode: Mode) -> None:
+async def test_redirects_follow_the_clients_settings(srv: ScriptedServer, mode: Mode) -> None:
     result = await fetch(redirect_url(srv, "/headers"), mode)
     assert (result.error_kind, result.text) == ("execution", "HTTP 302 Found")
     assert len(srv.requests) == 1
 
     srv.requests.clear()
-    looping = srv.base + "/redirect?to=/redirect%3Fto%3D/redirect"
+    looping = srv.url + "/redirect?to=/redirect%3Fto%3D/redirect"
     result = await fetch(looping, mode, follow_redirects=True, max_redirects=1)
     assert result.error_kind == "execution"
     assert result.text == (

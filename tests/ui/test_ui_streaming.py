@@ -12,14 +12,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import ui_support
+from http_server import Reply, ScriptedServer
 
 from agentforge_typed import (
     AiMessage,
@@ -99,49 +99,19 @@ def test_a_client_that_leaves_mid_call_cancels_the_mcp_request(tmp_path: Path) -
                 eventually(lambda: running(app) == 0)
 
 
-class _Dripping(BaseHTTPRequestHandler):
-    """An OpenAI-compatible server: its first answer drips a word a second for a minute, the
-    others come at once."""
-
-    served = 0
-    lock = threading.Lock()
-
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["content-length"]))
-        with self.lock:
-            first = type(self).served == 0
-            type(self).served += 1
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.end_headers()
-        words = 60 if first else 1
-        try:
-            for _ in range(words):
-                chunk = {"choices": [{"index": 0, "delta": {"content": "word "}}]}
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.flush()
-                if first:
-                    time.sleep(1)
-            done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
-            self.wfile.write(f"data: {json.dumps(done)}\n\ndata: [DONE]\n\n".encode())
-        except OSError:  # the client hung up
-            pass
-
-    def log_message(self, *args: Any) -> None:
-        pass
+def _words(count: int, delay: float = 0.0) -> Reply:
+    """An OpenAI-compatible stream of `count` words, `delay` seconds apart."""
+    word = {"choices": [{"index": 0, "delta": {"content": "word "}}]}
+    done = {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    return Reply.sse([*[word] * count, done], done=True, delay=delay)
 
 
 @pytest.fixture()
-def dripping() -> Iterator[str]:
-    _Dripping.served = 0
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Dripping)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+def dripping(http_server: ScriptedServer) -> str:
+    """An OpenAI-compatible server: its first answer drips a word a second for a minute, the
+    others come at once."""
+    http_server.route("/v1/chat/completions", _words(60, delay=1.0), _words(1))
+    return f"{http_server.url}/v1"
 
 
 def test_a_client_that_leaves_mid_stream_gives_the_model_s_slot_back(dripping: str) -> None:
