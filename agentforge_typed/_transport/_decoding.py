@@ -10,14 +10,16 @@ installed, or several stacked) are left to httpx.
 from __future__ import annotations
 
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 
-__all__ = ["aiter_bounded", "iter_bounded"]
+__all__ = ["INFLATED", "Inflater", "aiter_bounded", "iter_bounded"]
 
 _WINDOWS = {"gzip": 16 + zlib.MAX_WBITS, "deflate": zlib.MAX_WBITS}
 """The zlib window of each encoding inflated here (gzip's with its header and trailer)."""
+INFLATED = frozenset(_WINDOWS)
+"""The content encodings `Inflater` inflates."""
 
 
 def iter_bounded(response: httpx.Response, limit: int) -> Iterator[bytes]:
@@ -47,14 +49,15 @@ async def aiter_bounded(response: httpx.Response, limit: int) -> AsyncIterator[b
             return
 
 
-class _Inflater:
-    """One gzip or deflate stream, inflated a step at a time, `limit + 1` bytes in all at most."""
+class Inflater:
+    """One gzip or deflate stream, inflated a step at a time, `limit + 1` bytes in all at most;
+    a body that is not one raises what `error` makes of zlib's message."""
 
-    def __init__(self, encoding: str, request: httpx.Request, limit: int) -> None:
+    def __init__(self, encoding: str, limit: int, error: Callable[[str], Exception]) -> None:
         self._deflate = encoding == "deflate"
         self._inflate = zlib.decompressobj(_WINDOWS[encoding])
         self._started = False
-        self._request = request
+        self._error = error
         self._room = limit + 1
 
     @property
@@ -72,7 +75,7 @@ class _Inflater:
                     # Raw deflate, without zlib's header: some servers send it, and httpx takes it.
                     self._inflate, self._started = zlib.decompressobj(-zlib.MAX_WBITS), True
                     continue
-                raise httpx.DecodingError(str(exc), request=self._request) from exc
+                raise self._error(str(exc)) from exc
             self._started = True
             self._room -= len(piece)
             data = self._inflate.unconsumed_tail
@@ -80,10 +83,11 @@ class _Inflater:
                 yield piece
 
 
-def _inflater(response: httpx.Response, limit: int) -> _Inflater | None:
+def _inflater(response: httpx.Response, limit: int) -> Inflater | None:
     """An inflater for the body's one gzip or deflate encoding; `None` when httpx decodes it (no
     encoding, identity, or one this module does not inflate)."""
     encoding = response.headers.get("content-encoding", "").strip().lower()
     if encoding not in _WINDOWS:
         return None
-    return _Inflater(encoding, response.request, limit)
+    request = response.request
+    return Inflater(encoding, limit, lambda text: httpx.DecodingError(text, request=request))

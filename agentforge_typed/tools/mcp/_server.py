@@ -53,6 +53,7 @@ from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
 from .._signature import check_tool_name
 from ._auth import LocalRedirect, accept_legacy_issuer, noting_failures, watch_tokens
+from ._bounded import ACCEPTED_ENCODINGS, MAX_MESSAGE_BYTES, bounded_transport
 from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
@@ -329,14 +330,17 @@ class MCPServer(ServerCalls["MCPTool"]):
 
                 client = await stack.enter_async_context(
                     httpx2.AsyncClient(
-                        headers=headers,
+                        headers={"Accept-Encoding": ACCEPTED_ENCODINGS, **(headers or {})},
+                        transport=bounded_transport(),
                         auth=noting_failures(auth, refusal.failed),
                         event_hooks={"response": [refusal.note]},
                         # Reads may wait on a response stream the server holds open.
                         timeout=httpx2.Timeout(server.connect_timeout, read=_STREAM_READ_TIMEOUT),
                     )
                 )
-                transport = streamable_http.streamable_http_client(url, http_client=client)
+                transport = streamable_http.streamable_http_client(
+                    url, http_client=client, max_sse_event_size=MAX_MESSAGE_BYTES
+                )
             else:  # pragma: no cover - SDK 1
                 transport = streamable_http.streamablehttp_client(  # type: ignore[attr-defined]
                     url, headers=dict(headers or {}), auth=auth
