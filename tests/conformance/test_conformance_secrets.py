@@ -860,6 +860,9 @@ TOOL_SECRETS = {
     "HttpTool": "test_an_http_tool_never_shows_its_secrets",
     "MCPTool": "test_an_mcp_server_never_shows_its_secrets (and, for a result echoing a "
     "header, tests/tools/mcp/test_mcp.py::test_streamable_http_sends_the_given_headers)",
+    "MCPTool (task)": "an MCPTool called as a task: its server holds the secrets (tested above "
+    "for every way to configure one), and its result takes the same way out as any call's "
+    "(ServerCalls._follow, then the server's redactor)",
     "Tool": "holds no secret of the package's: a function's own values are its to show",
     "SchemaTool": "holds no secret of the package's: a handler's own values are its to show",
 }
