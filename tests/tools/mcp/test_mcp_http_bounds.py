@@ -165,3 +165,32 @@ async def test_an_answer_in_an_encoding_not_inflated_here_is_refused(
     async with MCPServer.http(f"{http_server.url}/mcp", connect_timeout=10) as server:
         result = await by_name(server)["echo"].aexecute(call("echo", {}), CONTEXT)
     assert result.is_error and why in result.text
+
+
+async def test_an_authorization_flow_s_endless_answer_is_refused_at_the_cap(
+    http_server: ScriptedServer,
+) -> None:
+    """The SDK's OAuth flow reads each of its answers whole (its protected resource metadata
+    here); they come through the same transport, so the same cap ends them."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import OAuthClientMetadata
+    from pydantic import AnyUrl
+
+    from agentforge_typed.tools import MemoryTokens
+
+    url = http_server.url
+    challenge = {"www-authenticate": f'Bearer resource_metadata="{url}/prm"'}
+    http_server.route("/mcp", Reply(401, b"", challenge))
+    metadata = {"content-type": "application/json"}
+    http_server.route("/prm", Reply(200, endless(b'{"resource": "'), metadata, chunked=True))
+    oauth = OAuthClientProvider(
+        f"{url}/mcp",
+        OAuthClientMetadata(redirect_uris=[AnyUrl("http://127.0.0.1:1/callback")]),
+        MemoryTokens(),
+    )
+    started = time.monotonic()
+    with pytest.raises(Exception, match=r"over 16,777,216 bytes \(MAX_MESSAGE_BYTES\)"):
+        async with MCPServer.http(f"{url}/mcp", auth=oauth, connect_timeout=10):
+            pass
+    assert time.monotonic() - started < 10
+    assert [r.path for r in http_server.requests] == ["/mcp", "/prm"]
