@@ -66,6 +66,12 @@ class FinishedChatResult(ToolChatResult[OutputT]):
     """The validated structured output, when `output_type` was given."""
     paused: ClassVar[Literal[False]] = False
 
+    def __post_init__(self) -> None:
+        if self.pending:
+            raise ValueError(
+                "a FinishedChatResult waits on no call: pending calls make a PausedChatResult"
+            )
+
 
 @dataclass(frozen=True)
 class PausedChatResult(ToolChatResult[OutputT]):
@@ -76,6 +82,10 @@ class PausedChatResult(ToolChatResult[OutputT]):
     """Nothing yet: the output comes with the resumed run's result."""
     paused: ClassVar[Literal[True]] = True
 
+    def __post_init__(self) -> None:
+        if not self.pending:
+            raise ValueError("a PausedChatResult waits on its pending calls: it needs at least one")
+
 
 Outcome: TypeAlias = FinishedChatResult[OutputT] | PausedChatResult[OutputT]
 """What a run returns: finished or paused, told apart by `result.paused`."""
@@ -85,7 +95,8 @@ def outcome(**fields: Any) -> Outcome[Any]:
     """The result of a run, from every one of its fields: paused when it has `pending` calls.
     The generated `__init__` of a frozen dataclass sets each field through
     `object.__setattr__`, which made building the result cost a twentieth of a short run;
-    nothing else differs (there is no `__post_init__`)."""
+    nothing else differs (`__post_init__` only checks the kind against `pending`, by which it
+    is chosen here)."""
     result: Outcome[Any]
     if fields["pending"]:
         result = object.__new__(PausedChatResult)

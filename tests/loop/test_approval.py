@@ -727,3 +727,8 @@ def test_a_paused_run_is_a_paused_result_with_no_output_and_a_resumed_one_is_fin
     finished = run(service, script.model, paused.messages, output_type=int, approvals={"c1": True})
     assert type(finished) is FinishedChatResult and not finished.paused and not finished.pending
     assert finished.output == 3 and bank.sent == [("bob", 5)]
+    # A kind never says other than its calls do, built by hand or copied.
+    with pytest.raises(ValueError, match="a FinishedChatResult waits on no call"):
+        dataclasses.replace(finished, pending=paused.pending)
+    with pytest.raises(ValueError, match="a PausedChatResult waits on its pending calls"):
+        dataclasses.replace(paused, pending=())

@@ -1,109 +1,106 @@
 """An MCP server's answers over HTTP, bounded: one message is at most `MAX_MESSAGE_BYTES`.
 
-The SDK reads a JSON answer whole (`response.aread()`) and bounds each SSE event by its
-`max_sse_event_size`. A server answering with an endless JSON body would fill the memory before
-any deadline passed, so the HTTP client's transport counts each JSON answer's bytes as they are
-decoded: a gzip or deflate body is inflated here, a step at a time, so a few kilobytes cannot
-inflate past the cap either. An SSE event is bounded by the SDK, at the same size.
+The SDK reads most answers whole (`response.aread()`): a JSON answer, the session's DELETE, a
+redirect it drains, every answer of an authorization flow. It bounds only an event stream it
+parses, each event by its `max_sse_event_size`. A server answering with an endless body would fill
+the memory before any deadline passed, so every answer's body is counted as it is decoded (a gzip
+or deflate body is inflated here, a step at a time, so a few kilobytes cannot inflate past the cap
+either), but for the event streams the client asked for.
+
+It is done by a response hook, not a transport, so that the client keeps the transports it makes
+itself (the environment's proxies among them).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from ..._transport._decoding import INFLATED, Inflater
 
-__all__ = ["ACCEPTED_ENCODINGS", "MAX_MESSAGE_BYTES", "bounded_transport"]
+__all__ = ["ACCEPTED_ENCODINGS", "MAX_MESSAGE_BYTES", "bounding", "is_too_large"]
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-"""The most bytes of one message an MCP server sends over HTTP: a JSON answer (decoded) or one
-SSE event."""
+"""The most bytes of one message an MCP server sends over HTTP: an answer's body (decoded), or
+one event of an event stream."""
 ACCEPTED_ENCODINGS = ", ".join(sorted(INFLATED))
 """What the client asks a server to compress with: only what is inflated within the cap."""
 
 
-def bounded_transport(limit: int = MAX_MESSAGE_BYTES) -> Any:
-    """An `httpx2` transport whose JSON answers end with an error past `limit` bytes."""
-    import httpx2
+def bounding(limit: int = MAX_MESSAGE_BYTES) -> Callable[[Any], Coroutine[Any, Any, None]]:
+    """An `httpx2` response hook whose answers end with an error past `limit` decoded bytes,
+    but for the event streams a GET or POST asked for (which the SDK reads event by event)."""
+    too_large, stream_class = _classes()
 
-    return _classes()[0](httpx2.AsyncHTTPTransport(), limit)
+    async def bound(response: Any) -> None:
+        request = response.request
+        if (
+            request.method in ("GET", "POST")
+            and 200 <= response.status_code < 300
+            and "text/event-stream" in request.headers.get("accept", "").lower()
+            and response.headers.get("content-type", "").lower().startswith("text/event-stream")
+        ):
+            return
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        original = response.stream
+        for name in ("content-encoding", "content-length"):  # decoded here: httpx must not
+            response.headers.pop(name, None)
+        response.stream = stream_class(_capped(original, encoding, limit, too_large), original)
+
+    return bound
+
+
+def is_too_large(exc: BaseException) -> bool:
+    """Whether `exc` is an answer refused here (over the cap, or not decodable within it)."""
+    return isinstance(exc, _classes()[0])
 
 
 @functools.cache
-def _classes() -> tuple[type[Any], type[Any]]:
+def _classes() -> tuple[type[Exception], type[Any]]:
     import httpx2
 
     class TooLargeError(httpx2.StreamError):
         """An answer over the cap, or one that cannot be decoded within it. A `StreamError`,
-        which the SDK answers the waiting request with, naming this message."""
+        which the SDK answers a waiting request with, naming this message."""
 
-    class Bounded(httpx2.AsyncBaseTransport):
-        def __init__(self, inner: httpx2.AsyncBaseTransport, limit: int) -> None:
-            self._inner = inner
-            self._limit = limit
-
-        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-            response = await self._inner.handle_async_request(request)
-            if response.headers.get("content-type", "").lower().startswith("text/event-stream"):
-                return response  # each event is bounded by the SDK (`max_sse_event_size`)
-            encoding = response.headers.get("content-encoding", "").strip().lower()
-            headers = [
-                (name, value)
-                for name, value in response.headers.multi_items()
-                if name.lower() not in ("content-encoding", "content-length")
-            ]
-            stream = _capped(response, encoding, self._limit, TooLargeError)
-            return httpx2.Response(
-                response.status_code,
-                headers=headers,
-                stream=_Stream(stream, response),
-                request=request,
-                extensions=response.extensions,
-            )
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    class _Stream(httpx2.AsyncByteStream):
-        def __init__(self, chunks: AsyncIterator[bytes], response: httpx2.Response) -> None:
+    class Capped(httpx2.AsyncByteStream):
+        def __init__(self, chunks: AsyncIterator[bytes], original: Any) -> None:
             self._chunks = chunks
-            self._response = response
+            self._original = original
 
         async def __aiter__(self) -> AsyncIterator[bytes]:
             async for chunk in self._chunks:
                 yield chunk
 
         async def aclose(self) -> None:
-            await self._response.aclose()
+            await self._original.aclose()
 
-    return Bounded, TooLargeError
+    return TooLargeError, Capped
 
 
 async def _capped(
-    response: Any, encoding: str, limit: int, error: type[Exception]
+    raw: Any, encoding: str, limit: int, error: type[Exception]
 ) -> AsyncIterator[bytes]:
-    """The decoded body of `response`, raising `error` once more than `limit` bytes came (or at
-    once, for an encoding not inflated here: the SDK answers the request with the error, where a
-    transport's error would end the session)."""
+    """The decoded body read from `raw` (the response's own stream), raising `error` once more
+    than `limit` bytes came (or at once, for an encoding not inflated here: raised while the
+    body is read, the SDK answers the request with it, where a transport's error would end the
+    session)."""
     if encoding not in ("", "identity", *INFLATED):
         raise error(
             f"the MCP server answered in Content-Encoding {encoding[:40]!r}, which the client "
             f"did not ask for (it takes {ACCEPTED_ENCODINGS})"
         )
-    inflater = (
-        Inflater(
+    inflater = None
+    if encoding in INFLATED:
+        inflater = Inflater(
             encoding,
             limit,
             lambda text: error(f"the MCP server's answer is not {encoding}: {text}"),
         )
-        if encoding in INFLATED
-        else None
-    )
     room = limit
-    async for raw in response.aiter_raw():
-        for piece in inflater.feed(raw) if inflater is not None else (raw,):
+    async for chunk in raw:
+        for piece in inflater.feed(chunk) if inflater is not None else (chunk,):
             room -= len(piece)
             if room < 0:
                 raise error(

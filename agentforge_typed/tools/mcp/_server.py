@@ -53,7 +53,7 @@ from .._schema_arguments import SchemaArguments
 from .._schema_tool import valid_arguments
 from .._signature import check_tool_name
 from ._auth import LocalRedirect, accept_legacy_issuer, noting_failures, watch_tokens
-from ._bounded import ACCEPTED_ENCODINGS, MAX_MESSAGE_BYTES, bounded_transport
+from ._bounded import ACCEPTED_ENCODINGS, MAX_MESSAGE_BYTES, bounding
 from ._calls import ServerCalls
 from ._connection import Connection, Connector, Streams
 from ._questions import Desk
@@ -328,12 +328,13 @@ class MCPServer(ServerCalls["MCPTool"]):
             if hasattr(streamable_http, "streamable_http_client"):
                 import httpx2
 
+                sent = httpx2.Headers({"Accept-Encoding": ACCEPTED_ENCODINGS})
+                sent.update(headers or {})  # the caller's own, in any case, win
                 client = await stack.enter_async_context(
                     httpx2.AsyncClient(
-                        headers={"Accept-Encoding": ACCEPTED_ENCODINGS, **(headers or {})},
-                        transport=bounded_transport(),
+                        headers=sent,
                         auth=noting_failures(auth, refusal.failed),
-                        event_hooks={"response": [refusal.note]},
+                        event_hooks={"response": [refusal.note, bounding()]},
                         # Reads may wait on a response stream the server holds open.
                         timeout=httpx2.Timeout(server.connect_timeout, read=_STREAM_READ_TIMEOUT),
                     )

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._bounded import is_too_large
 from ._questions import Resend
 from ._results import own_output_validation
 
@@ -89,6 +90,10 @@ class Refusal:
         from mcp.client.auth import OAuthFlowError
 
         status = self.status
+        if is_too_large(exc):  # met outside a call (entering, an authorization flow)
+            too_large = ConnectionError(f"MCP server {label!r}: {exc}")
+            too_large.__cause__ = exc
+            return too_large
         if isinstance(exc, OAuthFlowError):
             message = f"MCP server {label!r}: authorization failed: {describe(exc)}"
             failed = MCPAuthorizationError(message, server=label, status=status or 401)

@@ -21,6 +21,11 @@ from test_mcp import CONTEXT, by_name, call
 from agentforge_typed import MCPServer
 from agentforge_typed.tools.mcp._bounded import MAX_MESSAGE_BYTES
 
+TOO_LARGE = (
+    r"^MCP server '.*': the MCP server's answer is over 16,777,216 bytes \(MAX_MESSAGE_BYTES\)"
+)
+"""What entering a server says of an answer over the cap: one error naming the server."""
+
 Shape = Callable[[bytes], Reply]
 """How the server sends one JSON-RPC answer (its JSON bytes)."""
 
@@ -99,6 +104,21 @@ async def test_answers_under_the_cap_are_read_whatever_their_shape(
     assert {r.headers["accept-encoding"] for r in http_server.requests} == {"deflate, gzip"}
 
 
+async def test_the_caller_s_accept_encoding_replaces_the_client_s_whatever_its_case(
+    http_server: ScriptedServer,
+) -> None:
+    http_server.route("/mcp", scripted(lambda id: gzipped(text_result(id, "hi")), gzipped))
+    headers = {"accept-encoding": "gzip"}
+    async with MCPServer.http(
+        f"{http_server.url}/mcp", headers=headers, connect_timeout=10
+    ) as server:
+        result = await by_name(server)["echo"].aexecute(call("echo", {}), CONTEXT)
+    assert result.value == "hi"
+    assert {r.headers.get_list("accept-encoding") == ["gzip"] for r in http_server.requests} == {
+        True
+    }
+
+
 @pytest.mark.parametrize(
     "over",
     [
@@ -145,6 +165,7 @@ async def test_an_endless_answer_to_the_handshake_fails_entering_at_once(
         Reply(200, endless(b"{"), {"content-type": "application/json"}, chunked=True),
     )
     started = time.monotonic()
+    # The SDK answers the handshake's request with the error (an `MCPError` naming the cap).
     with pytest.raises(Exception, match=r"over 16,777,216 bytes \(MAX_MESSAGE_BYTES\)"):
         async with MCPServer.http(
             f"{http_server.url}/mcp", connect_timeout=10, revision="handshake"
@@ -167,8 +188,9 @@ async def test_an_answer_in_an_encoding_not_inflated_here_is_refused(
     assert result.is_error and why in result.text
 
 
+@pytest.mark.parametrize("kind", ["application/json", "text/event-stream"])
 async def test_an_authorization_flow_s_endless_answer_is_refused_at_the_cap(
-    http_server: ScriptedServer,
+    http_server: ScriptedServer, kind: str
 ) -> None:
     """The SDK's OAuth flow reads each of its answers whole (its protected resource metadata
     here); they come through the same transport, so the same cap ends them."""
@@ -181,7 +203,7 @@ async def test_an_authorization_flow_s_endless_answer_is_refused_at_the_cap(
     url = http_server.url
     challenge = {"www-authenticate": f'Bearer resource_metadata="{url}/prm"'}
     http_server.route("/mcp", Reply(401, b"", challenge))
-    metadata = {"content-type": "application/json"}
+    metadata = {"content-type": kind}  # an event stream the flow did not ask for is read whole
     http_server.route("/prm", Reply(200, endless(b'{"resource": "'), metadata, chunked=True))
     oauth = OAuthClientProvider(
         f"{url}/mcp",
@@ -189,8 +211,61 @@ async def test_an_authorization_flow_s_endless_answer_is_refused_at_the_cap(
         MemoryTokens(),
     )
     started = time.monotonic()
-    with pytest.raises(Exception, match=r"over 16,777,216 bytes \(MAX_MESSAGE_BYTES\)"):
+    with pytest.raises(ConnectionError, match=TOO_LARGE):
         async with MCPServer.http(f"{url}/mcp", auth=oauth, connect_timeout=10):
             pass
     assert time.monotonic() - started < 10
     assert [r.path for r in http_server.requests] == ["/mcp", "/prm"]
+
+
+EVENTS = {"content-type": "text/event-stream"}
+
+
+async def test_an_endless_answer_to_the_session_s_delete_ends_at_the_cap(
+    http_server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SDK ends a session with a DELETE and reads its answer whole, whatever it says it is:
+    an endless "event stream" there ends at the cap, and leaving the server does not hang."""
+    listing = scripted(lambda id: as_json(text_result(id, "hi")))
+
+    def answer(request: Request) -> Reply:
+        if request.method == "DELETE":
+            return Reply(200, endless(b"data: "), EVENTS, chunked=True)
+        reply = listing(request)
+        return Reply(reply.status, reply.body, {**reply.headers, "mcp-session-id": "s-1"})
+
+    http_server.route("/mcp", answer)
+    async with MCPServer.http(f"{http_server.url}/mcp", connect_timeout=10):
+        started = time.monotonic()
+    assert time.monotonic() - started < 10
+    assert [r.method for r in http_server.requests][-1] == "DELETE"
+    assert any("over 16,777,216 bytes" in record.getMessage() for record in caplog.records)
+
+
+async def test_a_redirect_s_endless_body_ends_at_the_cap(http_server: ScriptedServer) -> None:
+    """A redirect's body is drained whole by the SDK, "event stream" or not."""
+    moved = Reply(307, endless(b"data: "), {"location": "/moved", **EVENTS}, chunked=True)
+    http_server.route("/mcp", moved)
+    http_server.route("/moved", scripted(lambda id: as_json(text_result(id, "hi"))))
+    started = time.monotonic()
+    with pytest.raises(ConnectionError, match=TOO_LARGE):
+        async with MCPServer.http(
+            f"{http_server.url}/mcp", connect_timeout=10, revision="handshake"
+        ):
+            pass
+    assert time.monotonic() - started < 10
+
+
+async def test_the_environment_s_proxy_is_still_used(
+    http_server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap is a response hook, not a transport of its own: the client keeps the transports
+    it makes itself, the proxies `HTTP_PROXY` names among them."""
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", http_server.url)
+    http_server.route("*", scripted(lambda id: as_json(text_result(id, "hi"))))
+    async with MCPServer.http("http://mcp.example.invalid/mcp", connect_timeout=10) as server:
+        result = await by_name(server)["echo"].aexecute(call("echo", {}), CONTEXT)
+    assert result.value == "hi"
+    assert {r.path for r in http_server.requests} == {"http://mcp.example.invalid/mcp"}
