@@ -643,12 +643,13 @@ def _pose(
         return _pose_url(params)
     if mode != "form":
         return f"its mode {shown_name(str(mode))!r} is neither 'form' nor 'url'"
-    schema = redactor.redact(params.get("requestedSchema"))
+    schema = params.get("requestedSchema")
     if not isinstance(schema, dict):
         return "it has no requested schema"
-    size = len(pydantic_core.to_json(schema))
+    size = len(pydantic_core.to_json(schema))  # as the server sent it, before it is walked
     if size > MAX_SCHEMA_CHARS:
         return f"its schema has {size} characters, over {MAX_SCHEMA_CHARS}"
+    schema = redactor.redact(schema)
     properties = schema.get("properties") or {}
     flat = isinstance(properties, dict) and all(map(_answerable, properties.values()))
     if schema.get("type") != "object" or not flat:
