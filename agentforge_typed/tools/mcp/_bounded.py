@@ -14,7 +14,7 @@ itself (the environment's proxies among them).
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Coroutine
 from typing import Any
 
 from ..._transport._decoding import INFLATED, Inflater
@@ -65,7 +65,7 @@ def _classes() -> tuple[type[Exception], type[Any]]:
         which the SDK answers a waiting request with, naming this message."""
 
     class Capped(httpx2.AsyncByteStream):
-        def __init__(self, chunks: AsyncIterator[bytes], original: Any) -> None:
+        def __init__(self, chunks: AsyncGenerator[bytes, None], original: Any) -> None:
             self._chunks = chunks
             self._original = original
 
@@ -74,6 +74,7 @@ def _classes() -> tuple[type[Exception], type[Any]]:
                 yield chunk
 
         async def aclose(self) -> None:
+            await self._chunks.aclose()  # a body left unread: its generator ends here too
             await self._original.aclose()
 
     return TooLargeError, Capped
@@ -81,7 +82,7 @@ def _classes() -> tuple[type[Exception], type[Any]]:
 
 async def _capped(
     raw: Any, encoding: str, limit: int, error: type[Exception]
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The decoded body read from `raw` (the response's own stream), raising `error` once more
     than `limit` bytes came (or at once, for an encoding not inflated here: raised while the
     body is read, the SDK answers the request with it, where a transport's error would end the
